@@ -1,0 +1,54 @@
+#pragma once
+// JSON <-> tensors for the tensor I/O contract (DESIGN.md), and atomic file writing.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/tensor.hpp"
+
+namespace attn {
+
+using Json = nlohmann::json;
+using Shape = std::vector<std::size_t>;
+
+// Reads one JSON value from a file, or from stdin when path is "-".
+// Malformed JSON -> InputError; an unreadable file -> RuntimeError.
+Json read_json(const std::string& path);
+
+// A nested JSON array of numbers, flattened row-major, with its shape.
+struct DenseArray {
+  Shape shape;
+  std::vector<float> data;
+};
+
+// Parses a rectangular nested array of finite numbers (or, with booleans = true, of
+// true/false/0/1). Errors name the field: "q: ragged array at q[1]: expected 4 items, got 3".
+DenseArray parse_array(const Json& value, const std::string& field, bool booleans = false);
+
+template <std::size_t N>
+xt::xtensor<float, N> to_tensor(const DenseArray& a) {
+  typename xt::xtensor<float, N>::shape_type shape;
+  std::copy(a.shape.begin(), a.shape.end(), shape.begin());
+  xt::xtensor<float, N> t = xt::xtensor<float, N>::from_shape(shape);
+  std::copy(a.data.begin(), a.data.end(), t.begin());
+  return t;
+}
+
+// A tensor as nested JSON arrays. Each float is written in its shortest decimal form that
+// reads back as the same float32 (0.1f -> 0.1, not 0.10000000149011612).
+Json to_json(const Tensor1& t);
+Json to_json(const Tensor2& t);
+Json to_json(const Tensor3& t);
+
+// Like to_json, but -inf (a fully masked row's log-sum-exp) becomes null: JSON has no -inf.
+Json lse_to_json(const Tensor1& lse);
+Json lse_to_json(const Tensor2& lse);
+
+double json_float(float x);
+
+// Writes text to path through a temporary file in the same folder and a rename, so a failed
+// run never leaves a half-written file. path "-" writes to stdout. I/O failure -> RuntimeError.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace attn

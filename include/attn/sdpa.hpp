@@ -1,0 +1,51 @@
+#pragma once
+// Naive scaled dot-product attention: the reference every faster path is checked against.
+//
+//   S = (Q K^T) * scale / temperature      [H, Lq, Lk]
+//   S[h, i, j] = -inf where query i may not attend to key j (mask and/or causal)
+//   P = softmax(S) row-wise                 (fully masked rows -> all zeros, see softmax.hpp)
+//   O = P V                                 [H, Lq, dv]
+//
+// Inputs and outputs are float32; inside, everything runs in float64 (BLAS dgemm for both
+// products), so the reference's own error is one float32 rounding of each result.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/tensor.hpp"
+
+namespace attn {
+
+struct SdpaOptions {
+  bool causal = false;          // bottom-right aligned when Lq != Lk (see mask.hpp)
+  std::optional<double> scale;  // default 1/sqrt(d)
+  double temperature = 1.0;     // > 1 flattens the softmax, < 1 sharpens it
+  double dropout_p = 0.0;       // dropout on the weights (0 = off, the default)
+  std::uint64_t dropout_seed = 42;
+};
+
+struct SdpaResult {
+  Tensor3 output;   // [H, Lq, dv]
+  Tensor3 weights;  // [H, Lq, Lk], post-softmax (post-dropout when dropout_p > 0, as PyTorch)
+  Tensor2 lse;      // [H, Lq], log-sum-exp of the scaled masked scores; -inf = fully masked
+};
+
+// Grouped-query attention is allowed: k and v may have Hkv heads with H % Hkv == 0, and query
+// head h reads key/value head h / (H / Hkv). allowed is [Lq, Lk] (all heads) or [H, Lq, Lk],
+// or null for no mask.
+SdpaResult sdpa(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                const Mask3* allowed = nullptr, const SdpaOptions& options = {});
+
+// Checks the shapes of an attention call, each of rank 2 ([L, d]) or 3 ([H, L, d]), and throws
+// InputError naming the field, the expected and the actual shape. mask may be null (absent).
+using Shape = std::vector<std::size_t>;
+void check_sdpa_shapes(const Shape& q, const Shape& k, const Shape& v, const Shape* mask);
+
+// Checks temperature > 0, a finite scale and 0 <= dropout_p < 1; throws InputError.
+void check_sdpa_options(const SdpaOptions& options);
+
+// Number of query rows whose keys are all masked (lse == -inf).
+std::size_t count_fully_masked_rows(const Tensor2& lse);
+
+}  // namespace attn

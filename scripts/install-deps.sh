@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attn-cli builds with, skipping those already installed.
+# Used by scripts/test.sh, scripts/demo.sh and scripts/bench.sh; safe to run again.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libcli11-dev libxtensor-dev libxtensor-blas-dev libxsimd-dev nlohmann-json3-dev doctest-dev
+  libopenblas-dev libcairo2-dev libpango1.0-dev libicu-dev fonts-wqy-microhei
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "error: need root (or sudo) to apt-get install ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,83 @@
+// attn-cli attend: scaled dot-product attention on given Q, K, V (tensor I/O contract).
+#include <memory>
+
+#include "attn/error.hpp"
+#include "attn/sdpa.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+
+namespace attn::cli {
+namespace {
+
+struct AttendOptions {
+  std::string input;
+  std::string output = "-";
+  bool no_weights = false;
+};
+
+// [L, d] -> [1, L, d] so one code path serves both ranks.
+Tensor3 as_heads(const DenseArray& a) {
+  if (a.shape.size() == 3) return to_tensor<3>(a);
+  DenseArray b = a;
+  b.shape.insert(b.shape.begin(), 1);
+  return to_tensor<3>(b);
+}
+
+void run_attend(const AttendOptions& opts) {
+  const Json in = read_json(opts.input);
+  require_object(in);
+  warn_unknown_fields(in, {"q", "k", "v", "mask", "causal", "scale", "temperature", "backend",
+                           "block_size"});
+  const DenseArray q = parse_array(require_field(in, "q"), "q");
+  const DenseArray k = parse_array(require_field(in, "k"), "k");
+  const DenseArray v = parse_array(require_field(in, "v"), "v");
+  std::optional<DenseArray> mask;
+  if (in.contains("mask") && !in.at("mask").is_null()) {
+    mask = parse_array(in.at("mask"), "mask", /*booleans=*/true);
+  }
+  check_sdpa_shapes(q.shape, k.shape, v.shape, mask ? &mask->shape : nullptr);
+  check_backend(in);
+  const SdpaOptions options = sdpa_options_from(in);
+
+  const Mask3 allowed = mask ? mask_from(*mask) : Mask3{};
+  const SdpaResult r = sdpa(as_heads(q), as_heads(k), as_heads(v), mask ? &allowed : nullptr,
+                            options);
+  warn_fully_masked(r.lse);
+
+  Json out;
+  if (q.shape.size() == 2) {  // answer in the rank we were asked in
+    out["output"] = to_json(Tensor2(xt::view(r.output, 0, xt::all(), xt::all())));
+    if (!opts.no_weights) out["weights"] = to_json(Tensor2(xt::view(r.weights, 0, xt::all(), xt::all())));
+    out["lse"] = lse_to_json(Tensor1(xt::view(r.lse, 0, xt::all())));
+  } else {
+    out["output"] = to_json(r.output);
+    if (!opts.no_weights) out["weights"] = to_json(r.weights);
+    out["lse"] = lse_to_json(r.lse);
+  }
+  write_file_atomically(opts.output, out.dump() + "\n");
+}
+
+}  // namespace
+
+void setup_attend(CLI::App& app) {
+  auto opts = std::make_shared<AttendOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "attend", "Scaled dot-product attention on given Q, K, V (JSON in, JSON out)");
+  cmd->add_option("-i,--input", opts->input, "JSON file with q, k, v (and optional mask, causal, "
+                  "scale); - reads stdin")->required();
+  cmd->add_option("-o,--output", opts->output, "where to write the result JSON (- = stdout)")
+      ->capture_default_str();
+  cmd->add_flag("--no-weights", opts->no_weights, "leave the [H, Lq, Lk] weights out of the output");
+  cmd->footer(R"(Input:  {"q": [Lq,d] or [H,Lq,d], "k": [Lk,d], "v": [Lk,dv],
+         "mask"?: [Lq,Lk] of 0/1 (1 = may attend), "causal"?: bool (bottom-right aligned),
+         "scale"?: number (default 1/sqrt(d)), "temperature"?: number}
+Output: {"output": [Lq,dv], "weights": [Lq,Lk], "lse": [Lq] (null = every key masked)}
+
+Examples:
+  attn-cli attend --input data/examples/attend_small.json
+  echo '{"q":[[1,0]],"k":[[1,0],[0,1]],"v":[[1,2],[3,4]]}' | attn-cli attend --input -
+)");
+  cmd->callback([opts] { run_attend(*opts); });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,13 @@
+#pragma once
+// Each subcommand: an options struct, setup_<cmd>(CLI::App&) that declares its flags, and
+// run_<cmd>(const Options&) that calls the library. main.cpp only wires them.
+#include <CLI/CLI.hpp>
+
+namespace attn::cli {
+
+void setup_attend(CLI::App& app);
+void setup_mha(CLI::App& app);
+void setup_tokenize(CLI::App& app);
+void setup_demo(CLI::App& app);
+
+}  // namespace attn::cli

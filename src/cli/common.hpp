@@ -1,0 +1,41 @@
+#pragma once
+// Helpers shared by the subcommands that read the tensor I/O contract (attend, mha).
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+#include "attn/json_io.hpp"
+#include "attn/sdpa.hpp"
+
+namespace attn::cli {
+
+void warn(const std::string& message);
+
+// Warns once per field of `in` that is not in `known` (a typo such as "casual" would
+// otherwise be ignored silently).
+void warn_unknown_fields(const Json& in, std::initializer_list<const char*> known);
+
+// The input must be a JSON object.
+void require_object(const Json& in);
+
+// A required field; InputError "field: required" when absent.
+const Json& require_field(const Json& in, const char* field);
+
+bool optional_bool(const Json& in, const char* field, bool fallback);
+std::optional<double> optional_number(const Json& in, const char* field);
+std::optional<std::size_t> optional_positive_int(const Json& in, const char* field);
+
+// backend / block_size: "naive" is the only backend in this build; the others are named in
+// the contract and rejected with a clear error until they exist.
+void check_backend(const Json& in);
+
+// Options shared by attend and mha: causal, scale, temperature.
+SdpaOptions sdpa_options_from(const Json& in);
+
+// Mask as [1, Lq, Lk] or [H, Lq, Lk] from a DenseArray of 0/1 (rank 2 or 3).
+Mask3 mask_from(const DenseArray& a);
+
+// Warns when some query rows have all keys masked.
+void warn_fully_masked(const Tensor2& lse);
+
+}  // namespace attn::cli

@@ -1,0 +1,173 @@
+#include "attn/json_io.hpp"
+
+#include <unistd.h>
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "attn/error.hpp"
+
+namespace attn {
+namespace {
+
+// Depth-first walk that records the shape from the first element of each level and checks
+// that every other element agrees with it.
+void flatten(const Json& v, const std::string& where, std::size_t depth, DenseArray& out,
+             bool booleans, const std::string& field) {
+  if (v.is_array()) {
+    if (depth == out.shape.size()) {
+      if (!out.data.empty()) {
+        throw InputError(field + ": ragged array at " + where + ": expected a number, got an array");
+      }
+      out.shape.push_back(v.size());
+    } else if (out.shape[depth] != v.size()) {
+      throw InputError(field + ": ragged array at " + where + ": expected " +
+                       std::to_string(out.shape[depth]) + " items, got " +
+                       std::to_string(v.size()));
+    }
+    if (v.empty()) throw InputError(field + ": empty array at " + where);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      flatten(v[i], where + "[" + std::to_string(i) + "]", depth + 1, out, booleans, field);
+    return;
+  }
+  if (depth != out.shape.size()) {
+    throw InputError(field + ": ragged array at " + where + ": expected an array, got " +
+                     v.type_name());
+  }
+  if (booleans) {
+    if (v.is_boolean()) {
+      out.data.push_back(v.get<bool>() ? 1.0f : 0.0f);
+    } else if (v.is_number() && (v.get<double>() == 0.0 || v.get<double>() == 1.0)) {
+      out.data.push_back(static_cast<float>(v.get<double>()));
+    } else {
+      throw InputError(field + ": expected 0/1 or true/false at " + where + ", got " + v.dump());
+    }
+    return;
+  }
+  if (!v.is_number()) {
+    throw InputError(field + ": expected a number at " + where + ", got " + v.type_name());
+  }
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || std::fabs(x) > 3.4028234663852886e38) {
+    throw InputError(field + ": number at " + where + " does not fit in float32");
+  }
+  out.data.push_back(static_cast<float>(x));
+}
+
+template <class T>
+Json nested(const T& t, std::size_t dim, std::size_t offset, bool lse) {
+  Json a = Json::array();
+  const std::size_t n = t.shape(dim);
+  std::size_t stride = 1;
+  for (std::size_t k = dim + 1; k < t.dimension(); ++k) stride *= t.shape(k);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t at = offset + i * stride;
+    if (dim + 1 < t.dimension()) {
+      a.push_back(nested(t, dim + 1, at, lse));
+    } else {
+      const float x = t.data()[at];
+      if (lse && std::isinf(x) && x < 0) {
+        a.push_back(nullptr);
+      } else {
+        a.push_back(json_float(x));
+      }
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+Json read_json(const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    text = ss.str();
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw RuntimeError("cannot read " + path + ": " + std::strerror(errno));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
+    std::string what = e.what();
+    const auto at = what.find("] ");
+    throw InputError("malformed JSON in " + (path == "-" ? std::string("stdin") : path) + ": " +
+                     (at == std::string::npos ? what : what.substr(at + 2)));
+  }
+}
+
+DenseArray parse_array(const Json& value, const std::string& field, bool booleans) {
+  DenseArray out;
+  if (!value.is_array()) {
+    throw InputError(field + ": expected a nested array of " +
+                     (booleans ? std::string("0/1 or true/false") : std::string("numbers")) +
+                     ", got " + value.type_name());
+  }
+  flatten(value, field, 0, out, booleans, field);
+  return out;
+}
+
+double json_float(float x) {
+  // Shortest round-trip decimal of the float, then read as a double: nlohmann then prints
+  // that double's shortest form, which is the same short string.
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+}
+
+Json to_json(const Tensor1& t) { return nested(t, 0, 0, false); }
+Json to_json(const Tensor2& t) { return nested(t, 0, 0, false); }
+Json to_json(const Tensor3& t) { return nested(t, 0, 0, false); }
+Json lse_to_json(const Tensor1& lse) { return nested(lse, 0, 0, true); }
+Json lse_to_json(const Tensor2& lse) { return nested(lse, 0, 0, true); }
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text << std::flush;
+    return;
+  }
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string tmpl = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
+  const int fd = mkstemp(tmpl.data());
+  if (fd < 0) throw RuntimeError("cannot write " + path + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmpl.c_str());
+      throw RuntimeError("cannot write " + path + ": " + std::strerror(err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  // mkstemp creates the file 0600; give it the usual permissions of a new file.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  if (::close(fd) != 0 || std::rename(tmpl.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmpl.c_str());
+    throw RuntimeError("cannot write " + path + ": " + std::strerror(err));
+  }
+}
+
+}  // namespace attn

@@ -1,0 +1,249 @@
+// End-to-end tests: the attn-cli binary as a user runs it.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "support.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scratch folder with data/ linked in, so examples written as in README run unchanged.
+struct Scratch {
+  fs::path dir;
+  Scratch() {
+    static int n = 0;
+    dir = fs::temp_directory_path() / ("attn-cli-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::create_directory_symlink(ATTN_DATA_DIR, dir / "data");
+  }
+  ~Scratch() { fs::remove_all(dir); }
+};
+
+// Runs a README / --help example line, with "attn-cli" standing for the built binary.
+CliResult run_example(const std::string& line, const fs::path& cwd) {
+  std::string cmd = std::regex_replace(line, std::regex(R"((^|\| *)attn-cli )"), "$1'" + std::string(ATTN_CLI) + "' ");
+  const std::string out = (cwd / ".out").string(), err = (cwd / ".err").string();
+  const int status = std::system(("cd '" + cwd.string() + "' && (" + cmd + ") >'" + out + "' 2>'" + err + "'").c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, read_text(out), read_text(err)};
+}
+
+// "Examples:" lines of a help text: the indented lines after the heading that run attn-cli.
+std::vector<std::string> help_examples(const std::string& help) {
+  std::vector<std::string> lines;
+  const auto at = help.find("Examples:");
+  if (at == std::string::npos) return lines;
+  std::istringstream in(help.substr(at));
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto start = line.find_first_not_of(' ');
+    if (start != std::string::npos && line.find("attn-cli ", start) != std::string::npos && start >= 2)
+      lines.push_back(line.substr(start));
+  }
+  return lines;
+}
+
+void check_input_error(const CliResult& r, const std::string& expected) {
+  CAPTURE(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.rfind("error: ", 0) == 0);
+  CHECK(r.err.find(expected) != std::string::npos);
+}
+
+void check_close(const Json& ours, const Json& ref) {
+  const std::vector<double> a = flat(ours), b = flat(ref);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isinf(b[i])) {
+      CHECK(a[i] == b[i]);
+    } else {
+      CHECK(std::fabs(a[i] - b[i]) <= 2.5e-7 * std::max(1.0, std::fabs(b[i])));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cli: --version and --help") {
+  const CliResult v = run_cli("--version");
+  CHECK(v.code == 0);
+  CHECK(v.out.find("attn-cli 0.") == 0);
+  const CliResult h = run_cli("--help");
+  CHECK(h.code == 0);
+  for (const char* sub : {"attend", "mha", "tokenize", "demo"}) CHECK(h.out.find(sub) != std::string::npos);
+  CHECK(h.out.find("1/true = the query MAY attend") != std::string::npos);
+}
+
+TEST_CASE("cli: usage errors exit 2 with one error line") {
+  check_input_error(run_cli(""), "subcommand");
+  check_input_error(run_cli("frobnicate"), "frobnicate");
+  check_input_error(run_cli("attend"), "--input");
+  check_input_error(run_cli("tokenize a --max-tokens 0"), "max-tokens");
+}
+
+TEST_CASE("cli: attend and mha reproduce the float64 reference for every golden case") {
+  for (const auto& entry : fs::directory_iterator(data_path("golden"))) {
+    const std::string name = entry.path().stem().string();
+    CAPTURE(name);
+    const Json g = read_json(entry.path().string());
+    const std::string sub = name.rfind("mha", 0) == 0 ? "mha" : "attend";
+    const CliResult r = run_cli(sub + " --input -", g["input"].dump());
+    REQUIRE(r.code == 0);
+    const Json out = Json::parse(r.out);
+    for (const char* field : {"output", "weights", "lse"}) {
+      CAPTURE(field);
+      check_close(out[field], g["expected"][field]);
+    }
+  }
+}
+
+TEST_CASE("cli: attend answers in the rank it was asked, --no-weights, --output FILE") {
+  Scratch s;
+  const CliResult r = run_cli("attend --input data/examples/attend_small.json --no-weights --output out.json", "",
+                              s.dir.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.empty());
+  const Json out = read_json((s.dir / "out.json").string());
+  CHECK_FALSE(out.contains("weights"));
+  CHECK(out["output"].size() == 3);     // [Lq, dv], not [1, Lq, dv]
+  CHECK(out["output"][0].size() == 2);
+  CHECK(out["output"][0][0] == 1.0);    // causal: the first query sees only itself
+}
+
+TEST_CASE("cli: a fully masked row is zero with a null lse, and a warning") {
+  const CliResult r = run_cli("attend --input -", R"({"q":[[1,0],[0,1]],"k":[[1,0]],"v":[[3]],"mask":[[0],[1]]})");
+  CHECK(r.code == 0);
+  const Json out = Json::parse(r.out);
+  CHECK(out["weights"][0][0] == 0.0);
+  CHECK(out["output"][0][0] == 0.0);
+  CHECK(out["lse"][0].is_null());
+  CHECK(out["output"][1][0] == 3.0);
+  CHECK(r.err.find("warning: 1 query row") != std::string::npos);
+}
+
+TEST_CASE("cli: malformed input gets exit 2 and one clear error line") {
+  check_input_error(run_cli("attend --input -", "{\"q\": [[1, 2]"), "malformed JSON");
+  check_input_error(run_cli("attend --input -", "[1, 2]"), "expected a JSON object");
+  check_input_error(run_cli("attend --input -", R"({"q":[[1,2]],"k":[[1,2]]})"), "v: required");
+  check_input_error(run_cli("attend --input -", R"({"q":[[1,2],[3]],"k":[[1,2]],"v":[[1]]})"), "q: ragged");
+  check_input_error(run_cli("attend --input -", R"({"q":[[1,2]],"k":[[1,2,3]],"v":[[1]]})"),
+                    "k: expected shape [Lk, 2] (d of q), got [1, 3]");
+  check_input_error(run_cli("attend --input -", R"({"q":[[1,2]],"k":[[1,2]],"v":[[1],[2]]})"),
+                    "v: expected shape [1, dv]");
+  check_input_error(run_cli("attend --input -", R"({"q":[[1,2]],"k":[[1,2]],"v":[[1]],"mask":[[1,1]]})"),
+                    "mask: expected shape [1, 1], got [1, 2]");
+  check_input_error(run_cli("attend --input -", R"({"q":[[1,2]],"k":[[1,2]],"v":[[1]],"causal":"yes"})"),
+                    "causal: expected true or false");
+  check_input_error(run_cli("attend --input -", R"({"q":[[1,2]],"k":[[1,2]],"v":[[1]],"backend":"magic"})"),
+                    "backend");
+  check_input_error(run_cli("attend --input -", R"({"q":[[1e40,2]],"k":[[1,2]],"v":[[1]]})"), "float32");
+  const std::string mha = R"({"query":[[1,2,3]],"num_heads":2,"w_q":[[1,0,0],[0,1,0],[0,0,1]],)"
+                          R"("w_k":[[1,0,0],[0,1,0],[0,0,1]],"w_v":[[1,0,0],[0,1,0],[0,0,1]],"w_o":[[1,0,0],[0,1,0],[0,0,1]]})";
+  check_input_error(run_cli("mha --input -", mha), "num_heads: 2 does not divide the model dim D = 3");
+  Json rope = Json::parse(mha);
+  rope["num_heads"] = 1;
+  rope["rope"] = {{"base", 10000}};
+  check_input_error(run_cli("mha --input -", rope.dump()), "rope: RoPE is not implemented");
+  rope.erase("rope");
+  rope["decode_from"] = 1;
+  check_input_error(run_cli("mha --input -", rope.dump()), "decode_from");
+}
+
+TEST_CASE("cli: an unreadable input file is a runtime error (exit 1)") {
+  const CliResult r = run_cli("attend --input /nonexistent/in.json");
+  CHECK(r.code == 1);
+  CHECK(r.err.rfind("error: cannot read /nonexistent/in.json", 0) == 0);
+}
+
+TEST_CASE("cli: tokenize prints tokens, --json for machines, rejects invalid UTF-8") {
+  const CliResult r = run_cli("tokenize 'The cat sat.'");
+  CHECK(r.code == 0);
+  CHECK(r.out == "0\tThe\n1\tcat\n2\tsat\n3\t.\n");
+  const CliResult j = run_cli("tokenize '我喜欢深度学习' --json");
+  CHECK(Json::parse(j.out)["tokens"] == Json::parse(R"(["我","喜欢","深度","学习"])"));
+  check_input_error(run_cli(R"x(tokenize "$(printf 'bad \377 byte')")x"), "invalid UTF-8");
+  check_input_error(run_cli("tokenize 'a b c' --max-tokens 2"), "--max-tokens = 2");
+}
+
+TEST_CASE("cli: demo prints tokens and the top-2 table and writes manifest.json, byte-identical on rerun") {
+  Scratch s;
+  const CliResult r = run_cli("demo 'The cat sat on the mat' --out run1", "", s.dir.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("[5] mat") != std::string::npos);
+  CHECK(r.out.find("'cat' attends most to:") != std::string::npos);
+  const Json m = read_json((s.dir / "run1/manifest.json").string());
+  CHECK(m["sentence"] == "The cat sat on the mat");
+  CHECK(m["tokens"].size() == 6);
+  CHECK(m["seed"] == 42);
+  CHECK(m["artifacts"].is_array());
+  for (const auto& a : m["artifacts"]) CHECK(fs::exists(s.dir / "run1" / a["path"].get<std::string>()));
+  const Json& rows = m["results"]["single_head"]["weights"];
+  for (const auto& row : rows) {
+    double sum = 0;
+    for (double w : row) sum += w;
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+  }
+  // The top-2 listed per query are that row's two largest weights.
+  for (const auto& q : m["results"]["single_head"]["top_k"]) {
+    std::vector<double> row = rows[q["index"].get<std::size_t>()].get<std::vector<double>>();
+    std::sort(row.rbegin(), row.rend());
+    CHECK(q["top"][0]["weight"].get<double>() == row[0]);
+    CHECK(q["top"][1]["weight"].get<double>() == row[1]);
+  }
+  // "the" appears twice: same embedding, so its two rows are the same.
+  CHECK(rows[0] != rows[4]);  // "The" and "the" are different texts
+  REQUIRE(run_cli("demo 'The cat sat on the mat' --out run2", "", s.dir.string()).code == 0);
+  CHECK(read_text((s.dir / "run1/manifest.json").string()) == read_text((s.dir / "run2/manifest.json").string()));
+}
+
+TEST_CASE("cli: demo with a Chinese sentence, and an unwritable --out") {
+  Scratch s;
+  const CliResult r = run_cli("demo '我喜欢深度学习' --out zh", "", s.dir.string());
+  REQUIRE(r.code == 0);
+  CHECK(read_json((s.dir / "zh/manifest.json").string())["tokens"].size() == 4);
+  check_input_error(run_cli("demo --out /proc/version/x"), "--out");
+}
+
+TEST_CASE("cli: every example in README.md runs") {
+  const std::string readme = read_text(std::string(ATTN_SOURCE_DIR) + "/README.md");
+  std::istringstream in(readme);
+  std::string line;
+  std::size_t examples = 0;
+  Scratch s;
+  while (std::getline(in, line)) {
+    if (line.rfind("$ attn-cli ", 0) != 0 && line.rfind("$ echo ", 0) != 0) continue;
+    CAPTURE(line);
+    const CliResult r = run_example(line.substr(2), s.dir);
+    CAPTURE(r.err);
+    CHECK(r.code == 0);
+    ++examples;
+  }
+  CHECK(examples >= 5);
+}
+
+TEST_CASE("cli: every example in --help runs") {
+  Scratch s;
+  std::size_t examples = 0;
+  for (const char* sub : {"", "attend", "mha", "tokenize", "demo"}) {
+    const CliResult h = run_cli(std::string(sub) + " --help");
+    REQUIRE(h.code == 0);
+    const auto lines = help_examples(h.out);
+    CHECK(!lines.empty());
+    for (const std::string& line : lines) {
+      CAPTURE(line);
+      const CliResult r = run_example(line, s.dir);
+      CAPTURE(r.err);
+      CHECK(r.code == 0);
+      ++examples;
+    }
+  }
+  CHECK(examples >= 8);
+}

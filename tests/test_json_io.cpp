@@ -1,0 +1,71 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <limits>
+
+#include "attn/error.hpp"
+#include "attn/json_io.hpp"
+#include "support.hpp"
+
+using namespace attn;
+
+TEST_CASE("data directory is present (golden files and examples live there)") {
+  REQUIRE(std::filesystem::is_directory(ATTN_DATA_DIR));
+  REQUIRE(std::filesystem::exists(test::data_path("golden/attend_2d.json")));
+}
+
+TEST_CASE("parse_array: shape and row-major data") {
+  const DenseArray a = parse_array(Json::parse("[[[1,2,3],[4,5,6]]]"), "q");
+  CHECK(a.shape == Shape{1, 2, 3});
+  CHECK(a.data == std::vector<float>{1, 2, 3, 4, 5, 6});
+}
+
+TEST_CASE("parse_array: errors name the field and the place") {
+  CHECK_THROWS_WITH_AS(parse_array(Json::parse("[[1,2],[3]]"), "k"),
+                       doctest::Contains("k: ragged array at k[1]: expected 2 items, got 1"), InputError);
+  CHECK_THROWS_WITH_AS(parse_array(Json::parse("[[1,\"x\"]]"), "v"), doctest::Contains("v: expected a number at v[0][1]"),
+                       InputError);
+  CHECK_THROWS_AS(parse_array(Json::parse("[[1,2],3]"), "q"), InputError);
+  CHECK_THROWS_AS(parse_array(Json::parse("[3,[1,2]]"), "q"), InputError);
+  CHECK_THROWS_AS(parse_array(Json::parse("[]"), "q"), InputError);
+  CHECK_THROWS_AS(parse_array(Json::parse("{\"a\":1}"), "q"), InputError);
+  CHECK_THROWS_WITH_AS(parse_array(Json::parse("[1e39]"), "q"), doctest::Contains("float32"), InputError);
+  CHECK_THROWS_AS(parse_array(Json::parse("[[0,2]]"), "mask", true), InputError);
+  CHECK(parse_array(Json::parse("[[true,0,1,false]]"), "mask", true).data == std::vector<float>{1, 0, 1, 0});
+}
+
+TEST_CASE("to_json: shortest float32 decimals, and null for a fully masked lse") {
+  const Tensor2 t = {{0.1f, 1.0f / 3.0f}};
+  CHECK(to_json(t).dump() == "[[0.1,0.33333334]]");
+  const Tensor1 lse = {1.5f, -std::numeric_limits<float>::infinity()};
+  CHECK(lse_to_json(lse).dump() == "[1.5,null]");
+  // Every float survives the round trip exactly.
+  const Tensor1 odd = {1e-38f, 3.4e38f, -7.123456e-5f};
+  const Json j = to_json(odd);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(static_cast<float>(j[i].get<double>()) == odd(i));
+}
+
+TEST_CASE("read_json: malformed JSON is an input error, a missing file a runtime error") {
+  const auto dir = std::filesystem::temp_directory_path() / "attn-json-test";
+  std::filesystem::create_directories(dir);
+  const std::string bad = (dir / "bad.json").string();
+  write_file_atomically(bad, "{\"q\": [1, 2,");
+  CHECK_THROWS_WITH_AS(read_json(bad), doctest::Contains("malformed JSON"), InputError);
+  CHECK_THROWS_AS(read_json((dir / "missing.json").string()), RuntimeError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomically: writes whole files and leaves no temporary behind") {
+  const auto dir = std::filesystem::temp_directory_path() / "attn-atomic-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "out.json").string();
+  write_file_atomically(path, "first");
+  write_file_atomically(path, "second");
+  CHECK(test::read_text(path) == "second");
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  CHECK(files == 1);
+  CHECK_THROWS_AS(write_file_atomically((dir / "no" / "such" / "dir.json").string(), "x"), RuntimeError);
+  std::filesystem::remove_all(dir);
+}

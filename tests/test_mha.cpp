@@ -1,0 +1,105 @@
+#include <doctest/doctest.h>
+
+#include "attn/error.hpp"
+#include "attn/mha.hpp"
+#include "attn/random.hpp"
+#include "support.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+Tensor2 matrix(const Json& j) { return to_tensor<2>(parse_array(j, "m")); }
+
+std::optional<Tensor1> bias(const Json& in, const char* field) {
+  if (!in.contains(field)) return std::nullopt;
+  return to_tensor<1>(parse_array(in[field], field));
+}
+
+MhaWeights weights_from(const Json& in) {
+  return {matrix(in["w_q"]), matrix(in["w_k"]), matrix(in["w_v"]), matrix(in["w_o"]),
+          bias(in, "b_q"),   bias(in, "b_k"),   bias(in, "b_v"),   bias(in, "b_o")};
+}
+
+}  // namespace
+
+TEST_CASE("mha: matches the float64 NumPy reference (self, cross, GQA, MQA, biases, mask, causal)") {
+  for (const char* name : {"mha_self_bias", "mha_cross_gqa", "mha_mqa_causal"}) {
+    CAPTURE(name);
+    const Json g = load_golden(name);
+    const Json& in = g["input"];
+    const Tensor2 query = matrix(in["query"]);
+    const Tensor2 key = in.contains("key") ? matrix(in["key"]) : query;
+    const Tensor2 value = in.contains("value") ? matrix(in["value"]) : query;
+    MhaOptions o;
+    o.num_heads = in["num_heads"];
+    o.num_kv_heads = in["num_kv_heads"];
+    o.attention.causal = in.value("causal", false);
+    std::optional<Mask3> mask;
+    if (in.contains("mask")) {
+      const DenseArray m = parse_array(in["mask"], "mask", true);
+      Mask3 m3 = Mask3::from_shape({1, m.shape[0], m.shape[1]});
+      std::transform(m.data.begin(), m.data.end(), m3.begin(), [](float x) { return x != 0; });
+      mask = m3;
+    }
+    const MhaResult r = mha(query, key, value, weights_from(in), mask ? &*mask : nullptr, o);
+    // float64 inside: the only error left is rounding each result to float32.
+    CHECK(max_abs_diff(flat_tensor(r.output), flat(g["expected"]["output"])) < 1e-6);
+    CHECK(max_abs_diff(flat_tensor(r.weights), flat(g["expected"]["weights"])) < 1e-6);
+    CHECK(max_abs_diff(flat_tensor(r.lse), flat(g["expected"]["lse"])) < 1e-5);
+  }
+}
+
+TEST_CASE("mha: fused QKV gives the same result as separate projections") {
+  for (std::size_t kv_heads : {4u, 2u, 1u}) {
+    CAPTURE(kv_heads);
+    const std::size_t D = 16, L = 5;
+    const MhaWeights w = init_mha_weights(D, 4, kv_heads, 9, /*with_bias=*/true);
+    Tensor2 x = Tensor2::from_shape({L, D});
+    Rng rng(5);
+    for (float& e : x) e = float(rng.normal());
+    MhaOptions o;
+    o.num_heads = 4;
+    o.num_kv_heads = kv_heads;
+    o.attention.causal = true;
+    const MhaResult a = mha(x, x, x, w, nullptr, o);
+    const MhaResult b = mha_fused(x, fuse_qkv(w), nullptr, o);
+    CHECK(fuse_qkv(w).w_qkv.shape(0) == D + 2 * (D / 4) * kv_heads);
+    CHECK(xt::allclose(a.output, b.output, 1e-6, 1e-7));
+    CHECK(xt::allclose(a.weights, b.weights, 1e-6, 1e-7));
+  }
+}
+
+TEST_CASE("mha: one head with identity projections is plain sdpa") {
+  const std::size_t D = 3;
+  const Tensor2 I = xt::eye<float>(D);
+  const MhaWeights w{I, I, I, I, {}, {}, {}, {}};
+  const Tensor2 x = {{1, 0, 2}, {0, 1, -1}};
+  MhaOptions o;
+  const MhaResult r = mha(x, x, x, w, nullptr, o);
+  const Tensor3 x3 = xt::expand_dims(x, 0);
+  const SdpaResult s = sdpa(x3, x3, x3);
+  CHECK(xt::allclose(r.output, xt::view(s.output, 0, xt::all(), xt::all())));
+}
+
+TEST_CASE("mha: linear follows torch.nn.Linear, y = x W^T + b") {
+  const Tensor2 x = {{1, 2}}, w = {{1, 0}, {0, 1}, {1, 1}};
+  const Tensor1 b = {10, 20, 30};
+  const Tensor2 y = linear(x, w, &b);
+  CHECK(y == Tensor2{{11, 22, 33}});
+}
+
+TEST_CASE("mha: bad configurations are input errors that name the field") {
+  const MhaWeights w = init_mha_weights(8, 2, 2, 1);
+  const Tensor2 x = xt::zeros<float>({3, 8});
+  MhaOptions o;
+  o.num_heads = 3;
+  CHECK_THROWS_WITH_AS(mha(x, x, x, w, nullptr, o), doctest::Contains("num_heads: 3 does not divide"), InputError);
+  o.num_heads = 2;
+  o.num_kv_heads = 3;
+  CHECK_THROWS_WITH_AS(mha(x, x, x, w, nullptr, o), doctest::Contains("num_kv_heads"), InputError);
+  o.num_kv_heads = 1;  // w_k is [8, 8] but MQA needs [4, 8]
+  CHECK_THROWS_WITH_AS(mha(x, x, x, w, nullptr, o), doctest::Contains("w_k: expected shape [4, 8], got [8, 8]"),
+                       InputError);
+}

@@ -26,13 +26,14 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_mha(app);
   attn::cli::setup_tokenize(app);
   attn::cli::setup_demo(app);
+  attn::cli::setup_bench(app);
 
   try {
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
       bool known = false;
       for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
       if (!known) throw attn::InputError(std::string("unknown subcommand '") + argv[1] +
-                                         "' (expected attend, mha, tokenize or demo)");
+                                         "' (see attn-cli --help)");
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,5 +9,6 @@ void setup_attend(CLI::App& app);
 void setup_mha(CLI::App& app);
 void setup_tokenize(CLI::App& app);
 void setup_demo(CLI::App& app);
+void setup_bench(CLI::App& app);
 
 }  // namespace attn::cli

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "attn/cuda.hpp"
 #include "attn/error.hpp"
 #include "attn/flash.hpp"
 #include "attn/random.hpp"
@@ -32,11 +33,12 @@ void reset_peak_rss() {
   std::ofstream("/proc/self/clear_refs") << "5";
 }
 
-std::size_t peak_rss_bytes() {
+// "VmHWM:" (peak) or "VmRSS:" (now) from /proc/self/status, in bytes.
+std::size_t rss_field(const std::string& field) {
   std::ifstream status("/proc/self/status");
   std::string key;
   while (status >> key) {
-    if (key == "VmHWM:") {
+    if (key == field) {
       std::size_t kib = 0;
       status >> kib;
       return kib * 1024;
@@ -86,9 +88,10 @@ double attention_flops(std::size_t n, std::size_t heads, std::size_t head_dim, b
 }
 
 BenchRun run_bench(const BenchConfig& c) {
-  if (c.backend != "naive" && c.backend != "flash" && c.backend != "cuda")
-    throw InputError("--backend: expected naive, flash or cuda, got " + c.backend);
-  if (c.backend == "cuda") throw InputError("--backend cuda: no CUDA device (this build runs on the CPU)");
+  if (c.backend != "naive" && c.backend != "flash" && c.backend != "blas" && c.backend != "cuda")
+    throw InputError("--backend: expected naive, flash, blas or cuda, got " + c.backend);
+  std::string why;
+  if (c.backend == "cuda" && !cuda_usable(&why)) throw InputError("--backend cuda: " + why);
   if (c.n == 0 || c.heads == 0 || c.head_dim == 0 || c.repeat == 0 || c.threads == 0)
     throw InputError("--n, --heads, --head-dim, --repeat and --threads must be >= 1");
   Rng rng(c.seed);
@@ -104,16 +107,23 @@ BenchRun run_bench(const BenchConfig& c) {
   so.causal = c.causal;
 
   Tensor3 output;
+  const std::size_t before = rss_field("VmRSS:");  // the process with its inputs, before any run
   reset_peak_rss();
   const Timings t = time_runs(c.repeat, [&] {
+    output = Tensor3();  // free the previous run's output first: peak memory is one run's
     if (c.backend == "flash") {
       output = flash_attention(q, k, v, nullptr, fo).output;
+    } else if (c.backend == "blas") {
+      output = blas_attention(q, k, v, c.causal);
+    } else if (c.backend == "cuda") {
+      output = flash_attention_cuda(q, k, v, nullptr, fo).output;
     } else {
       output = sdpa(q, k, v, nullptr, so).output;
     }
   });
-  BenchRun run{c, 0, 0, 0, 0, 0, std::nullopt};
-  run.peak_rss_bytes = peak_rss_bytes();
+  BenchRun run{c, 0, 0, 0, 0, 0, 0, std::nullopt};
+  run.peak_rss_bytes = rss_field("VmHWM:");
+  run.baseline_rss_bytes = before;
   run.min_ms = t.wall_ms.front();
   run.median_ms = t.wall_ms[t.wall_ms.size() / 2];
   run.min_thread_cpu_ms = t.min_thread_cpu_ms;
@@ -140,25 +150,23 @@ SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat) {
   return {flops / (t.wall_ms.front() * 1e6), flops / (t.min_thread_cpu_ms * 1e6)};
 }
 
-double blas_attention_ms(std::size_t n, std::size_t heads, std::size_t head_dim, std::size_t threads,
-                         std::size_t repeat) {
-  openblas_set_num_threads(int(threads));
-  Rng rng(2);
-  const Tensor3 q = random_tensor(rng, heads, n, head_dim), k = random_tensor(rng, heads, n, head_dim),
-                v = random_tensor(rng, heads, n, head_dim);
-  std::vector<float> s(n * n), o(heads * n * head_dim);
-  const int N = int(n), D = int(head_dim);
-  const float scale = 1.0f / std::sqrt(float(head_dim));
-  const Timings t = time_runs(repeat, [&] {
-    for (std::size_t h = 0; h < heads; ++h) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, D, scale, q.data() + h * n * head_dim, D,
-                  k.data() + h * n * head_dim, D, 0.0f, s.data(), N);
-      for (std::size_t i = 0; i < n; ++i) softmax_row_inplace(s.data() + i * n, n);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, D, N, 1.0f, s.data(), N,
-                  v.data() + h * n * head_dim, D, 0.0f, o.data() + h * n * head_dim, D);
+Tensor3 blas_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, bool causal) {
+  const std::size_t H = q.shape(0), n = q.shape(1), d = q.shape(2);
+  const int N = int(n), D = int(d);
+  const float scale = 1.0f / std::sqrt(float(d));
+  std::vector<float> s(n * n);
+  Tensor3 o = Tensor3::from_shape({H, n, d});
+  for (std::size_t h = 0; h < H; ++h) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, D, scale, q.data() + h * n * d, D,
+                k.data() + h * n * d, D, 0.0f, s.data(), N);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (causal) std::fill(s.data() + i * n + i + 1, s.data() + (i + 1) * n, -INFINITY);
+      softmax_row_inplace(s.data() + i * n, n);
     }
-  });
-  return t.wall_ms[t.wall_ms.size() / 2];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, D, N, 1.0f, s.data(), N, v.data() + h * n * d, D,
+                0.0f, o.data() + h * n * d, D);
+  }
+  return o;
 }
 
 }  // namespace attn

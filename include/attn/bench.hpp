@@ -6,10 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "attn/tensor.hpp"
+
 namespace attn {
 
 struct BenchConfig {
-  std::string backend = "flash";  // "naive" | "flash" | "cuda"
+  std::string backend = "flash";  // "naive" | "flash" | "blas" | "cuda"
   std::size_t n = 1024, heads = 8, head_dim = 64;
   bool causal = false;
   std::size_t threads = 1;
@@ -23,7 +25,8 @@ struct BenchRun {
   BenchConfig config;
   double median_ms = 0, min_ms = 0, gflops = 0;
   double min_thread_cpu_ms = 0;  // CPU time of the calling thread (with 1 thread: the work itself)
-  std::size_t peak_rss_bytes = 0;            // process peak during the timed runs
+  std::size_t peak_rss_bytes = 0;      // process peak during the timed runs
+  std::size_t baseline_rss_bytes = 0;  // process size with its inputs, before the runs
   std::optional<double> max_abs_err_vs_naive;  // null with check = false
 };
 
@@ -40,9 +43,9 @@ struct SgemmRate {
 };
 SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat);
 
-// A float32 matmul - softmax - matmul on BLAS (sgemm, row softmax, sgemm): what "naive
-// attention" means in most frameworks; the naive backend is compared against it.
-double blas_attention_ms(std::size_t n, std::size_t heads, std::size_t head_dim, std::size_t threads,
-                         std::size_t repeat);
+// Backend "blas": a float32 matmul - softmax - matmul on BLAS (sgemm, row softmax, sgemm),
+// what "naive attention" means in most frameworks, with the full [n, n] scores per head. The
+// naive backend is the same computation in float64 (the oracle); this row shows its price.
+Tensor3 blas_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, bool causal);
 
 }  // namespace attn

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "attn/error.hpp"
+#include "attn/cuda.hpp"
 #include "attn/flash.hpp"
 #include "attn/sdpa.hpp"
 #include "commands.hpp"
@@ -44,14 +45,17 @@ void run_attend(const AttendOptions& opts) {
   const Tensor3 q3 = as_heads(q), k3 = as_heads(k), v3 = as_heads(v);
 
   SdpaResult r;
-  if (backend.name == "flash") {
-    if (options.temperature != 1.0) throw InputError("temperature: not supported by backend \"flash\"; use scale");
+  if (backend.name != "naive") {
+    if (options.temperature != 1.0) {
+      throw InputError("temperature: not supported by backend \"" + backend.name + "\"; use scale");
+    }
     FlashOptions fo;
     fo.causal = options.causal;
     fo.scale = options.scale;
     fo.block_q = fo.block_k = backend.block_size;
     fo.precision = backend.precision;
-    FlashResult f = flash_attention(q3, k3, v3, allowed_ptr, fo);
+    FlashResult f = backend.name == "cuda" ? flash_attention_cuda(q3, k3, v3, allowed_ptr, fo)
+                                           : flash_attention(q3, k3, v3, allowed_ptr, fo);
     // The flash kernel never forms the weights; they are recomputed from its lse.
     if (!opts.no_weights) {
       const xt::xtensor<double, 2> lse = f.lse64.size() ? f.lse64 : xt::xtensor<double, 2>(xt::cast<double>(f.lse));

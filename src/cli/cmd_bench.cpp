@@ -60,8 +60,8 @@ void run_bench_command(const BenchOptions& o) {
         c.block_q = o.block_q;
         c.block_k = o.block_k;
         c.check = !o.no_check && naive_fits(n, o.heads);
-        if (backend == "naive" && !naive_fits(n, o.heads))
-          throw InputError("--n " + std::to_string(n) + ": the naive backend would not fit in memory");
+        if ((backend == "naive" || backend == "blas") && !naive_fits(n, o.heads))
+          throw InputError("--n " + std::to_string(n) + ": the " + backend + " backend would not fit in memory");
         if (progress) std::cerr << "running " << backend << " n=" << n << " threads=" << c.threads << "...      \r" << std::flush;
         const BenchRun r = run_bench(c);
         results.push_back(r);
@@ -69,6 +69,7 @@ void run_bench_command(const BenchOptions& o) {
         Json run = {{"backend", backend}, {"n", n}, {"heads", o.heads}, {"head_dim", o.head_dim},
                     {"causal", o.causal}, {"threads", c.threads}, {"median_ms", r.median_ms},
                     {"min_ms", r.min_ms}, {"gflops", r.gflops}, {"peak_rss_bytes", r.peak_rss_bytes},
+                    {"baseline_rss_bytes", r.baseline_rss_bytes},
                     {"max_abs_err_vs_naive", err}};
         if (o.sgemm_n) run["fraction_of_sgemm"] = r.gflops / sgemm_by_threads[ti];
         if (c.threads == 1) run["min_thread_cpu_ms"] = r.min_thread_cpu_ms;
@@ -91,15 +92,17 @@ void run_bench_command(const BenchOptions& o) {
     if (o.sgemm_n)
       std::printf("OpenBLAS sgemm %zu^3 on %zu thread(s): %.1f GFLOP/s\n", o.sgemm_n, o.threads[ti],
                   sgemm_by_threads[ti]);
-  std::printf("\n%-7s %6s %7s %11s %9s %8s %10s %12s\n", "backend", "n", "threads", "median ms", "GFLOP/s",
-              o.sgemm_n ? "x sgemm" : "", "peak MiB", "max |err|");
+  std::printf("(peak MiB: the process's peak during the runs; +MiB: above its size with the inputs)\n");
+  std::printf("\n%-7s %6s %7s %11s %9s %8s %10s %8s %12s\n", "backend", "n", "threads", "median ms", "GFLOP/s",
+              o.sgemm_n ? "x sgemm" : "", "peak MiB", "+MiB", "max |err|");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const BenchRun& r = results[i];
     char frac[16] = "", err[24] = "-";
     if (o.sgemm_n) std::snprintf(frac, sizeof frac, "%.2f", runs[i]["fraction_of_sgemm"].get<double>());
     if (r.max_abs_err_vs_naive) std::snprintf(err, sizeof err, "%.2e", *r.max_abs_err_vs_naive);
-    std::printf("%-7s %6zu %7zu %11.2f %9.1f %8s %10.1f %12s\n", r.config.backend.c_str(), r.config.n,
-                r.config.threads, r.median_ms, r.gflops, frac, double(r.peak_rss_bytes) / (1 << 20), err);
+    std::printf("%-7s %6zu %7zu %11.2f %9.1f %8s %10.1f %8.1f %12s\n", r.config.backend.c_str(), r.config.n,
+                r.config.threads, r.median_ms, r.gflops, frac, double(r.peak_rss_bytes) / (1 << 20),
+                (double(r.peak_rss_bytes) - double(r.baseline_rss_bytes)) / (1 << 20), err);
   }
 }
 
@@ -108,7 +111,8 @@ void run_bench_command(const BenchOptions& o) {
 void setup_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Time naive vs flash attention on seeded random inputs");
-  cmd->add_option("--backend", o->backends, "backends to time: naive, flash, cuda")
+  cmd->add_option("--backend", o->backends,
+                  "backends to time: naive (float64 oracle), flash, blas (float32 matmul-softmax-matmul), cuda")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--n", o->n, "sequence lengths (comma-separated)")->delimiter(',')->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));

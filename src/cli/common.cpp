@@ -3,6 +3,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "attn/cuda.hpp"
 #include "attn/error.hpp"
 
 namespace attn::cli {
@@ -65,9 +66,10 @@ BackendChoice backend_from(const Json& in, bool flash_supported) {
   if (b.name != "naive" && b.name != "flash" && b.name != "cuda") {
     throw InputError("backend: expected \"naive\", \"flash\" or \"cuda\", got \"" + b.name + "\"");
   }
-  if (b.name == "cuda") throw InputError("backend: \"cuda\": no CUDA device (this build runs on the CPU)");
-  if (b.name == "flash" && !flash_supported) {
-    throw InputError("backend: \"flash\" is not available for this subcommand yet; use \"naive\"");
+  std::string why;
+  if (b.name == "cuda" && !cuda_usable(&why)) throw InputError("backend: \"cuda\": " + why);
+  if (b.name != "naive" && !flash_supported) {
+    throw InputError("backend: \"" + b.name + "\" is not available for this subcommand yet; use \"naive\"");
   }
   if (auto size = optional_positive_int(in, "block_size")) {
     if (b.name != "flash") throw InputError("block_size: applies to backend \"flash\" only, not \"" + b.name + "\"");

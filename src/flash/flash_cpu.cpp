@@ -219,7 +219,7 @@ FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v
     if (b > 65536) throw InputError("block_size: expected at most 65536, got " + std::to_string(b));
 
   const std::array<std::size_t, 6> dims{q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
-  FlashResult r{Tensor3::from_shape({dims[0], dims[1], dims[5]}), Tensor2::from_shape({dims[0], dims[1]})};
+  FlashResult r{Tensor3::from_shape({dims[0], dims[1], dims[5]}), Tensor2::from_shape({dims[0], dims[1]}), {}};
   if (options.precision == FlashPrecision::float32) {
     flash_forward<float>(q.data(), k.data(), v.data(), dims, allowed, options, scale, r.output.data(),
                          r.lse.data());

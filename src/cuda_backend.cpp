@@ -1,0 +1,46 @@
+// Tensors -> raw pointers for the CUDA backend (src/cuda/flash_cuda.hpp), so nvcc never
+// compiles xtensor.
+#include <cmath>
+
+#include "attn/cuda.hpp"
+#include "attn/error.hpp"
+#include "cuda/flash_cuda.hpp"
+
+namespace attn {
+
+bool cuda_usable(std::string* reason) {
+  std::string why;
+  const bool ok = cuda::device_usable(why);
+  if (reason) *reason = why;
+  return ok;
+}
+
+FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                                 const Mask3* allowed, const FlashOptions& options) {
+  std::string why;
+  if (!cuda::device_usable(why)) throw InputError(why);
+  Shape ms;
+  if (allowed) {
+    ms.assign(allowed->shape().begin(), allowed->shape().end());
+    if (ms[0] == 1) ms.erase(ms.begin());
+  }
+  check_sdpa_shapes(Shape(q.shape().begin(), q.shape().end()), Shape(k.shape().begin(), k.shape().end()),
+                    Shape(v.shape().begin(), v.shape().end()), allowed ? &ms : nullptr);
+  const cuda::FlashDims dims{q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
+  if (dims.d > cuda::kMaxHeadDim || dims.dv > cuda::kMaxHeadDim) {
+    throw InputError("q, v: the CUDA kernel supports head dims up to " +
+                     std::to_string(cuda::kMaxHeadDim) + ", got d = " + std::to_string(dims.d) +
+                     ", dv = " + std::to_string(dims.dv));
+  }
+  std::vector<unsigned char> mask;
+  if (allowed) mask.assign(allowed->begin(), allowed->end());
+  const double scale = options.scale.value_or(1.0 / std::sqrt(double(dims.d)));
+  FlashResult r{Tensor3::from_shape({dims.H, dims.Lq, dims.dv}), Tensor2::from_shape({dims.H, dims.Lq}), {}};
+  const std::string err = cuda::flash_forward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
+                                              allowed ? allowed->shape(0) : 0, dims, options.causal,
+                                              float(scale), r.output.data(), r.lse.data());
+  if (!err.empty()) throw RuntimeError("CUDA: " + err);
+  return r;
+}
+
+}  // namespace attn

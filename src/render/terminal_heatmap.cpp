@@ -82,7 +82,7 @@ std::string render_terminal_heatmap(const TerminalHeatmap& h, ColorMode mode) {
     for (std::size_t j = 0; j < h.weights.shape(1); ++j) {
       out += " ";
       if (h.allowed && !(*h.allowed)(i, j)) {
-        out += sgr(masked_bg, mode, true) + sgr(masked_fg, mode, false) + pad_to_width("·", cell_w, true);
+        out += sgr(masked_bg, mode, true) + sgr(masked_fg, mode, false) + pad_to_width(std::string((cell_w - 1) / 2, ' ') + "·", cell_w);
       } else {
         const Rgb bg = cmap.at(h.scale.position(h.weights(i, j)));
         std::snprintf(value, sizeof value, "%.3f", static_cast<double>(h.weights(i, j)));

@@ -3,11 +3,13 @@
 // and check that an SVG is well-formed XML with expat (a real parser, from libexpat1-dev).
 #include <cairo.h>
 #include <expat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <ostream>
 #include <cstdlib>
 #include <memory>
@@ -100,6 +102,20 @@ class DecodedPng {
  private:
   explicit DecodedPng(cairo_surface_t* s) : surface_(s, cairo_surface_destroy) {}
   std::shared_ptr<cairo_surface_t> surface_;
+};
+
+// A fresh folder for one test's files, removed afterwards.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static int n = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("attn-pictures-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
 
 // True when text is one well-formed XML document.

@@ -28,12 +28,6 @@ Figure sample_figure() {
   return f;
 }
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("attn-canvas-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 }  // namespace
 
 TEST_CASE("canvas: Chinese tokens render as glyphs, not boxes (fonts-wqy-microhei)") {
@@ -80,12 +74,12 @@ TEST_CASE("canvas: save_figure writes each format atomically and leaves nothing 
   TempDir dir;
   ImageOptions both;
   both.formats = parse_image_formats("both");
-  const auto written = save_figure(sample_figure(), (dir.path / "fig").string(), both);
+  const auto written = save_figure(sample_figure(), dir / "fig", both);
   REQUIRE(written.size() == 2);
   CHECK(fs::exists(dir.path / "fig.png"));
   CHECK(fs::exists(dir.path / "fig.svg"));
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 2);
-  CHECK(DecodedPng::from_file((dir.path / "fig.png").string()).ok());
-  CHECK_THROWS_AS(save_figure(sample_figure(), (dir.path / "missing/fig").string(), both), RuntimeError);
+  CHECK(DecodedPng::from_file(dir / "fig.png").ok());
+  CHECK_THROWS_AS(save_figure(sample_figure(), dir / "missing/fig", both), RuntimeError);
   CHECK_THROWS_AS(parse_image_formats("jpeg"), InputError);
 }

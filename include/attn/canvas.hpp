@@ -32,7 +32,8 @@ struct TextStyle {
   double size = 10;  // points
   bool bold = false;
   Rgb color{0.1, 0.1, 0.1};
-  double max_width = 0;  // > 0: longer text is cut with an ellipsis
+  double max_width = 0;  // > 0: longer text is cut with an ellipsis...
+  bool wrap = false;     // ...or, with wrap, broken into centred lines at word boundaries
 };
 
 struct TextSize {

@@ -94,7 +94,9 @@ void Canvas::set_style(const std::string& text, const TextStyle& style) {
   pango_font_description_free(font);
   if (style.max_width > 0) {
     pango_layout_set_width(layout_, static_cast<int>(style.max_width * PANGO_SCALE));
-    pango_layout_set_ellipsize(layout_, PANGO_ELLIPSIZE_END);
+    pango_layout_set_ellipsize(layout_, style.wrap ? PANGO_ELLIPSIZE_NONE : PANGO_ELLIPSIZE_END);
+    pango_layout_set_wrap(layout_, PANGO_WRAP_WORD_CHAR);
+    pango_layout_set_alignment(layout_, style.wrap ? PANGO_ALIGN_CENTER : PANGO_ALIGN_LEFT);
   } else {
     pango_layout_set_width(layout_, -1);
     pango_layout_set_ellipsize(layout_, PANGO_ELLIPSIZE_NONE);
@@ -118,11 +120,17 @@ int Canvas::unknown_glyphs(const std::string& text, const TextStyle& style) {
 void Canvas::text(const std::string& text, double x, double y, const TextStyle& style,
                   double anchor_x, double anchor_y, double angle) {
   if (text.empty()) return;
-  const TextSize size = measure(text, style);
+  set_style(text, style);
+  PangoRectangle ink_unused, logical;
+  pango_layout_get_extents(layout_, &ink_unused, &logical);
+  // A centred, wrapped layout starts its lines to the right of x = 0: undo that offset.
+  const double w = static_cast<double>(logical.width) / PANGO_SCALE;
+  const double h = static_cast<double>(logical.height) / PANGO_SCALE;
+  const double x_offset = static_cast<double>(logical.x) / PANGO_SCALE;
   cairo_save(cr_);
   cairo_translate(cr_, x, y);
   cairo_rotate(cr_, -angle * std::numbers::pi / 180.0);
-  cairo_move_to(cr_, -anchor_x * size.width, -anchor_y * size.height);
+  cairo_move_to(cr_, -anchor_x * w - x_offset, -anchor_y * h);
   cairo_set_source_rgb(cr_, style.color.r, style.color.g, style.color.b);
   pango_cairo_update_layout(cr_, layout_);
   pango_cairo_show_layout(cr_, layout_);

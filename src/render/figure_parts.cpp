@@ -204,22 +204,26 @@ void draw_masked_legend(Canvas& c, double x, double y) {
   c.text(kMaskedLegend, x + 18, y + size.height / 2, axis_style(10), 0, 0.5);
 }
 
-double title_block_height(Canvas& m, const std::string& title, const std::string& subtitle) {
-  double h = m.measure(title, {14, true}).height;
-  if (!subtitle.empty()) h += 2 + m.measure(subtitle, axis_style(10.5)).height;
-  return h + 10;
+namespace {
+TextStyle title_style(double wrap) { return {14, true, kInk, wrap, true}; }
+TextStyle subtitle_style(double wrap) { return {10.5, false, kAxisInk, wrap, true}; }
+}  // namespace
+
+TextSize title_block_size(Canvas& m, const TitleBlock& b) {
+  const TextSize t = m.measure(b.title, title_style(b.wrap_width));
+  TextSize size{t.width, t.height + 10};
+  if (!b.subtitle.empty()) {
+    const TextSize s = m.measure(b.subtitle, subtitle_style(b.wrap_width));
+    size = {std::max(size.width, s.width), size.height + 2 + s.height};
+  }
+  return size;
 }
 
-double title_block_width(Canvas& m, const std::string& title, const std::string& subtitle) {
-  return std::max(m.measure(title, {14, true}).width,
-                  subtitle.empty() ? 0.0 : m.measure(subtitle, axis_style(10.5)).width);
-}
-
-void draw_title_block(Canvas& c, const std::string& title, const std::string& subtitle, double cx,
-                      double y) {
-  c.text(title, cx, y, {14, true, kInk}, 0.5, 0);
-  if (!subtitle.empty()) {
-    c.text(subtitle, cx, y + c.measure(title, {14, true}).height + 2, axis_style(10.5), 0.5, 0);
+void draw_title_block(Canvas& c, const TitleBlock& b, double cx, double y) {
+  c.text(b.title, cx, y, title_style(b.wrap_width), 0.5, 0);
+  if (!b.subtitle.empty()) {
+    c.text(b.subtitle, cx, y + c.measure(b.title, title_style(b.wrap_width)).height + 2,
+           subtitle_style(b.wrap_width), 0.5, 0);
   }
 }
 

@@ -70,10 +70,13 @@ void draw_colorbar(Canvas& canvas, const Colormap& cmap, double vmin, double vma
 TextSize masked_legend_size(Canvas& measure);
 void draw_masked_legend(Canvas& canvas, double x, double y);
 
-// Title (bold) and optional subtitle, centred on cx, starting at y; returns the height used.
-double title_block_height(Canvas& measure, const std::string& title, const std::string& subtitle);
-void draw_title_block(Canvas& canvas, const std::string& title, const std::string& subtitle,
-                      double cx, double y);
-double title_block_width(Canvas& measure, const std::string& title, const std::string& subtitle);
+// Title (bold) and optional subtitle, centred on cx from y down, each wrapped into lines of at
+// most wrap_width points (a long sentence must not stretch the figure).
+struct TitleBlock {
+  std::string title, subtitle;
+  double wrap_width = 480;
+};
+TextSize title_block_size(Canvas& measure, const TitleBlock& block);  // height includes a gap below
+void draw_title_block(Canvas& canvas, const TitleBlock& block, double cx, double y);
 
 }  // namespace attn::render

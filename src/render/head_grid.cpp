@@ -90,14 +90,15 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   }
   const double slot_w = grid_x + right, slot_h = grid_y + below;
   const double margin = 16, gap = 18;
-  const double title_h = render::title_block_height(m, s->title, s->subtitle);
   const double panels_w = static_cast<double>(ncols) * slot_w + static_cast<double>(ncols - 1) * gap;
   const double panels_h = static_cast<double>(nrows) * slot_h + static_cast<double>(nrows - 1) * gap;
   const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label);
   const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
   const double body_w = panels_w + gap + bar_w;
-  const double content_w =
-      std::max({body_w, render::title_block_width(m, s->title, s->subtitle), legend.width});
+  const render::TitleBlock titles{s->title, s->subtitle, std::max({body_w, legend.width, 480.0})};
+  const TextSize title = render::title_block_size(m, titles);
+  const double title_h = title.height;
+  const double content_w = std::max({body_w, title.width, legend.width});
 
   Figure f;
   const double x0 = margin + (content_w - body_w) / 2, y0 = margin + title_h;
@@ -115,7 +116,7 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   f.height = legend_y + (any_masked ? legend.height + 4 : -10) + margin;
   const double cx = f.width / 2;
   f.draw = [=](Canvas& c) {
-    render::draw_title_block(c, s->title, s->subtitle, cx, margin);
+    render::draw_title_block(c, titles, cx, margin);
     for (std::size_t p = 0; p < n_panels; ++p) {
       render::draw_panel(c, *panels[p], layouts[p], origins[p].first, origins[p].second);
     }

@@ -60,7 +60,6 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   Canvas m = Canvas::measuring();
   const render::PanelLayout pl = render::layout_panel(m, *panel);
   const double margin = 16, gap = 14;
-  const double title_h = render::title_block_height(m, s->title, s->subtitle);
   const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label);
   const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
   const double grid_h = panel->cell * static_cast<double>(Lq);
@@ -68,8 +67,10 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
 
   Figure f;
   const double body_w = pl.width + gap + bar_w;
-  const double title_w = render::title_block_width(m, s->title, s->subtitle);
-  const double content_w = std::max({body_w, title_w, legend.width});
+  const render::TitleBlock titles{s->title, s->subtitle, std::max({body_w, legend.width, 480.0})};
+  const TextSize title = render::title_block_size(m, titles);
+  const double title_h = title.height;
+  const double content_w = std::max({body_w, title.width, legend.width});
   const double panel_x = margin + (content_w - body_w) / 2;
   const double panel_y = margin + title_h;
   const double bar_x = panel_x + pl.width + gap, bar_y = panel_y + pl.grid_y;
@@ -79,7 +80,7 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   f.grids.push_back(render::panel_grid(*panel, pl, panel_x, panel_y));
   const double cx = f.width / 2;
   f.draw = [=](Canvas& c) {
-    render::draw_title_block(c, s->title, s->subtitle, cx, margin);
+    render::draw_title_block(c, titles, cx, margin);
     render::draw_panel(c, *panel, pl, panel_x, panel_y);
     render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, bar_x, bar_y, bar_h, s->value_label);
     if (any_masked) render::draw_masked_legend(c, panel_x + pl.grid_x, legend_y);

@@ -59,8 +59,10 @@ Figure mask_figure(const MaskDiagramSpec& spec) {
     caption_h.push_back(caption.empty() ? 0 : m.measure(caption, {11, true}).height + 6);
     row_h.push_back(caption_h.back() + std::max(a.height, b.height));
   }
-  const double title_h = render::title_block_height(m, spec.title, spec.subtitle);
-  const double content_w = std::max(pair_w, render::title_block_width(m, spec.title, spec.subtitle));
+  const render::TitleBlock titles{spec.title, spec.subtitle, std::max(pair_w, 480.0)};
+  const TextSize title = render::title_block_size(m, titles);
+  const double title_h = title.height;
+  const double content_w = std::max(pair_w, title.width);
 
   Figure f;
   std::vector<std::pair<double, double>> origins;
@@ -87,7 +89,7 @@ Figure mask_figure(const MaskDiagramSpec& spec) {
   const double cx = f.width / 2;
   const MaskDiagramSpec s = spec;
   f.draw = [=](Canvas& c) {
-    render::draw_title_block(c, s.title, s.subtitle, cx, margin);
+    render::draw_title_block(c, titles, cx, margin);
     for (std::size_t r = 0; r < s.rows.size(); ++r) {
       if (!s.rows[r].caption.empty()) {
         c.text(s.rows[r].caption, margin, caption_y[r], {11, true, rgb_from_hex(0x1a1a1a)});

@@ -141,10 +141,13 @@ void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x,
       }
     }
   }
-  // Thin white separators keep neighbouring cells of similar colour apart.
-  const double sep = std::clamp(p.cell * 0.05, 0.4, 1.5);
-  for (std::size_t k = 1; k < p.cols; ++k) c.fill_rect(g.cell_x(k) - sep / 2, g.y, sep, grid_h, {1, 1, 1});
-  for (std::size_t k = 1; k < p.rows; ++k) c.fill_rect(g.x, g.cell_y(k) - sep / 2, grid_w, sep, {1, 1, 1});
+  // Thin white separators keep neighbouring cells of similar colour apart; on tiny cells they
+  // would wash the colours out, so long sequences go without.
+  if (p.cell >= 5) {
+    const double sep = std::clamp(p.cell * 0.05, 0.4, 1.5);
+    for (std::size_t k = 1; k < p.cols; ++k) c.fill_rect(g.cell_x(k) - sep / 2, g.y, sep, grid_h, {1, 1, 1});
+    for (std::size_t k = 1; k < p.rows; ++k) c.fill_rect(g.x, g.cell_y(k) - sep / 2, grid_w, sep, {1, 1, 1});
+  }
   c.stroke_rect(g.x, g.y, grid_w, grid_h, kFrame, 0.6);
 
   const TextStyle labels = label_style(l.label_size);

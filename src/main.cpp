@@ -28,6 +28,7 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_mha(app);
   attn::cli::setup_tokenize(app);
   attn::cli::setup_demo(app);
+  attn::cli::setup_bench(app);
   attn::cli::setup_heatmap(app);
   attn::cli::setup_mask(app);
 
@@ -36,7 +37,7 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
       bool known = false;
       for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
       if (!known) throw attn::InputError(std::string("unknown subcommand '") + argv[1] +
-                                         "' (expected attend, mha, tokenize, demo, heatmap or mask)");
+                                         "' (see attn-cli --help)");
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

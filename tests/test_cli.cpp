@@ -105,6 +105,45 @@ TEST_CASE("cli: attend and mha reproduce the float64 reference for every golden 
   }
 }
 
+TEST_CASE("cli: attend with backend flash reproduces the float64 reference (default and small tiles)") {
+  for (const auto& entry : fs::directory_iterator(data_path("golden"))) {
+    const std::string name = entry.path().stem().string();
+    if (name.rfind("attend", 0) != 0) continue;
+    const Json g = read_json(entry.path().string());
+    for (int block : {0, 1, 2, 3}) {
+      CAPTURE(name);
+      CAPTURE(block);
+      Json in = g["input"];
+      in["backend"] = "flash";
+      if (block) in["block_size"] = block;
+      const CliResult r = run_cli("attend --input -", in.dump());
+      REQUIRE(r.code == 0);
+      const Json out = Json::parse(r.out);
+      for (const char* field : {"output", "weights", "lse"}) {
+        CAPTURE(field);
+        check_close(out[field], g["expected"][field]);
+      }
+    }
+  }
+}
+
+TEST_CASE("cli: flash in float32, and backend cuda without a device") {
+  const Json g = load_golden("attend_causal_rect");
+  Json in = g["input"];
+  in["backend"] = "flash";
+  in["precision"] = "float32";
+  const CliResult r = run_cli("attend --input -", in.dump());
+  REQUIRE(r.code == 0);
+  const std::vector<double> a = flat(Json::parse(r.out)["output"]), b = flat(g["expected"]["output"]);
+  CHECK(max_abs_diff(a, b) < 1e-5);
+  in["backend"] = "cuda";
+  in.erase("precision");
+  check_input_error(run_cli("attend --input -", in.dump()), "no CUDA device");
+  in["backend"] = "naive";
+  in["block_size"] = 4;
+  check_input_error(run_cli("attend --input -", in.dump()), "block_size: applies to backend \"flash\" only");
+}
+
 TEST_CASE("cli: attend answers in the rank it was asked, --no-weights, --output FILE") {
   Scratch s;
   const CliResult r = run_cli("attend --input data/examples/attend_small.json --no-weights --output out.json", "",
@@ -232,7 +271,7 @@ TEST_CASE("cli: every example in README.md runs") {
 TEST_CASE("cli: every example in --help runs") {
   Scratch s;
   std::size_t examples = 0;
-  for (const char* sub : {"", "attend", "mha", "tokenize", "demo", "heatmap", "mask"}) {
+  for (const char* sub : {"", "attend", "mha", "tokenize", "demo", "bench", "heatmap", "mask"}) {
     const CliResult h = run_cli(std::string(sub) + " --help");
     REQUIRE(h.code == 0);
     const auto lines = help_examples(h.out);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "attn/error.hpp"
+#include "attn/flash.hpp"
 #include "attn/heatmap.hpp"
 #include "attn/mask.hpp"
 #include "attn/sdpa.hpp"
@@ -64,7 +65,7 @@ void run_attend(const AttendOptions& opts) {
   const Json in = read_json(opts.input);
   require_object(in);
   warn_unknown_fields(in, {"q", "k", "v", "mask", "causal", "scale", "temperature", "backend",
-                           "block_size"});
+                           "block_size", "precision"});
   const DenseArray q = parse_array(require_field(in, "q"), "q");
   const DenseArray k = parse_array(require_field(in, "k"), "k");
   const DenseArray v = parse_array(require_field(in, "v"), "v");
@@ -73,12 +74,31 @@ void run_attend(const AttendOptions& opts) {
     mask = parse_array(in.at("mask"), "mask", /*booleans=*/true);
   }
   check_sdpa_shapes(q.shape, k.shape, v.shape, mask ? &mask->shape : nullptr);
-  check_backend(in);
+  const BackendChoice backend = backend_from(in);
   const SdpaOptions options = sdpa_options_from(in);
-
   const Mask3 allowed = mask ? mask_from(*mask) : Mask3{};
-  const SdpaResult r = sdpa(as_heads(q), as_heads(k), as_heads(v), mask ? &allowed : nullptr,
-                            options);
+  const Mask3* allowed_ptr = mask ? &allowed : nullptr;
+  const Tensor3 q3 = as_heads(q), k3 = as_heads(k), v3 = as_heads(v);
+
+  SdpaResult r;
+  if (backend.name == "flash") {
+    if (options.temperature != 1.0) throw InputError("temperature: not supported by backend \"flash\"; use scale");
+    FlashOptions fo;
+    fo.causal = options.causal;
+    fo.scale = options.scale;
+    fo.block_q = fo.block_k = backend.block_size;
+    fo.precision = backend.precision;
+    FlashResult f = flash_attention(q3, k3, v3, allowed_ptr, fo);
+    // The flash kernel never forms the weights; they are recomputed from its lse.
+    if (!opts.no_weights) {
+      const xt::xtensor<double, 2> lse = f.lse64.size() ? f.lse64 : xt::xtensor<double, 2>(xt::cast<double>(f.lse));
+      r.weights = weights_from_lse(q3, k3, lse, allowed_ptr, fo.causal, fo.scale);
+    }
+    r.output = std::move(f.output);
+    r.lse = std::move(f.lse);
+  } else {
+    r = sdpa(q3, k3, v3, allowed_ptr, options);
+  }
   warn_fully_masked(r.lse);
 
   Json out;
@@ -109,13 +129,16 @@ void setup_attend(CLI::App& app) {
   cmd->add_flag("--no-color", opts->no_color, "no coloured weights table on a terminal (also: NO_COLOR=1)");
   cmd->footer(R"(Input:  {"q": [Lq,d] or [H,Lq,d], "k": [Lk,d], "v": [Lk,dv],
          "mask"?: [Lq,Lk] of 0/1 (1 = may attend), "causal"?: bool (bottom-right aligned),
-         "scale"?: number (default 1/sqrt(d)), "temperature"?: number}
+         "scale"?: number (default 1/sqrt(d)), "temperature"?: number,
+         "backend"?: "naive" (float64 reference) | "flash" (tiled, online softmax),
+         "block_size"?: flash tile edge, "precision"?: "float64" (default) | "float32" (flash)}
 Output: {"output": [Lq,dv], "weights": [Lq,Lk], "lse": [Lq] (null = every key masked)}
 On a terminal the weights are also shown as coloured cells (on stderr while the JSON is on
 stdout; never when the output is piped).
 
 Examples:
   attn-cli attend --input data/examples/attend_small.json
+  attn-cli attend --input data/examples/attend_flash.json
   echo '{"q":[[1,0]],"k":[[1,0],[0,1]],"v":[[1,2],[3,4]]}' | attn-cli attend --input -
 )");
   cmd->callback([opts] { run_attend(*opts); });

@@ -65,7 +65,7 @@ void run_mha(const MhaCliOptions& opts) {
   options.attention = sdpa_options_from(in);
   if (auto p = optional_number(in, "dropout")) options.attention.dropout_p = *p;
   if (auto s = optional_number(in, "seed")) options.attention.dropout_seed = static_cast<std::uint64_t>(*s);
-  check_backend(in);
+  backend_from(in, /*flash_supported=*/false);
 
   MhaWeights w{matrix_field(in, "w_q"), matrix_field(in, "w_k"), matrix_field(in, "w_v"),
                matrix_field(in, "w_o"), bias_field(in, "b_q"), bias_field(in, "b_k"),

@@ -55,22 +55,35 @@ std::optional<std::size_t> optional_positive_int(const Json& in, const char* fie
   return static_cast<std::size_t>(v.get<long long>());
 }
 
-void check_backend(const Json& in) {
-  std::string backend = "naive";
-  if (in.contains("backend")) {
-    const Json& b = in.at("backend");
-    if (!b.is_string()) throw InputError("backend: expected a string, got " + b.dump());
-    backend = b.get<std::string>();
+BackendChoice backend_from(const Json& in, bool flash_supported) {
+  BackendChoice b;
+  if (in.contains("backend") && !in.at("backend").is_null()) {
+    const Json& v = in.at("backend");
+    if (!v.is_string()) throw InputError("backend: expected a string, got " + v.dump());
+    b.name = v.get<std::string>();
   }
-  if (backend == "flash" || backend == "cuda") {
-    throw InputError("backend: \"" + backend + "\" is not available in this build yet; use \"naive\"");
+  if (b.name != "naive" && b.name != "flash" && b.name != "cuda") {
+    throw InputError("backend: expected \"naive\", \"flash\" or \"cuda\", got \"" + b.name + "\"");
   }
-  if (backend != "naive") {
-    throw InputError("backend: expected \"naive\", \"flash\" or \"cuda\", got \"" + backend + "\"");
+  if (b.name == "cuda") throw InputError("backend: \"cuda\": no CUDA device (this build runs on the CPU)");
+  if (b.name == "flash" && !flash_supported) {
+    throw InputError("backend: \"flash\" is not available for this subcommand yet; use \"naive\"");
   }
-  if (optional_positive_int(in, "block_size")) {
-    throw InputError("block_size: applies to backend \"flash\" only, not \"naive\"");
+  if (auto size = optional_positive_int(in, "block_size")) {
+    if (b.name != "flash") throw InputError("block_size: applies to backend \"flash\" only, not \"" + b.name + "\"");
+    if (*size > 65536) throw InputError("block_size: expected at most 65536, got " + std::to_string(*size));
+    b.block_size = *size;
   }
+  if (in.contains("precision") && !in.at("precision").is_null()) {
+    const Json& v = in.at("precision");
+    if (b.name != "flash") throw InputError("precision: applies to backend \"flash\" only");
+    if (v == "float32") {
+      b.precision = FlashPrecision::float32;
+    } else if (v != "float64") {
+      throw InputError("precision: expected \"float64\" or \"float32\", got " + v.dump());
+    }
+  }
+  return b;
 }
 
 SdpaOptions sdpa_options_from(const Json& in) {

@@ -1,0 +1,56 @@
+#pragma once
+// FlashAttention forward pass on the CPU (Dao et al. 2022, arXiv 2205.14135, Algorithm 1),
+// float32: Q is split into row blocks, K and V into column blocks, and each query block
+// streams over the key blocks with an online softmax (tile_math.hpp). The [Lq, Lk] score
+// matrix never exists: extra memory is O(block) per thread plus one packed copy of the K and
+// V of the heads in flight.
+//
+// Same semantics as the naive sdpa(): explicit mask, bottom-right causal, fully masked rows
+// -> zero output and lse -inf, custom scale, GQA, any sizes. Causal runs skip the key tiles
+// above the diagonal by index and test indices only on the diagonal tiles.
+#include <string>
+
+#include "attn/sdpa.hpp"
+
+namespace attn {
+
+// float32 is the fast kernel (bench, demo). float64 runs the same tile loop and micro-kernels
+// instantiated for double: its only error against a float64 reference is the final rounding,
+// which is what attend/mha use so their JSON is reference-grade whatever the backend.
+enum class FlashPrecision { float32, float64 };
+
+struct FlashOptions {
+  bool causal = false;
+  std::optional<double> scale;  // default 1/sqrt(d)
+  std::size_t block_q = 0;      // query rows per tile (0 = the engine's default)
+  std::size_t block_k = 0;      // keys per tile (0 = the engine's default)
+  std::size_t threads = 0;      // 0 = all hardware threads
+  FlashPrecision precision = FlashPrecision::float32;
+  std::string isa;  // "" = the best this CPU has; or "avx512", "avx2", "generic" (tests, bench)
+};
+
+struct FlashResult {
+  Tensor3 output;                 // [H, Lq, dv]
+  Tensor2 lse;                    // [H, Lq], natural log; -inf for a fully masked row
+  xt::xtensor<double, 2> lse64;   // the same before rounding to float (float64 precision only)
+};
+
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv]; allowed [1 or H, Lq, Lk] or null.
+FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                            const Mask3* allowed, const FlashOptions& options);
+
+// The attention weights implied by a run's lse, recomputed row by row (as FlashAttention's
+// backward pass does): P[h, i, j] = exp(scale * q_i . k_j - lse[h, i]) for visible keys.
+// Rows sum to 1 only if the lse is right, so this exposes, not hides, a wrong kernel.
+// lse in float64: an lse of 2000 rounded to float32 is off by 1e-4, and so would be every
+// weight recomputed from it.
+Tensor3 weights_from_lse(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
+                         const Mask3* allowed, bool causal, std::optional<double> scale);
+
+// The SIMD instruction set the float32 kernel dispatched to on this machine ("avx512", "avx2",
+// "generic"), and the default tile sizes.
+std::string flash_isa();
+std::size_t flash_default_block_q();
+std::size_t flash_default_block_k();
+
+}  // namespace attn

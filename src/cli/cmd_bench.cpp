@@ -1,0 +1,135 @@
+// attn-cli bench: time naive vs flash attention on seeded random inputs.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "attn/bench.hpp"
+#include "attn/error.hpp"
+#include "attn/flash.hpp"
+#include "attn/json_io.hpp"
+#include "commands.hpp"
+
+namespace attn::cli {
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> backends{"naive", "flash"};
+  std::vector<std::size_t> n{512, 1024};
+  std::vector<std::size_t> threads{1};
+  std::size_t heads = 8, head_dim = 64, repeat = 3, block_q = 0, block_k = 0, sgemm_n = 0;
+  bool causal = false, json = false, no_check = false;
+};
+
+// The naive check holds H x n x n float64 weights and more; skip it (null error) where that
+// would not fit in half of this machine's memory.
+bool naive_fits(std::size_t n, std::size_t heads) {
+  const double need = double(heads) * double(n) * double(n) * 16.0;
+  const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  return need < have / 2;
+}
+
+void run_bench_command(const BenchOptions& o) {
+  const bool progress = isatty(STDERR_FILENO);
+  Json runs = Json::array(), sgemm = Json::array();
+  std::vector<BenchRun> results;
+  std::vector<double> sgemm_by_threads;
+  for (std::size_t t : o.threads) {
+    double g = 0;
+    if (o.sgemm_n) {
+      if (progress) std::cerr << "measuring sgemm " << o.sgemm_n << "^3 on " << t << " thread(s)...\r" << std::flush;
+      const SgemmRate rate = sgemm_rate(o.sgemm_n, t, 3);
+      g = rate.gflops;
+      sgemm.push_back({{"n", o.sgemm_n}, {"threads", t}, {"gflops", g}});
+      if (t == 1) sgemm.back()["gflops_thread_cpu"] = rate.gflops_thread_cpu;
+    }
+    sgemm_by_threads.push_back(g);
+  }
+  for (std::size_t ti = 0; ti < o.threads.size(); ++ti)
+    for (std::size_t n : o.n)
+      for (const std::string& backend : o.backends) {
+        BenchConfig c;
+        c.backend = backend;
+        c.n = n;
+        c.heads = o.heads;
+        c.head_dim = o.head_dim;
+        c.causal = o.causal;
+        c.threads = o.threads[ti];
+        c.repeat = o.repeat;
+        c.block_q = o.block_q;
+        c.block_k = o.block_k;
+        c.check = !o.no_check && naive_fits(n, o.heads);
+        if (backend == "naive" && !naive_fits(n, o.heads))
+          throw InputError("--n " + std::to_string(n) + ": the naive backend would not fit in memory");
+        if (progress) std::cerr << "running " << backend << " n=" << n << " threads=" << c.threads << "...      \r" << std::flush;
+        const BenchRun r = run_bench(c);
+        results.push_back(r);
+        Json err = r.max_abs_err_vs_naive ? Json(*r.max_abs_err_vs_naive) : Json(nullptr);
+        Json run = {{"backend", backend}, {"n", n}, {"heads", o.heads}, {"head_dim", o.head_dim},
+                    {"causal", o.causal}, {"threads", c.threads}, {"median_ms", r.median_ms},
+                    {"min_ms", r.min_ms}, {"gflops", r.gflops}, {"peak_rss_bytes", r.peak_rss_bytes},
+                    {"max_abs_err_vs_naive", err}};
+        if (o.sgemm_n) run["fraction_of_sgemm"] = r.gflops / sgemm_by_threads[ti];
+        if (c.threads == 1) run["min_thread_cpu_ms"] = r.min_thread_cpu_ms;
+        runs.push_back(run);
+      }
+  if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
+
+  if (o.json) {
+    Json out = {{"flops_convention", "4*H*n*n*d, halved when causal (FlashAttention's benchmark rule)"},
+                {"isa", flash_isa()},
+                {"runs", runs}};
+    if (o.sgemm_n) out["sgemm"] = sgemm;
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::printf("attention forward, H=%zu, d=%zu, %s, flash kernel ISA: %s\n", o.heads, o.head_dim,
+              o.causal ? "causal" : "not causal", flash_isa().c_str());
+  std::printf("GFLOP/s counts 4*H*n^2*d (halved when causal), FlashAttention's benchmark rule.\n");
+  for (std::size_t ti = 0; ti < o.threads.size(); ++ti)
+    if (o.sgemm_n)
+      std::printf("OpenBLAS sgemm %zu^3 on %zu thread(s): %.1f GFLOP/s\n", o.sgemm_n, o.threads[ti],
+                  sgemm_by_threads[ti]);
+  std::printf("\n%-7s %6s %7s %11s %9s %8s %10s %12s\n", "backend", "n", "threads", "median ms", "GFLOP/s",
+              o.sgemm_n ? "x sgemm" : "", "peak MiB", "max |err|");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const BenchRun& r = results[i];
+    char frac[16] = "", err[24] = "-";
+    if (o.sgemm_n) std::snprintf(frac, sizeof frac, "%.2f", runs[i]["fraction_of_sgemm"].get<double>());
+    if (r.max_abs_err_vs_naive) std::snprintf(err, sizeof err, "%.2e", *r.max_abs_err_vs_naive);
+    std::printf("%-7s %6zu %7zu %11.2f %9.1f %8s %10.1f %12s\n", r.config.backend.c_str(), r.config.n,
+                r.config.threads, r.median_ms, r.gflops, frac, double(r.peak_rss_bytes) / (1 << 20), err);
+  }
+}
+
+}  // namespace
+
+void setup_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "Time naive vs flash attention on seeded random inputs");
+  cmd->add_option("--backend", o->backends, "backends to time: naive, flash, cuda")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--n", o->n, "sequence lengths (comma-separated)")->delimiter(',')->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--heads", o->heads, "heads H")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--head-dim", o->head_dim, "head dim d")->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_flag("--causal", o->causal, "causal attention (skips the tiles above the diagonal)");
+  cmd->add_option("--threads", o->threads, "thread counts (comma-separated)")->delimiter(',')
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--repeat", o->repeat, "timed runs per point (median and min reported)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--block-q", o->block_q, "flash query tile (0 = default)")->check(CLI::Range(0, 65536));
+  cmd->add_option("--block-k", o->block_k, "flash key tile (0 = default)")->check(CLI::Range(0, 65536));
+  cmd->add_option("--sgemm", o->sgemm_n, "also measure OpenBLAS sgemm N^3 as the yardstick (0 = off)")
+      ->check(CLI::Range(0, 16384));
+  cmd->add_flag("--no-check", o->no_check, "skip the naive run used for the error column");
+  cmd->add_flag("--json", o->json, "print JSON (DESIGN.md) instead of a table");
+  cmd->footer(R"(Examples:
+  attn-cli bench --n 256 --heads 2 --repeat 1
+  attn-cli bench --backend flash --n 512 --causal --threads 1,2 --json
+)");
+  cmd->callback([o] { run_bench_command(*o); });
+}
+
+}  // namespace attn::cli

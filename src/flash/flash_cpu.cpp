@@ -1,0 +1,261 @@
+// FlashAttention forward on the CPU: the tile loop (Algorithm 1 of arXiv 2205.14135, in the
+// loop order of FlashAttention-2: each query block streams over all key blocks), threads, and
+// the per-head packing of K and V. The inner loops are in microkernels_impl.hpp, the
+// per-row online-softmax arithmetic in include/attn/tile_math.hpp.
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include <xsimd/memory/xsimd_aligned_allocator.hpp>
+
+#include "attn/error.hpp"
+#include "attn/flash.hpp"
+#include "attn/tile_math.hpp"
+#include "microkernels.hpp"
+
+namespace attn {
+namespace {
+
+template <class T>
+using Aligned = std::vector<T, xsimd::aligned_allocator<T, 64>>;
+using flash::Microkernels;
+
+constexpr std::size_t kDefaultBlockQ = 192;  // a multiple of every ISA's row blocking (8, 6, 4)
+constexpr std::size_t kDefaultBlockK = 768;  // a multiple of every ISA's key panel (64, 16, 8)
+
+std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+
+// K and V of one key/value head, packed for the micro-kernels: K^T panels [Lk/PW][d][PW] and
+// V with rows padded to dvp columns. Packed once per head (not per tile, which is what makes
+// per-tile sgemm calls slow), and freed as soon as the last query block of its heads is done,
+// so at most about one head per thread is packed at a time.
+template <class T>
+struct PackedHead {
+  std::once_flag once;
+  std::atomic<std::size_t> blocks_left{0};
+  Aligned<T> k_panels, v_rows;
+};
+
+template <class T>
+struct Problem {
+  std::size_t H, Lq, d, Hkv, Lk, dv, dvp, group;
+  std::size_t Bq, Bk, row_align;
+  T scale_log2;  // scale * log2(e): scores come out in base-2 units (tile_math.hpp)
+  bool causal;
+  const Mask3* allowed;
+};
+
+// Workspace of one thread: O(block) memory, reused for every tile it processes.
+template <class T>
+struct Workspace {
+  Aligned<T> q, s, o, alpha;
+  std::vector<tile::RowState<T>> rows;
+  Workspace(const Problem<T>& p)
+      : q(p.Bq * p.d), s(p.Bq * p.Bk), o(p.Bq * p.dvp), alpha(p.Bq), rows(p.Bq) {}
+};
+
+template <class T>
+void pack_head(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v,
+               PackedHead<T>& packed) {
+  packed.k_panels.assign(round_up(p.Lk, mk.key_panel) * p.d, T(0));
+  mk.pack_k(k, p.d, p.Lk, p.d, packed.k_panels.data());
+  packed.v_rows.assign(p.Lk * p.dvp, T(0));
+  for (std::size_t j = 0; j < p.Lk; ++j)
+    std::copy(v + j * p.dv, v + (j + 1) * p.dv, packed.v_rows.data() + j * p.dvp);
+}
+
+// Sets s[j] = -inf for the keys of this tile row that query i (global) may not see. Causal
+// visibility is a prefix of the row, so it is one fill past an index, not a test per key.
+template <class T>
+void mask_row(const Problem<T>& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t kcols,
+              bool causal_test, T* s) {
+  if (causal_test) {
+    const long visible_end = tile::causal_key_end(long(i) + 1, long(p.Lq), long(p.Lk)) - long(j0);
+    if (visible_end < long(kcols)) std::fill(s + std::max(0L, visible_end), s + kcols, -T(INFINITY));
+  }
+  if (p.allowed) {
+    const bool* m = p.allowed->data() + ((p.allowed->shape(0) == 1 ? 0 : h) * p.Lq + i) * p.Lk + j0;
+    for (std::size_t j = 0; j < kcols; ++j)
+      if (!m[j]) s[j] = -T(INFINITY);
+  }
+}
+
+// One query block of one head: Algorithm 1, lines 5-15, for rows [i0, i0 + rows).
+template <class T>
+void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::size_t h,
+                        std::size_t i0, const T* q, const PackedHead<T>& kv, T* out, T* lse,
+                        Workspace<T>& ws) {
+  const std::size_t rows = std::min(p.Bq, p.Lq - i0);
+  const std::size_t rows_pad = round_up(rows, p.row_align);
+
+  // Q_i, pre-scaled by scale * log2(e); padding rows are zero so their scores are zero.
+  for (std::size_t r = 0; r < rows_pad; ++r)
+    for (std::size_t c = 0; c < p.d; ++c)
+      ws.q[r * p.d + c] = r < rows ? q[(i0 + r) * p.d + c] * p.scale_log2 : T(0);
+  std::fill(ws.o.begin(), ws.o.begin() + rows_pad * p.dvp, T(0));  // O_i = 0
+  for (std::size_t r = 0; r < rows_pad; ++r) {
+    ws.rows[r] = tile::row_start<T>();  // m_i = -inf, l_i = 0
+    ws.alpha[r] = T(1);
+  }
+
+  // Causal: key blocks past the last key any row of this block can see are never read.
+  const std::size_t key_end =
+      p.causal ? std::size_t(tile::causal_key_end(long(i0 + rows), long(p.Lq), long(p.Lk))) : p.Lk;
+  for (std::size_t j0 = 0; j0 < key_end; j0 += p.Bk) {  // for each key/value block K_j, V_j
+    const std::size_t kcols = std::min(p.Bk, key_end - j0);
+    const std::size_t npanels = (kcols + mk.key_panel - 1) / mk.key_panel;
+    // S_ij = Q_i K_j^T (line 9), into ws.s[rows_pad, Bk].
+    mk.qk(ws.q.data(), p.d, rows_pad, kv.k_panels.data() + (j0 / mk.key_panel) * p.d * mk.key_panel,
+          npanels, ws.s.data(), p.Bk);
+    // Only diagonal tiles need the per-element causal test; tiles below it are fully visible.
+    const bool causal_test =
+        p.causal && !tile::causal_tile_full(long(i0), long(j0 + kcols), long(p.Lq), long(p.Lk));
+    for (std::size_t r = 0; r < rows; ++r) {
+      T* s = ws.s.data() + r * p.Bk;
+      if (causal_test || p.allowed) mask_row(p, h, i0 + r, j0, kcols, causal_test, s);
+      // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
+      tile::RowState<T>& st = ws.rows[r];
+      ws.alpha[r] = tile::row_rescale(st, mk.row_max(s, kcols));
+      if (st.m == -T(INFINITY)) {
+        std::fill(s, s + kcols, T(0));  // every key so far masked: contributes nothing yet
+      } else {
+        st.l += mk.exp2_sum(s, kcols, st.m);
+      }
+    }
+    // Line 12: O_i = diag(alpha) O_i + P_ij V_j.
+    mk.pv(ws.s.data(), p.Bk, rows_pad, kcols, kv.v_rows.data() + j0 * p.dvp, p.dvp, p.dvp,
+          ws.alpha.data(), ws.o.data(), p.dvp);
+  }
+
+  // Lines 13-15: O_i = diag(l_i)^-1 O_i, L_i = m_i + log(l_i).
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T inv_l = tile::row_output_scale(ws.rows[r]);
+    for (std::size_t c = 0; c < p.dv; ++c) out[(i0 + r) * p.dv + c] = ws.o[r * p.dvp + c] * inv_l;
+    lse[i0 + r] = tile::row_lse(ws.rows[r]);
+  }
+}
+
+}  // namespace
+
+std::size_t flash_default_block_q() { return kDefaultBlockQ; }
+std::size_t flash_default_block_k() { return kDefaultBlockK; }
+std::string flash_isa() { return flash::best_microkernels<float>().isa; }
+
+namespace {
+
+// The whole forward pass for element type T (float: fast; double: reference-grade).
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv] row-major; out [H, Lq, dv], lse [H, Lq].
+template <class T>
+void flash_forward(const T* q, const T* k, const T* v, const std::array<std::size_t, 6>& dims,
+                   const Mask3* allowed, const FlashOptions& options, double scale, T* out, T* lse) {
+  const Microkernels<T>* chosen =
+      options.isa.empty() ? &flash::best_microkernels<T>() : flash::microkernels_named<T>(options.isa);
+  if (!chosen) throw InputError("isa: \"" + options.isa + "\" is not available on this CPU or build");
+  const Microkernels<T>& mk = *chosen;
+  Problem<T> p{};
+  p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
+  p.dvp = round_up(p.dv, mk.lanes), p.group = p.H / p.Hkv;
+  p.row_align = std::lcm(mk.qk_rows, mk.pv_rows);
+  // Tiles no larger than the problem: a 3-token sentence should not pay for 192 x 768 tiles.
+  p.Bq = round_up(std::min(options.block_q ? options.block_q : kDefaultBlockQ, p.Lq), p.row_align);
+  p.Bk = round_up(std::min(options.block_k ? options.block_k : kDefaultBlockK, p.Lk), mk.key_panel);
+  p.scale_log2 = T(scale * tile::kLog2ed);
+  p.causal = options.causal;
+  p.allowed = allowed;
+
+  // Work items: (head, query block), head-major so the packed K/V of few heads are live at a
+  // time. Within a head, causal blocks differ in cost (block b reads b + 1 key blocks), so the
+  // most expensive come first and the cheap ones fill the gaps at the end.
+  const std::size_t nqb = (p.Lq + p.Bq - 1) / p.Bq;
+  std::vector<std::pair<std::size_t, std::size_t>> items;
+  for (std::size_t h = 0; h < p.H; ++h)
+    for (std::size_t b = 0; b < nqb; ++b) items.emplace_back(h, p.causal ? nqb - 1 - b : b);
+  std::unique_ptr<PackedHead<T>[]> packed(new PackedHead<T>[p.Hkv]);
+  for (std::size_t g = 0; g < p.Hkv; ++g) packed[g].blocks_left = p.group * nqb;
+
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    Workspace<T> ws(p);
+    for (std::size_t n; (n = next.fetch_add(1)) < items.size();) {
+      const auto [h, b] = items[n];
+      const std::size_t g = h / p.group;
+      PackedHead<T>& kv = packed[g];
+      std::call_once(kv.once, [&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
+      attend_query_block(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv,
+                         lse + h * p.Lq, ws);
+      if (--kv.blocks_left == 0) {
+        Aligned<T>().swap(kv.k_panels);
+        Aligned<T>().swap(kv.v_rows);
+      }
+    }
+  };
+  std::size_t threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, items.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
+FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                            const Mask3* allowed, const FlashOptions& options) {
+  Shape ms;
+  if (allowed) {
+    ms.assign(allowed->shape().begin(), allowed->shape().end());
+    if (ms[0] == 1) ms.erase(ms.begin());
+  }
+  check_sdpa_shapes(Shape(q.shape().begin(), q.shape().end()), Shape(k.shape().begin(), k.shape().end()),
+                    Shape(v.shape().begin(), v.shape().end()), allowed ? &ms : nullptr);
+  const double scale = options.scale.value_or(1.0 / std::sqrt(double(q.shape(2))));
+  if (!std::isfinite(scale)) throw InputError("scale: expected a finite number");
+  for (std::size_t b : {options.block_q, options.block_k})
+    if (b > 65536) throw InputError("block_size: expected at most 65536, got " + std::to_string(b));
+
+  const std::array<std::size_t, 6> dims{q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
+  FlashResult r{Tensor3::from_shape({dims[0], dims[1], dims[5]}), Tensor2::from_shape({dims[0], dims[1]})};
+  if (options.precision == FlashPrecision::float32) {
+    flash_forward<float>(q.data(), k.data(), v.data(), dims, allowed, options, scale, r.output.data(),
+                         r.lse.data());
+    return r;
+  }
+  using D3 = xt::xtensor<double, 3>;
+  const D3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
+  D3 out = D3::from_shape({dims[0], dims[1], dims[5]});
+  xt::xtensor<double, 2> lse = xt::xtensor<double, 2>::from_shape({dims[0], dims[1]});
+  flash_forward<double>(qd.data(), kd.data(), vd.data(), dims, allowed, options, scale, out.data(), lse.data());
+  r.output = xt::cast<float>(out);
+  r.lse = xt::cast<float>(lse);
+  r.lse64 = std::move(lse);
+  return r;
+}
+
+Tensor3 weights_from_lse(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
+                         const Mask3* allowed, bool causal, std::optional<double> scale) {
+  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1);
+  const std::size_t group = H / k.shape(0);
+  const double sc = scale.value_or(1.0 / std::sqrt(double(d)));
+  Tensor3 w = xt::zeros<float>({H, Lq, Lk});
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < Lq; ++i) {
+      if (std::isinf(lse(h, i))) continue;  // fully masked row: all zero
+      for (std::size_t j = 0; j < Lk; ++j) {
+        const bool visible =
+            (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
+            (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
+        if (!visible) continue;
+        double s = 0;
+        for (std::size_t c = 0; c < d; ++c) s += double(q(h, i, c)) * double(k(h / group, j, c));
+        w(h, i, j) = float(std::exp(s * sc - lse(h, i)));
+      }
+    }
+  return w;
+}
+
+}  // namespace attn

@@ -1,0 +1,54 @@
+#pragma once
+// Private to the flash kernel: the register-blocked inner loops, one set per instruction set
+// and element type (float for speed, double for reference-grade JSON output), chosen at run
+// time (microkernels_impl.hpp explains the blocking).
+#include <cstddef>
+#include <string>
+
+namespace attn::flash {
+
+template <class T>
+struct Microkernels {
+  const char* isa;
+  std::size_t lanes;        // elements per SIMD register
+  std::size_t qk_rows;      // MR of the Q K^T kernel: query rows per register block
+  std::size_t key_panel;    // NR * lanes: keys per packed K^T panel
+  std::size_t pv_rows;      // MR of the P V kernel
+
+  // K block [keys, d] (row stride ldk) -> panels of key_panel keys, each [d][key_panel],
+  // zero-padded past `keys`.
+  void (*pack_k)(const T* k, std::size_t ldk, std::size_t keys, std::size_t d, T* panels);
+
+  // S[rows, panels*key_panel] = Q[rows, d] . K^T, rows a multiple of qk_rows.
+  void (*qk)(const T* q, std::size_t d, std::size_t rows, const T* panels,
+             std::size_t npanels, T* s, std::size_t lds);
+
+  // Online-softmax step for a tile row: returns the row max over s[0..n) (n >= 1).
+  T (*row_max)(const T* s, std::size_t n);
+  // s[j] = exp2(s[j] - m) in place; returns their sum. m is finite.
+  T (*exp2_sum)(T* s, std::size_t n, T m);
+
+  // O[rows, dvp] = alpha[r] * O[r, :] + P[rows, keys] . V[keys, dvp], rows a multiple of
+  // pv_rows, dvp a multiple of lanes.
+  void (*pv)(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const T* v,
+             std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo);
+};
+
+// Instantiated for float and double in the per-ISA files.
+template <class T>
+const Microkernels<T>& microkernels_generic();
+template <class T>
+const Microkernels<T>* microkernels_avx2();    // null when not compiled in
+template <class T>
+const Microkernels<T>* microkernels_avx512();  // null when not compiled in
+
+// The best set this CPU supports (checked once with __builtin_cpu_supports).
+template <class T>
+const Microkernels<T>& best_microkernels();
+
+// The set named "avx512", "avx2" or "generic", or null when it was not compiled in or this
+// CPU lacks the instructions.
+template <class T>
+const Microkernels<T>* microkernels_named(const std::string& isa);
+
+}  // namespace attn::flash

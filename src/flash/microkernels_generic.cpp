@@ -1,0 +1,52 @@
+// The flash micro-kernels for the compiler's baseline instruction set (SSE2 on x86-64), and
+// the run-time choice among the compiled sets.
+#include "microkernels_prelude.hpp"
+
+namespace attn::flash::generic {
+#include "microkernels_impl.hpp"
+template <class T>
+using Set = KernelSet<xsimd::default_arch, T, 4, 2, 4, 2>;
+}  // namespace attn::flash::generic
+
+namespace attn::flash {
+
+template <class T>
+const Microkernels<T>& microkernels_generic() {
+  static const Microkernels<T> set = generic::Set<T>::make("generic");
+  return set;
+}
+
+template <class T>
+const Microkernels<T>& best_microkernels() {
+  static const Microkernels<T>& best = []() -> const Microkernels<T>& {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && microkernels_avx512<T>()) return *microkernels_avx512<T>();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && microkernels_avx2<T>())
+      return *microkernels_avx2<T>();
+#endif
+    return microkernels_generic<T>();
+  }();
+  return best;
+}
+
+template <class T>
+const Microkernels<T>* microkernels_named(const std::string& isa) {
+  if (isa == "generic") return &microkernels_generic<T>();
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (isa == "avx512" && __builtin_cpu_supports("avx512f")) return microkernels_avx512<T>();
+  if (isa == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return microkernels_avx2<T>();
+#endif
+  return nullptr;
+}
+
+template const Microkernels<float>* microkernels_named<float>(const std::string&);
+template const Microkernels<double>* microkernels_named<double>(const std::string&);
+template const Microkernels<float>& microkernels_generic<float>();
+template const Microkernels<double>& microkernels_generic<double>();
+template const Microkernels<float>& best_microkernels<float>();
+template const Microkernels<double>& best_microkernels<double>();
+
+}  // namespace attn::flash

@@ -1,0 +1,11 @@
+#pragma once
+// Headers microkernels_impl.hpp needs, included at file scope before the ISA namespace.
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "microkernels.hpp"

@@ -1,0 +1,212 @@
+// The flash kernel against the naive oracle (STYLE.md habit 3): same inputs, FlashAttention's
+// tolerance rule, over the shapes that break tiled kernels.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "attn/error.hpp"
+#include "attn/flash.hpp"
+#include "attn/mask.hpp"
+#include "attn/random.hpp"
+#include "attn/tile_math.hpp"
+#include "../src/flash/microkernels.hpp"
+#include "support.hpp"
+
+using namespace attn;
+
+namespace {
+
+Tensor3 randn(Rng& rng, std::size_t a, std::size_t b, std::size_t c, double sd = 1.0) {
+  Tensor3 t = Tensor3::from_shape({a, b, c});
+  for (float& x : t) x = float(rng.normal() * sd);
+  return t;
+}
+
+// Plain float32 attention (the baseline of FlashAttention's rule): float accumulators.
+Tensor3 plain_float32_output(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                             bool causal, float scale) {
+  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1), dv = v.shape(2);
+  const std::size_t group = H / k.shape(0);
+  Tensor3 o = xt::zeros<float>({H, Lq, dv});
+  std::vector<float> s(Lk);
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < Lq; ++i) {
+      float m = -INFINITY;
+      for (std::size_t j = 0; j < Lk; ++j) {
+        float acc = 0;
+        for (std::size_t c = 0; c < d; ++c) acc += q(h, i, c) * k(h / group, j, c);
+        const bool ok = (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
+                        (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
+        s[j] = ok ? acc * scale : -INFINITY;
+        m = std::max(m, s[j]);
+      }
+      if (m == -INFINITY) continue;
+      float z = 0;
+      for (std::size_t j = 0; j < Lk; ++j) z += (s[j] = std::exp(s[j] - m));
+      for (std::size_t j = 0; j < Lk; ++j)
+        for (std::size_t c = 0; c < dv; ++c) o(h, i, c) += s[j] / z * v(h / group, j, c);
+    }
+  return o;
+}
+
+struct Case {
+  std::size_t H, Hkv, Lq, Lk, d, dv;
+  bool causal = false;
+  double magnitude = 1.0;
+  std::size_t block_q = 0, block_k = 0;
+  bool mask = false;
+};
+
+void check_case(const Case& c, std::uint64_t seed) {
+  CAPTURE(c.H);
+  CAPTURE(c.Lq);
+  CAPTURE(c.Lk);
+  CAPTURE(c.d);
+  CAPTURE(c.dv);
+  CAPTURE(c.causal);
+  CAPTURE(c.block_q);
+  CAPTURE(c.block_k);
+  Rng rng(seed);
+  const Tensor3 q = randn(rng, c.H, c.Lq, c.d, c.magnitude), k = randn(rng, c.Hkv, c.Lk, c.d, c.magnitude),
+                v = randn(rng, c.Hkv, c.Lk, c.dv);
+  Mask3 mask;
+  if (c.mask) {
+    mask = Mask3::from_shape({c.H, c.Lq, c.Lk});
+    for (bool& b : mask) b = rng.uniform() < 0.7;
+    for (std::size_t j = 0; j < c.Lk; ++j) mask(0, c.Lq / 2, j) = false;  // one fully masked row
+  }
+  const Mask3* allowed = c.mask ? &mask : nullptr;
+  SdpaOptions so;
+  so.causal = c.causal;
+  const SdpaResult ref = sdpa(q, k, v, allowed, so);  // float64 inside: the reference
+  FlashOptions fo;
+  fo.causal = c.causal;
+  fo.block_q = c.block_q;
+  fo.block_k = c.block_k;
+  fo.threads = 2;
+  const FlashResult f = flash_attention(q, k, v, allowed, fo);
+  const Tensor3 plain = plain_float32_output(q, k, v, allowed, c.causal, 1.0f / std::sqrt(float(c.d)));
+  const double err = test::max_abs_diff(test::flat_tensor(f.output), test::flat_tensor(ref.output));
+  const double err_plain = test::max_abs_diff(test::flat_tensor(plain), test::flat_tensor(ref.output));
+  CAPTURE(err);
+  CAPTURE(err_plain);
+  CHECK(err <= 2 * err_plain + 1e-6);
+  // lse: -inf exactly where the reference has it, close elsewhere.
+  for (std::size_t i = 0; i < f.lse.size(); ++i) {
+    const float a = f.lse.data()[i], b = ref.lse.data()[i];
+    if (std::isinf(b)) {
+      CHECK(a == b);
+    } else {
+      CHECK(std::fabs(a - b) <= 1e-5 * std::max(1.0f, std::fabs(b)));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("flash: odd shapes match the naive oracle under FlashAttention's 2x rule") {
+  const Case cases[] = {
+      {1, 1, 1, 1, 1, 1},                      // d = 1, a single key
+      {2, 2, 7, 13, 5, 3},                      // nothing a multiple of anything
+      {3, 3, 100, 37, 64, 64, true},            // causal, Lq > Lk: the first rows see no key
+      {2, 2, 33, 300, 64, 64, true},            // causal, Lq < Lk: bottom-right aligned
+      {4, 2, 65, 65, 17, 33, true},             // GQA, odd d and dv
+      {4, 1, 50, 70, 16, 16},                   // MQA
+      {2, 2, 40, 90, 8, 24, false, 30.0},       // scores in the thousands
+      {2, 2, 40, 90, 8, 24, false, 1.0, 0, 0, true},   // explicit mask with a fully masked row
+      {2, 2, 300, 300, 32, 48, true, 1.0, 24, 32},     // small explicit tiles: many tiles per row
+      {1, 1, 257, 513, 64, 64, true, 1.0, 200, 100},   // tiles that do not divide the sizes
+      {2, 2, 300, 300, 64, 80, true, 1.0, 0, 0, true}, // causal and a mask together
+  };
+  std::uint64_t seed = 1;
+  for (const Case& c : cases) check_case(c, seed++);
+}
+
+TEST_CASE("flash: every instruction set this CPU runs, in float32 and float64, matches the oracle") {
+  // best_microkernels() is what users get; the others are what other CPUs get.
+  const Case c{3, 1, 70, 90, 20, 36, true, 1.0, 24, 32, true};
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    for (FlashPrecision precision : {FlashPrecision::float32, FlashPrecision::float64}) {
+      CAPTURE(isa);
+      CAPTURE(int(precision));
+      Rng rng(17);
+      const Tensor3 q = randn(rng, c.H, c.Lq, c.d), k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
+      FlashOptions fo;
+      fo.causal = true;
+      fo.isa = isa;
+      fo.precision = precision;
+      fo.block_q = 24;
+      fo.block_k = 32;
+      if (!flash::microkernels_named<float>(isa)) {
+        CHECK_THROWS_AS(flash_attention(q, k, v, nullptr, fo), InputError);
+        continue;
+      }
+      SdpaOptions so;
+      so.causal = true;
+      const SdpaResult ref = sdpa(q, k, v, nullptr, so);
+      const FlashResult f = flash_attention(q, k, v, nullptr, fo);
+      const double err = test::max_abs_diff(test::flat_tensor(f.output), test::flat_tensor(ref.output));
+      // float64: only the final rounding to float32 is left.
+      CHECK(err <= (precision == FlashPrecision::float64 ? 5e-7 : 5e-6));
+    }
+  }
+  const std::string isa = flash_isa();
+  CHECK((isa == "avx512" || isa == "avx2" || isa == "generic"));
+}
+
+TEST_CASE("flash: weights recomputed from the kernel's lse equal the naive weights") {
+  Rng rng(9);
+  const Tensor3 q = randn(rng, 2, 9, 8), k = randn(rng, 2, 11, 8), v = randn(rng, 2, 11, 4);
+  FlashOptions fo;
+  fo.causal = true;
+  const FlashResult f = flash_attention(q, k, v, nullptr, fo);
+  SdpaOptions so;
+  so.causal = true;
+  const SdpaResult ref = sdpa(q, k, v, nullptr, so);
+  CHECK(xt::allclose(weights_from_lse(q, k, xt::cast<double>(f.lse), nullptr, true, std::nullopt), ref.weights, 1e-5, 1e-6));
+}
+
+TEST_CASE("tile math: the online softmax over tiles equals one softmax over the row") {
+  const float scores[] = {0.5f, -1.0f, 3.0f, 2.0f, -INFINITY, 7.0f, 1.0f};
+  // Two tiles: [0, 3) and [3, 7), in base 2 as the kernels use.
+  tile::RowState st = tile::row_start();
+  double o = 0;  // unnormalised weighted sum of values v_j = j
+  for (auto [a, b] : {std::pair{0, 3}, std::pair{3, 7}}) {
+    float tmax = -INFINITY;
+    for (int j = a; j < b; ++j) tmax = std::max(tmax, scores[j]);
+    const float alpha = tile::row_rescale(st, tmax);
+    o *= alpha;
+    for (int j = a; j < b; ++j) {
+      const double p = std::exp2(double(scores[j]) - st.m);
+      st.l += float(p);
+      o += p * j;
+    }
+  }
+  double z = 0, expect = 0;
+  for (int j = 0; j < 7; ++j) z += std::exp2(double(scores[j]));
+  for (int j = 0; j < 7; ++j) expect += std::exp2(double(scores[j])) / z * j;
+  CHECK(o * tile::row_output_scale(st) == doctest::Approx(expect).epsilon(1e-6));
+  CHECK(tile::row_lse(st) == doctest::Approx(std::log(z)).epsilon(1e-6));
+}
+
+TEST_CASE("tile math: a row whose first tile is fully masked is not poisoned by NaN") {
+  tile::RowState st = tile::row_start();
+  CHECK(tile::row_rescale(st, -INFINITY) == 1.0f);  // -inf - (-inf) would be NaN
+  CHECK(st.m == -INFINITY);
+  CHECK(tile::row_output_scale(st) == 0.0f);
+  CHECK(std::isinf(tile::row_lse(st)));
+  tile::row_rescale(st, 2.0f);  // first visible key: nothing accumulated to rescale
+  CHECK(st.m == 2.0f);
+  CHECK(st.l == 0.0f);
+  st.l += 1.0f;
+  CHECK(tile::row_lse(st) == doctest::Approx(2.0 * std::log(2.0)));
+}
+
+TEST_CASE("tile math: causal tiles are skipped and tested by index, bottom-right aligned") {
+  CHECK(tile::causal_key_end(1, 4, 4) == 1);   // first query row sees key 0 only
+  CHECK(tile::causal_key_end(4, 4, 4) == 4);
+  CHECK(tile::causal_key_end(1, 2, 5) == 4);   // Lq < Lk: query 0 is position 3
+  CHECK(tile::causal_key_end(2, 6, 3) == 0);   // Lq > Lk: first rows see nothing
+  CHECK(tile::causal_tile_full(8, 8, 16, 16));   // keys 0..7 all visible from row 8 on
+  CHECK_FALSE(tile::causal_tile_full(8, 10, 16, 16));
+}

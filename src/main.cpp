@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   attn-cli tokenize "我喜欢深度学习"
   attn-cli attend --input data/examples/attend_small.json
   attn-cli mha --input data/examples/mha_gqa.json
+  attn-cli heatmap --input data/examples/heatmap_tokens.json
+  attn-cli mask --kind causal --size 5
 Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
 )");
 
@@ -27,6 +29,8 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_tokenize(app);
   attn::cli::setup_demo(app);
   attn::cli::setup_bench(app);
+  attn::cli::setup_heatmap(app);
+  attn::cli::setup_mask(app);
 
   try {
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"

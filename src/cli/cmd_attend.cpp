@@ -1,10 +1,16 @@
 // attn-cli attend: scaled dot-product attention on given Q, K, V (tensor I/O contract).
+#include <unistd.h>
+
+#include <iostream>
 #include <memory>
 
 #include "attn/error.hpp"
 #include "attn/cuda.hpp"
 #include "attn/flash.hpp"
+#include "attn/heatmap.hpp"
+#include "attn/mask.hpp"
 #include "attn/sdpa.hpp"
+#include "attn/terminal_heatmap.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 
@@ -15,6 +21,7 @@ struct AttendOptions {
   std::string input;
   std::string output = "-";
   bool no_weights = false;
+  bool no_color = false;
 };
 
 // [L, d] -> [1, L, d] so one code path serves both ranks.
@@ -23,6 +30,36 @@ Tensor3 as_heads(const DenseArray& a) {
   DenseArray b = a;
   b.shape.insert(b.shape.begin(), 1);
   return to_tensor<3>(b);
+}
+
+// For a person at a terminal, the weights as coloured cells, one table per head. The JSON is
+// never mixed with it: the table goes to stdout only when the JSON went to a file, and to
+// stderr when the JSON is on the terminal. Piped output gets the JSON alone.
+void show_weights_on_terminal(const SdpaResult& r, const Mask3* mask, bool causal,
+                              const AttendOptions& opts) {
+  if (opts.no_weights || !::isatty(STDOUT_FILENO)) return;
+  const bool json_on_stdout = opts.output == "-";
+  const ColorMode mode = terminal_color_mode(::isatty(json_on_stdout ? STDERR_FILENO : STDOUT_FILENO),
+                                             opts.no_color);
+  if (json_on_stdout && mode == ColorMode::none) return;  // plain numbers: the JSON has them
+  const std::size_t H = r.weights.shape(0), Lq = r.weights.shape(1), Lk = r.weights.shape(2);
+  std::ostream& os = json_on_stdout ? std::cerr : std::cout;
+  if (Lk > 16 || H * Lq > 48) {
+    os << "(weights [" << H << ", " << Lq << ", " << Lk << "] are too large to show here; "
+       << "try attn-cli heatmap)\n";
+    return;
+  }
+  const ColorScale scale = color_scale_for({r.weights.data(), r.weights.size()}, std::nullopt);
+  const Mask2 causal_mask = causal_allowed(Lq, Lk);
+  for (std::size_t h = 0; h < H; ++h) {
+    Mask2 allowed = xt::ones<bool>({Lq, Lk});
+    if (mask) allowed = xt::view(*mask, mask->shape(0) == 1 ? 0 : h, xt::all(), xt::all());
+    if (causal) allowed = allowed && causal_mask;
+    if (H > 1) os << "head " << h << ":\n";
+    os << render_terminal_heatmap({position_labels(Lq, "q"), position_labels(Lk, "k"),
+                                   xt::view(r.weights, h, xt::all(), xt::all()), &allowed, "Blues", scale},
+                                  mode);
+  }
 }
 
 void run_attend(const AttendOptions& opts) {
@@ -79,6 +116,7 @@ void run_attend(const AttendOptions& opts) {
     out["lse"] = lse_to_json(r.lse);
   }
   write_file_atomically(opts.output, out.dump() + "\n");
+  show_weights_on_terminal(r, mask ? &allowed : nullptr, options.causal, opts);
 }
 
 }  // namespace
@@ -92,12 +130,15 @@ void setup_attend(CLI::App& app) {
   cmd->add_option("-o,--output", opts->output, "where to write the result JSON (- = stdout)")
       ->capture_default_str();
   cmd->add_flag("--no-weights", opts->no_weights, "leave the [H, Lq, Lk] weights out of the output");
+  cmd->add_flag("--no-color", opts->no_color, "no coloured weights table on a terminal (also: NO_COLOR=1)");
   cmd->footer(R"(Input:  {"q": [Lq,d] or [H,Lq,d], "k": [Lk,d], "v": [Lk,dv],
          "mask"?: [Lq,Lk] of 0/1 (1 = may attend), "causal"?: bool (bottom-right aligned),
          "scale"?: number (default 1/sqrt(d)), "temperature"?: number,
          "backend"?: "naive" (float64 reference) | "flash" (tiled, online softmax),
          "block_size"?: flash tile edge, "precision"?: "float64" (default) | "float32" (flash)}
 Output: {"output": [Lq,dv], "weights": [Lq,Lk], "lse": [Lq] (null = every key masked)}
+On a terminal the weights are also shown as coloured cells (on stderr while the JSON is on
+stdout; never when the output is piped).
 
 Examples:
   attn-cli attend --input data/examples/attend_small.json

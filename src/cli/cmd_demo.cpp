@@ -1,4 +1,7 @@
 // attn-cli demo: a sentence through self-attention, printed and written to a folder.
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -7,8 +10,10 @@
 
 #include "attn/demo.hpp"
 #include "attn/error.hpp"
+#include "attn/terminal_heatmap.hpp"
 #include "attn/text_table.hpp"
 #include "commands.hpp"
+#include "image_flags.hpp"
 
 namespace attn::cli {
 namespace {
@@ -16,6 +21,8 @@ namespace {
 struct DemoOptions {
   DemoConfig config;
   std::string out = "attn-out";
+  ImageFlags image;
+  bool no_color = false;
 };
 
 // Creates DIR (and parents) and checks that a file can be created in it, before any work.
@@ -35,6 +42,8 @@ void prepare_output_dir(const std::string& dir) {
 }
 
 void run_demo_command(const DemoOptions& opts) {
+  check_colormap(opts.image.colormap);
+  const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
   prepare_output_dir(opts.out);
   const DemoResult r = run_demo(opts.config);
   const std::size_t L = r.tokens.size();
@@ -50,7 +59,10 @@ void run_demo_command(const DemoOptions& opts) {
             << ", seeded untrained projections, scale = 1/sqrt(" << r.config.d_model
             << ") = " << scale << ")\n"
             << "Rows: query (attending). Columns: key (attended to). Each row sums to 1.\n\n";
-  std::cout << matrix_table(r.tokens, r.tokens, r.weights) << "\n";
+  const ColorMode color = terminal_color_mode(::isatty(STDOUT_FILENO), opts.no_color);
+  TerminalHeatmap table{r.tokens, r.tokens, r.weights, nullptr, opts.image.colormap,
+                        color_scale_for({r.weights.data(), r.weights.size()}, std::nullopt)};
+  std::cout << render_terminal_heatmap(table, color) << "\n";
 
   std::cout << "Top-" << r.config.top_k << " attended tokens per query:\n";
   std::size_t label_w = 0;
@@ -65,9 +77,21 @@ void run_demo_command(const DemoOptions& opts) {
     std::cout << "\n";
   }
 
+  // Timings go to the terminal only: the files must be byte-identical from run to run.
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<Artifact> artifacts = write_demo_pictures(r, opts.out, pictures);
+  const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const std::string manifest = (std::filesystem::path(opts.out) / "manifest.json").string();
-  write_file_atomically(manifest, demo_manifest(r, {}).dump(2) + "\n");
-  std::cout << "\nWrote " << manifest << "\n";
+  write_file_atomically(manifest, demo_manifest(r, artifacts).dump(2) + "\n");
+
+  std::cout << "\nWrote into " << opts.out << "/ (" << artifacts.size() << " pictures in "
+            << std::lround(ms) << " ms):\n";
+  std::size_t path_w = 0;
+  for (const Artifact& a : artifacts) path_w = std::max(path_w, display_width(a.path));
+  for (const Artifact& a : artifacts) {
+    std::cout << "  " << pad_to_width(a.path, path_w) << "  " << pad_to_width(a.kind, 7) << "  " << a.title << "\n";
+  }
+  std::cout << "  " << pad_to_width("manifest.json", path_w) << "  every number above, and the list of files\n";
 }
 
 }  // namespace
@@ -75,7 +99,7 @@ void run_demo_command(const DemoOptions& opts) {
 void setup_demo(CLI::App& app) {
   auto opts = std::make_shared<DemoOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "demo", "Run a sentence through self-attention and show what happens");
+      "demo", "Run a sentence through attention and write its heatmaps, mask and heads as pictures");
   cmd->add_option("sentence", opts->config.sentence, "the sentence (UTF-8)")->capture_default_str();
   cmd->add_option("-o,--out", opts->out, "folder for manifest.json and the pictures")
       ->capture_default_str();
@@ -87,10 +111,15 @@ void setup_demo(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1000000));
   cmd->add_option("--max-tokens", opts->config.max_tokens, "refuse sentences with more tokens")
       ->capture_default_str()->check(CLI::Range(1, 1000000));
+  cmd->add_option("--heads", opts->config.heads, "heads of the multi-head run (must divide --d-model)")
+      ->capture_default_str()->check(CLI::Range(1, 64));
+  add_image_flags(cmd, opts->image, /*with_colormap=*/true);
+  cmd->add_flag("--no-color", opts->no_color, "plain numbers in the terminal (also: NO_COLOR=1)");
   cmd->footer(R"(Examples:
   attn-cli demo
   attn-cli demo "The cat sat on the mat" --out cat-demo
   attn-cli demo "我喜欢深度学习" --seed 7
+  attn-cli demo "The cat sat on" --heads 2 --format both --colormap viridis --out cat-svg
 )");
   cmd->callback([opts] { run_demo_command(*opts); });
 }

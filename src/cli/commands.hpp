@@ -10,5 +10,7 @@ void setup_mha(CLI::App& app);
 void setup_tokenize(CLI::App& app);
 void setup_demo(CLI::App& app);
 void setup_bench(CLI::App& app);
+void setup_heatmap(CLI::App& app);
+void setup_mask(CLI::App& app);
 
 }  // namespace attn::cli

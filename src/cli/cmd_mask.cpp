@@ -1,0 +1,138 @@
+// attn-cli mask: draws a mask as "blocked" and "allowed" side by side (seed 000, section 5).
+#include <iostream>
+#include <memory>
+
+#include "attn/error.hpp"
+#include "attn/mask.hpp"
+#include "attn/mask_diagram.hpp"
+#include "commands.hpp"
+#include "image_flags.hpp"
+
+namespace attn::cli {
+namespace {
+
+struct MaskOptions {
+  std::string kind;
+  std::size_t size = 5;
+  std::size_t queries = 0;  // 0 = size (square)
+  std::vector<std::size_t> lengths;
+  std::size_t window = 3;
+  std::size_t right = 0;
+  std::vector<std::string> edges;
+  bool directed = false;
+  bool no_self_loops = false;
+  std::string out;  // default mask-KIND
+  ImageFlags image;
+};
+
+// "2-3" -> (2, 3).
+std::pair<std::size_t, std::size_t> parse_edge(const std::string& text) {
+  const auto dash = text.find('-');
+  try {
+    std::size_t used_a = 0, used_b = 0;
+    if (dash == std::string::npos) throw std::invalid_argument(text);
+    const std::string a = text.substr(0, dash), b = text.substr(dash + 1);
+    const unsigned long from = std::stoul(a, &used_a), to = std::stoul(b, &used_b);
+    if (used_a != a.size() || used_b != b.size() || a[0] == '-' || b[0] == '-') throw std::invalid_argument(text);
+    return {from, to};
+  } catch (const std::exception&) {
+    throw InputError("--edges: expected FROM-TO pairs such as 0-1,1-2, got \"" + text + "\"");
+  }
+}
+
+MaskDiagramSpec mask_spec(const MaskOptions& o) {
+  const std::size_t Lk = o.size, Lq = o.queries ? o.queries : o.size;
+  if (Lq > Lk) throw InputError("--queries: expected at most --size = " + std::to_string(Lk) + " queries");
+  // Queries are the last Lq positions (bottom-right alignment): label them by position.
+  const std::vector<std::string> query_t = time_labels(Lq, Lk - Lq);
+  MaskDiagramSpec spec;
+  if (o.kind == "causal") {
+    spec.rows.push_back({causal_allowed(Lq, Lk), query_t, {}, ""});
+    spec.title = "Causal mask, " + std::to_string(Lk) + " positions";
+    spec.subtitle = "query t=i may attend to keys t ≤ i: no looking at the future";
+    if (Lq < Lk) spec.subtitle += " (the " + std::to_string(Lq) + " queries are the last positions)";
+  } else if (o.kind == "window") {
+    if (o.window < 1) throw InputError("--window: expected at least 1");
+    spec.rows.push_back({sliding_window_allowed(Lq, Lk, o.window - 1, o.right), query_t, {}, ""});
+    spec.title = "Sliding-window mask, window " + std::to_string(o.window) +
+                 (o.right ? " back, " + std::to_string(o.right) + " ahead" : "");
+    spec.subtitle = "query t=i may attend to keys t=i−" + std::to_string(o.window - 1) + " … t=i" +
+                    (o.right ? "+" + std::to_string(o.right) : "") + " (local attention, as in Mistral)";
+  } else if (o.kind == "padding") {
+    const std::vector<std::size_t> lengths = o.lengths.empty() ? std::vector<std::size_t>{Lk - Lk / 3} : o.lengths;
+    const Mask3 m = padding_allowed(lengths, Lk);
+    for (std::size_t b = 0; b < lengths.size(); ++b) {
+      spec.rows.push_back({xt::view(m, b, xt::all(), xt::all()), {}, {},
+                           "sequence " + std::to_string(b) + ": " + std::to_string(lengths[b]) +
+                               " real tokens, " + std::to_string(Lk - lengths[b]) + " padding"});
+    }
+    spec.title = "Padding mask, batch padded to " + std::to_string(Lk) + " positions";
+    spec.subtitle = "keys at padding positions are blocked for every query";
+  } else if (o.kind == "graph") {
+    std::vector<std::pair<std::size_t, std::size_t>> edges;
+    for (const std::string& e : o.edges) edges.push_back(parse_edge(e));
+    if (edges.empty()) {  // a path graph 0-1-2-...: the simplest picture of "neighbours only"
+      for (std::size_t i = 0; i + 1 < Lk; ++i) edges.emplace_back(i, i + 1);
+    }
+    spec.rows.push_back({graph_allowed(Lk, edges, o.directed, !o.no_self_loops),
+                         std::vector<std::string>(), std::vector<std::string>(), ""});
+    for (std::size_t i = 0; i < Lk; ++i) {
+      spec.rows[0].query_labels.push_back(std::to_string(i));
+      spec.rows[0].key_labels.push_back(std::to_string(i));
+    }
+    spec.axis_noun = "node";
+    spec.title = std::string("Graph mask, ") + std::to_string(Lk) + " nodes, " +
+                 std::to_string(edges.size()) + (o.directed ? " directed" : " undirected") + " edges";
+    spec.subtitle = std::string("node i attends to node j only along an edge") +
+                    (o.no_self_loops ? "" : ", and to itself") + " (graph attention)";
+  } else {
+    throw InputError("--kind: expected causal, padding, window or graph, got \"" + o.kind + "\"");
+  }
+  return spec;
+}
+
+void run_mask(const MaskOptions& opts) {
+  const std::string out = opts.out.empty() ? "mask-" + opts.kind : opts.out;
+  const ImageOptions image = image_options(opts.image, out);
+  const Figure figure = mask_figure(mask_spec(opts));
+  for (const std::string& path : save_figure(figure, image_stem(out), image)) {
+    std::cout << "Wrote " << path << "\n";
+  }
+}
+
+}  // namespace
+
+void setup_mask(CLI::App& app) {
+  auto opts = std::make_shared<MaskOptions>();
+  CLI::App* cmd = app.add_subcommand("mask", "Draw an attention mask: blocked vs allowed, side by side");
+  cmd->add_option("-k,--kind", opts->kind, "causal, padding, window or graph")->required();
+  cmd->add_option("-n,--size", opts->size, "positions (keys), or nodes for a graph")
+      ->capture_default_str()->check(CLI::Range(1, 512));
+  cmd->add_option("--queries", opts->queries, "causal/window: fewer queries than keys (the last ones)")
+      ->check(CLI::Range(1, 512));
+  cmd->add_option("--lengths", opts->lengths, "padding: real length of each sequence, e.g. 5,3")
+      ->delimiter(',')->check(CLI::Range(0, 512));
+  cmd->add_option("-w,--window", opts->window, "window: keys looked at, the query's own included")
+      ->capture_default_str()->check(CLI::Range(1, 512));
+  cmd->add_option("--right", opts->right, "window: keys looked at ahead of the query (0 = causal)")
+      ->capture_default_str()->check(CLI::Range(0, 512));
+  cmd->add_option("--edges", opts->edges, "graph: edges FROM-TO, e.g. 0-1,1-2,2-0 (default: a path)")
+      ->delimiter(',');
+  cmd->add_flag("--directed", opts->directed, "graph: an edge a-b lets a attend to b only");
+  cmd->add_flag("--no-self-loops", opts->no_self_loops, "graph: a node does not attend to itself");
+  cmd->add_option("-o,--out", opts->out, "output path or stem (default mask-KIND)");
+  add_image_flags(cmd, opts->image, /*with_colormap=*/false);
+  cmd->footer(R"(Masks follow PyTorch SDPA: 1/true = the query MAY attend. The left panel shows the
+blocked cells as the −∞ added to their scores; the right panel shows the boolean mask.
+
+Examples:
+  attn-cli mask --kind causal --size 5
+  attn-cli mask --kind causal --size 6 --queries 2 --out decode.svg
+  attn-cli mask --kind padding --size 6 --lengths 6,4,2
+  attn-cli mask --kind window --size 8 --window 3
+  attn-cli mask --kind graph --size 5 --edges 0-1,1-2,2-3,3-4,4-0 --format both
+)");
+  cmd->callback([opts] { run_mask(*opts); });
+}
+
+}  // namespace attn::cli

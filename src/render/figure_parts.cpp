@@ -1,0 +1,233 @@
+#include "figure_parts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "attn/error.hpp"
+
+namespace attn::render {
+namespace {
+
+const Rgb kInk = rgb_from_hex(0x1a1a1a);
+const Rgb kAxisInk = rgb_from_hex(0x404040);
+const Rgb kFrame = rgb_from_hex(0x8c8c8c);
+constexpr double kMaxLabelWidth = 130;  // longer tokens are cut with "…"
+constexpr double kLabelGap = 5;
+
+std::string format_fixed(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// Ticks at 1, 2, 2.5 or 5 times a power of ten, about five of them over [lo, hi].
+std::vector<double> nice_ticks(double lo, double hi) {
+  const double raw = (hi - lo) / 5;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = 10 * magnitude;
+  for (double m : {1.0, 2.0, 2.5, 5.0}) {
+    if (m * magnitude >= raw) {
+      step = m * magnitude;
+      break;
+    }
+  }
+  std::vector<double> ticks;
+  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + 1e-9 * step; k += 1) {
+    ticks.push_back(k * step);
+  }
+  return ticks;
+}
+
+std::string tick_label(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", std::fabs(v) < 1e-12 ? 0.0 : v);
+  return buf;
+}
+
+TextStyle label_style(double size) { return {size, false, kInk, kMaxLabelWidth}; }
+TextStyle axis_style(double size) { return {size, false, kAxisInk, 0}; }
+
+}  // namespace
+
+void check_labels(const std::vector<std::string>& labels, std::size_t n, const std::string& field) {
+  if (!labels.empty() && labels.size() != n) {
+    throw InputError(field + ": expected " + std::to_string(n) + " labels, one per position, got " +
+                     std::to_string(labels.size()));
+  }
+}
+
+double cell_size_for(std::size_t rows, std::size_t cols, double target, double min_cell,
+                     double max_cell) {
+  const double n = static_cast<double>(std::max<std::size_t>({rows, cols, 1}));
+  return std::clamp(target / n, min_cell, max_cell);
+}
+
+PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
+  PanelLayout l;
+  l.label_size = std::min(p.label_size, p.cell * 0.8);
+  if (l.label_size < 6) {  // tiny cells: fewer, still readable labels
+    l.label_size = 6;
+    l.label_step = static_cast<std::size_t>(std::ceil(7.5 / p.cell));
+  }
+  double row_label_w = 0, col_label_w = 0;
+  for (const auto& s : p.row_labels) row_label_w = std::max(row_label_w, m.measure(s, label_style(l.label_size)).width);
+  for (const auto& s : p.col_labels) col_label_w = std::max(col_label_w, m.measure(s, label_style(l.label_size)).width);
+  const double label_h = m.measure("Ag", label_style(l.label_size)).height;
+  l.rotate_col_labels = col_label_w > p.cell - 3;
+
+  // Values in cells: 3 decimals if they fit, else 2, else none (the JSON has every number).
+  l.value_size = std::clamp(p.cell * 0.27, 7.0, 12.0);
+  l.decimals = -1;
+  if (p.rows * p.cols <= 4096) {
+    for (int d : {3, 2}) {
+      const TextSize s = m.measure(format_fixed(-0.5, d), {l.value_size});  // widest: a sign and d digits
+      if (s.width <= p.cell - 4 && s.height <= p.cell - 2) {
+        l.decimals = d;
+        break;
+      }
+    }
+  }
+
+  const TextSize short_text = m.measure("−∞", {l.value_size});
+  l.short_text_fits = short_text.width <= p.cell - 4 && short_text.height <= p.cell - 2;
+
+  const double grid_w = p.cell * static_cast<double>(p.cols);
+  const double title_h = p.title.empty() ? 0 : m.measure(p.title, {p.title_size, true}).height + 4;
+  const double col_title_h = p.col_title.empty() ? 0 : m.measure(p.col_title, axis_style(p.label_size)).height + 2;
+  const double col_labels_h = p.col_labels.empty() ? 0
+                              : (l.rotate_col_labels ? col_label_w : label_h) + kLabelGap;
+  const double row_title_w = p.row_title.empty() ? 0 : m.measure(p.row_title, axis_style(p.label_size)).height + 4;
+  const double row_labels_w = p.row_labels.empty() ? 0 : row_label_w + kLabelGap + 2;
+  l.grid_x = row_title_w + row_labels_w;
+  l.grid_y = title_h + col_title_h + col_labels_h;
+
+  // Titles are centred over the grid; widen the panel (on either side) when they are wider.
+  double left = 0, right = l.grid_x + grid_w;
+  for (double w : {p.title.empty() ? 0.0 : m.measure(p.title, {p.title_size, true}).width,
+                   p.col_title.empty() ? 0.0 : m.measure(p.col_title, axis_style(p.label_size)).width}) {
+    left = std::min(left, l.grid_x + grid_w / 2 - w / 2);
+    right = std::max(right, l.grid_x + grid_w / 2 + w / 2);
+  }
+  l.grid_x -= left;
+  l.width = right - left;
+  l.height = l.grid_y + p.cell * static_cast<double>(p.rows);
+  return l;
+}
+
+CellGrid panel_grid(const MatrixPanel& p, const PanelLayout& l, double x, double y) {
+  return {x + l.grid_x, y + l.grid_y, p.cell, p.cell, p.rows, p.cols};
+}
+
+void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x, double y) {
+  const CellGrid g = panel_grid(p, l, x, y);
+  const double grid_w = p.cell * static_cast<double>(p.cols);
+  const double grid_h = p.cell * static_cast<double>(p.rows);
+
+  for (std::size_t i = 0; i < p.rows; ++i) {
+    for (std::size_t j = 0; j < p.cols; ++j) {
+      const Cell cell = p.cell_at(i, j);
+      const double cx = g.cell_x(j), cy = g.cell_y(i);
+      if (cell.hatched) {
+        c.hatch_rect(cx, cy, p.cell, p.cell);
+      } else {
+        c.fill_rect(cx, cy, p.cell, p.cell, cell.fill);
+      }
+      std::string text = l.short_text_fits ? cell.text : "";
+      if (cell.text.empty() && cell.value && l.decimals >= 0) text = format_fixed(*cell.value, l.decimals);
+      if (!text.empty()) {
+        const Rgb ink = cell.hatched ? kInk : readable_text_on(cell.fill);
+        c.text(text, cx + p.cell / 2, cy + p.cell / 2, {l.value_size, false, ink}, 0.5, 0.5);
+      }
+    }
+  }
+  // Thin white separators keep neighbouring cells of similar colour apart; on tiny cells they
+  // would wash the colours out, so long sequences go without.
+  if (p.cell >= 5) {
+    const double sep = std::clamp(p.cell * 0.05, 0.4, 1.5);
+    for (std::size_t k = 1; k < p.cols; ++k) c.fill_rect(g.cell_x(k) - sep / 2, g.y, sep, grid_h, {1, 1, 1});
+    for (std::size_t k = 1; k < p.rows; ++k) c.fill_rect(g.x, g.cell_y(k) - sep / 2, grid_w, sep, {1, 1, 1});
+  }
+  c.stroke_rect(g.x, g.y, grid_w, grid_h, kFrame, 0.6);
+
+  const TextStyle labels = label_style(l.label_size);
+  for (std::size_t i = 0; i < p.row_labels.size() && i < p.rows; i += l.label_step) {
+    c.text(p.row_labels[i], g.x - kLabelGap, g.cell_y(i) + p.cell / 2, labels, 1, 0.5);
+  }
+  for (std::size_t j = 0; j < p.col_labels.size() && j < p.cols; j += l.label_step) {
+    const double cx = g.cell_x(j) + p.cell / 2;
+    if (l.rotate_col_labels) {
+      c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0, 0.5, 90);  // reads upwards
+    } else {
+      c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0.5, 1);
+    }
+  }
+  if (!p.row_title.empty()) {
+    c.text(p.row_title, x + 1, g.y + grid_h / 2, axis_style(p.label_size), 0.5, 0, 90);
+  }
+  const double title_h = p.title.empty() ? 0 : c.measure(p.title, {p.title_size, true}).height + 4;
+  if (!p.col_title.empty()) c.text(p.col_title, g.x + grid_w / 2, y + title_h, axis_style(p.label_size), 0.5, 0);
+  if (!p.title.empty()) c.text(p.title, g.x + grid_w / 2, y, {p.title_size, true, kInk}, 0.5, 0);
+}
+
+double colorbar_width(Canvas& m, double vmin, double vmax, const std::string& label) {
+  double tick_w = 0;
+  for (double t : nice_ticks(vmin, vmax)) tick_w = std::max(tick_w, m.measure(tick_label(t), {9}).width);
+  return 12 + 5 + tick_w + 6 + m.measure(label, axis_style(10)).height;
+}
+
+void draw_colorbar(Canvas& c, const Colormap& cmap, double vmin, double vmax, double x, double y,
+                   double h, const std::string& label) {
+  const double bar_w = 12;
+  c.vertical_gradient(x, y, bar_w, h, cmap);
+  c.stroke_rect(x, y, bar_w, h, kFrame, 0.6);
+  double tick_w = 0;
+  for (double t : nice_ticks(vmin, vmax)) {
+    const double ty = y + h - (t - vmin) / (vmax - vmin) * h;
+    c.fill_rect(x + bar_w, ty - 0.3, 3, 0.6, kFrame);
+    c.text(tick_label(t), x + bar_w + 5, ty, {9, false, kInk}, 0, 0.5);
+    tick_w = std::max(tick_w, c.measure(tick_label(t), {9}).width);
+  }
+  c.text(label, x + bar_w + 5 + tick_w + 6, y + h / 2, axis_style(10), 0.5, 0, 90);
+}
+
+namespace {
+const char* kMaskedLegend = "masked: score set to −∞ before softmax (not a weight of 0)";
+}
+
+TextSize masked_legend_size(Canvas& m) {
+  const TextSize t = m.measure(kMaskedLegend, axis_style(10));
+  return {12 + 6 + t.width, std::max(12.0, t.height)};
+}
+
+void draw_masked_legend(Canvas& c, double x, double y) {
+  const TextSize size = masked_legend_size(c);
+  c.hatch_rect(x, y + size.height / 2 - 6, 12, 12);
+  c.stroke_rect(x, y + size.height / 2 - 6, 12, 12, kFrame, 0.6);
+  c.text(kMaskedLegend, x + 18, y + size.height / 2, axis_style(10), 0, 0.5);
+}
+
+namespace {
+TextStyle title_style(double wrap) { return {14, true, kInk, wrap, true}; }
+TextStyle subtitle_style(double wrap) { return {10.5, false, kAxisInk, wrap, true}; }
+}  // namespace
+
+TextSize title_block_size(Canvas& m, const TitleBlock& b) {
+  const TextSize t = m.measure(b.title, title_style(b.wrap_width));
+  TextSize size{t.width, t.height + 10};
+  if (!b.subtitle.empty()) {
+    const TextSize s = m.measure(b.subtitle, subtitle_style(b.wrap_width));
+    size = {std::max(size.width, s.width), size.height + 2 + s.height};
+  }
+  return size;
+}
+
+void draw_title_block(Canvas& c, const TitleBlock& b, double cx, double y) {
+  c.text(b.title, cx, y, title_style(b.wrap_width), 0.5, 0);
+  if (!b.subtitle.empty()) {
+    c.text(b.subtitle, cx, y + c.measure(b.title, title_style(b.wrap_width)).height + 2,
+           subtitle_style(b.wrap_width), 0.5, 0);
+  }
+}
+
+}  // namespace attn::render

@@ -1,0 +1,82 @@
+#pragma once
+// The parts every attn-cli picture is assembled from (private to src/render/):
+//   - a matrix panel: a grid of cells with row labels down the left under a row axis title,
+//     column labels across the top (rotated when they do not fit a cell) under a column axis
+//     title, and values written in the cells when they fit;
+//   - a colorbar with ticks and a label;
+//   - the "masked" legend entry, so hatching is never read as a weight of 0.
+// Layout first (measure text, decide sizes), then draw at a position: a figure's size must be
+// known before its surface exists.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/canvas.hpp"
+#include "attn/colormap.hpp"
+
+namespace attn::render {
+
+struct Cell {
+  Rgb fill;
+  bool hatched = false;          // masked: drawn with Canvas::hatch_rect, no value
+  std::optional<double> value;   // written with 3 or 2 decimals when it fits the cell
+  std::string text;              // written instead of value when set ("1", "−∞", ...)
+};
+
+struct MatrixPanel {
+  std::size_t rows = 0, cols = 0;
+  std::vector<std::string> row_labels, col_labels;  // may be empty: no labels
+  std::string title, row_title, col_title;
+  double cell = 40;  // cell edge, points
+  double label_size = 11;
+  double title_size = 12;
+  std::function<Cell(std::size_t i, std::size_t j)> cell_at;
+};
+
+struct PanelLayout {
+  double width = 0, height = 0;   // the whole panel, points
+  double grid_x = 0, grid_y = 0;  // top-left of the cells, relative to the panel
+  double label_size = 11;         // shrunk for small cells
+  std::size_t label_step = 1;     // draw every label_step-th label when cells are tiny
+  bool rotate_col_labels = false;
+  int decimals = 3;               // for Cell::value; -1 = values do not fit, not written
+  bool short_text_fits = true;    // Cell::text of up to two characters ("1", "−∞")
+  double value_size = 10;
+};
+
+PanelLayout layout_panel(Canvas& measure, const MatrixPanel& panel);
+
+// Where the panel's cells land when its top-left corner is at (x, y).
+CellGrid panel_grid(const MatrixPanel& panel, const PanelLayout& layout, double x, double y);
+
+void draw_panel(Canvas& canvas, const MatrixPanel& panel, const PanelLayout& layout, double x,
+                double y);
+
+// InputError unless labels is empty (no labels given) or has one label per position.
+void check_labels(const std::vector<std::string>& labels, std::size_t n, const std::string& field);
+
+// Cell edge (points) so that a rows x cols grid is about `target` points on its longer side,
+// kept within [min_cell, max_cell].
+double cell_size_for(std::size_t rows, std::size_t cols, double target, double min_cell,
+                     double max_cell);
+
+// A vertical colorbar of height h whose ramp starts at (x, y); ticks and label to its right.
+double colorbar_width(Canvas& measure, double vmin, double vmax, const std::string& label);
+void draw_colorbar(Canvas& canvas, const Colormap& cmap, double vmin, double vmax, double x,
+                   double y, double h, const std::string& label);
+
+// "▨ masked: −∞ before softmax, not a weight of 0" — a swatch and its explanation.
+TextSize masked_legend_size(Canvas& measure);
+void draw_masked_legend(Canvas& canvas, double x, double y);
+
+// Title (bold) and optional subtitle, centred on cx from y down, each wrapped into lines of at
+// most wrap_width points (a long sentence must not stretch the figure).
+struct TitleBlock {
+  std::string title, subtitle;
+  double wrap_width = 480;
+};
+TextSize title_block_size(Canvas& measure, const TitleBlock& block);  // height includes a gap below
+void draw_title_block(Canvas& canvas, const TitleBlock& block, double cx, double y);
+
+}  // namespace attn::render

@@ -1,0 +1,129 @@
+#include "attn/head_grid.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "attn/error.hpp"
+#include "attn/heatmap.hpp"
+#include "figure_parts.hpp"
+
+namespace attn {
+
+Tensor2 mean_over_heads(const Tensor3& weights) {
+  const std::size_t H = weights.shape(0), Lq = weights.shape(1), Lk = weights.shape(2);
+  Tensor2 mean = xt::zeros<float>({Lq, Lk});
+  for (std::size_t i = 0; i < Lq; ++i) {
+    for (std::size_t j = 0; j < Lk; ++j) {
+      double sum = 0;  // float64 sum, then one rounding, like the engine
+      for (std::size_t h = 0; h < H; ++h) sum += weights(h, i, j);
+      mean(i, j) = static_cast<float>(sum / static_cast<double>(H));
+    }
+  }
+  return mean;
+}
+
+Figure head_grid_figure(const HeadGridSpec& spec) {
+  const std::size_t H = spec.weights.shape(0), Lq = spec.weights.shape(1), Lk = spec.weights.shape(2);
+  render::check_labels(spec.query_tokens, Lq, "query tokens");
+  render::check_labels(spec.key_tokens, Lk, "key tokens");
+  if (spec.allowed && ((spec.allowed->shape(0) != 1 && spec.allowed->shape(0) != H) ||
+                       spec.allowed->shape(1) != Lq || spec.allowed->shape(2) != Lk)) {
+    throw InputError("mask: expected shape [1 or " + std::to_string(H) + ", " + std::to_string(Lq) +
+                     ", " + std::to_string(Lk) + "], got " + shape_string(spec.allowed->shape()));
+  }
+  auto s = std::make_shared<HeadGridSpec>(spec);
+  if (s->query_tokens.empty()) s->query_tokens = position_labels(Lq);
+  if (s->key_tokens.empty()) s->key_tokens = position_labels(Lk);
+  auto mean = std::make_shared<Tensor2>(mean_over_heads(s->weights));
+  const auto cmap = std::make_shared<Colormap>(Colormap::by_name(s->colormap));
+  const ColorScale scale = color_scale_for({s->weights.data(), s->weights.size()}, s->vmax);
+
+  // Panel p < H is head p; panel H is the mean. A cell of the mean is masked only when it is
+  // masked in every head (otherwise it averages real weights with zeros).
+  auto masked = [s, H](std::size_t p, std::size_t i, std::size_t j) {
+    if (!s->allowed) return false;
+    const Mask3& a = *s->allowed;
+    if (a.shape(0) == 1) return !a(0, i, j);
+    if (p < H) return !a(p, i, j);
+    for (std::size_t h = 0; h < H; ++h) if (a(h, i, j)) return false;
+    return true;
+  };
+  bool any_masked = false;
+  for (std::size_t i = 0; i < Lq && !any_masked; ++i)
+    for (std::size_t j = 0; j < Lk && !any_masked; ++j)
+      for (std::size_t p = 0; p < H; ++p) any_masked = any_masked || masked(p, i, j);
+
+  const std::size_t n_panels = H + (s->show_mean ? 1 : 0);
+  const std::size_t ncols = std::min<std::size_t>(
+      n_panels, static_cast<std::size_t>(std::ceil(std::sqrt(1.5 * static_cast<double>(n_panels)))));
+  const std::size_t nrows = (n_panels + ncols - 1) / ncols;
+
+  std::vector<std::shared_ptr<render::MatrixPanel>> panels;
+  std::vector<render::PanelLayout> layouts;
+  Canvas m = Canvas::measuring();
+  for (std::size_t p = 0; p < n_panels; ++p) {
+    auto panel = std::make_shared<render::MatrixPanel>();
+    panel->rows = Lq;
+    panel->cols = Lk;
+    panel->row_labels = s->query_tokens;
+    panel->col_labels = s->key_tokens;
+    panel->title = p < H ? "Head " + std::to_string(p) : "Mean of " + std::to_string(H) + " heads";
+    panel->cell = render::cell_size_for(Lq, Lk, 200, 2, 36);
+    panel->label_size = 9;
+    panel->title_size = 11;
+    panel->cell_at = [s, mean, cmap, scale, masked, p, H](std::size_t i, std::size_t j) {
+      if (masked(p, i, j)) return render::Cell{{}, true, std::nullopt, ""};
+      const double w = p < H ? s->weights(p, i, j) : (*mean)(i, j);
+      return render::Cell{cmap->at(scale.position(w)), false, w, ""};
+    };
+    layouts.push_back(render::layout_panel(m, *panel));
+    panels.push_back(panel);
+  }
+  // Every slot is as large as the largest panel, with the grids aligned across slots.
+  double grid_x = 0, grid_y = 0, right = 0, below = 0;
+  for (const auto& l : layouts) {
+    grid_x = std::max(grid_x, l.grid_x);
+    grid_y = std::max(grid_y, l.grid_y);
+    right = std::max(right, l.width - l.grid_x);
+    below = std::max(below, l.height - l.grid_y);
+  }
+  const double slot_w = grid_x + right, slot_h = grid_y + below;
+  const double margin = 16, gap = 18;
+  const double panels_w = static_cast<double>(ncols) * slot_w + static_cast<double>(ncols - 1) * gap;
+  const double panels_h = static_cast<double>(nrows) * slot_h + static_cast<double>(nrows - 1) * gap;
+  const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label);
+  const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
+  const double body_w = panels_w + gap + bar_w;
+  const render::TitleBlock titles{s->title, s->subtitle, std::max({body_w, legend.width, 480.0})};
+  const TextSize title = render::title_block_size(m, titles);
+  const double title_h = title.height;
+  const double content_w = std::max({body_w, title.width, legend.width});
+
+  Figure f;
+  const double x0 = margin + (content_w - body_w) / 2, y0 = margin + title_h;
+  std::vector<std::pair<double, double>> origins;
+  for (std::size_t p = 0; p < n_panels; ++p) {
+    const double sx = x0 + static_cast<double>(p % ncols) * (slot_w + gap);
+    const double sy = y0 + static_cast<double>(p / ncols) * (slot_h + gap);
+    origins.emplace_back(sx + grid_x - layouts[p].grid_x, sy + grid_y - layouts[p].grid_y);
+    f.grids.push_back(render::panel_grid(*panels[p], layouts[p], origins.back().first, origins.back().second));
+  }
+  const double bar_x = x0 + panels_w + gap, bar_y = y0 + grid_y;
+  const double bar_h = std::max(panels_h - grid_y, 120.0);
+  const double legend_y = y0 + std::max(panels_h, grid_y + bar_h) + 10;
+  f.width = content_w + 2 * margin;
+  f.height = legend_y + (any_masked ? legend.height + 4 : -10) + margin;
+  const double cx = f.width / 2;
+  f.draw = [=](Canvas& c) {
+    render::draw_title_block(c, titles, cx, margin);
+    for (std::size_t p = 0; p < n_panels; ++p) {
+      render::draw_panel(c, *panels[p], layouts[p], origins[p].first, origins[p].second);
+    }
+    render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, bar_x, bar_y, bar_h, s->value_label);
+    if (any_masked) render::draw_masked_legend(c, x0 + grid_x, legend_y);
+  };
+  return f;
+}
+
+}  // namespace attn

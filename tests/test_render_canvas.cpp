@@ -1,0 +1,85 @@
+// The canvas: fonts that cover Chinese, deterministic PNG/SVG bytes, atomic saving.
+#include <doctest/doctest.h>
+
+#include <cairo.h>
+
+#include <filesystem>
+
+#include "attn/canvas.hpp"
+#include "attn/error.hpp"
+#include "picture_support.hpp"
+#include "support.hpp"
+
+using namespace attn;
+using namespace attn::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A 100 x 50 pt figure: a red square at (10, 10) and a line of text.
+Figure sample_figure() {
+  Figure f;
+  f.width = 100;
+  f.height = 50;
+  f.draw = [](Canvas& c) {
+    c.fill_rect(10, 10, 20, 20, {1, 0, 0});
+    c.text("我喜欢 attention", 40, 25, {10}, 0, 0.5);
+  };
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("canvas: Chinese tokens render as glyphs, not boxes (fonts-wqy-microhei)") {
+  Canvas c = Canvas::measuring();
+  CHECK(c.unknown_glyphs("我喜欢深度学习", {11}) == 0);
+  CHECK(c.unknown_glyphs("Query — attending −∞ ≤ …", {11}) == 0);
+  CHECK(c.unknown_glyphs("我喜欢深度学习", {14, true}) == 0);
+  // The check itself can fail: a private-use code point has no glyph in any installed font.
+  CHECK(c.unknown_glyphs("\xf3\xb0\x80\x80", {11}) > 0);
+}
+
+TEST_CASE("canvas: text measures proportionally to its size (no hinting), so PNG and SVG agree") {
+  Canvas c = Canvas::measuring();
+  const TextSize small = c.measure("Key — attended to", {10});
+  const TextSize big = c.measure("Key — attended to", {20});
+  CHECK(small.width > 0);
+  CHECK(big.width == doctest::Approx(2 * small.width).epsilon(0.01));
+  CHECK(c.measure("a very long token indeed", {10, false, {}, 40}).width <= 40.5);  // ellipsized
+}
+
+TEST_CASE("canvas: PNG has scale x the figure's size in pixels, the drawn colours, and the same bytes every time") {
+  const Figure f = sample_figure();
+  const std::string png = render_png(f, 2.0);
+  CHECK(png.rfind("\x89PNG\r\n\x1a\n", 0) == 0);
+  const DecodedPng img = DecodedPng::from_bytes(png);
+  REQUIRE(img.ok());
+  CHECK(img.width() == 200);
+  CHECK(img.height() == 100);
+  CHECK(img.pixel(20, 20, 2) == Rgb8{255, 0, 0});
+  CHECK(img.pixel(5, 45, 2) == Rgb8{255, 255, 255});  // opaque white page
+  CHECK(render_png(f, 2.0) == png);
+  CHECK(DecodedPng::from_bytes(render_png(f, 1.5)).width() == 150);
+}
+
+TEST_CASE("canvas: SVG is well-formed XML of the figure's size") {
+  const std::string svg = render_svg(sample_figure());
+  CHECK(well_formed_xml(svg));
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("width=\"100") != std::string::npos);
+  CHECK_FALSE(well_formed_xml(svg.substr(0, svg.size() / 2)));  // the check can fail
+}
+
+TEST_CASE("canvas: save_figure writes each format atomically and leaves nothing else behind") {
+  TempDir dir;
+  ImageOptions both;
+  both.formats = parse_image_formats("both");
+  const auto written = save_figure(sample_figure(), dir / "fig", both);
+  REQUIRE(written.size() == 2);
+  CHECK(fs::exists(dir.path / "fig.png"));
+  CHECK(fs::exists(dir.path / "fig.svg"));
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 2);
+  CHECK(DecodedPng::from_file(dir / "fig.png").ok());
+  CHECK_THROWS_AS(save_figure(sample_figure(), dir / "missing/fig", both), RuntimeError);
+  CHECK_THROWS_AS(parse_image_formats("jpeg"), InputError);
+}

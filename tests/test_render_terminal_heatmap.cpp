@@ -1,0 +1,104 @@
+// The terminal heatmap: when to colour, which colours, and CJK labels aligned.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include "attn/mask.hpp"
+#include "attn/terminal_heatmap.hpp"
+#include "attn/text_table.hpp"
+
+using namespace attn;
+
+namespace {
+
+// Sets environment variables for one test and restores them afterwards.
+struct Env {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  void set(const char* name, const char* value) {
+    const char* old = std::getenv(name);
+    saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    if (value) ::setenv(name, value, 1); else ::unsetenv(name);
+  }
+  ~Env() {
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+      if (it->second) ::setenv(it->first.c_str(), it->second->c_str(), 1); else ::unsetenv(it->first.c_str());
+    }
+  }
+};
+
+std::string strip_ansi(const std::string& s) { return std::regex_replace(s, std::regex("\x1b\\[[0-9;]*m"), ""); }
+
+TerminalHeatmap sample() {
+  TerminalHeatmap h;
+  h.row_labels = h.col_labels = {"我", "喜欢", "深度", "学习"};
+  h.weights = Tensor2{{1, 0, 0, 0}, {0.5f, 0.5f, 0, 0}, {0.2f, 0.3f, 0.5f, 0}, {0.1f, 0.2f, 0.3f, 0.4f}};
+  h.scale = {0, 1};
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("terminal heatmap: colour only on a terminal, and never with NO_COLOR, --no-color or TERM=dumb") {
+  Env env;
+  env.set("NO_COLOR", nullptr);
+  env.set("TERM", "xterm-256color");
+  env.set("COLORTERM", nullptr);
+  CHECK(terminal_color_mode(false, false) == ColorMode::none);
+  CHECK(terminal_color_mode(true, false) == ColorMode::ansi256);
+  CHECK(terminal_color_mode(true, true) == ColorMode::none);
+  env.set("COLORTERM", "truecolor");
+  CHECK(terminal_color_mode(true, false) == ColorMode::truecolor);
+  env.set("COLORTERM", "24bit");
+  CHECK(terminal_color_mode(true, false) == ColorMode::truecolor);
+  env.set("NO_COLOR", "");  // no-color.org: an empty value does not count
+  CHECK(terminal_color_mode(true, false) == ColorMode::truecolor);
+  env.set("NO_COLOR", "1");
+  CHECK(terminal_color_mode(true, false) == ColorMode::none);
+  env.set("NO_COLOR", nullptr);
+  env.set("TERM", "dumb");
+  CHECK(terminal_color_mode(true, false) == ColorMode::none);
+}
+
+TEST_CASE("terminal heatmap: the xterm-256 palette index nearest to a colour") {
+  CHECK(ansi256_index({0, 0, 0}) == 16);
+  CHECK(ansi256_index({1, 1, 1}) == 231);
+  CHECK(ansi256_index({1, 0, 0}) == 196);
+  CHECK(ansi256_index({0, 0, 1}) == 21);
+  CHECK(ansi256_index({128 / 255.0, 128 / 255.0, 128 / 255.0}) == 244);  // grey ramp: 8 + 10 * 12
+  CHECK(ansi256_index({95 / 255.0, 135 / 255.0, 175 / 255.0}) == 16 + 36 * 1 + 6 * 2 + 3);
+}
+
+TEST_CASE("terminal heatmap: truecolor cells carry the colormap's colour; masked cells are dots, not numbers") {
+  TerminalHeatmap h = sample();
+  const Mask2 causal = causal_allowed(4, 4);
+  h.allowed = &causal;
+  const std::string out = render_terminal_heatmap(h, ColorMode::truecolor);
+  CHECK(out.find("\x1b[48;2;8;48;107m") != std::string::npos);     // weight 1 = Blues #08306b
+  CHECK(out.find("\x1b[48;2;107;174;214m") != std::string::npos);  // weight 0.5 = #6baed6
+  const std::string plain = strip_ansi(out);
+  std::istringstream lines(plain);
+  std::string header, first_row;
+  std::getline(lines, header);
+  std::getline(lines, first_row);
+  CHECK(first_row.find("1.000") != std::string::npos);
+  CHECK(first_row.find("0.000") == std::string::npos);  // the masked keys of row 0
+  CHECK(first_row.find("·") != std::string::npos);
+  CHECK(plain.find("masked") != std::string::npos);
+  CHECK(render_terminal_heatmap(h, ColorMode::ansi256).find("\x1b[48;5;") != std::string::npos);
+}
+
+TEST_CASE("terminal heatmap: Chinese labels line up by display width; without colour it is the plain table") {
+  const TerminalHeatmap h = sample();
+  std::istringstream lines(strip_ansi(render_terminal_heatmap(h, ColorMode::truecolor)));
+  std::string line;
+  std::vector<std::size_t> widths;
+  for (int k = 0; k < 5 && std::getline(lines, line); ++k) widths.push_back(display_width(line));
+  REQUIRE(widths.size() == 5);
+  for (std::size_t w : widths) CHECK(w == widths[0]);
+  const std::string plain = render_terminal_heatmap(h, ColorMode::none);
+  CHECK(plain.find('\x1b') == std::string::npos);
+  CHECK(plain == matrix_table(h.row_labels, h.col_labels, h.weights));
+}

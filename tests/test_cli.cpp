@@ -150,11 +150,11 @@ TEST_CASE("cli: malformed input gets exit 2 and one clear error line") {
   check_input_error(run_cli("mha --input -", mha), "num_heads: 2 does not divide the model dim D = 3");
   Json rope = Json::parse(mha);
   rope["num_heads"] = 1;
-  rope["rope"] = {{"base", 10000}};
-  check_input_error(run_cli("mha --input -", rope.dump()), "rope: RoPE is not implemented");
+  rope["rope"] = {{"base", 10000}};  // D = 3, one head: d = 3 has no pairs to rotate
+  check_input_error(run_cli("mha --input -", rope.dump()), "rope: head dim d = 3 is odd");
   rope.erase("rope");
-  rope["decode_from"] = 1;
-  check_input_error(run_cli("mha --input -", rope.dump()), "decode_from");
+  rope["decode_from"] = 1;  // not causal
+  check_input_error(run_cli("mha --input -", rope.dump()), "decode_from: KV-cache decoding is causal");
 }
 
 TEST_CASE("cli: an unreadable input file is a runtime error (exit 1)") {

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   attn-cli tokenize "我喜欢深度学习"
   attn-cli attend --input data/examples/attend_small.json
   attn-cli mha --input data/examples/mha_gqa.json
+  attn-cli rope
+  attn-cli generate "The cat sat on the mat" --prefill 2
 Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
 )");
 
@@ -26,13 +28,16 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_mha(app);
   attn::cli::setup_tokenize(app);
   attn::cli::setup_demo(app);
+  attn::cli::setup_rope(app);
+  attn::cli::setup_positional(app);
+  attn::cli::setup_generate(app);
 
   try {
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
       bool known = false;
       for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
       if (!known) throw attn::InputError(std::string("unknown subcommand '") + argv[1] +
-                                         "' (expected attend, mha, tokenize or demo)");
+                                         "' (expected attend, mha, tokenize, demo, rope, positional or generate)");
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

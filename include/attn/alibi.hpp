@@ -25,7 +25,8 @@ std::vector<double> alibi_slopes(std::size_t num_heads);
 // For causal attention (j <= p) this is the paper's -m (p - j); the absolute value gives the
 // symmetric form used when ALiBi is applied without a causal mask (e.g. MosaicBERT).
 inline double alibi_bias_value(double slope, long query_pos, long key_pos) {
-  return -slope * static_cast<double>(std::labs(query_pos - key_pos));
+  const long distance = std::labs(query_pos - key_pos);
+  return distance == 0 ? 0.0 : -slope * static_cast<double>(distance);  // no -0 on the diagonal
 }
 
 // bias [H, Lq, Lk], bottom-right aligned like causal masks (query i sits at position

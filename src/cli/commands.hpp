@@ -9,5 +9,8 @@ void setup_attend(CLI::App& app);
 void setup_mha(CLI::App& app);
 void setup_tokenize(CLI::App& app);
 void setup_demo(CLI::App& app);
+void setup_rope(CLI::App& app);
+void setup_positional(CLI::App& app);
+void setup_generate(CLI::App& app);
 
 }  // namespace attn::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attn/json_io.hpp"
+#include "attn/mha.hpp"
 
 namespace attn::test {
 
@@ -59,6 +60,19 @@ inline double max_abs_diff(const std::vector<double>& a, const std::vector<doubl
     m = std::max(m, std::fabs(a[i] - b[i]));
   }
   return m;
+}
+
+// Golden mha inputs (DESIGN.md's field names) as library values.
+inline Tensor2 json_matrix(const Json& j) { return to_tensor<2>(parse_array(j, "matrix")); }
+
+inline std::optional<Tensor1> json_bias(const Json& in, const char* field) {
+  if (!in.contains(field)) return std::nullopt;
+  return to_tensor<1>(parse_array(in[field], field));
+}
+
+inline MhaWeights json_mha_weights(const Json& in) {
+  return {json_matrix(in["w_q"]), json_matrix(in["w_k"]), json_matrix(in["w_v"]), json_matrix(in["w_o"]),
+          json_bias(in, "b_q"),   json_bias(in, "b_k"),   json_bias(in, "b_v"),   json_bias(in, "b_o")};
 }
 
 struct CliResult {

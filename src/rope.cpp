@@ -63,6 +63,11 @@ void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std:
   }
 }
 
+std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style) {
+  apply_rope_inplace(x, x.size(), std::span(&pos, 1), base, style);
+  return x;
+}
+
 Tensor3 apply_rope(const Tensor3& x, std::span<const std::int64_t> positions,
                    const RopeOptions& options) {
   const std::size_t H = x.shape(0), L = x.shape(1), d = x.shape(2);

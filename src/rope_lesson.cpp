@@ -10,12 +10,6 @@
 namespace attn {
 namespace {
 
-// x [d] rotated to `pos` by the engine's kernel.
-std::vector<double> rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style) {
-  apply_rope_inplace(x, x.size(), std::span(&pos, 1), base, style);
-  return x;
-}
-
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
   for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
@@ -57,7 +51,7 @@ RopeLesson rope_lesson(const RopeLessonConfig& c) {
   std::vector<double> unit(d, 0.0);
   unit[a] = 1.0;
   for (std::size_t p = 0; p < N; ++p) {
-    const std::vector<double> u = rotated(unit, static_cast<std::int64_t>(p), c.base, c.style);
+    const std::vector<double> u = rope_rotated(unit, static_cast<std::int64_t>(p), c.base, c.style);
     r.rotation.push_back({static_cast<std::int64_t>(p), static_cast<double>(p) * theta[c.pair], u[a], u[b]});
   }
 
@@ -68,8 +62,8 @@ RopeLesson rope_lesson(const RopeLessonConfig& c) {
   r.score_without_rope = dot(r.q, r.k);
   std::vector<std::vector<double>> qs(N), ks(N);
   for (std::size_t p = 0; p < N; ++p) {
-    qs[p] = rotated(r.q, static_cast<std::int64_t>(p), c.base, c.style);
-    ks[p] = rotated(r.k, static_cast<std::int64_t>(p), c.base, c.style);
+    qs[p] = rope_rotated(r.q, static_cast<std::int64_t>(p), c.base, c.style);
+    ks[p] = rope_rotated(r.k, static_cast<std::int64_t>(p), c.base, c.style);
   }
   r.scores.assign(N, std::vector<double>(N));
   for (std::size_t i = 0; i < N; ++i)
@@ -92,15 +86,15 @@ RopeLesson rope_lesson(const RopeLessonConfig& c) {
 
   // (4) Both styles on one vector, and the permutation that maps one onto the other.
   r.x = normal_vector(rng, d);
-  r.half = rotated(r.x, c.position, c.base, RopeStyle::Half);
-  r.interleaved = rotated(r.x, c.position, c.base, RopeStyle::Interleaved);
+  r.half = rope_rotated(r.x, c.position, c.base, RopeStyle::Half);
+  r.interleaved = rope_rotated(r.x, c.position, c.base, RopeStyle::Interleaved);
   r.permutation = interleaved_to_half_permutation(d);
   std::vector<double> px(d), p_inter(d);
   for (std::size_t m = 0; m < d; ++m) {
     px[m] = r.x[r.permutation[m]];
     p_inter[m] = r.interleaved[r.permutation[m]];
   }
-  const std::vector<double> half_of_px = rotated(px, c.position, c.base, RopeStyle::Half);
+  const std::vector<double> half_of_px = rope_rotated(px, c.position, c.base, RopeStyle::Half);
   for (std::size_t m = 0; m < d; ++m) {
     r.permutation_max_diff = std::max(r.permutation_max_diff, std::fabs(half_of_px[m] - p_inter[m]));
   }

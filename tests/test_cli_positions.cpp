@@ -10,15 +10,6 @@ using namespace attn::test;
 
 namespace {
 
-void check_input_error(const CliResult& r, const std::string& expected) {
-  CAPTURE(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(line_count(r.err) == 1);
-  CHECK(r.err.rfind("error: ", 0) == 0);
-  CHECK(r.err.find(expected) != std::string::npos);
-}
-
 Json run_json(const std::string& args, const std::string& input = "") {
   const CliResult r = run_cli(args, input);
   CAPTURE(args);

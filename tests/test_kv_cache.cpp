@@ -118,6 +118,13 @@ TEST_CASE("decode: a sliding window bounds the cache, and ALiBi decodes like the
   CHECK(max_abs_diff(flat_tensor(full_alibi.weights), flat_tensor(mha(x, x, x, w, nullptr, masked).weights)) > 1e-3);
 }
 
+TEST_CASE("decode: matches the float64 NumPy reference of the one-shot run (golden decode cases)") {
+  for (const char* name : {"mha_decode_gqa_rope", "mha_decode_mqa_p0", "mha_decode_last"}) {
+    CAPTURE(name);
+    check_mha_golden(name);
+  }
+}
+
 TEST_CASE("decode: a mask is sliced row by row") {
   const std::size_t L = 5, D = 8;
   const Tensor2 x = random_tokens(L, D, 2);

@@ -62,6 +62,9 @@ std::vector<std::size_t> interleaved_to_half_permutation(std::size_t d);
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         double base, RopeStyle style);
 
+// One head vector x [d] rotated to position pos (what the teaching tables are built from).
+std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style);
+
 // Float32 convenience: x [H, L, d] -> rotated copy, row l of every head at positions[l]
 // (float64 inside, like the rest of the engine).
 Tensor3 apply_rope(const Tensor3& x, std::span<const std::int64_t> positions,

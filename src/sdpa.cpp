@@ -38,8 +38,10 @@ void check_sdpa_shapes(const Shape& q, const Shape& k, const Shape& v, const Sha
     shape_error("k", "a head count dividing q's " + std::to_string(H) + " heads (GQA)", k);
   }
   if (v.size() != k.size() || v[v.size() - 2] != Lk || (heads && v[0] != Hkv) || v.back() == 0) {
-    shape_error("v", "[" + (heads ? std::to_string(Hkv) + ", " : "") + std::to_string(Lk) +
-                         ", dv] (heads and Lk of k)", v);
+    // Built by appending: g++ 12 warns -Wrestrict (a false positive) on "[" + std::string&&.
+    std::string expected = "[";
+    if (heads) expected += std::to_string(Hkv) + ", ";
+    shape_error("v", expected + std::to_string(Lk) + ", dv] (heads and Lk of k)", v);
   }
   if (mask) {
     const std::size_t Lq = q[q.size() - 2];

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   attn-cli mha --input data/examples/mha_gqa.json
   attn-cli heatmap --input data/examples/heatmap_tokens.json
   attn-cli mask --kind causal --size 5
+  attn-cli rope
+  attn-cli generate "The cat sat on the mat" --prefill 2
 Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
 )");
 
@@ -31,6 +33,9 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_bench(app);
   attn::cli::setup_heatmap(app);
   attn::cli::setup_mask(app);
+  attn::cli::setup_rope(app);
+  attn::cli::setup_positional(app);
+  attn::cli::setup_generate(app);
 
   try {
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attn/alibi.hpp"
 #include "attn/error.hpp"
 #include "attn/mask.hpp"
 #include "attn/random.hpp"
@@ -37,8 +38,10 @@ void check_sdpa_shapes(const Shape& q, const Shape& k, const Shape& v, const Sha
     shape_error("k", "a head count dividing q's " + std::to_string(H) + " heads (GQA)", k);
   }
   if (v.size() != k.size() || v[v.size() - 2] != Lk || (heads && v[0] != Hkv) || v.back() == 0) {
-    shape_error("v", "[" + (heads ? std::to_string(Hkv) + ", " : "") + std::to_string(Lk) +
-                         ", dv] (heads and Lk of k)", v);
+    // Built by appending: g++ 12 warns -Wrestrict (a false positive) on "[" + std::string&&.
+    std::string expected = "[";
+    if (heads) expected += std::to_string(Hkv) + ", ";
+    shape_error("v", expected + std::to_string(Lk) + ", dv] (heads and Lk of k)", v);
   }
   if (mask) {
     const std::size_t Lq = q[q.size() - 2];
@@ -52,13 +55,19 @@ void check_sdpa_shapes(const Shape& q, const Shape& k, const Shape& v, const Sha
   }
 }
 
-void check_sdpa_options(const SdpaOptions& options) {
+void check_sdpa_options(const SdpaOptions& options, std::size_t num_heads) {
   if (!(options.temperature > 0.0) || !std::isfinite(options.temperature))
     throw InputError("temperature: expected a finite number > 0");
   if (options.scale && !std::isfinite(*options.scale))
     throw InputError("scale: expected a finite number");
   if (!(options.dropout_p >= 0.0 && options.dropout_p < 1.0))
     throw InputError("dropout: expected a probability in [0, 1)");
+  if (options.window > 0 && !options.causal)
+    throw InputError("window: a sliding window needs causal attention");
+  if (num_heads > 0 && !options.alibi_slopes.empty() && options.alibi_slopes.size() != num_heads) {
+    throw InputError("alibi_slopes: expected one slope per query head (" + std::to_string(num_heads) +
+                     "), got " + std::to_string(options.alibi_slopes.size()));
+  }
 }
 
 std::size_t count_fully_masked_rows(const Tensor2& lse) {
@@ -76,7 +85,11 @@ SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const 
   const std::size_t group = H / Hkv;  // query heads per key/value head (GQA)
   const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(d)));
   const double alpha = scale / options.temperature;
-  const Mask2 causal = options.causal ? causal_allowed(Lq, Lk) : Mask2{};
+  // Causal, or the causal sliding window: bottom-right aligned either way (mask.hpp).
+  const Mask2 causal = !options.causal ? Mask2{}
+                       : options.window ? sliding_window_allowed(Lq, Lk, options.window - 1, 0)
+                                        : causal_allowed(Lq, Lk);
+  const long query_offset = static_cast<long>(Lk) - static_cast<long>(Lq);  // query i sits at i + Lk - Lq
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
   SdpaF64 r{TensorD3::from_shape({H, Lq, dv}), TensorD3::from_shape({H, Lq, Lk}),
@@ -95,9 +108,14 @@ SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const 
                 static_cast<int>(d), 0.0, s, static_cast<int>(Lk));
     const bool* m = nullptr;
     if (allowed) m = allowed->data() + (allowed->shape(0) == 1 ? 0 : h) * Lq * Lk;
+    const double slope = options.alibi_slopes.empty() ? 0.0 : options.alibi_slopes[h];
     for (std::size_t i = 0; i < Lq; ++i) {
       double* row = s + i * Lk;
       for (std::size_t j = 0; j < Lk; ++j) {
+        if (slope != 0.0) {  // ALiBi is added to the scaled score, before masking and softmax
+          row[j] += alibi_bias_value(slope, static_cast<long>(i) + query_offset,
+                                     static_cast<long>(j)) / options.temperature;
+        }
         const bool blocked = (m && !m[i * Lk + j]) || (options.causal && !causal(i, j));
         if (blocked) row[j] = kNegInf;  // exact -inf: exp gives exactly 0 (softmax.hpp)
       }
@@ -140,7 +158,7 @@ SdpaResult sdpa(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask
     if (ms[0] == 1) ms.erase(ms.begin());  // [1, Lq, Lk] broadcasts like [Lq, Lk]
   }
   check_sdpa_shapes(qs, ks, vs, allowed ? &ms : nullptr);
-  check_sdpa_options(options);
+  check_sdpa_options(options, qs.size() == 3 ? qs[0] : 1);
 
   const detail::SdpaF64 r = detail::sdpa_f64(xt::cast<double>(q), xt::cast<double>(k),
                                              xt::cast<double>(v), allowed, options);

@@ -1,14 +1,19 @@
 #pragma once
 // Shared by the test files: golden data, comparisons, and running the attn-cli binary.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "attn/json_io.hpp"
+#include "attn/mha.hpp"
 
 namespace attn::test {
 
@@ -61,6 +66,62 @@ inline double max_abs_diff(const std::vector<double>& a, const std::vector<doubl
   return m;
 }
 
+// Golden mha inputs (DESIGN.md's field names) as library values.
+inline Tensor2 json_matrix(const Json& j) { return to_tensor<2>(parse_array(j, "matrix")); }
+
+inline std::optional<Tensor1> json_bias(const Json& in, const char* field) {
+  if (!in.contains(field)) return std::nullopt;
+  return to_tensor<1>(parse_array(in[field], field));
+}
+
+inline MhaWeights json_mha_weights(const Json& in) {
+  return {json_matrix(in["w_q"]), json_matrix(in["w_k"]), json_matrix(in["w_v"]), json_matrix(in["w_o"]),
+          json_bias(in, "b_q"),   json_bias(in, "b_k"),   json_bias(in, "b_v"),   json_bias(in, "b_o")};
+}
+
+// A golden mha case (scripts/make_golden.py) through the library, its contract fields read
+// here independently of src/cli: rope (cross-attention keys at 0..Lk-1), mask, causal and
+// decode_from (through mha_decode, which must reproduce the one-shot reference).
+inline void check_mha_golden(const std::string& name) {
+  const Json g = load_golden(name);
+  const Json& in = g["input"];
+  const Tensor2 query = json_matrix(in["query"]);
+  const Tensor2 key = in.contains("key") ? json_matrix(in["key"]) : query;
+  const Tensor2 value = in.contains("value") ? json_matrix(in["value"]) : query;
+  MhaOptions o;
+  o.num_heads = in["num_heads"];
+  o.num_kv_heads = in["num_kv_heads"];
+  o.attention.causal = in.value("causal", false);
+  if (in.contains("rope")) {
+    const Json& r = in["rope"];
+    o.rope = RopeOptions{r.value("base", 10000.0), parse_rope_style(r.value("style", std::string("half"))), {}, {}};
+    if (r.contains("position_ids")) o.rope->position_ids = r["position_ids"].get<std::vector<std::int64_t>>();
+    if (in.contains("key"))
+      for (std::size_t j = 0; j < key.shape(0); ++j) o.rope->key_position_ids.push_back(static_cast<std::int64_t>(j));
+  }
+  std::optional<Mask3> mask;
+  if (in.contains("mask")) {
+    const DenseArray m = parse_array(in["mask"], "mask", true);
+    Mask3 m3 = Mask3::from_shape({1, m.shape[0], m.shape[1]});
+    std::transform(m.data.begin(), m.data.end(), m3.begin(), [](float x) { return x != 0; });
+    mask = m3;
+  }
+  const MhaWeights w = json_mha_weights(in);
+  const Mask3* allowed = mask ? &*mask : nullptr;
+  MhaResult r;
+  if (in.contains("decode_from")) {
+    const MhaDecodeResult d = mha_decode(query, w, allowed, o, in["decode_from"].get<std::size_t>());
+    CHECK(d.kv_cache_len == g["expected"]["kv_cache_len"].get<std::size_t>());
+    r = d.result;
+  } else {
+    r = mha(query, key, value, w, allowed, o);
+  }
+  // float64 inside: the only error left is rounding each result to float32.
+  CHECK(max_abs_diff(flat_tensor(r.output), flat(g["expected"]["output"])) < 1e-6);
+  CHECK(max_abs_diff(flat_tensor(r.weights), flat(g["expected"]["weights"])) < 1e-6);
+  CHECK(max_abs_diff(flat_tensor(r.lse), flat(g["expected"]["lse"])) < 1e-5);
+}
+
 struct CliResult {
   int code;
   std::string out, err;
@@ -93,6 +154,16 @@ inline std::size_t line_count(const std::string& text) {
   std::size_t n = 0;
   for (char c : text) n += c == '\n';
   return n + (!text.empty() && text.back() != '\n');
+}
+
+// A bad-input run: exit 2, nothing on stdout, one "error: ..." line containing `expected`.
+inline void check_input_error(const CliResult& r, const std::string& expected) {
+  CAPTURE(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.rfind("error: ", 0) == 0);
+  CHECK(r.err.find(expected) != std::string::npos);
 }
 
 }  // namespace attn::test

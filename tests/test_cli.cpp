@@ -49,15 +49,6 @@ std::vector<std::string> help_examples(const std::string& help) {
   return lines;
 }
 
-void check_input_error(const CliResult& r, const std::string& expected) {
-  CAPTURE(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(line_count(r.err) == 1);
-  CHECK(r.err.rfind("error: ", 0) == 0);
-  CHECK(r.err.find(expected) != std::string::npos);
-}
-
 void check_close(const Json& ours, const Json& ref) {
   const std::vector<double> a = flat(ours), b = flat(ref);
   REQUIRE(a.size() == b.size());
@@ -189,11 +180,11 @@ TEST_CASE("cli: malformed input gets exit 2 and one clear error line") {
   check_input_error(run_cli("mha --input -", mha), "num_heads: 2 does not divide the model dim D = 3");
   Json rope = Json::parse(mha);
   rope["num_heads"] = 1;
-  rope["rope"] = {{"base", 10000}};
-  check_input_error(run_cli("mha --input -", rope.dump()), "rope: RoPE is not implemented");
+  rope["rope"] = {{"base", 10000}};  // D = 3, one head: d = 3 has no pairs to rotate
+  check_input_error(run_cli("mha --input -", rope.dump()), "rope: head dim d = 3 is odd");
   rope.erase("rope");
-  rope["decode_from"] = 1;
-  check_input_error(run_cli("mha --input -", rope.dump()), "decode_from");
+  rope["decode_from"] = 1;  // not causal
+  check_input_error(run_cli("mha --input -", rope.dump()), "decode_from: KV-cache decoding is causal");
 }
 
 TEST_CASE("cli: an unreadable input file is a runtime error (exit 1)") {
@@ -271,7 +262,8 @@ TEST_CASE("cli: every example in README.md runs") {
 TEST_CASE("cli: every example in --help runs") {
   Scratch s;
   std::size_t examples = 0;
-  for (const char* sub : {"", "attend", "mha", "tokenize", "demo", "bench", "heatmap", "mask"}) {
+  for (const char* sub : {"", "attend", "mha", "tokenize", "demo", "bench", "heatmap", "mask", "rope", "positional",
+                          "generate"}) {
     const CliResult h = run_cli(std::string(sub) + " --help");
     REQUIRE(h.code == 0);
     const auto lines = help_examples(h.out);

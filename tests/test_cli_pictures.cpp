@@ -13,14 +13,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void check_input_error(const CliResult& r, const std::string& expected) {
-  CAPTURE(r.err);
-  CHECK(r.code == 2);
-  CHECK(line_count(r.err) == 1);
-  CHECK(r.err.rfind("error: ", 0) == 0);
-  CHECK(r.err.find(expected) != std::string::npos);
-}
-
 std::size_t files_in(const fs::path& dir) {
   return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}));
 }

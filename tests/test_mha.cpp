@@ -8,46 +8,10 @@
 using namespace attn;
 using namespace attn::test;
 
-namespace {
-
-Tensor2 matrix(const Json& j) { return to_tensor<2>(parse_array(j, "m")); }
-
-std::optional<Tensor1> bias(const Json& in, const char* field) {
-  if (!in.contains(field)) return std::nullopt;
-  return to_tensor<1>(parse_array(in[field], field));
-}
-
-MhaWeights weights_from(const Json& in) {
-  return {matrix(in["w_q"]), matrix(in["w_k"]), matrix(in["w_v"]), matrix(in["w_o"]),
-          bias(in, "b_q"),   bias(in, "b_k"),   bias(in, "b_v"),   bias(in, "b_o")};
-}
-
-}  // namespace
-
 TEST_CASE("mha: matches the float64 NumPy reference (self, cross, GQA, MQA, biases, mask, causal)") {
   for (const char* name : {"mha_self_bias", "mha_cross_gqa", "mha_mqa_causal"}) {
     CAPTURE(name);
-    const Json g = load_golden(name);
-    const Json& in = g["input"];
-    const Tensor2 query = matrix(in["query"]);
-    const Tensor2 key = in.contains("key") ? matrix(in["key"]) : query;
-    const Tensor2 value = in.contains("value") ? matrix(in["value"]) : query;
-    MhaOptions o;
-    o.num_heads = in["num_heads"];
-    o.num_kv_heads = in["num_kv_heads"];
-    o.attention.causal = in.value("causal", false);
-    std::optional<Mask3> mask;
-    if (in.contains("mask")) {
-      const DenseArray m = parse_array(in["mask"], "mask", true);
-      Mask3 m3 = Mask3::from_shape({1, m.shape[0], m.shape[1]});
-      std::transform(m.data.begin(), m.data.end(), m3.begin(), [](float x) { return x != 0; });
-      mask = m3;
-    }
-    const MhaResult r = mha(query, key, value, weights_from(in), mask ? &*mask : nullptr, o);
-    // float64 inside: the only error left is rounding each result to float32.
-    CHECK(max_abs_diff(flat_tensor(r.output), flat(g["expected"]["output"])) < 1e-6);
-    CHECK(max_abs_diff(flat_tensor(r.weights), flat(g["expected"]["weights"])) < 1e-6);
-    CHECK(max_abs_diff(flat_tensor(r.lse), flat(g["expected"]["lse"])) < 1e-5);
+    check_mha_golden(name);
   }
 }
 

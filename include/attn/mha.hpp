@@ -9,8 +9,13 @@
 //
 // Hkv == H is classic MHA, 1 < Hkv < H is grouped-query attention (LLaMA-2-70B, Mistral),
 // Hkv == 1 is multi-query attention. Like sdpa(), the computation runs in float64 inside.
+//
+// With RoPE (rope.hpp), Q and K are rotated per head right after the split, before attention
+// (and before a KV cache stores K), as in LLaMA's attention.
 #include <optional>
+#include <vector>
 
+#include "attn/rope.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/tensor.hpp"
 
@@ -33,7 +38,8 @@ struct FusedQkvWeights {
 struct MhaOptions {
   std::size_t num_heads = 1;
   std::size_t num_kv_heads = 0;  // 0 = num_heads
-  SdpaOptions attention;         // causal, scale, temperature, dropout
+  SdpaOptions attention;         // causal, scale, temperature, dropout, window, ALiBi
+  std::optional<RopeOptions> rope;  // RoPE on q and k after projection; absent = off
 };
 
 struct MhaResult {
@@ -52,6 +58,29 @@ MhaResult mha_fused(const Tensor2& x, const FusedQkvWeights& weights, const Mask
                     const MhaOptions& options);
 
 FusedQkvWeights fuse_qkv(const MhaWeights& weights);
+
+// One call of mha_decode's loop: the prefill chunk, or one decoded token.
+struct DecodeStep {
+  std::size_t first = 0, count = 0;  // tokens [first, first + count) of x
+  std::size_t cache_len = 0;         // tokens in the KV cache after this step
+  std::size_t cache_bytes = 0;       // bytes of K and V the cache holds then (float64)
+};
+
+struct MhaDecodeResult {
+  MhaResult result;  // as mha(): output [L, D]; weights [H, L, L], each decoded row padded with
+                     // zeros to L keys (a key outside the cache had weight 0); lse [H, L]
+  std::size_t kv_cache_len = 0;  // tokens in the cache at the end (L, or the window)
+  std::vector<DecodeStep> steps;
+};
+
+// Causal self-attention on x [L, D] through a KV cache (kv_cache.hpp): the first `prefill`
+// tokens go in as one chunk, then the others one at a time, each attending to the cache.
+// 0 <= prefill <= L: 0 decodes every token, L is one prefill and no decode step.
+// options.attention.causal must be true and dropout off; mask [L, L] or [H, L, L] (rows are
+// sliced per step); a window evicts tokens the next queries cannot see. The result equals
+// mha(x, x, x, ...) up to float64 rounding -- the point of the cache.
+MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& weights, const Mask3* allowed,
+                           const MhaOptions& options, std::size_t prefill);
 
 // y = x W^T + b (torch.nn.Linear): x [L, in], w [out, in], b [out] or null.
 Tensor2 linear(const Tensor2& x, const Tensor2& w, const Tensor1* b = nullptr);

@@ -1,8 +1,8 @@
 #pragma once
 // Naive scaled dot-product attention: the reference every faster path is checked against.
 //
-//   S = (Q K^T) * scale / temperature      [H, Lq, Lk]
-//   S[h, i, j] = -inf where query i may not attend to key j (mask and/or causal)
+//   S = (scale * Q K^T + B) / temperature   [H, Lq, Lk]   (B = ALiBi bias, when slopes given)
+//   S[h, i, j] = -inf where query i may not attend to key j (mask, causal, sliding window)
 //   P = softmax(S) row-wise                 (fully masked rows -> all zeros, see softmax.hpp)
 //   O = P V                                 [H, Lq, dv]
 //
@@ -23,6 +23,13 @@ struct SdpaOptions {
   double temperature = 1.0;     // > 1 flattens the softmax, < 1 sharpens it
   double dropout_p = 0.0;       // dropout on the weights (0 = off, the default)
   std::uint64_t dropout_seed = 42;
+  // Sliding window (Mistral, Longformer's local attention): with causal, query i sees only
+  // its last `window` keys, itself included (mask.hpp's sliding_window_allowed(Lq, Lk,
+  // window - 1, 0)). 0 = off. Needs causal.
+  std::size_t window = 0;
+  // ALiBi (alibi.hpp): one slope per query head adds B[h, i, j] = -slope_h * |p_i - j| to the
+  // scaled scores before masking (p_i = i + Lk - Lq, bottom-right aligned). Empty = off.
+  std::vector<double> alibi_slopes;
 };
 
 struct SdpaResult {
@@ -42,8 +49,9 @@ SdpaResult sdpa(const Tensor3& q, const Tensor3& k, const Tensor3& v,
 using Shape = std::vector<std::size_t>;
 void check_sdpa_shapes(const Shape& q, const Shape& k, const Shape& v, const Shape* mask);
 
-// Checks temperature > 0, a finite scale and 0 <= dropout_p < 1; throws InputError.
-void check_sdpa_options(const SdpaOptions& options);
+// Checks temperature > 0, a finite scale, 0 <= dropout_p < 1, window only with causal, and
+// (when num_heads > 0) one ALiBi slope per head; throws InputError.
+void check_sdpa_options(const SdpaOptions& options, std::size_t num_heads = 0);
 
 // Number of query rows whose keys are all masked (lse == -inf).
 std::size_t count_fully_masked_rows(const Tensor2& lse);

@@ -1,5 +1,8 @@
 // attn-cli mha: multi-head attention with given weights (tensor I/O contract).
+#include <cstdint>
 #include <memory>
+#include <numeric>
+#include <vector>
 
 #include "attn/error.hpp"
 #include "attn/mha.hpp"
@@ -34,6 +37,58 @@ std::optional<Tensor1> bias_field(const Json& in, const char* field) {
   return to_tensor<1>(a);
 }
 
+std::vector<std::int64_t> position_ids_field(const Json& ids, const std::string& field) {
+  if (!ids.is_array()) throw InputError(field + ": expected an array of integers, got " + ids.type_name());
+  std::vector<std::int64_t> out;
+  for (const Json& p : ids) {
+    if (!p.is_number_integer()) throw InputError(field + ": expected integers, got " + p.dump());
+    out.push_back(p.get<std::int64_t>());
+  }
+  return out;
+}
+
+// "rope": {"base"?: 10000, "style"?: "half" | "interleaved", "position_ids"?: [Lq ints]}.
+// Query positions are position_ids (default 0..Lq-1). In self-attention the keys are the
+// same tokens, so they share those positions; in cross-attention the keys are a sequence of
+// their own and sit at 0..Lk-1.
+std::optional<RopeOptions> rope_field(const Json& in, bool self, std::size_t Lk) {
+  if (!in.contains("rope") || in.at("rope").is_null()) return std::nullopt;
+  const Json& r = in.at("rope");
+  if (!r.is_object()) {
+    throw InputError("rope: expected an object {\"base\": 10000, \"style\": \"half\" | "
+                     "\"interleaved\", \"position_ids\"?: [...]}, got " + r.dump());
+  }
+  for (const auto& [key, value] : r.items()) {
+    if (key != "base" && key != "style" && key != "position_ids") warn("ignoring unknown field \"rope." + key + "\"");
+  }
+  RopeOptions o;
+  if (auto base = optional_number(r, "base")) o.base = *base;
+  if (r.contains("style")) {
+    if (!r.at("style").is_string()) throw InputError("rope.style: expected a string, got " + r.at("style").dump());
+    o.style = parse_rope_style(r.at("style").get<std::string>());
+  }
+  if (r.contains("position_ids") && !r.at("position_ids").is_null()) {
+    o.position_ids = position_ids_field(r.at("position_ids"), "rope.position_ids");
+  }
+  if (!self) {  // cross-attention: the keys are a sequence of their own, at 0..Lk-1
+    o.key_position_ids.resize(Lk);
+    std::iota(o.key_position_ids.begin(), o.key_position_ids.end(), 0);
+  }
+  return o;
+}
+
+// "decode_from": P, an integer 0 <= P <= Lq (range checked by mha_decode).
+std::optional<std::size_t> decode_from_field(const Json& in, bool self, bool causal) {
+  if (!in.contains("decode_from") || in.at("decode_from").is_null()) return std::nullopt;
+  const Json& v = in.at("decode_from");
+  if (!v.is_number_integer() || v.get<long long>() < 0) {
+    throw InputError("decode_from: expected an integer P >= 0 (prefill P tokens, then decode), got " + v.dump());
+  }
+  if (!self) throw InputError("decode_from: KV-cache decoding is self-attention only; remove key and value");
+  if (!causal) throw InputError("decode_from: KV-cache decoding is causal; set \"causal\": true");
+  return static_cast<std::size_t>(v.get<long long>());
+}
+
 void run_mha(const MhaCliOptions& opts) {
   const Json in = read_json(opts.input);
   require_object(in);
@@ -41,13 +96,6 @@ void run_mha(const MhaCliOptions& opts) {
                            "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask", "causal", "scale",
                            "temperature", "dropout", "seed", "backend", "block_size", "rope",
                            "decode_from"});
-  if (in.contains("rope") && !in.at("rope").is_null()) {
-    throw InputError("rope: RoPE is not implemented in this version of attn-cli; remove the field");
-  }
-  if (in.contains("decode_from") && !in.at("decode_from").is_null()) {
-    throw InputError("decode_from: KV-cache decoding is not implemented in this version of "
-                     "attn-cli; remove the field");
-  }
   const Tensor2 query = matrix_field(in, "query");
   const bool self = !in.contains("key") && !in.contains("value");
   if (!self && !(in.contains("key") && in.contains("value"))) {
@@ -66,6 +114,8 @@ void run_mha(const MhaCliOptions& opts) {
   if (auto p = optional_number(in, "dropout")) options.attention.dropout_p = *p;
   if (auto s = optional_number(in, "seed")) options.attention.dropout_seed = static_cast<std::uint64_t>(*s);
   backend_from(in, /*flash_supported=*/false);
+  options.rope = rope_field(in, self, key.shape(0));
+  const std::optional<std::size_t> decode_from = decode_from_field(in, self, options.attention.causal);
 
   MhaWeights w{matrix_field(in, "w_q"), matrix_field(in, "w_k"), matrix_field(in, "w_v"),
                matrix_field(in, "w_o"), bias_field(in, "b_q"), bias_field(in, "b_k"),
@@ -78,13 +128,17 @@ void run_mha(const MhaCliOptions& opts) {
     }
     allowed = mask_from(m);
   }
-  const MhaResult r = mha(query, key, value, w, allowed ? &*allowed : nullptr, options);
+  const Mask3* mask = allowed ? &*allowed : nullptr;
+  std::optional<MhaDecodeResult> decoded;
+  if (decode_from) decoded = mha_decode(query, w, mask, options, *decode_from);
+  const MhaResult r = decoded ? decoded->result : mha(query, key, value, w, mask, options);
   warn_fully_masked(r.lse);
 
   Json out;
   out["output"] = to_json(r.output);
   if (!opts.no_weights) out["weights"] = to_json(r.weights);
   out["lse"] = lse_to_json(r.lse);
+  if (decoded) out["kv_cache_len"] = decoded->kv_cache_len;
   write_file_atomically(opts.output, out.dump() + "\n");
 }
 
@@ -102,11 +156,20 @@ void setup_mha(CLI::App& app) {
          "num_heads": H, "num_kv_heads"?: Hkv (GQA/MQA),
          "w_q": [D,D], "w_k": [Dkv,D], "w_v": [Dkv,D], "w_o": [D,D]  (Dkv = Hkv*D/H; y = x W^T + b),
          "b_q"?, "b_k"?, "b_v"?, "b_o"?: [out], "mask"?, "causal"?, "scale"?, "temperature"?,
-         "dropout"?: p (off by default), "seed"?: dropout seed}
-Output: {"output": [Lq,D], "weights": [H,Lq,Lk], "lse": [H,Lq]}
+         "dropout"?: p (off by default), "seed"?: dropout seed,
+         "rope"?: {"base"?: 10000, "style"?: "half" | "interleaved", "position_ids"?: [Lq ints]},
+         "decode_from"?: P (causal self-attention only, 0 <= P <= Lq)}
+Output: {"output": [Lq,D], "weights": [H,Lq,Lk], "lse": [H,Lq], "kv_cache_len"?: int}
+
+RoPE rotates q and k per head after the projection: "half" = rotate_half, pairs (i, i+d/2)
+(GPT-NeoX, LLaMA-HF); "interleaved" = pairs (2i, 2i+1) (GPT-J, RoFormer, Meta's llama).
+Queries sit at position_ids (default 0..Lq-1); self-attention keys share them, cross-attention
+keys sit at 0..Lk-1. decode_from P prefills P tokens into a KV cache, then decodes the rest one
+at a time; the result equals the one-shot causal run (decoded weight rows padded with 0).
 
 Examples:
   attn-cli mha --input data/examples/mha_gqa.json
+  attn-cli mha --input data/examples/mha_rope_decode.json
 )");
   cmd->callback([opts] { run_mha(*opts); });
 }

@@ -12,5 +12,8 @@ void setup_demo(CLI::App& app);
 void setup_bench(CLI::App& app);
 void setup_heatmap(CLI::App& app);
 void setup_mask(CLI::App& app);
+void setup_rope(CLI::App& app);
+void setup_positional(CLI::App& app);
+void setup_generate(CLI::App& app);
 
 }  // namespace attn::cli

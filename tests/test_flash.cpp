@@ -210,3 +210,34 @@ TEST_CASE("tile math: causal tiles are skipped and tested by index, bottom-right
   CHECK(tile::causal_tile_full(8, 8, 16, 16));   // keys 0..7 all visible from row 8 on
   CHECK_FALSE(tile::causal_tile_full(8, 10, 16, 16));
 }
+
+TEST_CASE("flash_tiles: the tile grid a causal run uses, classified as the kernel treats it") {
+  FlashOptions o;
+  o.causal = true;
+  o.isa = "generic";
+  o.precision = FlashPrecision::float64;  // generic double: key panels of 4, so 4 x 4 tiles stay 4 x 4
+  o.block_q = o.block_k = 4;
+  const std::vector<FlashTile> tiles = flash_tiles(8, 8, o);
+  REQUIRE(tiles.size() == 4);
+  using K = FlashTile::Kind;
+  CHECK(tiles[0].kind == K::diagonal);  // rows 0-3 x keys 0-3
+  CHECK(tiles[1].kind == K::skipped);   // rows 0-3 x keys 4-7: all in the future
+  CHECK(tiles[2].kind == K::full);      // rows 4-7 x keys 0-3: all in the past
+  CHECK(tiles[3].kind == K::diagonal);
+  // For any sizes: every cell is in exactly one tile; skipped tiles hold only invisible
+  // cells, full tiles only visible ones.
+  for (auto [Lq, Lk, bq, bk] : {std::array<std::size_t, 4>{7, 13, 3, 4}, {13, 7, 5, 4}, {9, 9, 2, 8}}) {
+    o.block_q = bq;
+    o.block_k = bk;
+    std::vector<int> covered(Lq * Lk, 0);
+    for (const FlashTile& t : flash_tiles(Lq, Lk, o))
+      for (std::size_t i = t.i0; i < t.i0 + t.rows; ++i)
+        for (std::size_t j = t.j0; j < t.j0 + t.cols; ++j) {
+          ++covered[i * Lk + j];
+          const bool visible = tile::causal_visible(long(i), long(j), long(Lq), long(Lk));
+          if (t.kind == K::skipped) CHECK_FALSE(visible);
+          if (t.kind == K::full) CHECK(visible);
+        }
+    for (int c : covered) CHECK(c == 1);
+  }
+}

@@ -9,6 +9,7 @@
 // -> zero output and lse -inf, custom scale, GQA, any sizes. Causal runs skip the key tiles
 // above the diagonal by index and test indices only on the diagonal tiles.
 #include <string>
+#include <vector>
 
 #include "attn/sdpa.hpp"
 
@@ -46,6 +47,24 @@ FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v
 // weight recomputed from it.
 Tensor3 weights_from_lse(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
                          const Mask3* allowed, bool causal, std::optional<double> scale);
+
+// The tile sizes a run with these options uses (block_q query rows x block_k keys; the key
+// tile is rounded up to whole packed panels of the micro-kernel), and the ISA it runs on.
+struct FlashTiling {
+  std::size_t block_q, block_k;
+  std::string isa;
+};
+FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& options);
+
+// Every tile of the [Lq, Lk] score matrix as the kernel sees it: computed in full, computed
+// with the per-element causal test (on the diagonal), or skipped without being read (above
+// the diagonal). For pictures and for teaching what "skip by index" means.
+struct FlashTile {
+  enum class Kind { full, diagonal, skipped };
+  std::size_t i0, rows, j0, cols;
+  Kind kind;
+};
+std::vector<FlashTile> flash_tiles(std::size_t Lq, std::size_t Lk, const FlashOptions& options);
 
 // The SIMD instruction set the float32 kernel dispatched to on this machine ("avx512", "avx2",
 // "generic"), and the default tile sizes.

@@ -44,7 +44,7 @@ struct PackedHead {
 template <class T>
 struct Problem {
   std::size_t H, Lq, d, Hkv, Lk, dv, dvp, group;
-  std::size_t Bq, Bk, row_align;
+  std::size_t Bq, Bk, row_align;  // Bq any size; tiles pad their rows to row_align
   T scale_log2;  // scale * log2(e): scores come out in base-2 units (tile_math.hpp)
   bool causal;
   const Mask3* allowed;
@@ -56,7 +56,8 @@ struct Workspace {
   Aligned<T> q, s, o, alpha;
   std::vector<tile::RowState<T>> rows;
   Workspace(const Problem<T>& p)
-      : q(p.Bq * p.d), s(p.Bq * p.Bk), o(p.Bq * p.dvp), alpha(p.Bq), rows(p.Bq) {}
+      : q(padded(p) * p.d), s(padded(p) * p.Bk), o(padded(p) * p.dvp), alpha(padded(p)), rows(padded(p)) {}
+  static std::size_t padded(const Problem<T>& p) { return round_up(p.Bq, p.row_align); }
 };
 
 template <class T>
@@ -140,7 +141,51 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
   }
 }
 
+// The tile sizes a run uses: the requested (or default) sizes, no larger than the problem; the
+// key tile rounded up to whole packed K panels.
+template <class T>
+FlashTiling tiling_for(const Microkernels<T>& mk, std::size_t Lq, std::size_t Lk, const FlashOptions& o) {
+  return {std::min(o.block_q ? o.block_q : kDefaultBlockQ, Lq),
+          round_up(std::min(o.block_k ? o.block_k : kDefaultBlockK, Lk), mk.key_panel), mk.isa};
+}
+
+template <class T>
+const Microkernels<T>& kernels_for(const FlashOptions& options) {
+  const Microkernels<T>* chosen =
+      options.isa.empty() ? &flash::best_microkernels<T>() : flash::microkernels_named<T>(options.isa);
+  if (!chosen) throw InputError("isa: \"" + options.isa + "\" is not available on this CPU or build");
+  return *chosen;
+}
+
 }  // namespace
+
+FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& options) {
+  return options.precision == FlashPrecision::float32 ? tiling_for(kernels_for<float>(options), Lq, Lk, options)
+                                                      : tiling_for(kernels_for<double>(options), Lq, Lk, options);
+}
+
+std::vector<FlashTile> flash_tiles(std::size_t Lq, std::size_t Lk, const FlashOptions& options) {
+  const FlashTiling t = flash_tiling(Lq, Lk, options);
+  std::vector<FlashTile> tiles;
+  for (std::size_t i0 = 0; i0 < Lq; i0 += t.block_q) {
+    const std::size_t rows = std::min(t.block_q, Lq - i0);
+    // The same index tests as attend_query_block: tiles past key_end are never read.
+    const std::size_t key_end =
+        options.causal ? std::size_t(tile::causal_key_end(long(i0 + rows), long(Lq), long(Lk))) : Lk;
+    for (std::size_t j0 = 0; j0 < Lk; j0 += t.block_k) {
+      const std::size_t cols = std::min(t.block_k, Lk - j0);
+      FlashTile::Kind kind = FlashTile::Kind::full;
+      if (j0 >= key_end) {
+        kind = FlashTile::Kind::skipped;
+      } else if (options.causal &&
+                 !tile::causal_tile_full(long(i0), long(j0 + std::min(cols, key_end - j0)), long(Lq), long(Lk))) {
+        kind = FlashTile::Kind::diagonal;
+      }
+      tiles.push_back({i0, rows, j0, cols, kind});
+    }
+  }
+  return tiles;
+}
 
 std::size_t flash_default_block_q() { return kDefaultBlockQ; }
 std::size_t flash_default_block_k() { return kDefaultBlockK; }
@@ -153,17 +198,15 @@ namespace {
 template <class T>
 void flash_forward(const T* q, const T* k, const T* v, const std::array<std::size_t, 6>& dims,
                    const Mask3* allowed, const FlashOptions& options, double scale, T* out, T* lse) {
-  const Microkernels<T>* chosen =
-      options.isa.empty() ? &flash::best_microkernels<T>() : flash::microkernels_named<T>(options.isa);
-  if (!chosen) throw InputError("isa: \"" + options.isa + "\" is not available on this CPU or build");
-  const Microkernels<T>& mk = *chosen;
+  const Microkernels<T>& mk = kernels_for<T>(options);
   Problem<T> p{};
   p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
   p.dvp = round_up(p.dv, mk.lanes), p.group = p.H / p.Hkv;
   p.row_align = std::lcm(mk.qk_rows, mk.pv_rows);
   // Tiles no larger than the problem: a 3-token sentence should not pay for 192 x 768 tiles.
-  p.Bq = round_up(std::min(options.block_q ? options.block_q : kDefaultBlockQ, p.Lq), p.row_align);
-  p.Bk = round_up(std::min(options.block_k ? options.block_k : kDefaultBlockK, p.Lk), mk.key_panel);
+  const FlashTiling tiling = tiling_for(mk, p.Lq, p.Lk, options);
+  p.Bq = tiling.block_q;
+  p.Bk = tiling.block_k;
   p.scale_log2 = T(scale * tile::kLog2ed);
   p.causal = options.causal;
   p.allowed = allowed;

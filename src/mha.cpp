@@ -110,7 +110,8 @@ MhaResult attend_and_project(const TensorD2& Q, const TensorD2& K, const TensorD
     rotate_heads(q, rope_query_positions(*options.rope, Lq), *options.rope);
     rotate_heads(k, rope_key_positions(*options.rope, Lq, Lk), *options.rope);
   }
-  const detail::SdpaF64 a = detail::sdpa_f64(q, k, split_heads(V, l.Hkv), allowed, options.attention);
+  const detail::SdpaF64 a =
+      detail::attend_f64(q, k, split_heads(V, l.Hkv), allowed, options.attention, options.flash);
   const TensorD2 y = output_projection(a.output, w_o, b_o);
   return {xt::cast<float>(y), xt::cast<float>(a.weights), xt::cast<float>(a.lse)};
 }
@@ -282,9 +283,9 @@ MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& w, const Mask3* a
     const std::size_t key0 = first == 0 ? 0 : cache.first_position();
     const std::optional<Mask3> mask = slice_mask(allowed, first, count, key0, first + count - key0);
     const detail::SdpaF64 a =
-        first == 0 ? detail::sdpa_f64(q, k, v, mask ? &*mask : nullptr, options.attention)
-                   : detail::sdpa_f64(q, cache_tensor(cache, true), cache_tensor(cache, false),
-                                      mask ? &*mask : nullptr, options.attention);
+        first == 0 ? detail::attend_f64(q, k, v, mask ? &*mask : nullptr, options.attention, options.flash)
+                   : detail::attend_f64(q, cache_tensor(cache, true), cache_tensor(cache, false),
+                                        mask ? &*mask : nullptr, options.attention, options.flash);
     const TensorD2 y = output_projection(a.output, w.w_o, w.b_o);
     const std::size_t nk = a.weights.shape(2);
     for (std::size_t i = 0; i < count; ++i) {

@@ -1,5 +1,6 @@
 #pragma once
 // Private to the engine: the float64 core shared by sdpa() and mha().
+#include "attn/flash.hpp"
 #include "attn/sdpa.hpp"
 
 namespace attn::detail {
@@ -17,6 +18,19 @@ struct SdpaF64 {
 // q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv]; shapes already checked.
 SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
                  const SdpaOptions& options);
+
+// The flash kernel (src/flash/) in float64 on float64 tensors: output and lse, no weights.
+struct FlashF64 {
+  TensorD3 output;  // [H, Lq, dv]
+  TensorD2 lse;     // [H, Lq]
+};
+FlashF64 flash_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                   const FlashOptions& options);
+
+// Attention by the chosen backend: sdpa_f64 when flash is absent, else the flash kernel with
+// the weights recomputed from its lse. The backend mha() runs with.
+SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                   const SdpaOptions& options, const std::optional<FlashOptions>& flash);
 
 // y = x W^T + b in float64 (torch.nn.Linear): x [L, in], w [out, in], b [out] or null.
 TensorD2 linear_f64(const TensorD2& x, const TensorD2& w, const TensorD1* b);

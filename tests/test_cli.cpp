@@ -96,10 +96,10 @@ TEST_CASE("cli: attend and mha reproduce the float64 reference for every golden 
   }
 }
 
-TEST_CASE("cli: attend with backend flash reproduces the float64 reference (default and small tiles)") {
+TEST_CASE("cli: attend and mha with backend flash reproduce the float64 reference (default and small tiles)") {
   for (const auto& entry : fs::directory_iterator(data_path("golden"))) {
     const std::string name = entry.path().stem().string();
-    if (name.rfind("attend", 0) != 0) continue;
+    const std::string sub = name.rfind("mha", 0) == 0 ? "mha" : "attend";
     const Json g = read_json(entry.path().string());
     for (int block : {0, 1, 2, 3}) {
       CAPTURE(name);
@@ -107,7 +107,7 @@ TEST_CASE("cli: attend with backend flash reproduces the float64 reference (defa
       Json in = g["input"];
       in["backend"] = "flash";
       if (block) in["block_size"] = block;
-      const CliResult r = run_cli("attend --input -", in.dump());
+      const CliResult r = run_cli(sub + " --input -", in.dump());
       REQUIRE(r.code == 0);
       const Json out = Json::parse(r.out);
       for (const char* field : {"output", "weights", "lse"}) {
@@ -115,6 +115,20 @@ TEST_CASE("cli: attend with backend flash reproduces the float64 reference (defa
         check_close(out[field], g["expected"][field]);
       }
     }
+  }
+}
+
+TEST_CASE("cli: temperature folds into the flash kernel's scale") {
+  Json in = load_golden("attend_heads")["input"];
+  in["temperature"] = 2.5;
+  const CliResult naive = run_cli("attend --input -", in.dump());
+  in["backend"] = "flash";
+  const CliResult flash = run_cli("attend --input -", in.dump());
+  REQUIRE(naive.code == 0);
+  REQUIRE(flash.code == 0);
+  for (const char* field : {"output", "weights", "lse"}) {
+    CAPTURE(field);
+    check_close(Json::parse(flash.out)[field], Json::parse(naive.out)[field]);
   }
 }
 

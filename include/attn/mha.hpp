@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attn/rope.hpp"
+#include "attn/flash.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/tensor.hpp"
 
@@ -40,6 +41,9 @@ struct MhaOptions {
   std::size_t num_kv_heads = 0;  // 0 = num_heads
   SdpaOptions attention;         // causal, scale, temperature, dropout, window, ALiBi
   std::optional<RopeOptions> rope;  // RoPE on q and k after projection; absent = off
+  // The attention kernel: absent = the naive float64 reference; set = the FlashAttention
+  // kernel with these tiles and precision (weights recomputed from its lse).
+  std::optional<FlashOptions> flash;
 };
 
 struct MhaResult {

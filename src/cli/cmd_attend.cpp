@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <cmath>
 #include <memory>
 
 #include "attn/error.hpp"
@@ -83,12 +84,10 @@ void run_attend(const AttendOptions& opts) {
 
   SdpaResult r;
   if (backend.name != "naive") {
-    if (options.temperature != 1.0) {
-      throw InputError("temperature: not supported by backend \"" + backend.name + "\"; use scale");
-    }
     FlashOptions fo;
     fo.causal = options.causal;
-    fo.scale = options.scale;
+    // Temperature divides the scaled scores, so it folds into the scale.
+    fo.scale = options.scale.value_or(1.0 / std::sqrt(double(q3.shape(2)))) / options.temperature;
     fo.block_q = fo.block_k = backend.block_size;
     fo.precision = backend.precision;
     FlashResult f = backend.name == "cuda" ? flash_attention_cuda(q3, k3, v3, allowed_ptr, fo)

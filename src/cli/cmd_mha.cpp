@@ -94,7 +94,7 @@ void run_mha(const MhaCliOptions& opts) {
   require_object(in);
   warn_unknown_fields(in, {"query", "key", "value", "num_heads", "num_kv_heads", "w_q", "w_k",
                            "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask", "causal", "scale",
-                           "temperature", "dropout", "seed", "backend", "block_size", "rope",
+                           "temperature", "dropout", "seed", "backend", "block_size", "precision", "rope",
                            "decode_from"});
   const Tensor2 query = matrix_field(in, "query");
   const bool self = !in.contains("key") && !in.contains("value");
@@ -113,7 +113,14 @@ void run_mha(const MhaCliOptions& opts) {
   options.attention = sdpa_options_from(in);
   if (auto p = optional_number(in, "dropout")) options.attention.dropout_p = *p;
   if (auto s = optional_number(in, "seed")) options.attention.dropout_seed = static_cast<std::uint64_t>(*s);
-  backend_from(in, /*flash_supported=*/false);
+  const BackendChoice backend = backend_from(in);
+  if (backend.name == "cuda") throw InputError("backend: \"cuda\" is available for attend only");
+  if (backend.name == "flash") {
+    FlashOptions fo;
+    fo.block_q = fo.block_k = backend.block_size;
+    fo.precision = backend.precision;
+    options.flash = fo;
+  }
   options.rope = rope_field(in, self, key.shape(0));
   const std::optional<std::size_t> decode_from = decode_from_field(in, self, options.attention.causal);
 
@@ -158,7 +165,8 @@ void setup_mha(CLI::App& app) {
          "b_q"?, "b_k"?, "b_v"?, "b_o"?: [out], "mask"?, "causal"?, "scale"?, "temperature"?,
          "dropout"?: p (off by default), "seed"?: dropout seed,
          "rope"?: {"base"?: 10000, "style"?: "half" | "interleaved", "position_ids"?: [Lq ints]},
-         "decode_from"?: P (causal self-attention only, 0 <= P <= Lq)}
+         "decode_from"?: P (causal self-attention only, 0 <= P <= Lq),
+         "backend"?: "naive" | "flash", "block_size"?, "precision"?: "float64" | "float32"}
 Output: {"output": [Lq,D], "weights": [H,Lq,Lk], "lse": [H,Lq], "kv_cache_len"?: int}
 
 RoPE rotates q and k per head after the projection: "half" = rotate_half, pairs (i, i+d/2)

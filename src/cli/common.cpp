@@ -56,7 +56,7 @@ std::optional<std::size_t> optional_positive_int(const Json& in, const char* fie
   return static_cast<std::size_t>(v.get<long long>());
 }
 
-BackendChoice backend_from(const Json& in, bool flash_supported) {
+BackendChoice backend_from(const Json& in) {
   BackendChoice b;
   if (in.contains("backend") && !in.at("backend").is_null()) {
     const Json& v = in.at("backend");
@@ -68,9 +68,6 @@ BackendChoice backend_from(const Json& in, bool flash_supported) {
   }
   std::string why;
   if (b.name == "cuda" && !cuda_usable(&why)) throw InputError("backend: \"cuda\": " + why);
-  if (b.name != "naive" && !flash_supported) {
-    throw InputError("backend: \"" + b.name + "\" is not available for this subcommand yet; use \"naive\"");
-  }
   if (auto size = optional_positive_int(in, "block_size")) {
     if (b.name != "flash") throw InputError("block_size: applies to backend \"flash\" only, not \"" + b.name + "\"");
     if (*size > 65536) throw InputError("block_size: expected at most 65536, got " + std::to_string(*size));

@@ -34,7 +34,7 @@ struct BackendChoice {
   std::size_t block_size = 0;  // 0 = the engine's default tiles
   FlashPrecision precision = FlashPrecision::float64;
 };
-BackendChoice backend_from(const Json& in, bool flash_supported = true);
+BackendChoice backend_from(const Json& in);
 
 // Options shared by attend and mha: causal, scale, temperature.
 SdpaOptions sdpa_options_from(const Json& in);

@@ -16,6 +16,7 @@
 #include "attn/error.hpp"
 #include "attn/flash.hpp"
 #include "attn/tile_math.hpp"
+#include "../sdpa_f64.hpp"
 #include "microkernels.hpp"
 
 namespace attn {
@@ -247,44 +248,39 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
 
 }  // namespace
 
-FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
-                            const Mask3* allowed, const FlashOptions& options) {
+namespace {
+
+void check_flash_inputs(const Shape& q, const Shape& k, const Shape& v, const Mask3* allowed,
+                        const FlashOptions& options, double scale) {
   Shape ms;
   if (allowed) {
     ms.assign(allowed->shape().begin(), allowed->shape().end());
     if (ms[0] == 1) ms.erase(ms.begin());
   }
-  check_sdpa_shapes(Shape(q.shape().begin(), q.shape().end()), Shape(k.shape().begin(), k.shape().end()),
-                    Shape(v.shape().begin(), v.shape().end()), allowed ? &ms : nullptr);
-  const double scale = options.scale.value_or(1.0 / std::sqrt(double(q.shape(2))));
+  check_sdpa_shapes(q, k, v, allowed ? &ms : nullptr);
   if (!std::isfinite(scale)) throw InputError("scale: expected a finite number");
   for (std::size_t b : {options.block_q, options.block_k})
     if (b > 65536) throw InputError("block_size: expected at most 65536, got " + std::to_string(b));
-
-  const std::array<std::size_t, 6> dims{q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
-  FlashResult r{Tensor3::from_shape({dims[0], dims[1], dims[5]}), Tensor2::from_shape({dims[0], dims[1]}), {}};
-  if (options.precision == FlashPrecision::float32) {
-    flash_forward<float>(q.data(), k.data(), v.data(), dims, allowed, options, scale, r.output.data(),
-                         r.lse.data());
-    return r;
-  }
-  using D3 = xt::xtensor<double, 3>;
-  const D3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
-  D3 out = D3::from_shape({dims[0], dims[1], dims[5]});
-  xt::xtensor<double, 2> lse = xt::xtensor<double, 2>::from_shape({dims[0], dims[1]});
-  flash_forward<double>(qd.data(), kd.data(), vd.data(), dims, allowed, options, scale, out.data(), lse.data());
-  r.output = xt::cast<float>(out);
-  r.lse = xt::cast<float>(lse);
-  r.lse64 = std::move(lse);
-  return r;
 }
 
-Tensor3 weights_from_lse(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
-                         const Mask3* allowed, bool causal, std::optional<double> scale) {
+template <class Tensor>
+Shape shape_of(const Tensor& t) {
+  return Shape(t.shape().begin(), t.shape().end());
+}
+
+template <class Q, class K, class V>
+std::array<std::size_t, 6> dims_of(const Q& q, const K& k, const V& v) {
+  return {q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
+}
+
+// P[h, i, j] = exp(scale * q_i . k_j - lse[h, i]) over the visible keys, in float64.
+template <class T>
+xt::xtensor<double, 3> weights_from_lse_f64(const xt::xtensor<T, 3>& q, const xt::xtensor<T, 3>& k,
+                                            const xt::xtensor<double, 2>& lse, const Mask3* allowed,
+                                            bool causal, double scale) {
   const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1);
   const std::size_t group = H / k.shape(0);
-  const double sc = scale.value_or(1.0 / std::sqrt(double(d)));
-  Tensor3 w = xt::zeros<float>({H, Lq, Lk});
+  xt::xtensor<double, 3> w = xt::zeros<double>({H, Lq, Lk});
   for (std::size_t h = 0; h < H; ++h)
     for (std::size_t i = 0; i < Lq; ++i) {
       if (std::isinf(lse(h, i))) continue;  // fully masked row: all zero
@@ -295,10 +291,77 @@ Tensor3 weights_from_lse(const Tensor3& q, const Tensor3& k, const xt::xtensor<d
         if (!visible) continue;
         double s = 0;
         for (std::size_t c = 0; c < d; ++c) s += double(q(h, i, c)) * double(k(h / group, j, c));
-        w(h, i, j) = float(std::exp(s * sc - lse(h, i)));
+        w(h, i, j) = std::exp(s * scale - lse(h, i));
       }
     }
   return w;
 }
+
+}  // namespace
+
+FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                            const Mask3* allowed, const FlashOptions& options) {
+  const double scale = options.scale.value_or(1.0 / std::sqrt(double(q.shape(2))));
+  check_flash_inputs(shape_of(q), shape_of(k), shape_of(v), allowed, options, scale);
+  const auto dims = dims_of(q, k, v);
+  FlashResult r{Tensor3::from_shape({dims[0], dims[1], dims[5]}), Tensor2::from_shape({dims[0], dims[1]}), {}};
+  if (options.precision == FlashPrecision::float32) {
+    flash_forward<float>(q.data(), k.data(), v.data(), dims, allowed, options, scale, r.output.data(),
+                         r.lse.data());
+    return r;
+  }
+  detail::FlashF64 f = detail::flash_f64(xt::cast<double>(q), xt::cast<double>(k), xt::cast<double>(v),
+                                         allowed, options);
+  r.output = xt::cast<float>(f.output);
+  r.lse = xt::cast<float>(f.lse);
+  r.lse64 = std::move(f.lse);
+  return r;
+}
+
+Tensor3 weights_from_lse(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
+                         const Mask3* allowed, bool causal, std::optional<double> scale) {
+  return xt::cast<float>(weights_from_lse_f64(q, k, lse, allowed, causal,
+                                              scale.value_or(1.0 / std::sqrt(double(q.shape(2))))));
+}
+
+namespace detail {
+
+FlashF64 flash_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                   const FlashOptions& options) {
+  const double scale = options.scale.value_or(1.0 / std::sqrt(double(q.shape(2))));
+  check_flash_inputs(shape_of(q), shape_of(k), shape_of(v), allowed, options, scale);
+  const auto dims = dims_of(q, k, v);
+  FlashF64 r{TensorD3::from_shape({dims[0], dims[1], dims[5]}), TensorD2::from_shape({dims[0], dims[1]})};
+  flash_forward<double>(q.data(), k.data(), v.data(), dims, allowed, options, scale, r.output.data(),
+                        r.lse.data());
+  return r;
+}
+
+SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                   const SdpaOptions& options, const std::optional<FlashOptions>& flash) {
+  if (!flash) return sdpa_f64(q, k, v, allowed, options);
+  if (options.dropout_p > 0) throw InputError("dropout: not supported by backend \"flash\"");
+  if (options.window) throw InputError("window: not supported by backend \"flash\"");
+  if (!options.alibi_slopes.empty()) throw InputError("alibi: not supported by backend \"flash\"");
+  FlashOptions fo = *flash;
+  fo.causal = options.causal;
+  // Temperature divides the scaled scores, so it folds into the scale.
+  fo.scale = options.scale.value_or(1.0 / std::sqrt(double(q.shape(2)))) / options.temperature;
+  SdpaF64 r;
+  if (fo.precision == FlashPrecision::float64) {
+    FlashF64 f = flash_f64(q, k, v, allowed, fo);
+    r.output = std::move(f.output);
+    r.lse = std::move(f.lse);
+  } else {
+    const FlashResult f = flash_attention(xt::cast<float>(q), xt::cast<float>(k), xt::cast<float>(v), allowed, fo);
+    r.output = xt::cast<double>(f.output);
+    r.lse = xt::cast<double>(f.lse);
+  }
+  // The kernel never forms the weights: recompute them from its lse (a wrong lse shows).
+  r.weights = weights_from_lse_f64(q, k, r.lse, allowed, fo.causal, *fo.scale);
+  return r;
+}
+
+}  // namespace detail
 
 }  // namespace attn

@@ -241,3 +241,12 @@ TEST_CASE("flash_tiles: the tile grid a causal run uses, classified as the kerne
     for (int c : covered) CHECK(c == 1);
   }
 }
+
+TEST_CASE("flash: oversized tiles are refused with an input error, not allocated") {
+  const Tensor3 q = xt::zeros<float>({std::size_t{1}, std::size_t{5000}, std::size_t{1}});
+  FlashOptions o;
+  o.block_q = o.block_k = 5000;  // 25M scores per tile
+  CHECK_THROWS_WITH_AS(flash_attention(q, q, q, nullptr, o), doctest::Contains("block_size"), InputError);
+  o.block_q = o.block_k = 0;  // the defaults are fine at this size
+  CHECK(flash_attention(q, q, q, nullptr, o).output.shape(1) == 5000);
+}

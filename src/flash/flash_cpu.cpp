@@ -5,6 +5,8 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -208,6 +210,14 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   const FlashTiling tiling = tiling_for(mk, p.Lq, p.Lk, options);
   p.Bq = tiling.block_q;
   p.Bk = tiling.block_k;
+  // A tile of scores is the kernel's only O(block^2) memory; refuse tiles that defeat the
+  // point (and could exhaust memory) rather than allocate them.
+  constexpr std::size_t kMaxTileElements = std::size_t(1) << 24;  // 64 MiB of float scores
+  if (round_up(p.Bq, p.row_align) * p.Bk > kMaxTileElements) {
+    throw InputError("block_size: a " + std::to_string(p.Bq) + " x " + std::to_string(p.Bk) +
+                     " tile is larger than the kernel allows (" + std::to_string(kMaxTileElements) +
+                     " scores); use smaller tiles");
+  }
   p.scale_log2 = T(scale * tile::kLog2ed);
   p.causal = options.causal;
   p.allowed = allowed;
@@ -222,28 +232,41 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   std::unique_ptr<PackedHead<T>[]> packed(new PackedHead<T>[p.Hkv]);
   for (std::size_t g = 0; g < p.Hkv; ++g) packed[g].blocks_left = p.group * nqb;
 
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    Workspace<T> ws(p);
-    for (std::size_t n; (n = next.fetch_add(1)) < items.size();) {
-      const auto [h, b] = items[n];
-      const std::size_t g = h / p.group;
-      PackedHead<T>& kv = packed[g];
-      std::call_once(kv.once, [&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
-      attend_query_block(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv,
-                         lse + h * p.Lq, ws);
-      if (--kv.blocks_left == 0) {
-        Aligned<T>().swap(kv.k_panels);
-        Aligned<T>().swap(kv.v_rows);
-      }
-    }
-  };
   std::size_t threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = std::min(threads, items.size());
+  // Workspaces are allocated here, so that running out of memory is an exception in the
+  // caller's thread; anything a worker throws (packing allocates too) stops the others and
+  // is rethrown after the join, never std::terminate.
+  std::vector<Workspace<T>> workspaces;
+  for (std::size_t t = 0; t < threads; ++t) workspaces.emplace_back(p);
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&](Workspace<T>& ws) {
+    try {
+      for (std::size_t n; (n = next.fetch_add(1)) < items.size();) {
+        const auto [h, b] = items[n];
+        const std::size_t g = h / p.group;
+        PackedHead<T>& kv = packed[g];
+        std::call_once(kv.once, [&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
+        attend_query_block(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv,
+                           lse + h * p.Lq, ws);
+        if (--kv.blocks_left == 0) {
+          Aligned<T>().swap(kv.k_panels);
+          Aligned<T>().swap(kv.v_rows);
+        }
+      }
+    } catch (...) {
+      next = items.size();  // the others stop after their current block
+      const std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(workspaces[t]));
+  worker(workspaces[0]);
   for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace

@@ -101,11 +101,10 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     HeatmapSpec rope = causal;
     rope.weights = r.rope->causal_weights;
     const std::size_t i = r.rope->max_change_query, j = r.rope->max_change_key;
-    rope.title = "Causal attention with RoPE (" + rope_style_name(r.rope->style) + "): " + quoted;
-    rope.subtitle = "the causal heatmap's Q, K, V with q and k rotated to their positions (base 10000): the same "
-                    "words now weigh differently by where they stand · largest change: '" + r.tokens[i] + "' → '" +
-                    r.tokens[j] + "', " + fixed(r.causal_weights(i, j)) + " without RoPE, " +
-                    fixed(r.rope->causal_weights(i, j)) + " with it";
+    rope.title = "RoPE (" + rope_style_name(r.rope->style) + "), causal: " + quoted;
+    rope.subtitle = "attention_causal's Q, K, V with q and k rotated to their positions (base 10000) · "
+                    "largest change: '" + r.tokens[i] + "' → '" + r.tokens[j] + "', " +
+                    fixed(r.causal_weights(i, j)) + " → " + fixed(r.rope->causal_weights(i, j));
     save(heatmap_figure(rope), dir, "attention_causal_rope", "rope", rope.title, o, artifacts);
   }
   return artifacts;

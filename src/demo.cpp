@@ -1,6 +1,7 @@
 #include "attn/demo.hpp"
 
 #include <cmath>
+#include <numeric>
 
 #include "attn/error.hpp"
 #include "attn/head_grid.hpp"
@@ -38,14 +39,88 @@ Json top_k_json(const std::vector<std::string>& tokens, const Tensor2& weights,
   return rows;
 }
 
+// max |a - b| over two tensors of one shape; equal infinities (a fully masked row's lse of
+// -inf on both sides) count as no difference.
+template <class A, class B>
+double max_abs_difference(const A& a, const B& b) {
+  double m = 0;
+  auto it = b.begin();
+  for (auto x : a) {
+    const double u = x, w = *it++;
+    if (u != w) m = std::max(m, std::fabs(u - w));
+  }
+  return m;
+}
+
+// The flash kernel with options o on the single head, non-causal and causal, against the naive
+// sdpa's results on the same Q, K, V.
+DemoFlashRun run_flash(const Tensor3& q, const Tensor3& k, const Tensor3& v, FlashOptions o,
+                       const SdpaResult& naive, const SdpaResult& naive_causal) {
+  DemoFlashRun run;
+  run.tiling = flash_tiling(q.shape(1), k.shape(1), o);
+  for (bool causal : {false, true}) {
+    o.causal = causal;
+    const FlashResult f = flash_attention(q, k, v, nullptr, o);
+    const SdpaResult& n = causal ? naive_causal : naive;
+    (causal ? run.causal : run.plain) = {max_abs_difference(f.output, n.output), max_abs_difference(f.lse, n.lse)};
+  }
+  o.causal = false;
+  run.options = o;
+  return run;
+}
+
+DemoFlashCheck flash_check(const Tensor3& q, const Tensor3& k, const Tensor3& v, const SdpaResult& naive,
+                           const SdpaResult& naive_causal) {
+  DemoFlashCheck check;
+  FlashOptions fast;
+  fast.threads = 1;  // one head of a few tokens is one work item: no thread would get another
+  check.fast = run_flash(q, k, v, fast, naive, naive_causal);
+
+  // 2 x 2 tiles asked for: the query tile is 2 rows, the key tile rounds up to the generic
+  // float64 micro-kernel's panel of 4 keys. Small enough that a short sentence spans a grid.
+  FlashOptions teaching = fast;
+  teaching.isa = "generic";
+  teaching.precision = FlashPrecision::float64;
+  teaching.block_q = check.requested_block_q = 2;
+  teaching.block_k = check.requested_block_k = 2;
+  check.teaching = run_flash(q, k, v, teaching, naive, naive_causal);
+  const std::size_t L = q.shape(1);
+  check.tiles = flash_tiles(L, L, teaching);
+  teaching.causal = true;
+  check.causal_tiles = flash_tiles(L, L, teaching);
+  return check;
+}
+
 }  // namespace
 
-DemoResult run_demo(const DemoConfig& config) {
+TileCounts count_tiles(const std::vector<FlashTile>& tiles) {
+  TileCounts c;
+  for (const FlashTile& t : tiles) {
+    switch (t.kind) {
+      case FlashTile::Kind::full: ++c.full; break;
+      case FlashTile::Kind::diagonal: ++c.diagonal; break;
+      case FlashTile::Kind::skipped: ++c.skipped; break;
+    }
+  }
+  return c;
+}
+
+void check_demo_config(const DemoConfig& config) {
   const std::size_t D = config.d_model;
   if (config.heads == 0 || D % config.heads != 0) {
     throw InputError("--heads: " + std::to_string(config.heads) + " does not divide --d-model " +
                      std::to_string(D));
   }
+  if (config.rope && (D % 2 != 0 || (D / config.heads) % 2 != 0)) {
+    throw InputError("--rope: RoPE rotates pairs of dims, so every head dim must be even; --d-model " +
+                     std::to_string(D) + " gives " + std::to_string(D) + " (one head) and " +
+                     std::to_string(D / config.heads) + " (" + std::to_string(config.heads) + " heads)");
+  }
+}
+
+DemoResult run_demo(const DemoConfig& config) {
+  check_demo_config(config);
+  const std::size_t D = config.d_model;
   const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
   DemoResult r;
   r.config = config;
@@ -70,15 +145,83 @@ DemoResult run_demo(const DemoConfig& config) {
   r.causal_weights = xt::view(c.weights, 0, xt::all(), xt::all());
   r.causal_top = top_per_row(r.causal_weights, config.top_k, &r.causal_allowed);
 
+  // FlashAttention on the same Q, K, V: the same numbers, computed tile by tile.
+  r.flash = flash_check(q, k, v, a, c);
+
+  std::optional<RopeOptions> rope;
+  if (config.rope) {
+    rope = RopeOptions{10000.0, *config.rope, {}, {}};
+    // The causal run again, q and k rotated to positions 0..L-1: now order matters.
+    std::vector<std::int64_t> positions(L);
+    std::iota(positions.begin(), positions.end(), 0);
+    const SdpaResult rc = sdpa(apply_rope(q, positions, *rope), apply_rope(k, positions, *rope), v, nullptr, causal);
+    DemoRope dr{*config.rope, xt::view(rc.weights, 0, xt::all(), xt::all()), 0.0};
+    for (std::size_t i = 0; i < L; ++i) {
+      for (std::size_t j = 0; j < L; ++j) {
+        const double change = std::fabs(double(dr.causal_weights(i, j)) - double(r.causal_weights(i, j)));
+        if (change > dr.max_change) dr = {dr.style, std::move(dr.causal_weights), change, i, j};
+      }
+    }
+    r.rope = std::move(dr);
+  }
+
   // Multi-head self-attention with its own seeded projections: each head has d = D / H.
   MhaOptions mo;
   mo.num_heads = config.heads;
-  const MhaResult m = mha(x, x, x, init_mha_weights(D, config.heads, config.heads, config.seed + 2),
-                          nullptr, mo);
+  mo.rope = rope;
+  const MhaWeights wh = init_mha_weights(D, config.heads, config.heads, config.seed + 2);
+  const MhaResult m = mha(x, x, x, wh, nullptr, mo);
   r.head_weights = m.weights;
   r.head_mean = mean_over_heads(m.weights);
+
+  // The decode check: the causal multi-head run through a KV cache, the first half of the
+  // sentence as the prompt, then one token at a time; it must equal the one-shot causal run.
+  mo.attention.causal = true;
+  const MhaResult one_shot = mha(x, x, x, wh, nullptr, mo);
+  const std::size_t prefill = (L + 1) / 2;
+  const MhaDecodeResult dec = mha_decode(x, wh, nullptr, mo, prefill);
+  r.decode = {prefill, dec.steps.size(), dec.kv_cache_len, max_abs_difference(dec.result.output, one_shot.output),
+              max_abs_difference(dec.result.weights, one_shot.weights)};
   return r;
 }
+
+namespace {
+
+Json flash_run_json(const DemoFlashRun& run) {
+  auto diff = [](const FlashDifference& d) {
+    return Json{{"max_abs_diff_output", d.output}, {"max_abs_diff_lse", d.lse}};
+  };
+  return {{"precision", run.options.precision == FlashPrecision::float32 ? "float32" : "float64"},
+          {"isa", run.tiling.isa},
+          {"block_q", run.tiling.block_q},
+          {"block_k", run.tiling.block_k},
+          {"non_causal", diff(run.plain)},
+          {"causal", diff(run.causal)}};
+}
+
+Json tiles_json(const std::vector<FlashTile>& tiles) {
+  const TileCounts n = count_tiles(tiles);
+  Json list = Json::array();
+  for (const FlashTile& t : tiles) {
+    const char* kind = t.kind == FlashTile::Kind::full       ? "full"
+                       : t.kind == FlashTile::Kind::diagonal ? "diagonal"
+                                                             : "skipped";
+    list.push_back({{"rows", {t.i0, t.i0 + t.rows}}, {"keys", {t.j0, t.j0 + t.cols}}, {"kind", kind}});
+  }
+  return {{"total", n.total()}, {"full", n.full}, {"diagonal", n.diagonal}, {"skipped", n.skipped}, {"tiles", list}};
+}
+
+Json flash_json(const DemoFlashCheck& f) {
+  Json teaching = flash_run_json(f.teaching);
+  teaching["requested_block_q"] = f.requested_block_q;
+  teaching["requested_block_k"] = f.requested_block_k;
+  teaching["tiles"] = {{"non_causal", tiles_json(f.tiles)}, {"causal", tiles_json(f.causal_tiles)}};
+  return {{"reference", "naive sdpa on the same single-head Q, K, V (float64 inside)"},
+          {"fast", flash_run_json(f.fast)},
+          {"teaching", teaching}};
+}
+
+}  // namespace
 
 Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) {
   Json arts = Json::array();
@@ -89,7 +232,7 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
     for (std::size_t j = 0; j < r.causal_allowed.shape(1); ++j) row.push_back(r.causal_allowed(i, j) ? 1 : 0);
     allowed.push_back(row);
   }
-  return {
+  Json m = {
       {"sentence", r.config.sentence},
       {"tokens", r.tokens},
       {"seed", r.config.seed},
@@ -103,7 +246,9 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
         {"projections", "U(-1/sqrt(d_model), 1/sqrt(d_model)), seeded by seed + 1, no bias"},
         {"multi_head_projections",
          "U(-1/sqrt(d_model), 1/sqrt(d_model)), seeded by seed + 2, no bias; head dim d_model / heads"},
-        {"mask_convention", "1 = the query may attend to the key (PyTorch SDPA)"}}},
+        {"mask_convention", "1 = the query may attend to the key (PyTorch SDPA)"},
+        {"rope", r.rope ? Json(rope_style_name(r.rope->style)) : Json(nullptr)},
+        {"rope_base", r.rope ? Json(10000.0) : Json(nullptr)}}},
       {"artifacts", arts},
       {"results",
        {{"single_head", {{"weights", to_json(r.weights)}, {"top_k", top_k_json(r.tokens, r.weights, r.top)}}},
@@ -114,8 +259,25 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
         {"multi_head",
          {{"heads", r.config.heads},
           {"weights", to_json(r.head_weights)},
-          {"mean_over_heads", to_json(r.head_mean)}}}}},
+          {"mean_over_heads", to_json(r.head_mean)}}},
+        {"flash", flash_json(r.flash)},
+        {"decode",
+         {{"heads", r.config.heads},
+          {"rope", r.rope ? Json(rope_style_name(r.rope->style)) : Json(nullptr)},
+          {"prefill", r.decode.prefill},
+          {"steps", r.decode.steps},
+          {"kv_cache_len", r.decode.kv_cache_len},
+          {"max_abs_diff_output", r.decode.output},
+          {"max_abs_diff_weights", r.decode.weights}}}}},
   };
+  if (r.rope) {
+    m["results"]["rope"] = {{"style", rope_style_name(r.rope->style)},
+                            {"base", 10000.0},
+                            {"causal_weights", to_json(r.rope->causal_weights)},
+                            {"max_abs_change_vs_no_rope", r.rope->max_change},
+                            {"max_change_at", {{"query", r.rope->max_change_query}, {"key", r.rope->max_change_key}}}};
+  }
+  return m;
 }
 
 }  // namespace attn

@@ -1,7 +1,9 @@
 // End-to-end: demo, heatmap and mask as a user runs them, pictures decoded back.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "picture_support.hpp"
@@ -45,7 +47,9 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
     }
     kinds.insert(a["kind"].get<std::string>());
   }
-  CHECK(kinds == std::set<std::string>{"heatmap", "mask", "heads"});
+  std::set<std::string> expected{"heatmap", "mask", "heads", "flash"};
+  if (flags.find("--rope") != std::string::npos) expected.insert("rope");
+  CHECK(kinds == expected);
   CHECK(files_in(dir.path / out) == m["artifacts"].size() + 1);  // no temporary files left
   return m;
 }
@@ -55,7 +59,7 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
 TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-identical on rerun") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on", "run1");
-  CHECK(m["artifacts"].size() == 4);
+  CHECK(m["artifacts"].size() == 5);
   const Json& causal = m["results"]["causal"];
   CHECK(causal["weights"][0][0] == 1.0);  // the first token sees only itself
   CHECK(causal["weights"][0][3] == 0.0);
@@ -65,7 +69,8 @@ TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-iden
   }
   CHECK(m["results"]["multi_head"]["weights"].size() == 4);
   check_demo(dir, "The cat sat on", "run2");
-  for (const char* file : {"manifest.json", "attention.png", "attention_causal.png", "mask_causal.png", "heads.png"}) {
+  for (const char* file :
+       {"manifest.json", "attention.png", "attention_causal.png", "mask_causal.png", "heads.png", "flash_tiles.png"}) {
     CAPTURE(file);
     CHECK(read_text(dir / (std::string("run1/") + file)) == read_text(dir / (std::string("run2/") + file)));
   }
@@ -75,12 +80,117 @@ TEST_CASE("cli pictures: demo with a Chinese sentence, SVG too, another colormap
   TempDir dir;
   const Json m = check_demo(dir, "我喜欢深度学习", "zh", "--format both --colormap viridis --heads 2 --scale 1");
   CHECK(m["tokens"].size() == 4);
-  CHECK(m["artifacts"].size() == 8);
+  CHECK(m["artifacts"].size() == 10);
   CHECK(m["results"]["multi_head"]["weights"].size() == 2);
   check_input_error(run_cli("demo --heads 3"), "--heads: 3 does not divide");
   check_input_error(run_cli("demo --colormap rainbow --out never", "", dir.path.string()), "rainbow");
   CHECK_FALSE(fs::exists(dir.path / "never"));
   CHECK(run_cli("demo 'a b' --no-color --out nc", "", dir.path.string()).out.find('\x1b') == std::string::npos);
+}
+
+namespace {
+
+// The kind of a tile of rows [i0, i1) x keys [j0, j1) of an L x L causal matrix, from the rule
+// alone (query i sees key j iff j <= i).
+std::string causal_tile_kind(std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) {
+  if (j0 > i1 - 1) return "skipped";
+  if (j1 - 1 <= i0) return "full";
+  return "diagonal";
+}
+
+}  // namespace
+
+TEST_CASE("cli pictures: demo's flash check, its tile grid, and the decode check") {
+  TempDir dir;
+  const Json m = check_demo(dir, "The cat sat on the mat", "cat");
+  const Json& flash = m["results"]["flash"];
+  // Both kernels against the naive sdpa on the same inputs: close, and the fast float32 kernel
+  // really is a different computation (float32 sums over 64 dims cannot all round like float64's).
+  for (const char* run : {"fast", "teaching"}) {
+    for (const char* mode : {"non_causal", "causal"}) {
+      CAPTURE(run);
+      CAPTURE(mode);
+      for (const char* field : {"max_abs_diff_output", "max_abs_diff_lse"}) {
+        const double diff = flash[run][mode][field];
+        CHECK(diff >= 0);
+        CHECK(diff < 1e-5);
+      }
+    }
+  }
+  CHECK(flash["fast"]["non_causal"]["max_abs_diff_output"].get<double>() > 0);
+  CHECK(flash["fast"]["precision"] == "float32");
+  CHECK(flash["fast"]["block_q"] == 6);  // default tiles are capped at the sentence
+
+  // The teaching grid: rebuilt from its tile sizes and the causal rule, then compared.
+  const Json& teaching = flash["teaching"];
+  CHECK(teaching["isa"] == "generic");
+  const std::size_t L = 6, bq = teaching["block_q"], bk = teaching["block_k"];
+  CHECK(bq == 2);
+  CHECK(bk == 4);  // 2 asked for, rounded up to the generic float64 kernel's 4-key panel
+  const Json& causal = teaching["tiles"]["causal"];
+  std::map<std::string, std::size_t> counted;
+  std::size_t t = 0;
+  for (std::size_t i0 = 0; i0 < L; i0 += bq) {
+    for (std::size_t j0 = 0; j0 < L; j0 += bk, ++t) {
+      const std::string kind = causal_tile_kind(i0, std::min(L, i0 + bq), j0, std::min(L, j0 + bk));
+      ++counted[kind];
+      REQUIRE(t < causal["tiles"].size());
+      CHECK(causal["tiles"][t]["kind"] == kind);
+      CHECK(teaching["tiles"]["non_causal"]["tiles"][t]["kind"] == "full");
+    }
+  }
+  CHECK(causal["total"] == t);
+  CHECK(causal["skipped"] == counted["skipped"]);
+  CHECK(causal["diagonal"] == counted["diagonal"]);
+  CHECK(causal["full"] == counted["full"]);
+  CHECK(teaching["tiles"]["non_causal"]["full"] == t);
+
+  const Json& decode = m["results"]["decode"];
+  CHECK(decode["prefill"] == 3);
+  CHECK(decode["kv_cache_len"] == L);
+  CHECK(decode["rope"].is_null());
+  CHECK(decode["max_abs_diff_output"].get<double>() < 1e-6);
+  CHECK(decode["max_abs_diff_weights"].get<double>() < 1e-6);
+}
+
+TEST_CASE("cli pictures: demo --rope writes the RoPE heatmap, byte-identical on rerun; a bad style is refused") {
+  TempDir dir;
+  const Json m = check_demo(dir, "The cat sat on the mat", "r1", "--rope interleaved --heads 2");
+  CHECK(m["artifacts"].size() == 6);
+  CHECK(m["config"]["rope"] == "interleaved");
+  const Json& rope = m["results"]["rope"];
+  CHECK(rope["style"] == "interleaved");
+  const Json& plain = m["results"]["causal"]["weights"];
+  double change = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    double sum = 0;
+    for (std::size_t j = 0; j < plain.size(); ++j) {
+      const double w = rope["causal_weights"][i][j];
+      sum += w;
+      if (j > i) CHECK(w == 0.0);  // still causal
+      change = std::max(change, std::fabs(w - plain[i][j].get<double>()));
+    }
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+  }
+  CHECK(change > 1e-3);  // position now matters
+  CHECK(rope["max_abs_change_vs_no_rope"].get<double>() == doctest::Approx(change).epsilon(1e-6));
+  // The decode check ran with RoPE: the cache holds rotated keys and still matches.
+  CHECK(m["results"]["decode"]["rope"] == "interleaved");
+  CHECK(m["results"]["decode"]["max_abs_diff_output"].get<double>() < 1e-6);
+
+  const DecodedPng img = DecodedPng::from_file(dir / "r1/attention_causal_rope.png");
+  REQUIRE(img.ok());
+  check_demo(dir, "The cat sat on the mat", "r2", "--rope interleaved --heads 2");
+  for (const char* file : {"manifest.json", "attention_causal_rope.png", "flash_tiles.png", "heads.png"}) {
+    CAPTURE(file);
+    CHECK(read_text(dir / (std::string("r1/") + file)) == read_text(dir / (std::string("r2/") + file)));
+  }
+
+  check_input_error(run_cli("demo --rope spiral --out never", "", dir.path.string()), "--rope");
+  CHECK_FALSE(fs::exists(dir.path / "never"));
+  check_input_error(run_cli("demo --rope half --d-model 6 --heads 2 --out never", "", dir.path.string()),
+                    "head dim must be even");
+  CHECK_FALSE(fs::exists(dir.path / "never"));
 }
 
 TEST_CASE("cli pictures: heatmap renders a bare [L, L] array, an attend output and [H, L, L] heads") {

@@ -23,7 +23,69 @@ struct DemoOptions {
   std::string out = "attn-out";
   ImageFlags image;
   bool no_color = false;
+  std::string rope;  // "", "half" or "interleaved"
 };
+
+// "1.2e-07"; an exact 0 as "0" (bit-identical after rounding to float32).
+std::string sci(double v) {
+  if (v == 0) return "0";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", v);
+  return buf;
+}
+
+// One row of the flash check's table: the run's kernel and tiles, then its differences.
+void print_flash_run(const std::string& name, const DemoFlashRun& run) {
+  const bool f32 = run.options.precision == FlashPrecision::float32;
+  std::cout << "  " << pad_to_width(name, 14) << pad_to_width(f32 ? "float32" : "float64", 10)
+            << pad_to_width(run.tiling.isa, 9)
+            << pad_to_width(std::to_string(run.tiling.block_q) + " x " + std::to_string(run.tiling.block_k), 10)
+            << pad_to_width(sci(run.plain.output) + " / " + sci(run.plain.lse), 20)
+            << sci(run.causal.output) + " / " + sci(run.causal.lse) << "\n";
+}
+
+// The tile grid as letters, one per tile: F computed in full, D diagonal (index-tested),
+// . skipped -- the same grid the picture draws.
+void print_tile_grid(const std::string& name, const std::vector<FlashTile>& tiles) {
+  const TileCounts n = count_tiles(tiles);
+  std::cout << "    " << pad_to_width(name, 11);
+  for (std::size_t k = 0; k < tiles.size(); ++k) {
+    if (k > 0 && tiles[k].i0 != tiles[k - 1].i0) std::cout << " |";
+    const FlashTile::Kind kind = tiles[k].kind;
+    std::cout << ' ' << (kind == FlashTile::Kind::full ? 'F' : kind == FlashTile::Kind::diagonal ? 'D' : '.');
+  }
+  std::cout << "   " << n.skipped << " of " << n.total() << " tiles skipped, " << n.diagonal
+            << " index-tested, " << n.full << " computed in full\n";
+}
+
+void print_checks(const DemoResult& r) {
+  const DemoFlashCheck& f = r.flash;
+  std::cout << "\nFlashAttention check: the single head's Q, K, V tile by tile (online softmax), against\n"
+            << "the naive sdpa on the same inputs. max |flash - naive| of the outputs / of the lse:\n"
+            << "                precision isa      tiles     non-causal          causal\n";
+  print_flash_run("fast kernel", f.fast);
+  print_flash_run("teaching run", f.teaching);
+  std::cout << "  Teaching tiles: asked for " << f.requested_block_q << " x " << f.requested_block_k << ", got "
+            << f.teaching.tiling.block_q << " queries x " << f.teaching.tiling.block_k
+            << " keys (a key tile is whole micro-kernel panels).\n"
+            << "  Tiles row by row (F computed in full, D diagonal: index-tested, . skipped: never read):\n";
+  print_tile_grid("non-causal", f.tiles);
+  print_tile_grid("causal", f.causal_tiles);
+
+  const DemoDecodeCheck& d = r.decode;
+  std::cout << "\nDecode check: the " << r.config.heads << "-head run, causal"
+            << (r.rope ? ", RoPE " + rope_style_name(r.rope->style) : std::string()) << ", through a KV cache:\n  "
+            << d.prefill << " tokens as the prompt, then " << d.steps - (d.prefill > 0 ? 1 : 0)
+            << " one at a time (cache ends at " << d.kv_cache_len << " tokens).\n"
+            << "  max |cached - one-shot causal run|: output " << sci(d.output) << ", weights " << sci(d.weights)
+            << "\n";
+  if (r.rope) {
+    char change[32];
+    std::snprintf(change, sizeof change, "%.3f", r.rope->max_change);
+    std::cout << "\nRoPE (" << rope_style_name(r.rope->style) << ", base 10000): q and k rotated to their "
+              << "positions; the causal weights changed by up to " << change << ".\n";
+  }
+}
 
 // Creates DIR (and parents) and checks that a file can be created in it, before any work.
 void prepare_output_dir(const std::string& dir) {
@@ -43,9 +105,12 @@ void prepare_output_dir(const std::string& dir) {
 
 void run_demo_command(const DemoOptions& opts) {
   check_colormap(opts.image.colormap);
+  DemoConfig config = opts.config;
+  if (!opts.rope.empty()) config.rope = parse_rope_style(opts.rope, "--rope");
+  check_demo_config(config);
   const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
   prepare_output_dir(opts.out);
-  const DemoResult r = run_demo(opts.config);
+  const DemoResult r = run_demo(config);
   const std::size_t L = r.tokens.size();
 
   std::cout << "Sentence: \"" << r.config.sentence << "\"\n";
@@ -76,6 +141,7 @@ void run_demo_command(const DemoOptions& opts) {
     }
     std::cout << "\n";
   }
+  print_checks(r);
 
   // Timings go to the terminal only: the files must be byte-identical from run to run.
   const auto start = std::chrono::steady_clock::now();
@@ -114,12 +180,15 @@ void setup_demo(CLI::App& app) {
   cmd->add_option("--heads", opts->config.heads, "heads of the multi-head run (must divide --d-model)")
       ->capture_default_str()->check(CLI::Range(1, 64));
   add_image_flags(cmd, opts->image, /*with_colormap=*/true);
+  cmd->add_option("--rope", opts->rope,
+                  "RoPE style for the multi-head run and the RoPE heatmap: half or interleaved (default: none)");
   cmd->add_flag("--no-color", opts->no_color, "plain numbers in the terminal (also: NO_COLOR=1)");
   cmd->footer(R"(Examples:
   attn-cli demo
   attn-cli demo "The cat sat on the mat" --out cat-demo
   attn-cli demo "我喜欢深度学习" --seed 7
   attn-cli demo "The cat sat on" --heads 2 --format both --colormap viridis --out cat-svg
+  attn-cli demo "The cat sat on the mat" --rope half --out cat-rope
 )");
   cmd->callback([opts] { run_demo_command(*opts); });
 }

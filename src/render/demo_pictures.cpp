@@ -1,7 +1,10 @@
 // The pictures of `attn-cli demo`: what seed 000 draws with seaborn, written as files.
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "attn/demo.hpp"
+#include "attn/flash_tiles_picture.hpp"
 #include "attn/head_grid.hpp"
 #include "attn/heatmap.hpp"
 #include "attn/mask_diagram.hpp"
@@ -18,6 +21,23 @@ void save(const Figure& figure, const std::string& dir, const std::string& name,
     artifacts.push_back({name + "." + extension(format), kind, title});
   }
 }
+
+// "causal: 2 of 6 tiles skipped" -- the count a learner should take away from each panel.
+std::string tile_panel_title(const std::string& run, const std::vector<FlashTile>& tiles) {
+  const TileCounts n = count_tiles(tiles);
+  const std::string of = " of " + std::to_string(n.total()) + " tiles ";
+  if (n.skipped > 0) return run + ": " + std::to_string(n.skipped) + of + "skipped";
+  if (n.diagonal > 0) return run + ": " + std::to_string(n.diagonal) + of + "index-tested, none skipped";
+  return run + ": all " + std::to_string(n.total()) + " tiles computed in full";
+}
+
+std::string formatted(const char* format, double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+std::string fixed_e(double v) { return v == 0 ? "0" : formatted("%.1e", v); }
+std::string fixed(double v) { return formatted("%.3f", v); }
 
 }  // namespace
 
@@ -56,9 +76,37 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
   heads.query_tokens = heads.key_tokens = r.tokens;
   heads.title = std::to_string(r.config.heads) + "-head self-attention: " + quoted;
   heads.subtitle = "d_model = " + d + ", head dim " + std::to_string(r.config.d_model / r.config.heads) +
+                   (r.rope ? ", RoPE (" + rope_style_name(r.rope->style) + ")" : std::string()) +
                    " · rows: query (attending), columns: key (attended to) · one colour scale";
   heads.colormap = o.colormap;
   save(head_grid_figure(heads), dir, "heads", "heads", heads.title, o, artifacts);
+
+  const DemoFlashCheck& fl = r.flash;
+  FlashTilesSpec tiles;
+  tiles.Lq = tiles.Lk = L;
+  tiles.query_tokens = tiles.key_tokens = r.tokens;
+  tiles.panels = {{fl.tiles, false, tile_panel_title("non-causal", fl.tiles)},
+                  {fl.causal_tiles, true, tile_panel_title("causal", fl.causal_tiles)}};
+  tiles.title = "FlashAttention tiles: " + quoted;
+  tiles.subtitle =
+      "the score matrix as the tiled kernel walks it, in tiles of " + std::to_string(fl.teaching.tiling.block_q) +
+      " queries × " + std::to_string(fl.teaching.tiling.block_k) + " keys (asked for " +
+      std::to_string(fl.requested_block_q) + " × " + std::to_string(fl.requested_block_k) +
+      "; a key tile is whole " + std::to_string(fl.teaching.tiling.block_k) + "-key panels of the micro-kernel)" +
+      " · this run's max |flash − naive| on the outputs: " +
+      fixed_e(std::max(fl.teaching.plain.output, fl.teaching.causal.output));
+  save(flash_tiles_figure(tiles), dir, "flash_tiles", "flash", tiles.title, o, artifacts);
+
+  if (r.rope) {
+    HeatmapSpec rope = causal;
+    rope.weights = r.rope->causal_weights;
+    const std::size_t i = r.rope->max_change_query, j = r.rope->max_change_key;
+    rope.title = "RoPE (" + rope_style_name(r.rope->style) + "), causal: " + quoted;
+    rope.subtitle = "attention_causal's Q, K, V with q and k rotated to their positions (base 10000) · "
+                    "largest change: '" + r.tokens[i] + "' → '" + r.tokens[j] + "', " +
+                    fixed(r.causal_weights(i, j)) + " → " + fixed(r.rope->causal_weights(i, j));
+    save(heatmap_figure(rope), dir, "attention_causal_rope", "rope", rope.title, o, artifacts);
+  }
   return artifacts;
 }
 

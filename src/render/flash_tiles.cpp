@@ -1,0 +1,186 @@
+#include "attn/flash_tiles_picture.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "attn/error.hpp"
+#include "attn/heatmap.hpp"
+#include "attn/tile_math.hpp"
+#include "figure_parts.hpp"
+
+namespace attn {
+namespace {
+
+using Kind = FlashTile::Kind;
+
+const Rgb kTileEdge = rgb_from_hex(0x1a1a1a);
+const Rgb kLegendInk = rgb_from_hex(0x404040);
+
+// Per score (i, j) of one panel: the kind of the tile holding it, and whether the kernel lets
+// it through (a diagonal tile's index test hides the scores above the diagonal).
+struct ScoreMap {
+  std::size_t Lk = 0;
+  std::vector<Kind> kind;
+  std::vector<bool> visible;
+};
+
+ScoreMap score_map(const FlashTilesPanel& panel, std::size_t Lq, std::size_t Lk, std::size_t index) {
+  ScoreMap map{Lk, std::vector<Kind>(Lq * Lk, Kind::full), std::vector<bool>(Lq * Lk, true)};
+  std::vector<int> covered(Lq * Lk, 0);
+  for (const FlashTile& t : panel.tiles) {
+    if (t.i0 + t.rows > Lq || t.j0 + t.cols > Lk) {
+      throw InputError("flash tiles: panel " + std::to_string(index) + " has a tile outside the " +
+                       std::to_string(Lq) + " x " + std::to_string(Lk) + " score matrix");
+    }
+    for (std::size_t i = t.i0; i < t.i0 + t.rows; ++i) {
+      for (std::size_t j = t.j0; j < t.j0 + t.cols; ++j) {
+        ++covered[i * Lk + j];
+        map.kind[i * Lk + j] = t.kind;
+        map.visible[i * Lk + j] =
+            t.kind == Kind::full ||
+            (t.kind == Kind::diagonal && (!panel.causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))));
+      }
+    }
+  }
+  if (std::any_of(covered.begin(), covered.end(), [](int c) { return c != 1; })) {
+    throw InputError("flash tiles: panel " + std::to_string(index) + " does not cover every score exactly once");
+  }
+  return map;
+}
+
+struct LegendEntry {
+  bool hatched;
+  Rgb fill;
+  std::string text;
+};
+
+const char* kSkippedLabel = "skipped";
+
+}  // namespace
+
+Rgb flash_tile_color(FlashTile::Kind kind) {
+  switch (kind) {
+    case Kind::full: return rgb_from_hex(0x6baed6);      // Blues, mid
+    case Kind::diagonal: return rgb_from_hex(0xfdae6b);  // Oranges, mid
+    case Kind::skipped: break;
+  }
+  return rgb_from_hex(0xf7f7f7);  // near the page: nothing happened here
+}
+
+Figure flash_tiles_figure(const FlashTilesSpec& spec) {
+  const std::size_t Lq = spec.Lq, Lk = spec.Lk;
+  if (spec.panels.empty()) throw InputError("flash tiles: no tile grid to draw");
+  render::check_labels(spec.query_tokens, Lq, "query tokens");
+  render::check_labels(spec.key_tokens, Lk, "key tokens");
+  const auto s = std::make_shared<FlashTilesSpec>(spec);
+  if (s->query_tokens.empty()) s->query_tokens = position_labels(Lq);
+  if (s->key_tokens.empty()) s->key_tokens = position_labels(Lk);
+
+  struct Placed {
+    std::shared_ptr<render::MatrixPanel> panel;
+    render::PanelLayout layout;
+  };
+  std::vector<Placed> placed;
+  bool any[3] = {false, false, false};
+  bool any_hidden = false;
+  Canvas m = Canvas::measuring();
+  for (std::size_t p = 0; p < s->panels.size(); ++p) {
+    const auto map = std::make_shared<ScoreMap>(score_map(s->panels[p], Lq, Lk, p));
+    for (std::size_t c = 0; c < map->kind.size(); ++c) {
+      any[static_cast<int>(map->kind[c])] = true;
+      any_hidden = any_hidden || (map->kind[c] == Kind::diagonal && !map->visible[c]);
+    }
+    auto panel = std::make_shared<render::MatrixPanel>();
+    panel->rows = Lq;
+    panel->cols = Lk;
+    panel->row_labels = s->query_tokens;
+    panel->col_labels = s->key_tokens;
+    panel->title = s->panels[p].title;
+    panel->row_title = "Query — rows of Q";
+    panel->col_title = "Key — rows of K";
+    panel->cell = render::cell_size_for(Lq, Lk, 300, 4, 40);
+    panel->label_size = 10;
+    panel->cell_at = [map](std::size_t i, std::size_t j) {
+      const std::size_t c = i * map->Lk + j;
+      if (map->kind[c] == Kind::diagonal && !map->visible[c]) return render::Cell{{}, true, std::nullopt, ""};
+      return render::Cell{flash_tile_color(map->kind[c]), false, std::nullopt, ""};
+    };
+    placed.push_back({panel, render::layout_panel(m, *panel)});
+  }
+
+  std::vector<LegendEntry> legend;
+  if (any[static_cast<int>(Kind::full)])
+    legend.push_back({false, flash_tile_color(Kind::full), "computed in full: every score visible, no index test"});
+  if (any[static_cast<int>(Kind::diagonal)])
+    legend.push_back({false, flash_tile_color(Kind::diagonal),
+                      "on the diagonal: computed, then each score tested by its indices"});
+  if (any_hidden)
+    legend.push_back({true, {}, "hidden by that test: score set to −∞ before the softmax"});
+  if (any[static_cast<int>(Kind::skipped)])
+    legend.push_back({false, flash_tile_color(Kind::skipped),
+                      "skipped: above the diagonal, never read or computed"});
+  const TextStyle legend_style{10, false, kLegendInk};
+  double legend_w = 0, line_h = 14;
+  for (const LegendEntry& e : legend) {
+    const TextSize t = m.measure(e.text, legend_style);
+    legend_w = std::max(legend_w, 14 + 6 + t.width);
+    line_h = std::max(line_h, t.height + 4);
+  }
+
+  const double margin = 16, gap = 40;
+  double row_w = 0, top = 0, bottom = 0;
+  for (const Placed& pl : placed) {
+    row_w += pl.layout.width + (row_w > 0 ? gap : 0);
+    top = std::max(top, pl.layout.grid_y);
+    bottom = std::max(bottom, pl.layout.height - pl.layout.grid_y);
+  }
+  const render::TitleBlock titles{s->title, s->subtitle, std::max({row_w, legend_w, 480.0})};
+  const TextSize title = render::title_block_size(m, titles);
+  const double content_w = std::max({row_w, title.width, legend_w});
+
+  Figure f;
+  std::vector<std::pair<double, double>> origins;
+  double x = margin + (content_w - row_w) / 2;
+  const double panels_y = margin + title.height;
+  for (const Placed& pl : placed) {  // grids' tops aligned even if one title block is taller
+    origins.emplace_back(x, panels_y + top - pl.layout.grid_y);
+    f.grids.push_back(render::panel_grid(*pl.panel, pl.layout, origins.back().first, origins.back().second));
+    x += pl.layout.width + gap;
+  }
+  const double legend_x = margin + (content_w - legend_w) / 2;
+  const double legend_y = panels_y + top + bottom + 14;
+  f.width = content_w + 2 * margin;
+  f.height = legend_y + line_h * static_cast<double>(legend.size()) + margin;
+  const double cx = f.width / 2;
+  const std::vector<CellGrid> grids = f.grids;
+  f.draw = [=](Canvas& c) {
+    render::draw_title_block(c, titles, cx, margin);
+    for (std::size_t p = 0; p < placed.size(); ++p) {
+      render::draw_panel(c, *placed[p].panel, placed[p].layout, origins[p].first, origins[p].second);
+      // The tile boundaries on top of the cells, and the word "skipped" where it fits.
+      const CellGrid& g = grids[p];
+      for (const FlashTile& t : s->panels[p].tiles) {
+        const double tx = g.cell_x(t.j0), ty = g.cell_y(t.i0);
+        const double tw = g.cell_w * double(t.cols), th = g.cell_h * double(t.rows);
+        c.stroke_rect(tx, ty, tw, th, kTileEdge, 1.8);
+        if (t.kind == Kind::skipped) {
+          const TextStyle word{std::clamp(g.cell_h * 0.3, 7.0, 10.0), false, kLegendInk};
+          if (c.measure(kSkippedLabel, word).width <= tw - 6) c.text(kSkippedLabel, tx + tw / 2, ty + th / 2, word, 0.5, 0.5);
+        }
+      }
+    }
+    for (std::size_t k = 0; k < legend.size(); ++k) {
+      const double ly = legend_y + line_h * double(k), sy = ly + line_h / 2 - 7;
+      if (legend[k].hatched) {
+        c.hatch_rect(legend_x, sy, 14, 14);
+      } else {
+        c.fill_rect(legend_x, sy, 14, 14, legend[k].fill);
+      }
+      c.stroke_rect(legend_x, sy, 14, 14, kTileEdge, 0.8);
+      c.text(legend[k].text, legend_x + 20, ly + line_h / 2, legend_style, 0, 0.5);
+    }
+  };
+  return f;
+}
+
+}  // namespace attn

@@ -26,13 +26,18 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_mha(app);
   attn::cli::setup_tokenize(app);
   attn::cli::setup_demo(app);
+  attn::cli::setup_variance(app);
 
   try {
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
       bool known = false;
-      for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
+      std::string names;  // listed from the app itself, so a new subcommand needs no edit here
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        known = known || sub->get_name() == argv[1];
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+      }
       if (!known) throw attn::InputError(std::string("unknown subcommand '") + argv[1] +
-                                         "' (expected attend, mha, tokenize or demo)");
+                                         "' (expected one of: " + names + ")");
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,4 +10,7 @@ void setup_mha(CLI::App& app);
 void setup_tokenize(CLI::App& app);
 void setup_demo(CLI::App& app);
 
+// Experiments that prove (or correct) the textbook: issue 5.
+void setup_variance(CLI::App& app);
+
 }  // namespace attn::cli

@@ -65,3 +65,20 @@ TEST_CASE("cli variance: text tables, --out FILE, and errors") {
   check_input_error(run_cli("variance --dk 8 --format xml"), "format");
   check_input_error(run_cli("variance --dk abc"), "dk");
 }
+
+TEST_CASE("cli temperature: entropy rises with T in the JSON, errors exit 2") {
+  const CliResult r = run_cli("temperature --scores 3,1,0.2 --t 2,0.5,1 --format json");
+  REQUIRE(r.code == 0);
+  check_no_nan(r.out);
+  const Json j = Json::parse(r.out);
+  REQUIRE(j["points"].size() == 3);
+  CHECK(j["points"][0]["temperature"] == 0.5);
+  for (std::size_t i = 1; i < 3; ++i)
+    CHECK(j["points"][i]["entropy"].get<double>() > j["points"][i - 1]["entropy"].get<double>());
+  CHECK(j["entropy_increasing"] == true);
+  const CliResult text = run_cli("temperature");
+  CHECK(text.code == 0);
+  CHECK(text.out.find("Entropy rises at every step of T: yes") != std::string::npos);
+  check_input_error(run_cli("temperature --t 0"), "temperature");
+  check_input_error(run_cli("temperature --scores 1"), "at least 2");
+}

@@ -82,3 +82,64 @@ TEST_CASE("cli temperature: entropy rises with T in the JSON, errors exit 2") {
   check_input_error(run_cli("temperature --t 0"), "temperature");
   check_input_error(run_cli("temperature --scores 1"), "at least 2");
 }
+
+TEST_CASE("cli complexity: JSON as DESIGN.md's contract, numbers equal the closed forms") {
+  const CliResult r = run_cli("complexity --n 128,1000 --d-model 768 --heads 12 --causal --dtype-bytes 2 --format json");
+  REQUIRE(r.code == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j["convention"].get<std::string>().find("FLOPs = 2 x multiply-adds") == 0);
+  CHECK(j["convention"].get<std::string>().find("softmax IS counted") != std::string::npos);
+  CHECK(j["convention"].get<std::string>().find("causal") != std::string::npos);
+  REQUIRE(j["rows"].size() == 2);
+  for (const Json& row : j["rows"]) {
+    const std::uint64_t n = row["n"], D = 768, H = 12;
+    CAPTURE(n);
+    CHECK(row["d_model"] == D);
+    CHECK(row["heads"] == H);
+    CHECK(row["causal"] == true);
+    CHECK(row["dtype_bytes"] == 2);
+    const Json& f = row["flops"];
+    CHECK(f["qkv_proj"] == 6 * n * D * D);
+    CHECK(f["out_proj"] == 2 * n * D * D);
+    CHECK(f["scores"] == n * n * D);  // 2 n^2 D, halved when causal
+    CHECK(f["weighted_sum"] == n * n * D);
+    CHECK(f["total"] == f["qkv_proj"].get<std::uint64_t>() + f["scores"].get<std::uint64_t>() +
+                            f["softmax"].get<std::uint64_t>() + f["weighted_sum"].get<std::uint64_t>() +
+                            f["out_proj"].get<std::uint64_t>());
+    CHECK(row["memory_bytes"]["scores_naive"] == H * n * n * 2);
+    CHECK(row["memory_bytes"].contains("tiled_extra"));
+  }
+  REQUIRE(j["kv_cache"].size() == 6);
+  for (const Json& kv : j["kv_cache"]) {
+    CHECK(kv["bytes"] == 2 * kv["layers"].get<std::uint64_t>() * kv["kv_heads"].get<std::uint64_t>() *
+                             kv["head_dim"].get<std::uint64_t>() * kv["tokens"].get<std::uint64_t>() *
+                             kv["dtype_bytes"].get<std::uint64_t>());
+  }
+  CHECK(j["kv_cache"][2]["model"] == "llama-7b");
+  CHECK(j["kv_cache"][2]["layers"] == 32);
+}
+
+TEST_CASE("cli complexity: formats, custom KV model, --measure, errors") {
+  const CliResult md = run_cli("complexity --n 512 --format markdown");
+  REQUIRE(md.code == 0);
+  CHECK(md.out.find("| n ") != std::string::npos);
+  CHECK(md.out.find("| :-") != std::string::npos);
+  const CliResult csv = run_cli("complexity --n 512 --d-model 512 --heads 8 --format csv");
+  REQUIRE(csv.code == 0);
+  CHECK(csv.out.find("512,2097152,805306368,268435456,6291456,") != std::string::npos);  // exact integers
+  const CliResult custom = run_cli("complexity --n 64 --model mistral-7b --layers 80 --kv-heads 8 --head-dim 128 "
+                                   "--tokens 1000 --dtype-bytes 2 --format json");
+  REQUIRE(custom.code == 0);
+  const Json kv = Json::parse(custom.out)["kv_cache"];
+  REQUIRE(kv.size() == 2);
+  CHECK(kv[1]["model"] == "custom");
+  CHECK(kv[1]["bytes"] == 2ull * 80 * 8 * 128 * 1000 * 2);
+  const CliResult m = run_cli("complexity --n 64 --measure --measure-n 32,64 --repeat 1 --format json");
+  REQUIRE(m.code == 0);
+  CHECK(Json::parse(m.out)["measure"]["points"].size() == 2);
+  check_input_error(run_cli("complexity --heads 3"), "does not divide");
+  check_input_error(run_cli("complexity --model gpt-5"), "gpt-5");
+  check_input_error(run_cli("complexity --layers 4"), "go together");
+  check_input_error(run_cli("complexity --n 0"), "--n");
+  check_input_error(run_cli("complexity --measure --measure-n 64"), "measure-n");
+}

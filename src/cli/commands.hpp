@@ -13,5 +13,6 @@ void setup_demo(CLI::App& app);
 // Experiments that prove (or correct) the textbook: issue 5.
 void setup_variance(CLI::App& app);
 void setup_temperature(CLI::App& app);
+void setup_complexity(CLI::App& app);
 
 }  // namespace attn::cli

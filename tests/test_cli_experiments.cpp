@@ -143,3 +143,22 @@ TEST_CASE("cli complexity: formats, custom KV model, --measure, errors") {
   check_input_error(run_cli("complexity --n 0"), "--n");
   check_input_error(run_cli("complexity --measure --measure-n 64"), "measure-n");
 }
+
+TEST_CASE("cli explain: five labelled steps, row sums, the sdpa check - --input - errors") {
+  const CliResult r = run_cli("explain");
+  REQUIRE(r.code == 0);
+  check_no_nan(r.out);
+  for (const char* s : {"Step 1.", "Step 2.", "Step 3.", "Step 4.", "Step 5.", "row sum", "喜欢", "attn::sdpa"})
+    CHECK(r.out.find(s) != std::string::npos);
+  const CliResult j = run_cli("explain --input - --format json --mask none", "Thinking strictly is hard\n");
+  REQUIRE(j.code == 0);
+  const Json out = Json::parse(j.out);
+  CHECK(out["sentence"] == "Thinking strictly is hard");
+  CHECK(out["tokens"].size() == 4);
+  CHECK(out["causal"] == false);
+  CHECK(out["check"]["max_abs_diff"].get<double>() <= 1e-6);
+  check_input_error(run_cli("explain 'a b' --input x.txt"), "not both");
+  check_input_error(run_cli("explain ''"), "");
+  check_input_error(run_cli("explain --mask upper"), "mask");
+  CHECK(run_cli("explain --input /nonexistent/s.txt").code == 1);
+}

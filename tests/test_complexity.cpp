@@ -68,7 +68,7 @@ TEST_CASE("complexity: KV-cache bytes of the presets, from their real configurat
   CHECK_THROWS_WITH_AS(kv_preset("gpt-5"), doctest::Contains("llama-3-8b"), InputError);
 }
 
-TEST_CASE("complexity: seed 002's LLaMA-7B KV cache uses 24 layers (805 MB); 32 layers give 1 GiB") {
+TEST_CASE("complexity: seed 002's LLaMA-7B KV cache uses 24 layers (805 MB) - 32 layers give 1 GiB") {
   const KvClaimCheck c = seed_002_kv_check();
   CHECK(c.claimed_bytes == 24ull * 1 * 2048 * 32 * 128 * 2 * 2);  // seed 002's own product
   CHECK(c.claimed_bytes == 805306368u);
@@ -100,7 +100,7 @@ TEST_CASE("complexity: bad sizes are input errors, including 64-bit overflow") {
   CHECK_THROWS_AS(run_complexity(c), InputError);
 }
 
-TEST_CASE("scaling: the log-log fit recovers known exponents; a timed run gives one per length") {
+TEST_CASE("scaling: the log-log fit recovers known exponents - a timed run gives one per length") {
   CHECK(fit_loglog_slope({1, 2, 4, 8}, {3, 12, 48, 192}) == doctest::Approx(2.0));
   CHECK(fit_loglog_slope({10, 100, 1000}, {5 * std::pow(10, 1.5), 5 * std::pow(100, 1.5), 5 * std::pow(1000, 1.5)}) ==
         doctest::Approx(1.5));

@@ -38,7 +38,7 @@ TEST_CASE("temperature: entropy rises strictly with T, the max weight falls, slo
   CHECK(fd.points[1].entropy_slope == doctest::Approx(numeric).epsilon(1e-5));
 }
 
-TEST_CASE("temperature: equal scores stay uniform; ties at the max set the T -> 0 limit") {
+TEST_CASE("temperature: equal scores stay uniform - ties at the max set the T -> 0 limit") {
   const TemperatureResult flat = run_temperature({0.3, 0.3, 0.3}, {0.1, 1, 10});
   CHECK_FALSE(flat.entropy_increasing);
   for (const TemperaturePoint& p : flat.points) CHECK(p.entropy == doctest::Approx(std::log(3.0)));

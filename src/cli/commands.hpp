@@ -14,5 +14,6 @@ void setup_demo(CLI::App& app);
 void setup_variance(CLI::App& app);
 void setup_temperature(CLI::App& app);
 void setup_complexity(CLI::App& app);
+void setup_explain(CLI::App& app);
 
 }  // namespace attn::cli

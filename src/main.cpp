@@ -30,6 +30,7 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_temperature(app);
   attn::cli::setup_complexity(app);
   attn::cli::setup_explain(app);
+  attn::cli::setup_pitfalls(app);
 
   try {
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"

@@ -15,5 +15,6 @@ void setup_variance(CLI::App& app);
 void setup_temperature(CLI::App& app);
 void setup_complexity(CLI::App& app);
 void setup_explain(CLI::App& app);
+void setup_pitfalls(CLI::App& app);
 
 }  // namespace attn::cli

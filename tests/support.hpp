@@ -1,5 +1,7 @@
 #pragma once
 // Shared by the test files: golden data, comparisons, and running the attn-cli binary.
+#include <doctest/doctest.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -93,6 +95,17 @@ inline std::size_t line_count(const std::string& text) {
   std::size_t n = 0;
   for (char c : text) n += c == '\n';
   return n + (!text.empty() && text.back() != '\n');
+}
+
+// A usage or input error as the project promises it: exit 2, nothing on stdout, one
+// "error: ..." line on stderr that mentions `expected`.
+inline void check_input_error(const CliResult& r, const std::string& expected) {
+  CAPTURE(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.rfind("error: ", 0) == 0);
+  CHECK(r.err.find(expected) != std::string::npos);
 }
 
 }  // namespace attn::test

@@ -49,15 +49,6 @@ std::vector<std::string> help_examples(const std::string& help) {
   return lines;
 }
 
-void check_input_error(const CliResult& r, const std::string& expected) {
-  CAPTURE(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(line_count(r.err) == 1);
-  CHECK(r.err.rfind("error: ", 0) == 0);
-  CHECK(r.err.find(expected) != std::string::npos);
-}
-
 void check_close(const Json& ours, const Json& ref) {
   const std::vector<double> a = flat(ours), b = flat(ref);
   REQUIRE(a.size() == b.size());

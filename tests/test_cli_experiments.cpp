@@ -12,15 +12,6 @@ using namespace attn::test;
 
 namespace {
 
-void check_input_error(const CliResult& r, const std::string& expected) {
-  CAPTURE(r.err);
-  CHECK(r.code == 2);
-  CHECK(r.out.empty());
-  CHECK(line_count(r.err) == 1);
-  CHECK(r.err.rfind("error: ", 0) == 0);
-  CHECK(r.err.find(expected) != std::string::npos);
-}
-
 // No printed number may be NaN: printf writes "nan" or "-nan" as a word of its own (a lesson
 // may say "never NaN" in prose, and "-inf" is shown on purpose for masked scores).
 void check_no_nan(const std::string& text) {

@@ -19,7 +19,8 @@ struct TimingPoint {
 struct ScalingMeasurement {
   std::size_t head_dim = 0, repeats = 0;
   std::vector<TimingPoint> points;
-  double exponent = 0;           // fitted on the median times
+  double exponent = 0;           // fitted on the fastest run per n: other processes on the
+                                 // machine only ever add time, so the minimum is the least noisy
   double predicted_exponent = 2;
 };
 

@@ -17,7 +17,7 @@ struct ComplexityOptions {
   std::size_t layers = 0, kv_heads = 0, head_dim = 0;  // a custom KV-cache model when given
   bool measure = false;
   std::vector<std::size_t> measure_n = {256, 512, 1024, 2048};
-  std::size_t repeat = 3;
+  std::size_t repeat = 5;
   std::uint64_t seed = 42;
   OutputOptions output;
 };
@@ -89,15 +89,15 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
   }
   if (m) {
     out += prose ? "\nMeasured: attn::sdpa (float64 reference) on one head of d = " + std::to_string(m->head_dim) +
-                       ", median of " + std::to_string(m->repeats) + " runs:\n"
+                       ", " + std::to_string(m->repeats) + " runs per length:\n"
                  : "\n";
     Table t{{"n", "median ms", "min ms"}, {}};
     for (const TimingPoint& p : m->points)
       t.rows.push_back({std::to_string(p.n), format_g(p.median_ms, 4), format_g(p.min_ms, 4)});
     out += render_table(t, f);
     if (prose) {
-      out += "Fitted exponent of time ~ n^p on log-log axes: p = " + format_fixed(m->exponent, 2) +
-             " (predicted " + format_g(m->predicted_exponent) + " for large n).\n";
+      out += "Fitted exponent of time ~ n^p on log-log axes (least squares on the min times): p = " +
+             format_fixed(m->exponent, 2) + " (predicted " + format_g(m->predicted_exponent) + " for large n).\n";
     }
   }
   return out;
@@ -143,7 +143,7 @@ void setup_complexity(CLI::App& app) {
   cmd->add_option("--head-dim", opts->head_dim, "custom KV-cache model: head dim");
   cmd->add_flag("--measure", opts->measure, "also time attn::sdpa over --measure-n and fit the exponent");
   cmd->add_option("--measure-n", opts->measure_n, "lengths to time (<= 8192)")->delimiter(',')->capture_default_str();
-  cmd->add_option("--repeat", opts->repeat, "timed runs per length (median)")->capture_default_str()
+  cmd->add_option("--repeat", opts->repeat, "timed runs per length (the fit uses the fastest)")->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--seed", opts->seed, "seed of the random Q, K, V for --measure")->capture_default_str();
   add_output_options(cmd, opts->output, {"text", "markdown", "csv", "json"});

@@ -67,7 +67,7 @@ ScalingMeasurement measure_sdpa_scaling(const std::vector<std::size_t>& ns, std:
   std::vector<double> x, y;
   for (const TimingPoint& p : m.points) {
     x.push_back(double(p.n));
-    y.push_back(std::max(p.median_ms, 1e-6));  // a timer tick of 0 would break the log
+    y.push_back(std::max(p.min_ms, 1e-6));  // a timer tick of 0 would break the log
   }
   m.exponent = fit_loglog_slope(x, y);
   return m;
@@ -83,7 +83,7 @@ Json scaling_json(const ScalingMeasurement& m) {
           {"points", points},
           {"fitted_exponent", m.exponent},
           {"predicted_exponent", m.predicted_exponent},
-          {"fit", "least squares of ln(median_ms) on ln(n)"}};
+          {"fit", "least squares of ln(min_ms) on ln(n)"}};
 }
 
 }  // namespace attn

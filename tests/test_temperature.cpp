@@ -54,4 +54,12 @@ TEST_CASE("temperature: bad input is an input error") {
   CHECK_THROWS_AS(run_temperature({1.0, 2.0}, {-1.0}), InputError);
   CHECK_THROWS_AS(run_temperature({1.0, INFINITY}, {1.0}), InputError);
   CHECK_THROWS_AS(run_temperature({1.0, 2.0}, {}), InputError);
+  CHECK_THROWS_AS(run_temperature({1.0, 2.0}, {1e-300}), InputError);  // slope / T^3 would overflow
+  CHECK_THROWS_AS(run_temperature({1.0, 1e308}, {0.5}), InputError);
+  // The extremes allowed still give finite numbers.
+  const TemperatureResult r = run_temperature({1e6, -1e6, 0}, {1e-3, 1e6});
+  for (const TemperaturePoint& p : r.points) {
+    CHECK(std::isfinite(p.entropy));
+    CHECK(std::isfinite(p.entropy_slope));
+  }
 }

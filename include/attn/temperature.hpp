@@ -36,8 +36,8 @@ struct TemperatureResult {
 inline const std::vector<double> kDefaultScores = {2.0, 1.0, 0.5, 0.0, -1.0};
 inline const std::vector<double> kDefaultTemperatures = {0.1, 0.25, 0.5, 1, 2, 4, 10};
 
-// Temperatures are sorted and deduplicated. Throws InputError for fewer than 2 scores, a
-// non-finite score, or a temperature that is not a finite number > 0.
+// Temperatures are sorted and deduplicated. Throws InputError for fewer than 2 scores, a score
+// outside [-1e6, 1e6] or a temperature outside [0.001, 1e6] (so every printed number is finite).
 TemperatureResult run_temperature(const std::vector<double>& scores,
                                   const std::vector<double>& temperatures);
 

@@ -11,11 +11,12 @@ namespace attn {
 TemperatureResult run_temperature(const std::vector<double>& scores,
                                   const std::vector<double>& temperatures) {
   if (scores.size() < 2) throw InputError("--scores: expected at least 2 scores");
+  // Bounded so that s / T and Var_p(s) / T^3 stay finite in double precision: no NaN, ever.
   for (double s : scores)
-    if (!std::isfinite(s)) throw InputError("--scores: every score must be a finite number");
+    if (!(std::fabs(s) <= 1e6)) throw InputError("--scores: every score must be a number in [-1e6, 1e6]");
   if (temperatures.empty()) throw InputError("--t: expected at least one temperature");
   for (double t : temperatures)
-    if (!(t > 0) || !std::isfinite(t)) throw InputError("--t: every temperature must be a finite number > 0");
+    if (!(t >= 1e-3 && t <= 1e6)) throw InputError("--t: every temperature must be in [0.001, 1e6]");
 
   std::vector<double> temps = temperatures;
   std::sort(temps.begin(), temps.end());

@@ -36,13 +36,22 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_rope(app);
   attn::cli::setup_positional(app);
   attn::cli::setup_generate(app);
+  attn::cli::setup_variance(app);
+  attn::cli::setup_temperature(app);
+  attn::cli::setup_complexity(app);
+  attn::cli::setup_explain(app);
+  attn::cli::setup_pitfalls(app);
 
   try {
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
       bool known = false;
-      for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
+      std::string names;  // listed from the app itself, so a new subcommand needs no edit here
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        known = known || sub->get_name() == argv[1];
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+      }
       if (!known) throw attn::InputError(std::string("unknown subcommand '") + argv[1] +
-                                         "' (see attn-cli --help)");
+                                         "' (expected one of: " + names + ")");
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

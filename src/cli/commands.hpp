@@ -16,4 +16,11 @@ void setup_rope(CLI::App& app);
 void setup_positional(CLI::App& app);
 void setup_generate(CLI::App& app);
 
+// Experiments that prove (or correct) the textbook: issue 5.
+void setup_variance(CLI::App& app);
+void setup_temperature(CLI::App& app);
+void setup_complexity(CLI::App& app);
+void setup_explain(CLI::App& app);
+void setup_pitfalls(CLI::App& app);
+
 }  // namespace attn::cli

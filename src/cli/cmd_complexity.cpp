@@ -1,0 +1,159 @@
+// attn-cli complexity: FLOPs, memory and KV-cache bytes of attention, counted in closed form
+// (complexity.hpp), and optionally the engine timed over n (scaling.hpp).
+#include <memory>
+#include <optional>
+
+#include "attn/complexity.hpp"
+#include "attn/error.hpp"
+#include "attn/scaling.hpp"
+#include "commands.hpp"
+#include "experiment_output.hpp"
+
+namespace attn::cli {
+namespace {
+
+struct ComplexityOptions {
+  ComplexityConfig config;
+  std::size_t layers = 0, kv_heads = 0, head_dim = 0;  // a custom KV-cache model when given
+  bool measure = false;
+  std::vector<std::size_t> measure_n = {256, 512, 1024, 2048};
+  std::size_t repeat = 5;
+  std::uint64_t seed = 42;
+  OutputOptions output;
+};
+
+// Exact integers for machines (CSV), SI prefixes for people.
+std::string count_cell(double x, TableFormat f) { return f == TableFormat::csv ? format_fixed(x, 0) : format_si(x); }
+std::string bytes_cell(double x, TableFormat f) { return f == TableFormat::csv ? format_fixed(x, 0) : format_bytes(x); }
+
+std::string complexity_text(const ComplexityReport& r, const std::optional<ScalingMeasurement>& m,
+                            TableFormat f) {
+  const bool prose = f != TableFormat::csv;
+  const ComplexityConfig& c = r.config;
+  std::string out;
+  if (prose) {
+    out += "One self-attention layer: d_model D = " + std::to_string(c.d_model) + ", heads H = " +
+           std::to_string(c.heads) + (c.causal ? ", causal" : "") + ", " + std::to_string(c.dtype_bytes) +
+           "-byte numbers, batch 1.\nConvention: " + flops_convention() + "\n\n";
+  }
+  Table rows{{"n", "H n^2", "qkv_proj", "scores", "softmax", "weighted_sum", "out_proj", "total FLOPs",
+              "scores (naive)", "tiled extra"}, {}};
+  for (const ComplexityRow& x : r.rows) {
+    const AttentionFlops& fl = x.flops;
+    rows.rows.push_back({std::to_string(x.n), count_cell(double(x.attention_elements), f),
+                         count_cell(double(fl.qkv_proj), f), count_cell(double(fl.scores), f),
+                         count_cell(double(fl.softmax), f), count_cell(double(fl.weighted_sum), f),
+                         count_cell(double(fl.out_proj), f), count_cell(double(fl.total), f),
+                         bytes_cell(double(x.scores_naive_bytes), f), bytes_cell(double(x.tiled_extra_bytes), f)});
+  }
+  out += render_table(rows, f) + "\n";
+  if (prose) {
+    out += "Crossover (seed 003: O(n d^2 + n^2 d)): the n^2 terms overtake the n D^2 projections at n = " +
+           format_g(r.crossover.matmuls) + " (Q K^T + P V vs the Q, K, V and output projections), n = " +
+           format_g(r.crossover.matmuls_without_out) + " without the output projection (seed 003's four steps), n = " +
+           format_g(r.crossover.with_softmax) + " with softmax counted too. Seed 003's \"when n > d\" is the "
+           "order of magnitude; the constants move it.\n\n";
+    out += "Long-sequence methods (seed 000, section 8.2), attention core only (Q K^T and P V; projections "
+           "excluded), at n = " + std::to_string(r.methods.front().at.back().n) + ":\n";
+  }
+  Table methods{{"method", "time", "memory", "FLOPs", "score memory", "idea", "source"}, {}};
+  for (const MethodCost& mc : r.methods) {
+    const MethodAt& a = mc.at.back();
+    methods.rows.push_back({mc.name, mc.time, mc.memory, count_cell(a.flops, f), bytes_cell(a.memory_bytes, f),
+                            mc.idea, mc.source});
+  }
+  if (prose) {  // long prose columns read better outside the aligned table
+    for (auto& row : methods.rows) row.resize(5);
+    methods.header.resize(5);
+  }
+  out += render_table(methods, f) + "\n";
+  if (prose) {
+    for (const MethodCost& mc : r.methods) out += "  " + mc.name + ": " + mc.idea + " (" + mc.source + ")\n";
+    out += "\nKV cache = 2 x layers x kv_heads x head_dim x tokens x bytes (" + std::to_string(c.tokens) +
+           " tokens, " + std::to_string(c.dtype_bytes) + "-byte numbers, batch 1):\n";
+  }
+  Table kv{{"model", "layers", "kv_heads", "head_dim", "tokens", "bytes"}, {}};
+  for (const auto& [model, bytes] : r.kv_cache) {
+    kv.rows.push_back({model.name, std::to_string(model.layers), std::to_string(model.kv_heads),
+                       std::to_string(model.head_dim), std::to_string(c.tokens), bytes_cell(double(bytes), f)});
+  }
+  out += render_table(kv, f);
+  if (prose) {
+    const KvClaimCheck& s = r.seed_002;
+    out += "\nSeed 002 gives LLaMA-7B " + std::to_string(s.claimed.layers) + " layers: " +
+           std::to_string(s.claimed_bytes) + " bytes (" + format_si(double(s.claimed_bytes)) + "B = " +
+           format_bytes(double(s.claimed_bytes)) + ", its arithmetic is right) at " +
+           std::to_string(s.tokens) + " tokens and FP16. LLaMA-7B has " + std::to_string(s.actual.layers) +
+           " layers (" + s.actual.source + "): " + std::to_string(s.actual_bytes) + " bytes (" +
+           format_bytes(double(s.actual_bytes)) + ").\n";
+  }
+  if (m) {
+    out += prose ? "\nMeasured: attn::sdpa (float64 reference) on one head of d = " + std::to_string(m->head_dim) +
+                       ", " + std::to_string(m->repeats) + " runs per length:\n"
+                 : "\n";
+    Table t{{"n", "median ms", "min ms"}, {}};
+    for (const TimingPoint& p : m->points)
+      t.rows.push_back({std::to_string(p.n), format_g(p.median_ms, 4), format_g(p.min_ms, 4)});
+    out += render_table(t, f);
+    if (prose) {
+      out += "Fitted exponent of time ~ n^p on log-log axes (least squares on the min times): p = " +
+             format_fixed(m->exponent, 2) + " (predicted " + format_g(m->predicted_exponent) + " for large n).\n";
+    }
+  }
+  return out;
+}
+
+void run_complexity_command(ComplexityOptions opts) {
+  const bool any_custom = opts.layers || opts.kv_heads || opts.head_dim;
+  if (any_custom) {
+    if (!(opts.layers && opts.kv_heads && opts.head_dim))
+      throw InputError("--layers, --kv-heads and --head-dim go together (a custom KV-cache model)");
+    opts.config.custom.push_back({"custom", opts.layers, opts.kv_heads, opts.head_dim, "given on the command line"});
+  }
+  const ComplexityReport r = run_complexity(opts.config);
+  std::optional<ScalingMeasurement> m;
+  Json json = complexity_json(r);
+  if (opts.measure) {
+    m = measure_sdpa_scaling(opts.measure_n, opts.config.d_model / opts.config.heads, opts.repeat, opts.seed);
+    json["measure"] = scaling_json(*m);
+  }
+  emit(opts.output, json, [&](TableFormat f) { return complexity_text(r, m, f); });
+}
+
+}  // namespace
+
+void setup_complexity(CLI::App& app) {
+  auto opts = std::make_shared<ComplexityOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "complexity", "FLOPs, memory and KV-cache bytes of attention, counted exactly (and --measure)");
+  ComplexityConfig& c = opts->config;
+  cmd->add_option("--n", c.ns, "sequence lengths (comma-separated)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--d-model", c.d_model, "model width D")->capture_default_str();
+  cmd->add_option("--heads", c.heads, "attention heads H (divides D)")->capture_default_str();
+  cmd->add_flag("--causal", c.causal, "causal self-attention: count only the unmasked half");
+  cmd->add_option("--dtype-bytes", c.dtype_bytes, "bytes per number: 4 = fp32, 2 = fp16/bf16")
+      ->capture_default_str()->check(CLI::Range(1, 8));
+  cmd->add_option("--window", c.window, "window w of the sliding-window row")->capture_default_str();
+  cmd->add_option("--tokens", c.tokens, "tokens held in the KV cache")->capture_default_str();
+  std::string presets;
+  for (const KvModel& m : kv_presets()) presets += (presets.empty() ? "" : ", ") + m.name;
+  cmd->add_option("--model", c.models, "KV-cache presets to list (default all: " + presets + ")")->delimiter(',');
+  cmd->add_option("--layers", opts->layers, "custom KV-cache model: layers");
+  cmd->add_option("--kv-heads", opts->kv_heads, "custom KV-cache model: key/value heads");
+  cmd->add_option("--head-dim", opts->head_dim, "custom KV-cache model: head dim");
+  cmd->add_flag("--measure", opts->measure, "also time attn::sdpa over --measure-n and fit the exponent");
+  cmd->add_option("--measure-n", opts->measure_n, "lengths to time (<= 8192)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--repeat", opts->repeat, "timed runs per length (the fit uses the fastest)")->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--seed", opts->seed, "seed of the random Q, K, V for --measure")->capture_default_str();
+  add_output_options(cmd, opts->output, {"text", "markdown", "csv", "json"});
+  cmd->footer(R"(Examples:
+  attn-cli complexity
+  attn-cli complexity --n 1024,4096 --d-model 4096 --heads 32 --causal --dtype-bytes 2 --format markdown
+  attn-cli complexity --n 512 --model llama-3-8b --layers 80 --kv-heads 8 --head-dim 128 --format json
+  attn-cli complexity --n 256 --measure --measure-n 64,128,256 --repeat 1
+)");
+  cmd->callback([opts] { run_complexity_command(*opts); });
+}
+
+}  // namespace attn::cli

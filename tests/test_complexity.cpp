@@ -1,0 +1,114 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "attn/complexity.hpp"
+#include "attn/error.hpp"
+#include "attn/scaling.hpp"
+
+using namespace attn;
+using u64 = std::uint64_t;
+
+TEST_CASE("complexity: FLOPs and bytes equal the closed forms, recomputed here, for several n, D, H") {
+  struct Case { u64 n, D, H, B; bool causal; };
+  for (const Case c : {Case{128, 512, 8, 4, false}, Case{1000, 768, 12, 2, false}, Case{4096, 4096, 32, 2, true},
+                       Case{7, 6, 3, 4, true}, Case{1, 1, 1, 1, false}, Case{8192, 512, 8, 4, true}}) {
+    CAPTURE(c.n);
+    CAPTURE(c.causal);
+    const ComplexityRow r = count_attention(c.n, c.D, c.H, c.causal, c.B);
+    const u64 qkv = 3 * (2 * c.n * c.D * c.D);  // three [n, D] x [D, D] products, 2 FLOPs per MAC
+    const u64 out = 2 * c.n * c.D * c.D;
+    const u64 mm = c.causal ? c.n * c.n * c.D : 2 * c.n * c.n * c.D;
+    const u64 sm = c.causal ? 3 * c.H * (c.n * (c.n + 1) / 2) : 3 * c.H * c.n * c.n;
+    CHECK(r.flops.qkv_proj == qkv);
+    CHECK(r.flops.out_proj == out);
+    CHECK(r.flops.scores == mm);
+    CHECK(r.flops.weighted_sum == mm);
+    CHECK(r.flops.softmax == sm);
+    CHECK(r.flops.total == qkv + out + 2 * mm + sm);
+    CHECK(r.scores_naive_bytes == c.H * c.n * c.n * c.B);
+    CHECK(r.tiled_extra_bytes == 2 * c.H * c.n * c.B);
+    CHECK(r.attention_elements == c.H * c.n * c.n);
+  }
+}
+
+TEST_CASE("complexity: agrees with seed 000's analyze_attention_complexity (B=1, h=8, d_model=512)") {
+  // Seed 000: attn_size = B h n^2, memory = attn_size * 4 (FP32), flops = 4 B h n^2 d_k.
+  for (u64 n : {128u, 1024u, 8192u}) {
+    const ComplexityRow r = count_attention(n, 512, 8, false, 4);
+    CHECK(r.scores_naive_bytes == 8 * n * n * 4);
+    CHECK(r.flops.scores + r.flops.weighted_sum == 4 * 8 * n * n * (512 / 8));
+  }
+}
+
+TEST_CASE("complexity: the crossover of n^2 D and n D^2 terms is n = 2D (4D causal)") {
+  for (std::size_t D : {64u, 512u, 4096u}) {
+    const Crossover c = crossover_length(D, 8, false);
+    CHECK(c.matmuls == doctest::Approx(2.0 * D));           // 8 n D^2 = 4 n^2 D
+    CHECK(c.matmuls_without_out == doctest::Approx(1.5 * D));  // 6 n D^2 = 4 n^2 D
+    CHECK(c.with_softmax == doctest::Approx(8.0 * D * D / (4.0 * D + 3 * 8)));
+    const Crossover k = crossover_length(D, 8, true);
+    CHECK(k.matmuls == doctest::Approx(4.0 * D));
+    CHECK(k.with_softmax == doctest::Approx(8.0 * D * D / (2.0 * D + 1.5 * 8)));
+  }
+}
+
+TEST_CASE("complexity: KV-cache bytes of the presets, from their real configurations") {
+  // 2 x layers x kv_heads x head_dim x tokens x bytes, configs typed from the papers/configs.
+  auto bytes = [](u64 L, u64 kvh, u64 hd, u64 T, u64 B) { return 2 * L * kvh * hd * T * B; };
+  CHECK(kv_cache_bytes(kv_preset("gpt2-small"), 1024, 2) == bytes(12, 12, 64, 1024, 2));
+  CHECK(kv_cache_bytes(kv_preset("gpt2-medium"), 1024, 4) == bytes(24, 16, 64, 1024, 4));
+  CHECK(kv_cache_bytes(kv_preset("llama-7b"), 2048, 2) == 1073741824u);  // exactly 1 GiB
+  CHECK(kv_cache_bytes(kv_preset("llama-2-7b"), 4096, 2) == bytes(32, 32, 128, 4096, 2));
+  CHECK(kv_cache_bytes(kv_preset("llama-3-8b"), 8192, 2) == bytes(32, 8, 128, 8192, 2));
+  CHECK(kv_cache_bytes(kv_preset("mistral-7b"), 100, 1) == bytes(32, 8, 128, 100, 1));
+  CHECK(kv_preset("llama-7b").layers == 32);
+  CHECK(kv_presets().size() == 6);
+  CHECK_THROWS_WITH_AS(kv_preset("gpt-5"), doctest::Contains("llama-3-8b"), InputError);
+}
+
+TEST_CASE("complexity: seed 002's LLaMA-7B KV cache uses 24 layers (805 MB) - 32 layers give 1 GiB") {
+  const KvClaimCheck c = seed_002_kv_check();
+  CHECK(c.claimed_bytes == 24ull * 1 * 2048 * 32 * 128 * 2 * 2);  // seed 002's own product
+  CHECK(c.claimed_bytes == 805306368u);
+  CHECK(c.actual_bytes == 32ull * 2048 * 32 * 128 * 2 * 2);
+}
+
+TEST_CASE("complexity: the method table's attention-core counts") {
+  const std::size_t D = 512, H = 8, d = 64, w = 256, B = 2;
+  const auto m = method_table({1024, 100}, D, H, w, B);
+  REQUIRE(m.size() == 5);
+  const double n = 1024;
+  CHECK(m[0].at[0].flops == 4 * n * n * D);
+  CHECK(m[1].at[0].flops == m[0].at[0].flops);          // flash: same FLOPs
+  CHECK(m[1].at[0].memory_bytes == 2 * H * n * B);      // O(n) memory
+  CHECK(m[2].at[0].flops == 4 * n * (2 * 32) * D);      // sqrt(1024) = 32, 2 sqrt(n) keys
+  CHECK(m[3].at[0].flops == H * 4 * n * d * d);
+  CHECK(m[4].at[0].flops == 4 * n * w * D);
+  CHECK(m[4].at[1].flops == 4 * 100.0 * 100 * D);       // window longer than the sequence
+}
+
+TEST_CASE("complexity: bad sizes are input errors, including 64-bit overflow") {
+  CHECK_THROWS_AS(count_attention(0, 512, 8, false, 4), InputError);
+  CHECK_THROWS_WITH_AS(count_attention(128, 512, 3, false, 4), doctest::Contains("does not divide"), InputError);
+  CHECK_THROWS_AS(count_attention(128, 512, 8, false, 0), InputError);
+  CHECK_THROWS_WITH_AS(count_attention(std::size_t{1} << 40, std::size_t{1} << 20, 1, false, 4),
+                       doctest::Contains("64 bits"), InputError);
+  ComplexityConfig c;
+  c.ns = {};
+  CHECK_THROWS_AS(run_complexity(c), InputError);
+}
+
+TEST_CASE("scaling: the log-log fit recovers known exponents - a timed run gives one per length") {
+  CHECK(fit_loglog_slope({1, 2, 4, 8}, {3, 12, 48, 192}) == doctest::Approx(2.0));
+  CHECK(fit_loglog_slope({10, 100, 1000}, {5 * std::pow(10, 1.5), 5 * std::pow(100, 1.5), 5 * std::pow(1000, 1.5)}) ==
+        doctest::Approx(1.5));
+  CHECK_THROWS_AS(fit_loglog_slope({2, 2}, {1, 3}), InputError);
+  const ScalingMeasurement m = measure_sdpa_scaling({16, 32, 64}, 8, 1, 42);
+  REQUIRE(m.points.size() == 3);
+  CHECK(std::isfinite(m.exponent));
+  for (const TimingPoint& p : m.points) CHECK(p.median_ms >= p.min_ms);
+  CHECK_THROWS_AS(measure_sdpa_scaling({16}, 8, 1, 42), InputError);
+  CHECK_THROWS_AS(measure_sdpa_scaling({16, 100000}, 8, 1, 42), InputError);
+}

@@ -1,0 +1,146 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "attn/error.hpp"
+#include "attn/pitfalls.hpp"
+
+using namespace attn;
+
+namespace {
+
+const PitfallFact& fact(const Pitfall& p, const std::string& prefix) {
+  for (const PitfallFact& f : p.facts)
+    if (f.name.rfind(prefix, 0) == 0) return f;
+  FAIL("no fact " << prefix);
+  throw;
+}
+
+void check_row(const Tensor2& m, std::size_t i, const std::vector<double>& expected, double eps = 1e-6) {
+  REQUIRE(m.shape(1) == expected.size());
+  for (std::size_t j = 0; j < expected.size(); ++j) {
+    CAPTURE(j);
+    CHECK(double(m(i, j)) == doctest::Approx(expected[j]).epsilon(eps));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("pitfalls: mask polarity - the flipped mask attends only to the padding") {
+  const Pitfall p = pitfall_mask_polarity();
+  const double e2 = std::exp(2.0), e1 = std::exp(1.0), eh = std::exp(0.5), z = e2 + e1 + eh;
+  check_row(p.tables[0].right, 0, {e2 / z, e1 / z, eh / z, 0});
+  check_row(p.tables[0].wrong, 0, {0, 0, 0, 1});
+  CHECK(fact(p, "weight on the padding").wrong == 1.0);
+  CHECK(fact(p, "weight on the padding").right == 0.0);
+}
+
+TEST_CASE("pitfalls: causal alignment with Lq = 2, Lk = 4, equal scores - weights are 1 / keys seen") {
+  const Pitfall p = pitfall_causal_alignment();
+  const PitfallTable& t = p.tables[0];
+  check_row(t.wrong, 0, {1, 0, 0, 0});               // top-left: query 0 sees key 0 only
+  check_row(t.wrong, 1, {0.5, 0.5, 0, 0});
+  check_row(t.right, 0, {1.0 / 3, 1.0 / 3, 1.0 / 3, 0});  // bottom-right: j <= i + 2
+  check_row(t.right, 1, {0.25, 0.25, 0.25, 0.25});
+  CHECK(fact(p, "keys seen by the last").wrong == 2);
+  CHECK(fact(p, "keys seen by the last").right == 4);
+}
+
+TEST_CASE("pitfalls: -1e9 on a fully masked row averages the values, -inf gives zeros") {
+  const Pitfall p = pitfall_fully_masked_row();
+  check_row(p.tables[0].wrong, 0, {1.0 / 3, 1.0 / 3, 1.0 / 3});
+  check_row(p.tables[0].right, 0, {0, 0, 0});
+  // mean of v0 = (1, 0), v1 = (0, 1), v2 = (3, 3) is (4/3, 4/3)
+  check_row(p.tables[1].wrong, 0, {4.0 / 3, 4.0 / 3});
+  check_row(p.tables[1].right, 0, {0, 0});
+  CHECK(fact(p, "sum of the row").wrong == doctest::Approx(1.0));
+  CHECK(fact(p, "sum of the row").right == 0.0);
+  CHECK(fact(p, "partially masked").wrong == 0.0);  // -1e9 is harmless when one key is visible
+  CHECK(fact(p, "partially masked").right == 0.0);
+}
+
+TEST_CASE("pitfalls: eps after softmax gives each masked key eps / (1 + n eps)") {
+  const Pitfall p = pitfall_eps_after_softmax();
+  const double eps = 1e-8, n = 4;
+  CHECK(fact(p, "weight on each masked").wrong == doctest::Approx(eps / (1 + n * eps)).epsilon(1e-9));
+  CHECK(fact(p, "weight on each masked").right == 0.0);
+  CHECK(fact(p, "total weight on masked").wrong == doctest::Approx(3 * eps / (1 + n * eps)).epsilon(1e-9));
+  check_row(p.tables[0].wrong, 0, {(1 + eps) / (1 + n * eps), eps, eps, eps}, 1e-5);
+}
+
+TEST_CASE("pitfalls: without 1/sqrt(d_k) the row saturates and its Jacobian vanishes") {
+  const Pitfall p = pitfall_missing_scale(42);
+  CHECK(fact(p, "max weight").wrong > 0.99);
+  CHECK(fact(p, "max weight").right < fact(p, "max weight").wrong);
+  CHECK(fact(p, "entropy").wrong < 0.1 * fact(p, "entropy").right);
+  CHECK(fact(p, "Jacobian").wrong < 0.1 * fact(p, "Jacobian").right);
+  // The right row is a proper distribution with the entropy reported.
+  double sum = 0, h = 0;
+  for (float w : p.tables[0].right) {
+    sum += w;
+    if (w > 0) h -= w * std::log(double(w));
+  }
+  CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+  CHECK(fact(p, "entropy").right == doctest::Approx(h).epsilon(1e-5));
+}
+
+TEST_CASE("pitfalls: temperature direction - T = 2 flattens, T = 0.5 sharpens (by hand)") {
+  const Pitfall p = pitfall_temperature_direction();
+  auto top = [](double T) {
+    double z = 0;
+    for (double s : {2.0, 1.0, 0.5, 0.0, -1.0}) z += std::exp(s / T);
+    return std::exp(2.0 / T) / z;
+  };
+  CHECK(fact(p, "max weight").wrong == doctest::Approx(top(2.0)));
+  CHECK(fact(p, "max weight").right == doctest::Approx(top(0.5)));
+  CHECK(fact(p, "entropy").wrong > fact(p, "entropy").right);
+}
+
+TEST_CASE("pitfalls: RoPE with cos/sin of width d/2 - interleaved fix is not a rotation") {
+  const Pitfall p = pitfall_rope_half_width();
+  const std::vector<double> q = {1.0, 0.5, -0.3, 0.8, 0.2, -1.0, 0.7, 0.1};
+  const std::size_t d = 8, h = 4;
+  const double pos = 3;
+  std::vector<double> right(d), wrong(d);
+  for (std::size_t i = 0; i < d; ++i) {
+    // rotate-half pairs element i with i + d/2 (sign - for the first half, + for the second)
+    const double partner = i < h ? -q[i + h] : q[i - h];
+    const double a_cat = pos * std::pow(10000.0, -2.0 * double(i % h) / d);   // cat(freqs, freqs)
+    const double a_int = pos * std::pow(10000.0, -2.0 * double(i / 2) / d);   // repeat_interleave
+    right[i] = q[i] * std::cos(a_cat) + partner * std::sin(a_cat);
+    wrong[i] = q[i] * std::cos(a_int) + partner * std::sin(a_int);
+  }
+  check_row(p.tables[0].right, 0, right, 1e-5);
+  check_row(p.tables[0].wrong, 0, wrong, 1e-5);
+  double nq = 0, nw = 0;
+  for (std::size_t i = 0; i < d; ++i) {
+    nq += q[i] * q[i];
+    nw += wrong[i] * wrong[i];
+  }
+  CHECK(fact(p, "|RoPE(q)|").right == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(fact(p, "|RoPE(q)|").wrong == doctest::Approx(std::sqrt(nw / nq)).epsilon(1e-9));
+  CHECK(std::fabs(fact(p, "|RoPE(q)|").wrong - 1.0) > 1e-3);
+  CHECK(std::fabs(fact(p, "q.k at positions").right) < 1e-12);
+  CHECK(std::fabs(fact(p, "q.k at positions").wrong) > 1e-2);
+  CHECK(fact(p, "broadcasts").wrong == 0.0);  // 4 against 8: neither equal nor 1
+  CHECK(fact(p, "broadcasts").right == 1.0);
+}
+
+TEST_CASE("pitfalls: the list, lookup by id, and no non-finite number anywhere") {
+  const std::vector<Pitfall> all = all_pitfalls(42);
+  CHECK(all.size() == 7);
+  for (const Pitfall& p : all) {
+    CAPTURE(p.id);
+    CHECK(!p.lesson.empty());
+    CHECK(find_pitfall(p.id, 42).title == p.title);
+    for (const PitfallFact& f : p.facts) CHECK((std::isfinite(f.wrong) && std::isfinite(f.right)));
+    for (const PitfallTable& t : p.tables) {
+      CHECK(t.wrong.shape() == t.right.shape());
+      for (float x : t.wrong) CHECK(std::isfinite(x));
+      for (float x : t.right) CHECK(std::isfinite(x));
+    }
+  }
+  CHECK_THROWS_WITH_AS(find_pitfall("nope", 42), doctest::Contains("mask-polarity"), InputError);
+  CHECK(pitfalls_json(all)["pitfalls"].size() == 7);
+}

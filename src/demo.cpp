@@ -76,8 +76,8 @@ DemoFlashCheck flash_check(const Tensor3& q, const Tensor3& k, const Tensor3& v,
   fast.threads = 1;  // one head of a few tokens is one work item: no thread would get another
   check.fast = run_flash(q, k, v, fast, naive, naive_causal);
 
-  // 2 x 2 tiles asked for: the query tile is 2 rows, the key tile rounds up to the generic
-  // float64 micro-kernel's panel of 4 keys. Small enough that a short sentence spans a grid.
+  // 2 x 2 tiles: the generic float64 micro-kernel's key panel is 2 keys, so the key tile
+  // needs no rounding. Small enough that even a 4-token sentence spans a grid.
   FlashOptions teaching = fast;
   teaching.isa = "generic";
   teaching.precision = FlashPrecision::float64;
@@ -216,8 +216,9 @@ Json flash_json(const DemoFlashCheck& f) {
   teaching["requested_block_q"] = f.requested_block_q;
   teaching["requested_block_k"] = f.requested_block_k;
   teaching["tiles"] = {{"non_causal", tiles_json(f.tiles)}, {"causal", tiles_json(f.causal_tiles)}};
+  // The fast float32 run's ISA, tiles and rounding differ from CPU to CPU, so it is printed
+  // on the terminal only: manifest.json stays byte-identical on every machine (DESIGN.md).
   return {{"reference", "naive sdpa on the same single-head Q, K, V (float64 inside)"},
-          {"fast", flash_run_json(f.fast)},
           {"teaching", teaching}};
 }
 

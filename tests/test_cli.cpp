@@ -225,7 +225,7 @@ TEST_CASE("cli: demo prints tokens and the top-2 table and writes manifest.json,
   CHECK(r.out.find("'cat' attends most to:") != std::string::npos);
   // The flash check and its tile grid (2 x 4 tiles; by hand from the causal rule), the decode check.
   CHECK(r.out.find("FlashAttention check") != std::string::npos);
-  CHECK(r.out.find("causal      D . | D . | F D   2 of 6 tiles skipped") != std::string::npos);
+  CHECK(r.out.find("causal      D . . | F D . | F F D   3 of 9 tiles skipped") != std::string::npos);
   CHECK(r.out.find("Decode check") != std::string::npos);
   const Json m = read_json((s.dir / "run1/manifest.json").string());
   CHECK(m["sentence"] == "The cat sat on the mat");

@@ -104,9 +104,10 @@ TEST_CASE("cli pictures: demo's flash check, its tile grid, and the decode check
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on the mat", "cat");
   const Json& flash = m["results"]["flash"];
-  // Both kernels against the naive sdpa on the same inputs: close, and the fast float32 kernel
-  // really is a different computation (float32 sums over 64 dims cannot all round like float64's).
-  for (const char* run : {"fast", "teaching"}) {
+  // The teaching run against the naive sdpa on the same inputs. The fast float32 run depends
+  // on the CPU, so it is on the terminal only, never in the byte-identical manifest.
+  CHECK_FALSE(flash.contains("fast"));
+  for (const char* run : {"teaching"}) {
     for (const char* mode : {"non_causal", "causal"}) {
       CAPTURE(run);
       CAPTURE(mode);
@@ -117,16 +118,13 @@ TEST_CASE("cli pictures: demo's flash check, its tile grid, and the decode check
       }
     }
   }
-  CHECK(flash["fast"]["non_causal"]["max_abs_diff_output"].get<double>() > 0);
-  CHECK(flash["fast"]["precision"] == "float32");
-  CHECK(flash["fast"]["block_q"] == 6);  // default tiles are capped at the sentence
 
   // The teaching grid: rebuilt from its tile sizes and the causal rule, then compared.
   const Json& teaching = flash["teaching"];
   CHECK(teaching["isa"] == "generic");
   const std::size_t L = 6, bq = teaching["block_q"], bk = teaching["block_k"];
   CHECK(bq == 2);
-  CHECK(bk == 4);  // 2 asked for, rounded up to the generic float64 kernel's 4-key panel
+  CHECK(bk == 2);  // the generic float64 kernel's key panel is 2 keys: 2 x 2 tiles as asked
   const Json& causal = teaching["tiles"]["causal"];
   std::map<std::string, std::size_t> counted;
   std::size_t t = 0;

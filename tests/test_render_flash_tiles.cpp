@@ -10,7 +10,7 @@ using namespace attn::test;
 
 namespace {
 
-// The teaching grid the demo uses: generic float64 kernel, 2-row query tiles, 4-key panels.
+// The teaching grid the demo uses: generic float64 kernel, 2 x 2 tiles (its key panel is 2 keys).
 FlashOptions teaching_options(bool causal) {
   FlashOptions o;
   o.causal = causal;
@@ -46,13 +46,13 @@ TEST_CASE("flash tile picture: every tile's colour is its kind, counted from the
   const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
   REQUIRE(img.ok());
 
-  // The causal panel: classify each 2 x 4 tile from the pixel at its top-right score's corner
+  // The causal panel: classify each 2 x 2 tile from the pixel at its top-right score's corner
   // (for a diagonal tile that score is hidden, so look at its bottom-left score instead).
   const CellGrid& g = f.grids[1];
   std::size_t skipped = 0, full = 0, diagonal = 0, expected_skipped = 0;
   for (std::size_t i0 = 0; i0 < L; i0 += 2) {
-    for (std::size_t j0 = 0; j0 < L; j0 += 4) {
-      const std::size_t rows = std::min<std::size_t>(2, L - i0), cols = std::min<std::size_t>(4, L - j0);
+    for (std::size_t j0 = 0; j0 < L; j0 += 2) {
+      const std::size_t rows = std::min<std::size_t>(2, L - i0), cols = std::min<std::size_t>(2, L - j0);
       const FlashTile::Kind expected = causal_kind(i0, rows, j0, cols);
       expected_skipped += expected == FlashTile::Kind::skipped;
       const Rgb8 seen = img.cell_corner(g, i0 + rows - 1, j0, 2);
@@ -75,7 +75,8 @@ TEST_CASE("flash tile picture: every tile's colour is its kind, counted from the
   }
   CHECK(skipped == expected_skipped);
   CHECK(skipped + full + diagonal == causal.size());
-  CHECK(skipped == 2);  // by hand: rows 0-1 and 2-3 see none of keys 4-6
+  CHECK(skipped == 6);  // by hand: rows 0-1 see none of keys 2-6 (3 tiles), rows 2-3 none of 4-6
+                       // (2), rows 4-5 not key 6 (1)
   // A skipped tile looks nothing like a computed one, and the non-causal panel has none.
   CHECK_FALSE(near(to_rgb8(flash_tile_color(FlashTile::Kind::skipped)), to_rgb8(flash_tile_color(FlashTile::Kind::full)), 60));
   for (std::size_t i = 0; i < L; ++i)

@@ -54,7 +54,7 @@ struct DemoFlashCheck {
   // few for a sentence). Its rounding error and tile width depend on the CPU's SIMD set.
   DemoFlashRun fast;
   // A teaching run on small tiles so that a sentence spans several: float64 on the generic
-  // micro-kernels (key tiles round up to their 4-key panel), the same on every machine.
+  // micro-kernels (their key panel is 2 keys), the same on every machine.
   DemoFlashRun teaching;
   std::size_t requested_block_q = 0, requested_block_k = 0;  // what the teaching run asked for
   std::vector<FlashTile> tiles, causal_tiles;                // the teaching run's grid

@@ -4,8 +4,10 @@
 
 namespace attn::flash::generic {
 #include "microkernels_impl.hpp"
+// In double, one register of 2 lanes per key panel: 2-key panels let a teaching run (demo)
+// cut even a 4-token sentence into 2 x 2 tiles. In float, 2 registers (8 keys) per panel.
 template <class T>
-using Set = KernelSet<xsimd::default_arch, T, 4, 2, 4, 2>;
+using Set = KernelSet<xsimd::default_arch, T, 4, std::is_same_v<T, double> ? 1 : 2, 4, 2>;
 }  // namespace attn::flash::generic
 
 namespace attn::flash {

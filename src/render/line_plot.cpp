@@ -7,6 +7,7 @@
 
 #include "attn/error.hpp"
 #include "figure_parts.hpp"
+#include "plot_ticks.hpp"
 
 namespace attn {
 namespace {
@@ -29,77 +30,13 @@ double from_axis(AxisScale s, double t) {
   return s == AxisScale::log2 ? std::exp2(t) : s == AxisScale::log10 ? std::pow(10.0, t) : t;
 }
 
-std::string superscript(long n) {
-  static const char* digits[] = {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹"};
-  std::string s = n < 0 ? "⁻" : "";
-  const std::string plain = std::to_string(std::labs(n));
-  for (char c : plain) s += digits[c - '0'];
-  return s;
-}
-
-std::string plain_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-// Powers of `base` (2 or 10) between lo and hi, every step-th one, so that at most `most` are
-// labelled; empty when fewer than two fit.
-std::vector<AxisTick> power_ticks(double base, double lo, double hi, std::size_t most) {
-  const double e0 = std::ceil(std::log(lo) / std::log(base) - 1e-9);
-  const double e1 = std::floor(std::log(hi) / std::log(base) + 1e-9);
-  std::vector<AxisTick> ticks;
-  if (e1 - e0 < 1) return ticks;
-  const long step = std::max(1L, static_cast<long>(std::ceil((e1 - e0 + 1) / static_cast<double>(most))));
-  const bool two = base == 2;
-  for (long e = static_cast<long>(e0); e <= static_cast<long>(e1); e += step) {
-    const double v = std::pow(base, static_cast<double>(e));
-    const bool plain = two ? (e >= -3 && e <= 16) : (e >= -3 && e <= 4);
-    ticks.push_back({v, plain ? plain_number(v) : (two ? "2" : "10") + superscript(e)});
-  }
-  if (!two && step == 1 && e1 - e0 <= 7) {  // minor ticks at 2..9 x 10^e
-    for (long e = static_cast<long>(e0) - 1; e <= static_cast<long>(e1); ++e) {
-      for (int m = 2; m <= 9; ++m) {
-        const double v = m * std::pow(10.0, static_cast<double>(e));
-        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks.push_back({v, ""});
-      }
-    }
-  }
-  return ticks;
-}
-
-std::vector<AxisTick> linear_ticks(double lo, double hi, double target, bool integer) {
-  std::vector<AxisTick> ticks;
-  for (double v : render::nice_ticks(lo, hi, target, integer ? 1.0 : 0.0)) {
-    ticks.push_back({v, render::tick_label(v)});
-  }
-  return ticks;
-}
-
-std::vector<AxisTick> ticks_for(const PlotAxis& axis, double lo, double hi, double target) {
-  if (axis.scale == AxisScale::linear) return linear_ticks(lo, hi, target, axis.integer_ticks);
-  const double base = axis.scale == AxisScale::log2 ? 2.0 : 10.0;
-  std::vector<AxisTick> ticks = power_ticks(base, lo, hi, static_cast<std::size_t>(std::max(target * 1.6, 3.0)));
-  if (!ticks.empty()) return ticks;
-  if (base == 10) {  // less than a decade: 1, 2 and 5 times a power of ten
-    for (double e = std::floor(std::log10(lo)); e <= std::ceil(std::log10(hi)); e += 1) {
-      for (double m : {1.0, 2.0, 5.0}) {
-        const double v = m * std::pow(10.0, e);
-        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks.push_back({v, plain_number(v)});
-      }
-    }
-    if (ticks.size() >= 2) return ticks;
-  }
-  return linear_ticks(lo, hi, target, axis.integer_ticks);  // too narrow for powers
-}
-
 struct Range {
   double lo = 0, hi = 0;  // data units
 };
 
 void check_positive(const PlotAxis& axis, double v, const std::string& what) {
   if (is_log(axis.scale) && !(v > 0)) {
-    throw InputError(what + ": " + plain_number(v) + " cannot be drawn on a logarithmic axis (values must be > 0)");
+    throw InputError(what + ": " + render::plain_number(v) + " cannot be drawn on a logarithmic axis (values must be > 0)");
   }
 }
 
@@ -308,8 +245,8 @@ Panel layout_plot(Canvas& m, const LinePlotSpec& spec, const std::string& panel_
     if (sx > sy) p.plot_h = (p.yr.hi - p.yr.lo) / sx;
     else p.plot_w = (p.xr.hi - p.xr.lo) / sy;
   }
-  p.xticks = ticks_for(spec.x, p.xr.lo, p.xr.hi, std::clamp(p.plot_w / 70, 3.0, 8.0));
-  p.yticks = ticks_for(spec.y, p.yr.lo, p.yr.hi, std::clamp(p.plot_h / 55, 3.0, 8.0));
+  p.xticks = render::ticks_for(spec.x, p.xr.lo, p.xr.hi, std::clamp(p.plot_w / 70, 3.0, 8.0));
+  p.yticks = render::ticks_for(spec.y, p.yr.lo, p.yr.hi, std::clamp(p.plot_h / 55, 3.0, 8.0));
 
   const TextStyle tick{kTickSize, false, kInk};
   double ytick_w = 0, xtick_w = 0;
@@ -534,17 +471,14 @@ Figure compose(std::vector<Panel> panels, const render::TitleBlock& block) {
 
 ReferenceLine ReferenceLine::horizontal(double y, std::string name) {
   ReferenceLine r;
-  r.kind = Kind::horizontal;
   r.value = y;
   r.name = std::move(name);
   return r;
 }
 
 ReferenceLine ReferenceLine::vertical(double x, std::string name) {
-  ReferenceLine r;
+  ReferenceLine r = horizontal(x, std::move(name));
   r.kind = Kind::vertical;
-  r.value = x;
-  r.name = std::move(name);
   return r;
 }
 
@@ -561,13 +495,6 @@ Rgb series_color(std::size_t i) {
   static const unsigned tab10[] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd,
                                    0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
   return rgb_from_hex(tab10[i % 10]);
-}
-
-std::vector<AxisTick> axis_ticks(const PlotAxis& axis, double lo, double hi) {
-  if (!(hi > lo) || (is_log(axis.scale) && !(lo > 0))) {
-    throw InputError("plot: axis limits must satisfy lo < hi (and lo > 0 on a log axis)");
-  }
-  return ticks_for(axis, lo, hi, 5);
 }
 
 Figure line_plot_figure(const LinePlotSpec& spec) {

@@ -44,6 +44,7 @@ std::string setup_line(const RopeLesson& r) {
 // Every k-th of n items, so that about `most` are labelled.
 std::size_t label_step(std::size_t n, std::size_t most) { return std::max<std::size_t>(1, (n + most - 1) / most); }
 
+
 }  // namespace
 
 Figure rope_rotation_figure(const RopeLesson& r) {
@@ -63,9 +64,17 @@ Figure rope_rotation_figure(const RopeLesson& r) {
   ring.color = rgb_from_hex(0xb0b0b0);
   ring.line_width = 1;
   circle.series.push_back(ring);
-  const std::size_t step = label_step(r.rotation.size(), 16);
-  for (std::size_t k = 0; k < r.rotation.size(); k += step) {  // spokes from the origin
-    const RopeRotationPoint& p = r.rotation[k];
+  // Spokes and position labels, skipping a point that lands within 0.25 rad of one already
+  // labelled (after a full turn the points come round again).
+  std::vector<double> labelled;
+  for (const RopeRotationPoint& p : r.rotation) {
+    const double at = std::fmod(p.angle, kTwoPi);
+    const bool crowded = std::any_of(labelled.begin(), labelled.end(), [at](double other) {
+      const double gap = std::fabs(at - other);
+      return std::min(gap, kTwoPi - gap) < 0.25;
+    });
+    if (crowded || labelled.size() >= 24) continue;
+    labelled.push_back(at);
     PlotSeries spoke;
     spoke.x = {0, p.x};
     spoke.y = {0, p.y};
@@ -115,7 +124,8 @@ Figure rope_rotation_figure(const RopeLesson& r) {
       "pair " + std::to_string(c.pair) + " = dims (" + std::to_string(a) + ", " + std::to_string(b) + ") in the " +
       (c.style == RopeStyle::Half ? "rotate-half" : "interleaved") + " layout, " + th + " = " + fmt("%.4g", theta) +
       " rad per token (one turn every " + fmt("%.4g", kTwoPi / theta) + " tokens) · the unit vector on dim " +
-      std::to_string(a) + ", rotated by the kernel to positions 0–" + std::to_string(r.rotation.size() - 1);
+      std::to_string(a) + ", rotated by the kernel to positions 0–" + std::to_string(r.rotation.size() - 1) +
+      (labelled.size() < r.rotation.size() ? " (labels skip points that come round again)" : "");
   return line_plot_row_figure({circle, angle}, "RoPE turns each pair of dims by an angle proportional to the position",
                               subtitle);
 }

@@ -55,3 +55,23 @@ TEST_CASE("colormap: text is white on dark cells and dark on light ones") {
   CHECK(readable_text_on(Colormap::by_name("viridis").at(0)) == Rgb{1, 1, 1});
   CHECK(readable_text_on(Colormap::by_name("viridis").at(1)) != Rgb{1, 1, 1});
 }
+
+TEST_CASE("colormap: the diverging RdBu (and RdBu_r) is light in the middle and dark at both ends") {
+  const Colormap rdbu = Colormap::by_name("rdbu");
+  // matplotlib _RdBu_data: #67001f ... #f7f7f7 (the 6th of 11 anchors) ... #053061.
+  CHECK(to_rgb8(rdbu.at(0)) == Rgb8{0x67, 0x00, 0x1f});
+  CHECK(to_rgb8(rdbu.at(0.5)) == Rgb8{0xf7, 0xf7, 0xf7});
+  CHECK(to_rgb8(rdbu.at(1)) == Rgb8{0x05, 0x30, 0x61});
+  CHECK(to_rgb8(rdbu.at(0.1)) == Rgb8{0xb2, 0x18, 0x2b});
+  const Colormap reversed = Colormap::by_name("RdBu_r");
+  for (int k = 0; k <= 20; ++k) CHECK(near(to_rgb8(reversed.at(k / 20.0)), to_rgb8(rdbu.at(1 - k / 20.0)), 1));
+  double previous = relative_luminance(rdbu.at(0));
+  for (int k = 1; k <= 64; ++k) {  // brighter up to the middle, darker after it
+    const double l = relative_luminance(rdbu.at(k / 64.0));
+    CHECK((k <= 32 ? l >= previous - 1e-12 : l <= previous + 1e-12));
+    previous = l;
+  }
+  // Weights keep sequential maps: the diverging ones are not offered for --colormap.
+  for (const std::string& n : Colormap::names()) CHECK(n.find("RdBu") == std::string::npos);
+  CHECK(Colormap::diverging_names() == std::vector<std::string>{"RdBu", "RdBu_r"});
+}

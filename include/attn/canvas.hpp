@@ -67,6 +67,20 @@ class Canvas {
   // A vertical colour ramp, t = 1 at the top (a colorbar).
   void vertical_gradient(double x, double y, double w, double h, const Colormap& cmap);
 
+  // Lines and shapes (plots, arrows): widths in points; dashed = 4 on, 3 off, scaled by width.
+  struct Point {
+    double x = 0, y = 0;
+  };
+  void polyline(const std::vector<Point>& points, const Rgb& color, double line_width,
+                bool dashed = false);
+  // A closed polygon, filled with color at opacity alpha (1 = opaque).
+  void fill_polygon(const std::vector<Point>& points, const Rgb& color, double alpha = 1);
+  void fill_circle(double cx, double cy, double r, const Rgb& color);
+  void stroke_circle(double cx, double cy, double r, const Rgb& color, double line_width);
+  // Drawing outside the rectangle is cut off until the matching pop_clip().
+  void push_clip(double x, double y, double w, double h);
+  void pop_clip();
+
   cairo_t* cr() { return cr_; }
 
  private:
@@ -85,10 +99,17 @@ struct CellGrid {
   double cell_y(std::size_t i) const { return y + static_cast<double>(i) * cell_h; }
 };
 
-// A picture ready to be drawn on any surface: its size, its cell grids, and how to draw it.
+// Where a plot's data area lies inside a figure (points): its axis limits map onto its edges.
+struct PlotRect {
+  double x = 0, y = 0, width = 0, height = 0;
+};
+
+// A picture ready to be drawn on any surface: its size, its cell grids and plot areas, and how
+// to draw it.
 struct Figure {
   double width = 0, height = 0;  // points
   std::vector<CellGrid> grids;
+  std::vector<PlotRect> plots;
   std::function<void(Canvas&)> draw;
 };
 

@@ -3,6 +3,7 @@
 // Purples, Greys (ColorBrewer, 9 anchors each, exactly as matplotlib tabulates them) and
 // viridis / magma (9 evenly spaced samples of matplotlib's 256-entry tables). Between anchors
 // the colour is interpolated linearly in sRGB, as matplotlib's LinearSegmentedColormap does.
+// For signed values there are diverging maps too: RdBu and RdBu_r (ColorBrewer, 11 anchors).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,7 +28,10 @@ class Colormap {
  public:
   // "Blues", "oranges", "viridis", ... (case-insensitive); InputError naming the known ones.
   static Colormap by_name(std::string_view name);
+  // The sequential maps (for weights, --colormap).
   static std::vector<std::string> names();
+  // The diverging maps: light in the middle, for values centred on 0 with a symmetric scale.
+  static std::vector<std::string> diverging_names();
 
   // Colour for t in [0, 1] (clamped): 0 = lightest end for the sequential maps.
   Rgb at(double t) const;

@@ -20,6 +20,7 @@ struct HeadGridSpec {
   std::optional<double> vmax;  // default: the largest weight of any head
   bool show_mean = true;       // add the mean over heads as the last panel
   std::string value_label = "Attention weight";
+  std::vector<std::string> panel_titles{};  // one per head; empty: "Head 0", "Head 1", ...
 };
 
 // [H, Lq, Lk] -> [Lq, Lk]: the average of the heads' weights (each row still sums to 1).

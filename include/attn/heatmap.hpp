@@ -19,9 +19,10 @@ struct ColorScale {
   double position(double v) const { return (v - vmin) / (vmax - vmin); }
 };
 
-// vmin = min(0, smallest value): weights start at 0, so an empty-looking cell means ~0.
-// vmax = the given top, else the largest value (matplotlib's autoscaling), and > vmin.
-ColorScale color_scale_for(std::span<const float> values, std::optional<double> vmax);
+// vmin = the given bottom, else min(0, smallest value): weights start at 0, so an empty-looking
+// cell means ~0. vmax = the given top, else the largest value (matplotlib's autoscaling), > vmin.
+ColorScale color_scale_for(std::span<const float> values, std::optional<double> vmax,
+                           std::optional<double> vmin = std::nullopt);
 
 struct HeatmapSpec {
   Tensor2 weights;                                    // [Lq, Lk]
@@ -31,6 +32,8 @@ struct HeatmapSpec {
   std::string colormap = "Blues";
   std::optional<double> vmax;
   std::string value_label = "Attention weight";
+  std::optional<double> vmin{};  // a diverging map wants a symmetric scale, e.g. [-1, 1]
+  std::string row_title = "Query — attending", col_title = "Key — attended to";
 };
 
 // Checks the labels and mask against the weights' shape (InputError) and lays out the figure.

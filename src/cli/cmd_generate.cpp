@@ -5,8 +5,10 @@
 #include <memory>
 
 #include "attn/generate.hpp"
+#include "attn/kv_cache_picture.hpp"
 #include "attn/text_table.hpp"
 #include "commands.hpp"
+#include "image_flags.hpp"
 
 namespace attn::cli {
 namespace {
@@ -15,6 +17,8 @@ struct GenerateCliOptions {
   GenerateConfig config;
   std::string rope;  // "", "half" or "interleaved"
   bool json = false;
+  std::string out = "generate-out";
+  ImageFlags image;
 };
 
 std::string quoted_tokens(const std::vector<std::string>& tokens, std::size_t first, std::size_t count) {
@@ -61,12 +65,16 @@ void print_generate(const GenerateResult& r) {
 
 void run_generate_command(GenerateCliOptions opts) {
   if (!opts.rope.empty()) opts.config.rope = parse_rope_style(opts.rope, "--rope");
+  const ImageOptions image = image_options(opts.image);
   const GenerateResult r = run_generate(opts.config);
+  prepare_picture_dir(opts.out);
   if (opts.json) {
     std::cout << generate_json(r).dump() << "\n";
   } else {
     print_generate(r);
+    std::cout << "\n";
   }
+  save_pictures({{"kv_cache", kv_cache_figure(r)}}, opts.out, image, opts.json ? std::cerr : std::cout);
 }
 
 }  // namespace
@@ -91,11 +99,17 @@ void setup_generate(CLI::App& app) {
   cmd->add_option("--seed", c.seed, "seed for embeddings and weights")->capture_default_str();
   cmd->add_option("--max-tokens", c.max_tokens, "refuse sentences with more tokens")
       ->capture_default_str()->check(CLI::Range(1, 1000000));
-  cmd->add_flag("--json", opts->json, "print every step as one JSON object");
-  cmd->footer(R"(Examples:
+  cmd->add_flag("--json", opts->json, "print every step as one JSON object (\"Wrote\" lines go to stderr)");
+  cmd->add_option("-o,--out", opts->out, "folder for the picture")->capture_default_str();
+  add_image_flags(cmd, opts->image, /*with_colormap=*/false);
+  cmd->footer(R"(Picture written into --out: kv_cache (one row per token as it was fed: the cache growing
+row by row, the prefill block outlined, the cache length and bytes after each step).
+
+Examples:
   attn-cli generate
   attn-cli generate "The cat sat on the mat" --prefill 2 --heads 4 --kv-heads 2 --rope half
   attn-cli generate "我喜欢深度学习" --prefill 0 --window 2 --alibi --json
+  attn-cli generate "The cat sat on the mat" --prefill 3 --window 3 --out cat-cache --format both
 )");
   cmd->callback([opts] { run_generate_command(*opts); });
 }

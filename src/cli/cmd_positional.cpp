@@ -7,8 +7,10 @@
 #include "attn/alibi.hpp"
 #include "attn/json_io.hpp"
 #include "attn/positional.hpp"
+#include "attn/positional_pictures.hpp"
 #include "attn/text_table.hpp"
 #include "commands.hpp"
+#include "image_flags.hpp"
 
 namespace attn::cli {
 namespace {
@@ -19,6 +21,8 @@ struct PositionalOptions {
   std::size_t heads = 4;
   double base = 10000.0;
   bool json = false;
+  std::string out = "positional-out";
+  ImageFlags image;
 };
 
 std::vector<std::string> numbered(std::size_t n, const std::string& prefix = "") {
@@ -27,10 +31,18 @@ std::vector<std::string> numbered(std::size_t n, const std::string& prefix = "")
   return labels;
 }
 
+void write_pictures(const PositionalOptions& o, const ImageOptions& image, const Tensor2& pe,
+                    const std::vector<double>& slopes, const Tensor3& bias) {
+  save_pictures({{"sinusoidal", sinusoidal_figure(pe, o.base)}, {"alibi", alibi_figure(bias, slopes)}}, o.out, image,
+                o.json ? std::cerr : std::cout);
+}
+
 void run_positional(const PositionalOptions& o) {
+  const ImageOptions image = image_options(o.image);
   const Tensor2 pe = sinusoidal_encoding(o.length, o.d_model, o.base);
   const std::vector<double> slopes = alibi_slopes(o.heads);
   const Tensor3 bias = alibi_bias(slopes, o.length, o.length);
+  prepare_picture_dir(o.out);
   if (o.json) {
     const Json out = {
         {"sinusoidal",
@@ -44,6 +56,7 @@ void run_positional(const PositionalOptions& o) {
           {"bias", to_json(bias)}}},
     };
     std::cout << out.dump() << "\n";
+    write_pictures(o, image, pe, slopes, bias);
     return;
   }
   char scale[32];
@@ -70,6 +83,8 @@ void run_positional(const PositionalOptions& o) {
               << matrix_table(numbered(o.length), numbered(o.length),
                               Tensor2(xt::view(bias, h, xt::all(), xt::all())), 3);
   }
+  std::cout << "\n";
+  write_pictures(o, image, pe, slopes, bias);
 }
 
 }  // namespace
@@ -83,11 +98,17 @@ void setup_positional(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--heads", opts->heads, "ALiBi heads (one slope each)")->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--base", opts->base, "the 10000 of the sinusoid formula")->capture_default_str();
-  cmd->add_flag("--json", opts->json, "print the matrices as one JSON object");
-  cmd->footer(R"(Examples:
+  cmd->add_flag("--json", opts->json, "print the matrices as one JSON object (\"Wrote\" lines go to stderr)");
+  cmd->add_option("-o,--out", opts->out, "folder for the pictures")->capture_default_str();
+  add_image_flags(cmd, opts->image, /*with_colormap=*/false);
+  cmd->footer(R"(Pictures written into --out: sinusoidal (PE as a heatmap, positions x dims, on a
+diverging scale from -1 to 1) and alibi (the bias matrix of every head, one shared scale).
+
+Examples:
   attn-cli positional
   attn-cli positional --length 6 --d-model 16 --heads 6
   attn-cli positional --heads 8 --json
+  attn-cli positional --length 32 --d-model 32 --heads 4 --out pe-pictures --format svg
 )");
   cmd->callback([opts] { run_positional(*opts); });
 }

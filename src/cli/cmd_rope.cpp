@@ -5,8 +5,10 @@
 #include <string>
 
 #include "attn/rope_lesson.hpp"
+#include "attn/rope_pictures.hpp"
 #include "attn/text_table.hpp"
 #include "commands.hpp"
+#include "image_flags.hpp"
 
 namespace attn::cli {
 namespace {
@@ -15,6 +17,8 @@ struct RopeCliOptions {
   RopeLessonConfig config;
   std::string style = "half";
   bool json = false;
+  std::string out = "rope-out";
+  ImageFlags image;
 };
 
 std::string fmt(const char* format, double x) {
@@ -87,12 +91,20 @@ void print_lesson(const RopeLesson& r) {
 
 void run_rope(RopeCliOptions opts) {
   opts.config.style = parse_rope_style(opts.style, "--style");
+  const ImageOptions image = image_options(opts.image);
   const RopeLesson r = rope_lesson(opts.config);
+  prepare_picture_dir(opts.out);
   if (opts.json) {
     std::cout << rope_lesson_json(r).dump() << "\n";
   } else {
     print_lesson(r);
+    std::cout << "\n";
   }
+  const std::vector<NamedFigure> figures{{"rope_rotation", rope_rotation_figure(r)},
+                                         {"rope_scores", rope_scores_figure(r)},
+                                         {"rope_frequencies", rope_frequencies_figure(r)},
+                                         {"rope_styles", rope_styles_figure(r)}};
+  save_pictures(figures, opts.out, image, opts.json ? std::cerr : std::cout);
 }
 
 }  // namespace
@@ -111,11 +123,19 @@ void setup_rope(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(0, 1000000000));
   cmd->add_option("--style", opts->style, "half (rotate_half) or interleaved")->capture_default_str();
   cmd->add_option("--seed", opts->config.seed, "seed of the q, k and x vectors")->capture_default_str();
-  cmd->add_flag("--json", opts->json, "print the numbers as one JSON object");
-  cmd->footer(R"(Examples:
+  cmd->add_flag("--json", opts->json, "print the numbers as one JSON object (\"Wrote\" lines go to stderr)");
+  cmd->add_option("-o,--out", opts->out, "folder for the pictures")->capture_default_str();
+  add_image_flags(cmd, opts->image, /*with_colormap=*/false);
+  cmd->footer(R"(Pictures written into --out: rope_rotation (one pair on the unit circle, its angle vs
+position), rope_scores (the score over (i, j): constant along diagonals), rope_frequencies
+(theta_i and wavelength per pair, log scale), rope_styles (rotate-half vs interleaved pairs
+and the permutation between them).
+
+Examples:
   attn-cli rope
   attn-cli rope --head-dim 16 --positions 6 --pair 2 --style interleaved
   attn-cli rope --json
+  attn-cli rope --head-dim 32 --positions 16 --out rope-pictures --format both
 )");
   cmd->callback([opts] { run_rope(*opts); });
 }

@@ -1,6 +1,10 @@
 #include "image_flags.hpp"
 
+#include <cstdio>
+#include <filesystem>
+
 #include "attn/colormap.hpp"
+#include "attn/error.hpp"
 
 namespace attn::cli {
 namespace {
@@ -42,5 +46,32 @@ ImageOptions image_options(const ImageFlags& flags, const std::string& out) {
 }
 
 void check_colormap(const std::string& name) { (void)Colormap::by_name(name); }
+
+void prepare_picture_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw InputError("--out: cannot create folder " + dir + ": " +
+                     (ec ? ec.message() : std::string("a file of that name exists")));
+  }
+  const fs::path probe = fs::path(dir) / ".attn-write-test";
+  FILE* f = std::fopen(probe.c_str(), "w");
+  if (!f) throw InputError("--out: folder " + dir + " is not writable");
+  std::fclose(f);
+  fs::remove(probe, ec);
+}
+
+std::vector<std::string> save_pictures(const std::vector<NamedFigure>& figures, const std::string& dir,
+                                       const ImageOptions& options, std::ostream& log) {
+  std::vector<std::string> written;
+  for (const NamedFigure& f : figures) {
+    for (const std::string& path : save_figure(f.figure, (std::filesystem::path(dir) / f.name).string(), options)) {
+      log << "Wrote " << path << "\n";
+      written.push_back(path);
+    }
+  }
+  return written;
+}
 
 }  // namespace attn::cli

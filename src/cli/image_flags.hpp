@@ -2,7 +2,9 @@
 // The flags every picture-writing subcommand shares: --format, --scale, --colormap.
 #include <CLI/CLI.hpp>
 
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "attn/canvas.hpp"
 
@@ -24,5 +26,20 @@ ImageOptions image_options(const ImageFlags& flags, const std::string& out = "")
 
 // Colormap::by_name, so a typo fails before any work is done.
 void check_colormap(const std::string& name);
+
+// A subcommand that writes several pictures into one folder (--out DIR): each figure becomes
+// DIR/name.png and/or DIR/name.svg.
+struct NamedFigure {
+  std::string name;
+  Figure figure;
+};
+
+// Creates DIR (and parents) and checks that a file can be created in it, before any work:
+// InputError naming --out otherwise.
+void prepare_picture_dir(const std::string& dir);
+
+// Saves every figure atomically and says "Wrote PATH" on `log` for each file.
+std::vector<std::string> save_pictures(const std::vector<NamedFigure>& figures, const std::string& dir,
+                                       const ImageOptions& options, std::ostream& log);
 
 }  // namespace attn::cli

@@ -4,6 +4,7 @@
 #include <cairo.h>
 #include <pango/pangocairo.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <numbers>
@@ -180,6 +181,56 @@ void Canvas::vertical_gradient(double x, double y, double w, double h, const Col
   cairo_fill(cr_);
   cairo_pattern_destroy(p);
 }
+
+void Canvas::polyline(const std::vector<Point>& points, const Rgb& color, double line_width,
+                      bool dashed) {
+  if (points.size() < 2) return;
+  cairo_save(cr_);
+  cairo_set_source_rgb(cr_, color.r, color.g, color.b);
+  cairo_set_line_width(cr_, line_width);
+  cairo_set_line_join(cr_, CAIRO_LINE_JOIN_ROUND);
+  cairo_set_line_cap(cr_, dashed ? CAIRO_LINE_CAP_BUTT : CAIRO_LINE_CAP_ROUND);
+  if (dashed) {
+    const double pattern[] = {4 * std::max(line_width, 1.0) / 1.5, 3 * std::max(line_width, 1.0) / 1.5};
+    cairo_set_dash(cr_, pattern, 2, 0);
+  }
+  cairo_move_to(cr_, points[0].x, points[0].y);
+  for (std::size_t i = 1; i < points.size(); ++i) cairo_line_to(cr_, points[i].x, points[i].y);
+  cairo_stroke(cr_);
+  cairo_restore(cr_);
+}
+
+void Canvas::fill_polygon(const std::vector<Point>& points, const Rgb& color, double alpha) {
+  if (points.size() < 3) return;
+  cairo_set_source_rgba(cr_, color.r, color.g, color.b, alpha);
+  cairo_move_to(cr_, points[0].x, points[0].y);
+  for (std::size_t i = 1; i < points.size(); ++i) cairo_line_to(cr_, points[i].x, points[i].y);
+  cairo_close_path(cr_);
+  cairo_fill(cr_);
+}
+
+void Canvas::fill_circle(double cx, double cy, double r, const Rgb& color) {
+  cairo_set_source_rgb(cr_, color.r, color.g, color.b);
+  cairo_new_sub_path(cr_);
+  cairo_arc(cr_, cx, cy, r, 0, 2 * std::numbers::pi);
+  cairo_fill(cr_);
+}
+
+void Canvas::stroke_circle(double cx, double cy, double r, const Rgb& color, double line_width) {
+  cairo_set_source_rgb(cr_, color.r, color.g, color.b);
+  cairo_set_line_width(cr_, line_width);
+  cairo_new_sub_path(cr_);
+  cairo_arc(cr_, cx, cy, r, 0, 2 * std::numbers::pi);
+  cairo_stroke(cr_);
+}
+
+void Canvas::push_clip(double x, double y, double w, double h) {
+  cairo_save(cr_);
+  cairo_rectangle(cr_, x, y, w, h);
+  cairo_clip(cr_);
+}
+
+void Canvas::pop_clip() { cairo_restore(cr_); }
 
 std::string render_png(const Figure& figure, double scale) {
   const int w = static_cast<int>(std::ceil(figure.width * scale));

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <span>
 
 #include "attn/error.hpp"
 
@@ -12,12 +13,12 @@ namespace {
 
 struct Table {
   const char* name;
-  std::array<unsigned, 9> hex;  // evenly spaced from t = 0 to t = 1
+  std::vector<unsigned> hex;  // evenly spaced from t = 0 to t = 1
 };
 
 // ColorBrewer sequential schemes as matplotlib's _cm.py lists them (_Blues_data, ...), and
 // viridis/magma sampled at t = 0, 1/8, ..., 1 from matplotlib's _cm_listed.py.
-constexpr std::array<Table, 8> kTables{{
+const std::array<Table, 8> kTables{{
     {"Blues", {0xf7fbff, 0xdeebf7, 0xc6dbef, 0x9ecae1, 0x6baed6, 0x4292c6, 0x2171b5, 0x08519c, 0x08306b}},
     {"Oranges", {0xfff5eb, 0xfee6ce, 0xfdd0a2, 0xfdae6b, 0xfd8d3c, 0xf16913, 0xd94801, 0xa63603, 0x7f2704}},
     {"Greens", {0xf7fcf5, 0xe5f5e0, 0xc7e9c0, 0xa1d99b, 0x74c476, 0x41ab5d, 0x238b45, 0x006d2c, 0x00441b}},
@@ -26,6 +27,14 @@ constexpr std::array<Table, 8> kTables{{
     {"Greys", {0xffffff, 0xf0f0f0, 0xd9d9d9, 0xbdbdbd, 0x969696, 0x737373, 0x525252, 0x252525, 0x000000}},
     {"viridis", {0x440154, 0x472d7b, 0x3b528b, 0x2c728e, 0x21908c, 0x27ad81, 0x5dc863, 0xaadc32, 0xfde725}},
     {"magma", {0x000004, 0x1d1147, 0x51127c, 0x832681, 0xb73779, 0xe75263, 0xfc8961, 0xfec287, 0xfcfdbf}},
+}};
+
+// Diverging maps, for signed values centred on 0 (a sinusoid, a score): matplotlib's RdBu
+// (_RdBu_data, ColorBrewer's 11 anchors, red = low, blue = high) and RdBu_r, the same reversed
+// (red = high, as in coolwarm). Luminance peaks at the centre instead of growing monotonically.
+const std::array<Table, 2> kDivergingTables{{
+    {"RdBu", {0x67001f, 0xb2182b, 0xd6604d, 0xf4a582, 0xfddbc7, 0xf7f7f7, 0xd1e5f0, 0x92c5de, 0x4393c3, 0x2166ac, 0x053061}},
+    {"RdBu_r", {0x053061, 0x2166ac, 0x4393c3, 0x92c5de, 0xd1e5f0, 0xf7f7f7, 0xfddbc7, 0xf4a582, 0xd6604d, 0xb2182b, 0x67001f}},
 }};
 
 std::string lower(std::string_view s) {
@@ -61,21 +70,30 @@ Colormap::Colormap(std::string name, std::vector<Rgb> anchors)
     : name_(std::move(name)), anchors_(std::move(anchors)) {}
 
 Colormap Colormap::by_name(std::string_view name) {
-  for (const Table& t : kTables) {
-    if (lower(t.name) == lower(name)) {
+  for (std::span<const Table> tables : {std::span<const Table>(kTables), std::span<const Table>(kDivergingTables)}) {
+    for (const Table& t : tables) {
+      if (lower(t.name) != lower(name)) continue;
       std::vector<Rgb> anchors;
       for (unsigned hex : t.hex) anchors.push_back(rgb_from_hex(hex));
       return Colormap(t.name, anchors);
     }
   }
   std::string known;
-  for (const std::string& n : names()) known += (known.empty() ? "" : ", ") + n;
+  std::vector<std::string> all = names();
+  for (const std::string& n : diverging_names()) all.push_back(n);
+  for (const std::string& n : all) known += (known.empty() ? "" : ", ") + n;
   throw InputError("--colormap: unknown colormap \"" + std::string(name) + "\" (known: " + known + ")");
 }
 
 std::vector<std::string> Colormap::names() {
   std::vector<std::string> out;
   for (const Table& t : kTables) out.emplace_back(t.name);
+  return out;
+}
+
+std::vector<std::string> Colormap::diverging_names() {
+  std::vector<std::string> out;
+  for (const Table& t : kDivergingTables) out.emplace_back(t.name);
   return out;
 }
 

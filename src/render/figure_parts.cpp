@@ -21,13 +21,17 @@ std::string format_fixed(double v, int decimals) {
   return buf;
 }
 
-// Ticks at 1, 2, 2.5 or 5 times a power of ten, about five of them over [lo, hi].
-std::vector<double> nice_ticks(double lo, double hi) {
-  const double raw = (hi - lo) / 5;
+TextStyle label_style(double size) { return {size, false, kInk, kMaxLabelWidth}; }
+TextStyle axis_style(double size) { return {size, false, kAxisInk, 0}; }
+
+}  // namespace
+
+std::vector<double> nice_ticks(double lo, double hi, double target, double min_step) {
+  const double raw = std::max((hi - lo) / target, min_step);
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   double step = 10 * magnitude;
   for (double m : {1.0, 2.0, 2.5, 5.0}) {
-    if (m * magnitude >= raw) {
+    if (m * magnitude >= raw * (1 - 1e-9)) {
       step = m * magnitude;
       break;
     }
@@ -41,14 +45,12 @@ std::vector<double> nice_ticks(double lo, double hi) {
 
 std::string tick_label(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", std::fabs(v) < 1e-12 ? 0.0 : v);
-  return buf;
+  std::snprintf(buf, sizeof buf, "%.4g", std::fabs(v) < 1e-12 ? 0.0 : std::fabs(v));
+  // A typographic minus (U+2212), as matplotlib writes it: "-" is a hyphen, too short and high.
+  std::string label = v < 0 && std::fabs(v) >= 1e-12 ? "−" : "";
+  label += buf;
+  return label;
 }
-
-TextStyle label_style(double size) { return {size, false, kInk, kMaxLabelWidth}; }
-TextStyle axis_style(double size) { return {size, false, kAxisInk, 0}; }
-
-}  // namespace
 
 void check_labels(const std::vector<std::string>& labels, std::size_t n, const std::string& field) {
   if (!labels.empty() && labels.size() != n) {

@@ -61,6 +61,12 @@ void check_labels(const std::vector<std::string>& labels, std::size_t n, const s
 double cell_size_for(std::size_t rows, std::size_t cols, double target, double min_cell,
                      double max_cell);
 
+// Ticks at 1, 2, 2.5 or 5 times a power of ten, about `target` of them over [lo, hi], spaced
+// at least min_step apart (1 for an axis of counts: no tick at 2.5 tokens).
+std::vector<double> nice_ticks(double lo, double hi, double target = 5, double min_step = 0);
+// "%.4g" with a typographic minus; "0" for tiny rounding residue such as 1e-17.
+std::string tick_label(double v);
+
 // A vertical colorbar of height h whose ramp starts at (x, y); ticks and label to its right.
 double colorbar_width(Canvas& measure, double vmin, double vmax, const std::string& label);
 void draw_colorbar(Canvas& canvas, const Colormap& cmap, double vmin, double vmax, double x,

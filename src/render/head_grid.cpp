@@ -27,6 +27,7 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   const std::size_t H = spec.weights.shape(0), Lq = spec.weights.shape(1), Lk = spec.weights.shape(2);
   render::check_labels(spec.query_tokens, Lq, "query tokens");
   render::check_labels(spec.key_tokens, Lk, "key tokens");
+  render::check_labels(spec.panel_titles, H, "panel titles");
   if (spec.allowed && ((spec.allowed->shape(0) != 1 && spec.allowed->shape(0) != H) ||
                        spec.allowed->shape(1) != Lq || spec.allowed->shape(2) != Lk)) {
     throw InputError("mask: expected shape [1 or " + std::to_string(H) + ", " + std::to_string(Lq) +
@@ -68,7 +69,8 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
     panel->cols = Lk;
     panel->row_labels = s->query_tokens;
     panel->col_labels = s->key_tokens;
-    panel->title = p < H ? "Head " + std::to_string(p) : "Mean of " + std::to_string(H) + " heads";
+    panel->title = p < H ? (s->panel_titles.empty() ? "Head " + std::to_string(p) : s->panel_titles[p])
+                         : "Mean of " + std::to_string(H) + " heads";
     panel->cell = render::cell_size_for(Lq, Lk, 200, 2, 36);
     panel->label_size = 9;
     panel->title_size = 11;

@@ -8,13 +8,15 @@
 
 namespace attn {
 
-ColorScale color_scale_for(std::span<const float> values, std::optional<double> vmax) {
+ColorScale color_scale_for(std::span<const float> values, std::optional<double> vmax,
+                           std::optional<double> vmin) {
   double lo = 0, hi = 0;
   for (float v : values) {
     lo = std::min(lo, static_cast<double>(v));
     hi = std::max(hi, static_cast<double>(v));
   }
   if (vmax) hi = *vmax;
+  if (vmin) lo = *vmin;
   if (!(hi > lo)) hi = lo + 1;  // all zeros (a fully masked matrix): any scale will do
   return {lo, hi};
 }
@@ -39,7 +41,7 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   if (s->key_tokens.empty()) s->key_tokens = position_labels(Lk);
   const auto cmap = std::make_shared<Colormap>(Colormap::by_name(s->colormap));
   const ColorScale scale =
-      color_scale_for({s->weights.data(), s->weights.size()}, s->vmax);
+      color_scale_for({s->weights.data(), s->weights.size()}, s->vmax, s->vmin);
   const bool any_masked =
       s->allowed && std::find(s->allowed->begin(), s->allowed->end(), false) != s->allowed->end();
 
@@ -48,8 +50,8 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   panel->cols = Lk;
   panel->row_labels = s->query_tokens;
   panel->col_labels = s->key_tokens;
-  panel->row_title = "Query — attending";
-  panel->col_title = "Key — attended to";
+  panel->row_title = s->row_title;
+  panel->col_title = s->col_title;
   panel->cell = render::cell_size_for(Lq, Lk, 520, 2, 64);
   panel->cell_at = [s, cmap, scale](std::size_t i, std::size_t j) {
     if (s->allowed && !(*s->allowed)(i, j)) return render::Cell{{}, true, std::nullopt, ""};

@@ -1,0 +1,154 @@
+#include "attn/kv_cache_picture.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "attn/head_grid.hpp"
+#include "attn/heatmap.hpp"
+#include "attn/mask.hpp"
+#include "figure_parts.hpp"
+
+namespace attn {
+namespace {
+
+const Rgb kInk = rgb_from_hex(0x1a1a1a);
+const Rgb kAxisInk = rgb_from_hex(0x404040);
+const Rgb kPrefill = rgb_from_hex(0xe6550d);  // the prefill block and its bar
+const Rgb kDecode = rgb_from_hex(0x8c8c8c);   // one decode step's bar (grey: not a weight)
+const char* kNotYet = "·";
+
+std::string bytes_text(std::size_t bytes) {
+  char buf[32];
+  if (bytes < 10240) {
+    std::snprintf(buf, sizeof buf, "%zu B", bytes);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024);
+  }
+  return buf;
+}
+
+std::string scientific(double x) {
+  if (x == 0) return "0 (exact)";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", x);
+  return buf;
+}
+
+std::string step_text(const GenerateStep& s) {
+  const std::string cache = std::to_string(s.cache_len) + (s.cache_len == 1 ? " token · " : " tokens · ") + bytes_text(s.cache_bytes);
+  if (s.prefill) return "prefill " + std::to_string(s.count) + " → " + cache;
+  return "+1 → " + cache;
+}
+
+}  // namespace
+
+Figure kv_cache_figure(const GenerateResult& r) {
+  const GenerateConfig& c = r.config;
+  const std::size_t L = r.tokens.size();
+  const std::size_t P = c.prefill;
+  // What each query may see: the same mask the one-shot run uses (causal, or a causal window).
+  const Mask2 allowed = c.window ? sliding_window_allowed(L, L, c.window - 1, 0) : causal_allowed(L, L);
+  auto mean = std::make_shared<Tensor2>(mean_over_heads(r.decoded.result.weights));
+  auto fed_until = std::make_shared<std::vector<std::size_t>>(L);  // row t: keys < fed_until[t] exist
+  for (const GenerateStep& s : r.steps)
+    for (std::size_t t = s.first; t < s.first + s.count; ++t) (*fed_until)[t] = s.first + s.count;
+  const ColorScale scale = color_scale_for({mean->data(), mean->size()}, std::nullopt);
+  const auto cmap = std::make_shared<Colormap>(Colormap::by_name("Blues"));
+  auto mask = std::make_shared<Mask2>(allowed);
+
+  auto panel = std::make_shared<render::MatrixPanel>();
+  panel->rows = panel->cols = L;
+  for (std::size_t t = 0; t < L; ++t) panel->row_labels.push_back(std::to_string(t) + " " + r.tokens[t]);
+  panel->col_labels = r.tokens;
+  panel->row_title = "token t fed (its query)";
+  panel->col_title = "key in the KV cache";
+  panel->cell = render::cell_size_for(L, L, 400, 2, 44);
+  panel->cell_at = [mean, mask, fed_until, cmap, scale](std::size_t t, std::size_t j) {
+    if ((*mask)(t, j)) {
+      const double w = (*mean)(t, j);
+      return render::Cell{cmap->at(scale.position(w)), false, w, ""};
+    }
+    if (j < (*fed_until)[t]) return render::Cell{{}, true, std::nullopt, ""};
+    return render::Cell{{1, 1, 1}, false, std::nullopt, kNotYet};
+  };
+
+  Canvas m = Canvas::measuring();
+  const render::PanelLayout pl = render::layout_panel(m, *panel);
+  const double cell = panel->cell, grid_h = cell * static_cast<double>(L);
+  const double bar_text_size = std::clamp(cell * 0.7, 6.0, 9.5);
+  const std::size_t text_step = cell >= 8 ? 1 : static_cast<std::size_t>(std::ceil(8 / cell));
+  const double bar_max = 80;
+  double text_w = 0;
+  for (const GenerateStep& s : r.steps) text_w = std::max(text_w, m.measure(step_text(s), {bar_text_size}).width);
+  const std::string header = "KV cache after the step";
+  const double bars_w = std::max(bar_max + 6 + text_w, m.measure(header, {10, true}).width);
+  const double margin = 16, gap = 16;
+  const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, "weight (mean over heads)");
+  const double body_w = pl.width + gap + bars_w + gap + bar_w;
+
+  const TextSize masked = render::masked_legend_size(m);
+  const std::string prefill_note = "prefill: " + std::to_string(P) + " prompt tokens in one step (causal among themselves)";
+  const std::string decode_note = "decode: one token per step; its query reads every cached key";
+  const std::string not_yet_note = "·  key not in the cache yet (that token has not been fed)";
+  const double legend_h = 4 * (masked.height + 4);
+  double legend_w = masked.width;
+  for (const std::string* s : {&prefill_note, &decode_note, &not_yet_note})
+    legend_w = std::max(legend_w, 18 + m.measure(*s, {10}).width);
+
+  const render::TitleBlock titles{
+      "KV-cache decoding of \"" + c.sentence + "\", one row per token",
+      "row t is the attention of token t when it was fed: the cache grows by one key per step, so the rows stack "
+      "into the causal triangle · weights averaged over " + std::to_string(c.num_heads) + " heads (" +
+          std::to_string(r.num_kv_heads) + " kv heads cached) · largest difference from full recomputation " +
+          scientific(r.max_diff),
+      std::max({body_w, legend_w, 480.0})};
+  const TextSize title = render::title_block_size(m, titles);
+  const double content_w = std::max({body_w, title.width, legend_w});
+  const double panel_x = margin + (content_w - body_w) / 2, panel_y = margin + title.height;
+  const CellGrid g = render::panel_grid(*panel, pl, panel_x, panel_y);
+  const double bars_x = g.x + cell * static_cast<double>(L) + gap;
+  const double cbar_x = panel_x + pl.width + gap + bars_w + gap;
+  const double cbar_h = std::max(grid_h, 120.0);
+  const double legend_y = panel_y + std::max(pl.height, pl.grid_y + cbar_h) + 12;
+
+  Figure f;
+  f.width = content_w + 2 * margin;
+  f.height = legend_y + legend_h + margin;
+  f.grids.push_back(g);
+  const double cx = f.width / 2;
+  const GenerateResult res = r;
+  f.draw = [=](Canvas& cv) {
+    render::draw_title_block(cv, titles, cx, margin);
+    render::draw_panel(cv, *panel, pl, panel_x, panel_y);
+    if (P > 0) {
+      const double edge = cell * static_cast<double>(P);
+      cv.stroke_rect(g.x - 1, g.y - 1, edge + 2, edge + 2, kPrefill, 2);
+    }
+    cv.text(header, bars_x, g.y - 4, {10, true, kAxisInk}, 0, 1);
+    std::size_t k = 0;
+    for (const GenerateStep& s : res.steps) {
+      const double y = g.cell_y(s.first) + std::min(1.5, cell * 0.15);
+      const double h = cell * static_cast<double>(s.count) - 2 * std::min(1.5, cell * 0.15);
+      const double w = bar_max * static_cast<double>(s.cache_len) / static_cast<double>(L);
+      cv.fill_rect(bars_x, y, std::max(w, 1.0), h, s.prefill ? kPrefill : kDecode);
+      if (k++ % text_step == 0 || s.prefill) {
+        cv.text(step_text(s), bars_x + w + 6, y + h / 2, {bar_text_size, false, kInk}, 0, 0.5);
+      }
+    }
+    cv.fill_rect(bars_x, g.y, 0.8, grid_h, rgb_from_hex(0x8c8c8c));  // the bars' zero line
+    render::draw_colorbar(cv, *cmap, scale.vmin, scale.vmax, cbar_x, g.y, cbar_h, "weight (mean over heads)");
+
+    const double lx = panel_x + pl.grid_x, row = masked.height + 4;
+    cv.stroke_rect(lx + 1, legend_y + 1, 10, 10, kPrefill, 2);
+    cv.text(prefill_note, lx + 18, legend_y + 6, {10, false, kAxisInk}, 0, 0.5);
+    cv.fill_rect(lx, legend_y + row + 1, 12, 10, kDecode);
+    cv.text(decode_note, lx + 18, legend_y + row + 6, {10, false, kAxisInk}, 0, 0.5);
+    render::draw_masked_legend(cv, lx, legend_y + 2 * row);
+    cv.text(not_yet_note, lx + 3, legend_y + 3 * row + 6, {10, false, kAxisInk}, 0, 0.5);
+  };
+  return f;
+}
+
+}  // namespace attn

@@ -1,0 +1,62 @@
+#include "attn/positional_pictures.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "attn/head_grid.hpp"
+#include "attn/heatmap.hpp"
+
+namespace attn {
+namespace {
+
+// 0.25 -> "1/4", 0.00390625 -> "1/256"; anything else with 4 significant digits.
+std::string slope_text(double m) {
+  const double inverse = 1 / m;
+  char buf[32];
+  if (inverse == std::round(inverse) && inverse < 1e9) {
+    std::snprintf(buf, sizeof buf, "1/%.0f", inverse);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g", m);
+  }
+  return buf;
+}
+
+}  // namespace
+
+Figure sinusoidal_figure(const Tensor2& pe, double base) {
+  const std::size_t L = pe.shape(0), D = pe.shape(1);
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", base);
+  HeatmapSpec s;
+  s.weights = pe;
+  s.key_tokens = position_labels(D);
+  s.colormap = "RdBu_r";
+  s.vmin = -1;
+  s.vmax = 1;
+  s.row_title = "position pos";
+  s.col_title = "dimension (even: sin, odd: cos)";
+  s.value_label = "PE[pos, dim]";
+  s.title = "Sinusoidal positional encoding, " + std::to_string(L) + " positions × d_model = " + std::to_string(D);
+  s.subtitle = "PE[pos, 2i] = sin(pos / " + std::string(b) + "^(2i/d_model)), PE[pos, 2i+1] = cos(same angle) · "
+               "each column pair is one frequency: the first dims change fastest, the last barely move · "
+               "added to the embeddings after they are scaled by √d_model";
+  return heatmap_figure(s);
+}
+
+Figure alibi_figure(const Tensor3& bias, std::span<const double> slopes) {
+  const std::size_t H = bias.shape(0);
+  HeadGridSpec s;
+  s.weights = bias;
+  s.colormap = "Blues";  // 0 (no penalty) darkest, the largest penalty lightest
+  s.show_mean = false;
+  s.value_label = "bias added to the score";
+  s.title = "ALiBi: each head adds −m·|i − j| to the score of query i and key j";
+  const bool power_of_two = (H & (H - 1)) == 0;
+  s.subtitle = std::string("slopes m = ") + (power_of_two ? "2^(−8(h+1)/H)" : "the ALiBi paper's interpolation for H not a power of two") +
+               " · rows: query position, columns: key position · one colour scale: a head with a small slope "
+               "barely penalises distance · causal models use the lower triangle (j ≤ i)";
+  for (std::size_t h = 0; h < H; ++h) s.panel_titles.push_back("head " + std::to_string(h) + ": m = " + slope_text(slopes[h]));
+  return head_grid_figure(s);
+}
+
+}  // namespace attn

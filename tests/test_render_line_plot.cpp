@@ -1,0 +1,204 @@
+// Line plots, decoded back from PNG: a data point lands where its axes say (linear, log2 and
+// log10), series get different colours, bands and reference lines are where they should be,
+// ticks are powers of two on a log2 axis, and the SVG is well-formed.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "attn/error.hpp"
+#include "attn/line_plot.hpp"
+#include "picture_support.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+const Rgb kRed{1, 0, 0}, kBlue{0, 0, 1}, kGreen{0, 0.5, 0};
+
+// One big square marker, no line: the pixel under (x, y) must be its colour.
+PlotSeries dot(double x, double y, Rgb color) {
+  PlotSeries s;
+  s.x = {x};
+  s.y = {y};
+  s.line = false;
+  s.marker = Marker::square;
+  s.marker_size = 8;
+  s.color = color;
+  return s;
+}
+
+LinePlotSpec fixed_axes(AxisScale xs, double x0, double x1, AxisScale ys, double y0, double y1) {
+  LinePlotSpec s;
+  s.x.title = "x";
+  s.x.scale = xs;
+  s.x.min = x0;
+  s.x.max = x1;
+  s.y.title = "y";
+  s.y.scale = ys;
+  s.y.min = y0;
+  s.y.max = y1;
+  s.title = "test";
+  s.legend = LegendPlace::none;
+  return s;
+}
+
+// The colour at a fraction (fx from the left, fy from the bottom) of the plot area.
+Rgb8 at_fraction(const DecodedPng& img, const PlotRect& r, double fx, double fy, double scale) {
+  return img.pixel(r.x + fx * r.width, r.y + (1 - fy) * r.height, scale);
+}
+
+}  // namespace
+
+TEST_CASE("line plot: points land where log2 and log10 axes put them") {
+  // x on log2 from 1 to 16 (four octaves), y on log10 from 1 to 10^4 (four decades).
+  LinePlotSpec s = fixed_axes(AxisScale::log2, 1, 16, AxisScale::log10, 1, 1e4);
+  s.series = {dot(4, 100, kRed), dot(2, 10, kBlue), dot(8, 1000, kGreen)};
+  const Figure f = line_plot_figure(s);
+  REQUIRE(f.plots.size() == 1);
+  const PlotRect& r = f.plots[0];
+  for (double scale : {1.0, 2.0}) {
+    CAPTURE(scale);
+    const DecodedPng img = DecodedPng::from_bytes(render_png(f, scale));
+    REQUIRE(img.ok());
+    // log2(4) = 2 of 4 octaves, log10(100) = 2 of 4 decades: the middle of the plot area.
+    CHECK(at_fraction(img, r, 0.5, 0.5, scale) == to_rgb8(kRed));
+    CHECK(at_fraction(img, r, 0.25, 0.25, scale) == to_rgb8(kBlue));
+    CHECK(at_fraction(img, r, 0.75, 0.75, scale) == to_rgb8(kGreen));
+    // Where a linear axis would have put x = 4 (a fifth of the way) there is nothing red.
+    CHECK_FALSE(at_fraction(img, r, 0.2, 0.5, scale) == to_rgb8(kRed));
+  }
+}
+
+TEST_CASE("line plot: linear axes map min..max onto the plot area's edges, y growing upwards") {
+  LinePlotSpec s = fixed_axes(AxisScale::linear, 0, 10, AxisScale::linear, -1, 1);
+  s.series = {dot(2.5, 0.5, kRed), dot(7.5, -0.5, kBlue)};
+  const Figure f = line_plot_figure(s);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  CHECK(at_fraction(img, f.plots[0], 0.25, 0.75, 2) == to_rgb8(kRed));
+  CHECK(at_fraction(img, f.plots[0], 0.75, 0.25, 2) == to_rgb8(kBlue));
+}
+
+TEST_CASE("line plot: series without a colour take matplotlib's tab10 cycle, each its own") {
+  CHECK(to_rgb8(series_color(0)) == Rgb8{0x1f, 0x77, 0xb4});
+  CHECK(to_rgb8(series_color(1)) == Rgb8{0xff, 0x7f, 0x0e});
+  CHECK(to_rgb8(series_color(10)) == to_rgb8(series_color(0)));
+  // Two thick horizontal lines at y = 1 and y = 2 of [0, 3]: at 1/3 and 2/3 of the height.
+  LinePlotSpec s = fixed_axes(AxisScale::linear, 0, 1, AxisScale::linear, 0, 3);
+  for (double y : {1.0, 2.0}) {
+    PlotSeries line;
+    line.name = "y = " + std::to_string(static_cast<int>(y));
+    line.x = {0, 1};
+    line.y = {y, y};
+    line.line_width = 4;
+    s.series.push_back(line);
+  }
+  const Figure f = line_plot_figure(s);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  const Rgb8 first = at_fraction(img, f.plots[0], 0.5, 1.0 / 3, 2), second = at_fraction(img, f.plots[0], 0.5, 2.0 / 3, 2);
+  CHECK(first == Rgb8{0x1f, 0x77, 0xb4});
+  CHECK(second == Rgb8{0xff, 0x7f, 0x0e});
+  CHECK_FALSE(first == second);
+}
+
+TEST_CASE("line plot: a band is shaded in its series' colour, a power law is straight on log-log") {
+  LinePlotSpec s = fixed_axes(AxisScale::log10, 1, 100, AxisScale::log10, 1, 1e4);
+  PlotSeries band;
+  band.x = {1, 100};
+  band.y = {2, 2};
+  band.band_low = {1.5, 1.5};
+  band.band_high = {1000, 1000};
+  band.color = kRed;
+  band.line = false;
+  s.series = {band};
+  ReferenceLine slope = ReferenceLine::power_law(1, 2, "n²");
+  slope.color = kBlue;
+  slope.dashed = false;
+  s.references = {slope};
+  const Figure f = line_plot_figure(s);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  // y = x² passes through (10, 100): the middle of both axes.
+  CHECK(near(at_fraction(img, f.plots[0], 0.5, 0.5, 2), to_rgb8(kBlue), 40));
+  // Inside the band, away from the line and the grid: red at 22% opacity on white = (255, 199, 199).
+  CHECK(near(at_fraction(img, f.plots[0], 0.2, 0.4, 2), Rgb8{255, 199, 199}, 3));
+  // Above the band (y = 5000 > 1000): white.
+  CHECK(at_fraction(img, f.plots[0], 0.2, 0.95, 2) == Rgb8{255, 255, 255});
+}
+
+TEST_CASE("line plot: equal aspect keeps a circle round") {
+  LinePlotSpec s = fixed_axes(AxisScale::linear, -1, 1, AxisScale::linear, -1, 1);
+  s.series = {dot(0, 0, kRed)};
+  s.width = 400;
+  s.height = 200;
+  s.equal_aspect = true;
+  const Figure f = line_plot_figure(s);
+  CHECK(f.plots[0].width == doctest::Approx(f.plots[0].height));
+  CHECK(f.plots[0].height == doctest::Approx(200));
+}
+
+TEST_CASE("line plot: ticks are powers of two on log2, powers of ten on log10, 'nice' on linear") {
+  PlotAxis log2{"d_k", AxisScale::log2};
+  const std::vector<AxisTick> t = axis_ticks(log2, 1, 1024);
+  REQUIRE(t.size() >= 4);
+  for (const AxisTick& k : t) {
+    CAPTURE(k.value);
+    const double e = std::log2(k.value);
+    CHECK(e == std::round(e));
+    if (!k.label.empty()) CHECK(k.label == std::to_string(static_cast<long>(k.value)));  // 1, 2, 4, ... written out
+  }
+  CHECK(t.front().label == "1");
+  CHECK(t.back().value == 1024);
+  const std::vector<AxisTick> huge = axis_ticks(log2, 1.0 / 64, 1 << 22);
+  CHECK(huge.front().label == "2⁻⁶");
+  CHECK(huge.back().value == 1 << 22);
+  std::vector<std::string> huge_labels;
+  for (const AxisTick& k : huge) if (!k.label.empty()) huge_labels.push_back(k.label);
+  CHECK(huge_labels.size() <= 8);
+  CHECK(huge_labels.back() == "2²²");
+
+  const std::vector<AxisTick> dec = axis_ticks({"theta", AxisScale::log10}, 1e-4, 1);
+  std::vector<std::string> labels;
+  for (const AxisTick& k : dec) if (!k.label.empty()) labels.push_back(k.label);
+  CHECK(labels == std::vector<std::string>{"10⁻⁴", "0.001", "0.01", "0.1", "1"});
+  CHECK(dec.size() > labels.size());  // minor ticks at 2..9 x 10^k
+
+  std::vector<double> lin;
+  for (const AxisTick& k : axis_ticks({"x"}, -1, 1)) lin.push_back(k.value);
+  CHECK(lin == std::vector<double>{-1, -0.5, 0, 0.5, 1});
+  CHECK(axis_ticks({"x"}, -1, 1).front().label == "−1");  // a typographic minus
+  PlotAxis counts{"position"};
+  counts.integer_ticks = true;
+  for (const AxisTick& k : axis_ticks(counts, 0, 3)) CHECK(k.value == std::round(k.value));
+}
+
+TEST_CASE("line plot: a legend that fits no corner moves outside; SVG is well-formed XML") {
+  LinePlotSpec s = fixed_axes(AxisScale::linear, 0, 1, AxisScale::linear, 0, 1);
+  PlotSeries cross;  // ink in all four corners
+  cross.name = "an X through every corner";
+  cross.x = {0, 1, std::nan(""), 0, 1};
+  cross.y = {0, 1, std::nan(""), 1, 0};
+  s.series = {cross};
+  LinePlotSpec no_legend = s;
+  no_legend.legend = LegendPlace::none;
+  s.legend = LegendPlace::automatic;
+  const Figure with = line_plot_figure(s), without = line_plot_figure(no_legend);
+  CHECK(with.width > without.width + 50);
+  const std::string svg = render_svg(with);
+  CHECK(well_formed_xml(svg));
+  CHECK(svg.find("<svg") != std::string::npos);
+}
+
+TEST_CASE("line plot: bad data is refused with InputError") {
+  LinePlotSpec s = fixed_axes(AxisScale::log10, 1, 10, AxisScale::linear, 0, 1);
+  s.series = {dot(0, 0.5, kRed)};  // x = 0 on a log axis
+  CHECK_THROWS_AS(line_plot_figure(s), InputError);
+  s.series = {dot(2, 0.5, kRed)};
+  s.series[0].y.push_back(1);  // 1 x, 2 y
+  CHECK_THROWS_AS(line_plot_figure(s), InputError);
+  s.series = {dot(2, 0.5, kRed)};
+  s.series[0].band_low = {0.1};  // a band needs both edges
+  CHECK_THROWS_AS(line_plot_figure(s), InputError);
+  CHECK_THROWS_AS(line_plot_row_figure({}, "t", ""), InputError);
+  LinePlotSpec empty;
+  CHECK_THROWS_AS(line_plot_figure(empty), InputError);
+}

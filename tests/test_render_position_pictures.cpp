@@ -1,0 +1,119 @@
+// The pictures of rope, positional and generate, decoded back from PNG: the teaching point is
+// visible in the pixels (RoPE's constant diagonals, PE's −1..1 scale, the cache's triangle).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "attn/alibi.hpp"
+#include "attn/colormap.hpp"
+#include "attn/kv_cache_picture.hpp"
+#include "attn/positional.hpp"
+#include "attn/positional_pictures.hpp"
+#include "attn/rope_pictures.hpp"
+#include "picture_support.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+// matplotlib's RdBu (_RdBu_data) ends and middle; RdBu_r puts the dark red at the top.
+const Rgb8 kRdBuRed{0x67, 0x00, 0x1f}, kRdBuMiddle{0xf7, 0xf7, 0xf7}, kRdBuBlue{0x05, 0x30, 0x61};
+
+}  // namespace
+
+TEST_CASE("rope pictures: the score heatmap is constant along diagonals and varies across them") {
+  RopeLessonConfig c;
+  c.positions = 6;
+  const RopeLesson lesson = rope_lesson(c);
+  const Figure f = rope_scores_figure(lesson);
+  REQUIRE(f.grids.size() == 1);
+  const CellGrid& g = f.grids[0];
+  CHECK(g.rows == 6);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 1));
+  REQUIRE(img.ok());
+  for (std::size_t i = 0; i + 1 < 6; ++i) {
+    for (std::size_t j = 0; j + 1 < 6; ++j) {
+      CAPTURE(i);
+      CAPTURE(j);
+      CHECK(near(img.cell_corner(g, i, j, 1), img.cell_corner(g, i + 1, j + 1, 1), 1));
+    }
+  }
+  // Across diagonals the colour changes somewhere (RoPE is not a constant score).
+  bool differs = false;
+  for (std::size_t j = 1; j < 6; ++j) differs = differs || !near(img.cell_corner(g, 0, 0, 1), img.cell_corner(g, 0, j, 1), 10);
+  CHECK(differs);
+  CHECK(well_formed_xml(render_svg(f)));
+}
+
+TEST_CASE("rope pictures: rotation, frequencies and styles render for both styles and odd sizes") {
+  for (RopeStyle style : {RopeStyle::Half, RopeStyle::Interleaved}) {
+    for (std::size_t d : {std::size_t{2}, std::size_t{8}, std::size_t{64}}) {
+      RopeLessonConfig c;
+      c.style = style;
+      c.head_dim = d;
+      c.positions = d == 64 ? 100 : 3;
+      c.pair = d / 2 - 1;
+      const RopeLesson lesson = rope_lesson(c);
+      CAPTURE(d);
+      for (const Figure& f : {rope_rotation_figure(lesson), rope_frequencies_figure(lesson), rope_styles_figure(lesson)}) {
+        CHECK(f.width > 300);
+        CHECK(f.width < 2000);
+        CHECK(DecodedPng::from_bytes(render_png(f, 1)).ok());
+      }
+      CHECK(rope_rotation_figure(lesson).plots.size() == 2);
+    }
+  }
+}
+
+TEST_CASE("positional pictures: PE uses a diverging scale from -1 (blue) through 0 (white) to 1 (red)") {
+  const Tensor2 pe = sinusoidal_encoding(4, 6);
+  const Figure f = sinusoidal_figure(pe, 10000);
+  const CellGrid& g = f.grids[0];
+  CHECK(g.rows == 4);
+  CHECK(g.cols == 6);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 1));
+  CHECK(near(img.cell_corner(g, 0, 0, 1), kRdBuMiddle));  // sin(0) = 0
+  CHECK(near(img.cell_corner(g, 0, 1, 1), kRdBuRed));     // cos(0) = 1
+  // pos 3, dim 1: cos(3) = -0.99, within 1% of the blue end.
+  CHECK(near(img.cell_corner(g, 3, 1, 1), kRdBuBlue, 12));
+}
+
+TEST_CASE("positional pictures: ALiBi has one panel per head, the diagonal (bias 0) darkest") {
+  const std::vector<double> slopes = alibi_slopes(4);
+  const Tensor3 bias = alibi_bias(slopes, 5, 5);
+  const Figure f = alibi_figure(bias, slopes);
+  REQUIRE(f.grids.size() == 4);  // no mean panel: a mean of biases means nothing
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 1));
+  const Rgb8 darkest = to_rgb8(Colormap::by_name("Blues").at(1));
+  CHECK(near(img.cell_corner(f.grids[0], 2, 2, 1), darkest));
+  // Head 0's farthest key has the largest penalty of all heads: the light end of the scale.
+  CHECK(near(img.cell_corner(f.grids[0], 4, 0, 1), to_rgb8(Colormap::by_name("Blues").at(0))));
+}
+
+TEST_CASE("kv cache picture: prefill block, the causal triangle, masked and not-yet-cached keys") {
+  GenerateConfig c;
+  c.sentence = "a b c d e";
+  c.prefill = 2;
+  const GenerateResult r = run_generate(c);
+  const Figure f = kv_cache_figure(r);
+  REQUIRE(f.grids.size() == 1);
+  const CellGrid& g = f.grids[0];
+  CHECK(g.rows == 5);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  const Rgb8 masked = img.cell_mean(g, 0, 1, 2);    // inside the prefill: causal, -inf
+  const Rgb8 not_yet = img.cell_corner(g, 0, 4, 2); // token 4 is fed two steps later
+  const Rgb8 first = img.cell_corner(g, 0, 0, 2);   // token 0 attends only to itself: weight 1
+  CHECK(std::abs(masked.r - masked.b) <= 3);         // grey hatching
+  CHECK(not_yet == Rgb8{255, 255, 255});
+  CHECK(near(first, to_rgb8(Colormap::by_name("Blues").at(1))));
+  for (std::size_t t = 1; t < 5; ++t) CHECK_FALSE(img.cell_corner(g, t, 0, 2) == Rgb8{255, 255, 255});
+
+  c.window = 2;
+  c.prefill = 0;
+  const Figure w = kv_cache_figure(run_generate(c));
+  const DecodedPng wimg = DecodedPng::from_bytes(render_png(w, 2));
+  const Rgb8 evicted = wimg.cell_mean(w.grids[0], 4, 0, 2);  // outside the window of token 4
+  CHECK(std::abs(evicted.r - evicted.b) <= 3);
+  CHECK(evicted.r < 240);
+}

@@ -2,6 +2,7 @@
 // loop order of FlashAttention-2: each query block streams over all key blocks), threads, and
 // the per-head packing of K and V. The inner loops are in microkernels_impl.hpp, the
 // per-row online-softmax arithmetic in include/attn/tile_math.hpp.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -73,20 +74,13 @@ void pack_head(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const
     std::copy(v + j * p.dv, v + (j + 1) * p.dv, packed.v_rows.data() + j * p.dvp);
 }
 
-// Sets s[j] = -inf for the keys of this tile row that query i (global) may not see. Causal
-// visibility is a prefix of the row, so it is one fill past an index, not a test per key.
+// Sets s[j] = -inf for the keys of this tile row that the explicit mask hides from query i
+// (global). Causal visibility needs no mask: it is a prefix of the row (see visible() below).
 template <class T>
-void mask_row(const Problem<T>& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t kcols,
-              bool causal_test, T* s) {
-  if (causal_test) {
-    const long visible_end = tile::causal_key_end(long(i) + 1, long(p.Lq), long(p.Lk)) - long(j0);
-    if (visible_end < long(kcols)) std::fill(s + std::max(0L, visible_end), s + kcols, -T(INFINITY));
-  }
-  if (p.allowed) {
-    const bool* m = p.allowed->data() + ((p.allowed->shape(0) == 1 ? 0 : h) * p.Lq + i) * p.Lk + j0;
-    for (std::size_t j = 0; j < kcols; ++j)
-      if (!m[j]) s[j] = -T(INFINITY);
-  }
+void mask_row(const Problem<T>& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t n, T* s) {
+  const bool* m = p.allowed->data() + ((p.allowed->shape(0) == 1 ? 0 : h) * p.Lq + i) * p.Lk + j0;
+  for (std::size_t j = 0; j < n; ++j)
+    if (!m[j]) s[j] = -T(INFINITY);
 }
 
 // One query block of one head: Algorithm 1, lines 5-15, for rows [i0, i0 + rows).
@@ -112,28 +106,48 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
       p.causal ? std::size_t(tile::causal_key_end(long(i0 + rows), long(p.Lq), long(p.Lk))) : p.Lk;
   for (std::size_t j0 = 0; j0 < key_end; j0 += p.Bk) {  // for each key/value block K_j, V_j
     const std::size_t kcols = std::min(p.Bk, key_end - j0);
-    const std::size_t npanels = (kcols + mk.key_panel - 1) / mk.key_panel;
-    // S_ij = Q_i K_j^T (line 9), into ws.s[rows_pad, Bk].
-    mk.qk(ws.q.data(), p.d, rows_pad, kv.k_panels.data() + (j0 / mk.key_panel) * p.d * mk.key_panel,
-          npanels, ws.s.data(), p.Bk);
-    // Only diagonal tiles need the per-element causal test; tiles below it are fully visible.
-    const bool causal_test =
+    // Tiles below the diagonal are fully visible. A tile on the diagonal is walked in groups
+    // of row_align rows, each computing only up to the last key its last row sees: the
+    // triangle above the diagonal is then skipped at register-block granularity, not a tile's.
+    const bool on_diagonal =
         p.causal && !tile::causal_tile_full(long(i0), long(j0 + kcols), long(p.Lq), long(p.Lk));
-    for (std::size_t r = 0; r < rows; ++r) {
-      T* s = ws.s.data() + r * p.Bk;
-      if (causal_test || p.allowed) mask_row(p, h, i0 + r, j0, kcols, causal_test, s);
-      // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
-      tile::RowState<T>& st = ws.rows[r];
-      ws.alpha[r] = tile::row_rescale(st, mk.row_max(s, kcols));
-      if (st.m == -T(INFINITY)) {
-        std::fill(s, s + kcols, T(0));  // every key so far masked: contributes nothing yet
-      } else {
-        st.l += mk.exp2_sum(s, kcols, st.m);
+    const std::size_t group = on_diagonal ? p.row_align : rows_pad;
+    for (std::size_t g0 = 0; g0 < rows; g0 += group) {
+      const std::size_t g_rows = std::min(group, rows_pad - g0);  // a multiple of row_align
+      // Keys of this tile visible to row i: [0, visible(i)).
+      auto visible = [&](std::size_t i) -> std::size_t {
+        if (!on_diagonal) return kcols;
+        const long end = tile::causal_key_end(long(i0 + i) + 1, long(p.Lq), long(p.Lk)) - long(j0);
+        return std::size_t(std::clamp(end, 0L, long(kcols)));
+      };
+      const std::size_t g_keys = visible(std::min(g0 + g_rows, rows) - 1);  // the group's last row
+      T* s_group = ws.s.data() + g0 * p.Bk;
+      if (g_keys > 0) {
+        // S_ij = Q_i K_j^T (line 9), for these rows and keys.
+        mk.qk(ws.q.data() + g0 * p.d, p.d, g_rows,
+              kv.k_panels.data() + (j0 / mk.key_panel) * p.d * mk.key_panel,
+              (g_keys + mk.key_panel - 1) / mk.key_panel, s_group, p.Bk);
+      }
+      for (std::size_t r = g0; r < std::min(g0 + g_rows, rows); ++r) {
+        T* s = ws.s.data() + r * p.Bk;
+        const std::size_t n = visible(r);
+        if (p.allowed) mask_row(p, h, i0 + r, j0, n, s);
+        // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
+        tile::RowState<T>& st = ws.rows[r];
+        ws.alpha[r] = tile::row_rescale(st, n ? mk.row_max(s, n) : -T(INFINITY));
+        if (st.m == -T(INFINITY)) {
+          std::fill(s, s + g_keys, T(0));  // every key so far masked: contributes nothing yet
+        } else {
+          st.l += n ? mk.exp2_sum(s, n, st.m) : T(0);
+          std::fill(s + n, s + g_keys, T(0));  // keys this row may not see (causal)
+        }
+      }
+      // Line 12: O_i = diag(alpha) O_i + P_ij V_j.
+      if (g_keys > 0) {
+        mk.pv(s_group, p.Bk, g_rows, g_keys, kv.v_rows.data() + j0 * p.dvp, p.dvp, p.dvp,
+              ws.alpha.data() + g0, ws.o.data() + g0 * p.dvp, p.dvp);
       }
     }
-    // Line 12: O_i = diag(alpha) O_i + P_ij V_j.
-    mk.pv(ws.s.data(), p.Bk, rows_pad, kcols, kv.v_rows.data() + j0 * p.dvp, p.dvp, p.dvp,
-          ws.alpha.data(), ws.o.data(), p.dvp);
   }
 
   // Lines 13-15: O_i = diag(l_i)^-1 O_i, L_i = m_i + log(l_i).

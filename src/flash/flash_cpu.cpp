@@ -283,10 +283,6 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   if (failure) std::rethrow_exception(failure);
 }
 
-}  // namespace
-
-namespace {
-
 void check_flash_inputs(const Shape& q, const Shape& k, const Shape& v, const Mask3* allowed,
                         const FlashOptions& options, double scale) {
   Shape ms;
@@ -310,30 +306,6 @@ std::array<std::size_t, 6> dims_of(const Q& q, const K& k, const V& v) {
   return {q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
 }
 
-// P[h, i, j] = exp(scale * q_i . k_j - lse[h, i]) over the visible keys, in float64.
-template <class T>
-xt::xtensor<double, 3> weights_from_lse_f64(const xt::xtensor<T, 3>& q, const xt::xtensor<T, 3>& k,
-                                            const xt::xtensor<double, 2>& lse, const Mask3* allowed,
-                                            bool causal, double scale) {
-  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1);
-  const std::size_t group = H / k.shape(0);
-  xt::xtensor<double, 3> w = xt::zeros<double>({H, Lq, Lk});
-  for (std::size_t h = 0; h < H; ++h)
-    for (std::size_t i = 0; i < Lq; ++i) {
-      if (std::isinf(lse(h, i))) continue;  // fully masked row: all zero
-      for (std::size_t j = 0; j < Lk; ++j) {
-        const bool visible =
-            (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
-            (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
-        if (!visible) continue;
-        double s = 0;
-        for (std::size_t c = 0; c < d; ++c) s += double(q(h, i, c)) * double(k(h / group, j, c));
-        w(h, i, j) = std::exp(s * scale - lse(h, i));
-      }
-    }
-  return w;
-}
-
 }  // namespace
 
 FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
@@ -355,12 +327,6 @@ FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v
   return r;
 }
 
-Tensor3 weights_from_lse(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
-                         const Mask3* allowed, bool causal, std::optional<double> scale) {
-  return xt::cast<float>(weights_from_lse_f64(q, k, lse, allowed, causal,
-                                              scale.value_or(1.0 / std::sqrt(double(q.shape(2))))));
-}
-
 namespace detail {
 
 FlashF64 flash_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
@@ -374,31 +340,5 @@ FlashF64 flash_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
   return r;
 }
 
-SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
-                   const SdpaOptions& options, const std::optional<FlashOptions>& flash) {
-  if (!flash) return sdpa_f64(q, k, v, allowed, options);
-  if (options.dropout_p > 0) throw InputError("dropout: not supported by backend \"flash\"");
-  if (options.window) throw InputError("window: not supported by backend \"flash\"");
-  if (!options.alibi_slopes.empty()) throw InputError("alibi: not supported by backend \"flash\"");
-  FlashOptions fo = *flash;
-  fo.causal = options.causal;
-  // Temperature divides the scaled scores, so it folds into the scale.
-  fo.scale = options.scale.value_or(1.0 / std::sqrt(double(q.shape(2)))) / options.temperature;
-  SdpaF64 r;
-  if (fo.precision == FlashPrecision::float64) {
-    FlashF64 f = flash_f64(q, k, v, allowed, fo);
-    r.output = std::move(f.output);
-    r.lse = std::move(f.lse);
-  } else {
-    const FlashResult f = flash_attention(xt::cast<float>(q), xt::cast<float>(k), xt::cast<float>(v), allowed, fo);
-    r.output = xt::cast<double>(f.output);
-    r.lse = xt::cast<double>(f.lse);
-  }
-  // The kernel never forms the weights: recompute them from its lse (a wrong lse shows).
-  r.weights = weights_from_lse_f64(q, k, r.lse, allowed, fo.causal, *fo.scale);
-  return r;
-}
-
 }  // namespace detail
-
 }  // namespace attn

@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   attn-cli mask --kind causal --size 5
   attn-cli rope
   attn-cli generate "The cat sat on the mat" --prefill 2
+  attn-cli variance --dk 8,64,512 --samples 2000
+  attn-cli complexity --n 1024,4096 --d-model 4096 --heads 32
+  attn-cli bench --n 512 --heads 2 --repeat 1
 Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
 )");
 

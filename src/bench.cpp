@@ -108,8 +108,7 @@ BenchRun run_bench(const BenchConfig& c) {
 
   Tensor3 output;
   const std::size_t before = rss_field("VmRSS:");  // the process with its inputs, before any run
-  reset_peak_rss();
-  const Timings t = time_runs(c.repeat, [&] {
+  auto run_once = [&] {
     output = Tensor3();  // free the previous run's output first: peak memory is one run's
     if (c.backend == "flash") {
       output = flash_attention(q, k, v, nullptr, fo).output;
@@ -120,7 +119,10 @@ BenchRun run_bench(const BenchConfig& c) {
     } else {
       output = sdpa(q, k, v, nullptr, so).output;
     }
-  });
+  };
+  run_once();  // untimed warm-up: first-touch page faults, thread and (CUDA) context start-up
+  reset_peak_rss();
+  const Timings t = time_runs(c.repeat, run_once);
   BenchRun run{c, 0, 0, 0, 0, 0, 0, std::nullopt};
   run.peak_rss_bytes = rss_field("VmHWM:");
   run.baseline_rss_bytes = before;

@@ -32,6 +32,7 @@ FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tenso
                      std::to_string(cuda::kMaxHeadDim) + ", got d = " + std::to_string(dims.d) +
                      ", dv = " + std::to_string(dims.dv));
   }
+  if (dims.H > 65535) throw InputError("q: the CUDA kernel supports up to 65535 heads, got " + std::to_string(dims.H));
   std::vector<unsigned char> mask;
   if (allowed) mask.assign(allowed->begin(), allowed->end());
   const double scale = options.scale.value_or(1.0 / std::sqrt(double(dims.d)));

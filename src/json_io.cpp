@@ -78,6 +78,11 @@ Json nested(const T& t, std::size_t dim, std::size_t offset, bool lse) {
       const float x = t.data()[at];
       if (lse && std::isinf(x) && x < 0) {
         a.push_back(nullptr);
+      } else if (!std::isfinite(x)) {
+        // JSON has no inf or NaN (nlohmann would print null, which means "fully masked" in an
+        // lse): an overflow must be an error, never a silent null.
+        throw InputError("a result is " + std::string(std::isnan(x) ? "NaN" : "infinite") +
+                         " in float32: the scores overflow; scale the inputs (or scale) down");
       } else {
         a.push_back(json_float(x));
       }
@@ -95,6 +100,7 @@ Json read_json(const std::string& path) {
     ss << std::cin.rdbuf();
     text = ss.str();
   } else {
+    if (std::filesystem::is_directory(path)) throw InputError("cannot read " + path + ": it is a folder");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw RuntimeError("cannot read " + path + ": " + std::strerror(errno));
     std::ostringstream ss;
@@ -138,16 +144,29 @@ Json lse_to_json(const Tensor1& lse) { return nested(lse, 0, 0, true); }
 Json lse_to_json(const Tensor2& lse) { return nested(lse, 0, 0, true); }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
   if (path == "-") {
     std::cout << text << std::flush;
+    if (!std::cout) throw RuntimeError("cannot write to stdout");
     return;
   }
-  namespace fs = std::filesystem;
   const fs::path target(path);
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(target, ec);
+  if (fs::exists(link) && (fs::is_symlink(link) || !fs::is_regular_file(link))) {
+    // /dev/stdout (a symlink), a named pipe, a device: renaming a temporary file over it would
+    // replace the link or the device itself, so write straight into what it points to.
+    std::ofstream out(path, std::ios::binary);
+    out << text << std::flush;
+    if (!out) throw RuntimeError("cannot write " + path);
+    return;
+  }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::string tmpl = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
   const int fd = mkstemp(tmpl.data());
-  if (fd < 0) throw RuntimeError("cannot write " + path + ": " + std::strerror(errno));
+  // A file that cannot even be created (no such folder, no permission) is a bad path the
+  // user gave: exit 2. A write that fails once started (a full disk) is a runtime error: 1.
+  if (fd < 0) throw InputError("cannot write " + path + ": " + std::strerror(errno));
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

@@ -50,7 +50,7 @@ void check_sdpa_shapes(const Shape& q, const Shape& k, const Shape& v, const Sha
         "[" + std::to_string(H) + ", " + std::to_string(Lq) + ", " + std::to_string(Lk) + "]";
     const Shape& m = *mask;
     const bool ok2 = m.size() == 2 && m[0] == Lq && m[1] == Lk;
-    const bool ok3 = heads && m.size() == 3 && m[0] == H && m[1] == Lq && m[2] == Lk;
+    const bool ok3 = heads && m.size() == 3 && (m[0] == H || m[0] == 1) && m[1] == Lq && m[2] == Lk;
     if (!ok2 && !ok3) shape_error("mask", heads ? plain + " or " + per_head : plain, m);
   }
 }

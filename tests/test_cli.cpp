@@ -296,3 +296,67 @@ TEST_CASE("cli: every example in --help runs") {
   }
   CHECK(examples >= 8);
 }
+
+TEST_CASE("cli: overflowing scores are an error, never a null or NaN in the JSON") {
+  const std::string big = R"({"q":[[1e30,1e30]],"k":[[1e30,1e30]],"v":[[1,2]])";
+  check_input_error(run_cli("attend --input -", big + "}"), "overflow");
+  check_input_error(run_cli("attend --input -", big + R"(,"backend":"flash","precision":"float32"})"), "overflow");
+  check_input_error(run_cli("attend --input -", R"({"q":[[1,1]],"k":[[1,1]],"v":[[1]],"scale":1e300})"), "overflow");
+}
+
+TEST_CASE("cli: output that cannot be written is a runtime error; /dev/stdout works") {
+  Scratch s;
+  const std::string cli = "'" + std::string(ATTN_CLI) + "' attend --input data/examples/attend_small.json";
+  const std::string err = (s.dir / "err").string(), out = (s.dir / "out").string();
+  int status = std::system(("cd '" + s.dir.string() + "' && " + cli + " > /dev/full 2>'" + err + "'").c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(read_text(err).rfind("error: cannot write to stdout", 0) == 0);
+  // --output /dev/stdout writes through the link (never renames a file over it).
+  status = std::system(("cd '" + s.dir.string() + "' && " + cli + " --output /dev/stdout >'" + out + "'").c_str());
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(Json::parse(read_text(out))["output"].size() == 3);
+  CHECK(fs::is_symlink(fs::symlink_status("/dev/stdout")));
+  check_input_error(run_cli("attend --input /tmp"), "it is a folder");
+}
+
+TEST_CASE("cli: float32 flash weights at large scores still sum to 1 per row") {
+  // Scores of about 1e4: a float32 lse is off by ~1e-3 there, so weights must not come from it.
+  const std::string in = R"({"q":[[100,100],[-100,50]],"k":[[100,100],[99,101],[-50,100]],)"
+                         R"("v":[[1],[2],[3]],"scale":1.0,"backend":"flash","precision":"float32"})";
+  const CliResult r = run_cli("attend --input -", in);
+  REQUIRE(r.code == 0);
+  for (const Json& row : Json::parse(r.out)["weights"]) {
+    double sum = 0;
+    for (double w : row) sum += w;
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("cli: a [1, Lq, Lk] mask is shared by every head, in attend as in mha") {
+  Json in = load_golden("attend_heads")["input"];  // 3 heads, Lq = 4, Lk = 6
+  Json shared = Json::array(), per_head = Json::array();
+  Json m = Json::array();
+  for (int i = 0; i < 4; ++i) {
+    Json row = Json::array();
+    for (int j = 0; j < 6; ++j) row.push_back((i + j) % 3 != 0);
+    m.push_back(row);
+  }
+  shared.push_back(m);
+  for (int h = 0; h < 3; ++h) per_head.push_back(m);
+  in["mask"] = shared;
+  const CliResult a = run_cli("attend --input -", in.dump());
+  in["mask"] = per_head;
+  const CliResult b = run_cli("attend --input -", in.dump());
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  CHECK(Json::parse(a.out) == Json::parse(b.out));
+}
+
+TEST_CASE("cli: mha's dropout seed must be a non-negative integer") {
+  Json in = load_golden("mha_self_bias")["input"];
+  in["dropout"] = 0.1;
+  in["seed"] = -3;
+  check_input_error(run_cli("mha --input -", in.dump()), "seed: expected an integer >= 0");
+  in["seed"] = 7;
+  CHECK(run_cli("mha --input -", in.dump()).code == 0);
+}

@@ -80,6 +80,6 @@ TEST_CASE("canvas: save_figure writes each format atomically and leaves nothing 
   CHECK(fs::exists(dir.path / "fig.svg"));
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 2);
   CHECK(DecodedPng::from_file(dir / "fig.png").ok());
-  CHECK_THROWS_AS(save_figure(sample_figure(), dir / "missing/fig", both), RuntimeError);
+  CHECK_THROWS_AS(save_figure(sample_figure(), dir / "missing/fig", both), InputError);
   CHECK_THROWS_AS(parse_image_formats("jpeg"), InputError);
 }

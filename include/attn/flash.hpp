@@ -40,11 +40,9 @@ struct FlashResult {
 FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                             const Mask3* allowed, const FlashOptions& options);
 
-// The attention weights implied by a run's lse, recomputed row by row (as FlashAttention's
-// backward pass does): P[h, i, j] = exp(scale * q_i . k_j - lse[h, i]) for visible keys.
-// Rows sum to 1 only if the lse is right, so this exposes, not hides, a wrong kernel.
-// lse in float64: an lse of 2000 rounded to float32 is off by 1e-4, and so would be every
-// weight recomputed from it.
+// The attention weights of a flash run, which the kernel never forms, recomputed row by row
+// in float64 (as FlashAttention's backward pass recomputes them): rows whose lse is -inf (the
+// kernel found every key masked) are zero, the others are the softmax of their visible scores.
 Tensor3 weights_from_lse(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
                          const Mask3* allowed, bool causal, std::optional<double> scale);
 

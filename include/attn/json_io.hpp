@@ -48,7 +48,8 @@ Json lse_to_json(const Tensor2& lse);
 double json_float(float x);
 
 // Writes text to path through a temporary file in the same folder and a rename, so a failed
-// run never leaves a half-written file. path "-" writes to stdout. I/O failure -> RuntimeError.
+// run never leaves a half-written file. path "-" writes to stdout. A path where no file can be
+// created (missing folder, no permission) -> InputError; a write that fails -> RuntimeError.
 void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace attn

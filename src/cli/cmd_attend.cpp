@@ -102,9 +102,7 @@ void run_attend(const AttendOptions& opts) {
   } else {
     r = sdpa(q3, k3, v3, allowed_ptr, options);
   }
-  warn_fully_masked(r.lse);
-
-  Json out;
+  Json out;  // built first: a non-finite value throws before any warning is printed
   if (q.shape.size() == 2) {  // answer in the rank we were asked in
     out["output"] = to_json(Tensor2(xt::view(r.output, 0, xt::all(), xt::all())));
     if (!opts.no_weights) out["weights"] = to_json(Tensor2(xt::view(r.weights, 0, xt::all(), xt::all())));
@@ -114,6 +112,7 @@ void run_attend(const AttendOptions& opts) {
     if (!opts.no_weights) out["weights"] = to_json(r.weights);
     out["lse"] = lse_to_json(r.lse);
   }
+  warn_fully_masked(r.lse);
   write_file_atomically(opts.output, out.dump() + "\n");
   show_weights_on_terminal(r, mask ? &allowed : nullptr, options.causal, opts);
 }

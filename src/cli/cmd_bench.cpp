@@ -73,12 +73,14 @@ void run_bench_command(const BenchOptions& o) {
                     {"max_abs_err_vs_naive", err}};
         if (o.sgemm_n) run["fraction_of_sgemm"] = r.gflops / sgemm_by_threads[ti];
         if (c.threads == 1) run["min_thread_cpu_ms"] = r.min_thread_cpu_ms;
+        if (backend == "cuda") run["includes_host_device_copies"] = true;
         runs.push_back(run);
       }
   if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
 
   if (o.json) {
     Json out = {{"flops_convention", "4*H*n*n*d, halved when causal (FlashAttention's benchmark rule)"},
+                {"timing", "one untimed warm-up run, then --repeat timed runs; cuda times include host-device copies"},
                 {"isa", flash_isa()},
                 {"runs", runs}};
     if (o.sgemm_n) out["sgemm"] = sgemm;

@@ -112,7 +112,13 @@ void run_mha(const MhaCliOptions& opts) {
   options.num_kv_heads = optional_positive_int(in, "num_kv_heads").value_or(*heads);
   options.attention = sdpa_options_from(in);
   if (auto p = optional_number(in, "dropout")) options.attention.dropout_p = *p;
-  if (auto s = optional_number(in, "seed")) options.attention.dropout_seed = static_cast<std::uint64_t>(*s);
+  if (in.contains("seed") && !in.at("seed").is_null()) {
+    const Json& seed = in.at("seed");
+    if (!seed.is_number_unsigned() && !(seed.is_number_integer() && seed.get<long long>() >= 0)) {
+      throw InputError("seed: expected an integer >= 0, got " + seed.dump());
+    }
+    options.attention.dropout_seed = seed.get<std::uint64_t>();
+  }
   const BackendChoice backend = backend_from(in);
   if (backend.name == "cuda") throw InputError("backend: \"cuda\" is available for attend only");
   if (backend.name == "flash") {
@@ -139,13 +145,12 @@ void run_mha(const MhaCliOptions& opts) {
   std::optional<MhaDecodeResult> decoded;
   if (decode_from) decoded = mha_decode(query, w, mask, options, *decode_from);
   const MhaResult r = decoded ? decoded->result : mha(query, key, value, w, mask, options);
-  warn_fully_masked(r.lse);
-
-  Json out;
+  Json out;  // built first: a non-finite value throws before any warning is printed
   out["output"] = to_json(r.output);
   if (!opts.no_weights) out["weights"] = to_json(r.weights);
   out["lse"] = lse_to_json(r.lse);
   if (decoded) out["kv_cache_len"] = decoded->kv_cache_len;
+  warn_fully_masked(r.lse);
   write_file_atomically(opts.output, out.dump() + "\n");
 }
 

@@ -123,6 +123,11 @@ std::string flash_forward(const float* q, const float* k, const float* v,
 
   const dim3 grid(unsigned((dims.Lq + kBr - 1) / kBr), unsigned(dims.H));
   const std::size_t shared = kBc * (dims.d + dims.dv) * sizeof(float);
+  // Past 48 KiB of dynamic shared memory a kernel must opt in (d = dv = 256 needs 64 KiB).
+  if (shared > 48 * 1024) {
+    err = cudaFuncSetAttribute(flash_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    if (err != cudaSuccess) return cudaGetErrorString(err);
+  }
   flash_forward_kernel<<<grid, kBr, shared>>>(
       static_cast<const float*>(dq.ptr), static_cast<const float*>(dk.ptr),
       static_cast<const float*>(dv.ptr), allowed ? static_cast<const unsigned char*>(dm.ptr) : nullptr,

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <system_error>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -277,7 +278,13 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
     }
   };
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(workspaces[t]));
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker, std::ref(workspaces[t]));
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had (a ulimit): the ones running share all the work
+    }
+  }
   worker(workspaces[0]);
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);

@@ -1,17 +1,23 @@
-// What the flash kernel hands back besides its output: the attention weights, recomputed from
-// its lse (FlashAttention's backward pass does the same), and attend_f64, the backend choice
-// mha() runs with.
+// What the flash kernel does not hand back: the attention weights (recomputed for the JSON
+// contract, as FlashAttention's backward pass recomputes them), and attend_f64, the backend
+// choice mha() runs with.
 #include <cmath>
+#include <vector>
 
 #include "../sdpa_f64.hpp"
 #include "attn/error.hpp"
 #include "attn/flash.hpp"
+#include "attn/softmax.hpp"
 #include "attn/tile_math.hpp"
 
 namespace attn {
 namespace {
 
-// P[h, i, j] = exp(scale * q_i . k_j - lse[h, i]) over the visible keys, in float64.
+// The weights of a flash run, which the kernel never forms: for every row the kernel attended
+// (lse > -inf), softmax of scale * q_i . k_j over the visible keys, recomputed in float64 and
+// normalised by the row's own sum; rows the kernel found fully masked (lse = -inf) are zero.
+// The row's own sum, not exp(s - lse): a float32 lse of 1e4 is off by 1e-3 and would skew
+// every weight of its row by as much.
 template <class T>
 xt::xtensor<double, 3> weights_from_lse_f64(const xt::xtensor<T, 3>& q, const xt::xtensor<T, 3>& k,
                                             const xt::xtensor<double, 2>& lse, const Mask3* allowed,
@@ -19,18 +25,20 @@ xt::xtensor<double, 3> weights_from_lse_f64(const xt::xtensor<T, 3>& q, const xt
   const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1);
   const std::size_t group = H / k.shape(0);
   xt::xtensor<double, 3> w = xt::zeros<double>({H, Lq, Lk});
+  std::vector<double> row(Lk);
   for (std::size_t h = 0; h < H; ++h)
     for (std::size_t i = 0; i < Lq; ++i) {
-      if (std::isinf(lse(h, i))) continue;  // fully masked row: all zero
+      if (lse(h, i) == -INFINITY) continue;  // fully masked row: all zero
       for (std::size_t j = 0; j < Lk; ++j) {
         const bool visible =
             (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
             (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
-        if (!visible) continue;
         double s = 0;
-        for (std::size_t c = 0; c < d; ++c) s += double(q(h, i, c)) * double(k(h / group, j, c));
-        w(h, i, j) = std::exp(s * scale - lse(h, i));
+        for (std::size_t c = 0; visible && c < d; ++c) s += double(q(h, i, c)) * double(k(h / group, j, c));
+        row[j] = visible ? s * scale : -INFINITY;
       }
+      softmax_row_inplace(row.data(), Lk);
+      for (std::size_t j = 0; j < Lk; ++j) w(h, i, j) = row[j];
     }
   return w;
 }
@@ -65,7 +73,7 @@ SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
     r.output = xt::cast<double>(f.output);
     r.lse = xt::cast<double>(f.lse);
   }
-  // The kernel never forms the weights: recompute them from its lse (a wrong lse shows).
+  // The kernel never forms the weights: recompute them (rows it found fully masked stay 0).
   r.weights = weights_from_lse_f64(q, k, r.lse, allowed, fo.causal, *fo.scale);
   return r;
 }

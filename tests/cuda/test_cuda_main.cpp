@@ -33,7 +33,7 @@ int main() {
   };
   const Case cases[] = {{1, 1, 1, 1, 1, 1, false, false},    {2, 2, 7, 13, 5, 3, true, false},
                         {4, 2, 100, 37, 64, 64, true, false}, {2, 1, 33, 300, 64, 80, true, true},
-                        {3, 3, 129, 129, 128, 128, false, true}};
+                        {3, 3, 129, 129, 128, 128, false, true}, {2, 2, 70, 90, 256, 256, true, false}};
   int failures = 0;
   Rng rng(5);
   for (const Case& c : cases) {
@@ -49,7 +49,13 @@ int main() {
     double err = 0;
     for (std::size_t i = 0; i < ref.output.size(); ++i)
       err = std::max(err, double(std::fabs(ref.output.data()[i] - got.output.data()[i])));
-    const bool ok = err < 1e-4;
+    // lse too: -inf exactly where every key is masked (the Lq > Lk causal case has such rows).
+    bool lse_ok = true;
+    for (std::size_t i = 0; i < ref.lse.size(); ++i) {
+      const float a = got.lse.data()[i], b = ref.lse.data()[i];
+      lse_ok = lse_ok && (std::isinf(b) ? a == b : std::fabs(a - b) <= 1e-4f * std::max(1.0f, std::fabs(b)));
+    }
+    const bool ok = err < 1e-4 && lse_ok;
     failures += !ok;
     std::printf("%s H=%zu Lq=%zu Lk=%zu d=%zu causal=%d mask=%d max|err|=%.2e\n", ok ? "ok  " : "FAIL", c.H,
                 c.Lq, c.Lk, c.d, int(c.causal), int(c.mask), err);

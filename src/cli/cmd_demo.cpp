@@ -87,29 +87,13 @@ void print_checks(const DemoResult& r) {
   }
 }
 
-// Creates DIR (and parents) and checks that a file can be created in it, before any work.
-void prepare_output_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw InputError("--out: cannot create folder " + dir + ": " +
-                     (ec ? ec.message() : std::string("a file of that name exists")));
-  }
-  const fs::path probe = fs::path(dir) / ".attn-write-test";
-  FILE* f = std::fopen(probe.c_str(), "w");
-  if (!f) throw InputError("--out: folder " + dir + " is not writable");
-  std::fclose(f);
-  fs::remove(probe, ec);
-}
-
 void run_demo_command(const DemoOptions& opts) {
   check_colormap(opts.image.colormap);
   DemoConfig config = opts.config;
   if (!opts.rope.empty()) config.rope = parse_rope_style(opts.rope, "--rope");
   check_demo_config(config);
   const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
-  prepare_output_dir(opts.out);
+  prepare_picture_dir(opts.out);
   const DemoResult r = run_demo(config);
   const std::size_t L = r.tokens.size();
 

@@ -128,7 +128,7 @@ Figure saturation_figure(const VarianceResult& r) {
     p.title = s.title;
     p.series = {su, ss};
     p.references = {ReferenceLine::horizontal(s.uniform, "uniform row, every p = 1/n")};
-    p.legend = panels.empty() ? LegendPlace::automatic : LegendPlace::none;  // one legend for all three
+    p.legend = LegendPlace::none;
     p.x = kDkAxis;
     p.y = {s.axis, AxisScale::linear, 0.0};
     p.width = 220;
@@ -136,6 +136,7 @@ Figure saturation_figure(const VarianceResult& r) {
     panels.push_back(p);
   }
   panels[0].y.max = 1.0;
+  panels.back().legend = LegendPlace::outside_right;  // one legend for all three, at the end
   return line_plot_row_figure(
       panels, "Unscaled scores saturate softmax and starve its gradient",
       "one query against n = " + std::to_string(first.keys) + " keys, averaged over " +

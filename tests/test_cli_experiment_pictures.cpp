@@ -14,10 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::size_t files_in(const fs::path& dir) {
-  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}));
-}
-
 void check_png(const TempDir& dir, const std::string& path) {
   CAPTURE(path);
   const DecodedPng img = DecodedPng::from_file(dir / path);

@@ -15,10 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::size_t files_in(const fs::path& dir) {
-  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}));
-}
-
 // Runs demo into dir/out and checks the folder against its manifest; returns the manifest.
 Json check_demo(const TempDir& dir, const std::string& sentence, const std::string& out,
                 const std::string& flags = "") {

@@ -1,5 +1,6 @@
 #include "attn/demo.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -105,6 +106,24 @@ TileCounts count_tiles(const std::vector<FlashTile>& tiles) {
   return c;
 }
 
+VarianceConfig demo_variance_config(const DemoConfig& config) {
+  VarianceConfig v;
+  v.d_ks = {8, 16, 32, 64, 128, 256, 512, 1024};
+  v.samples = 2000;  // a few milliseconds; the band is theory +- 3 se for this many
+  v.seed = config.seed;
+  return v;
+}
+
+ComplexityConfig demo_complexity_config(const DemoConfig& config, std::size_t tokens) {
+  ComplexityConfig c;
+  c.ns = {16, 64, 256, 1024, 4096};
+  if (std::find(c.ns.begin(), c.ns.end(), tokens) == c.ns.end()) c.ns.push_back(tokens);
+  std::sort(c.ns.begin(), c.ns.end());
+  c.d_model = config.d_model;
+  c.heads = config.heads;
+  return c;
+}
+
 void check_demo_config(const DemoConfig& config) {
   const std::size_t D = config.d_model;
   if (config.heads == 0 || D % config.heads != 0) {
@@ -182,6 +201,9 @@ DemoResult run_demo(const DemoConfig& config) {
   const MhaDecodeResult dec = mha_decode(x, wh, nullptr, mo, prefill);
   r.decode = {prefill, dec.steps.size(), dec.kv_cache_len, max_abs_difference(dec.result.output, one_shot.output),
               max_abs_difference(dec.result.weights, one_shot.weights)};
+
+  r.variance = run_variance(demo_variance_config(config));
+  r.complexity = run_complexity(demo_complexity_config(config, L));
   return r;
 }
 
@@ -278,6 +300,12 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
                             {"max_abs_change_vs_no_rope", r.rope->max_change},
                             {"max_change_at", {{"query", r.rope->max_change_query}, {"key", r.rope->max_change_key}}}};
   }
+  m["results"]["variance"] = variance_json(r.variance);
+  const Json complexity = complexity_json(r.complexity);
+  m["results"]["complexity"] = {{"convention", complexity["convention"]},
+                                {"rows", complexity["rows"]},
+                                {"crossover", complexity["crossover"]},
+                                {"sentence_tokens", r.tokens.size()}};
   return m;
 }
 

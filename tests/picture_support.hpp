@@ -104,6 +104,12 @@ class DecodedPng {
   std::shared_ptr<cairo_surface_t> surface_;
 };
 
+// How many entries a folder holds (a test's check that no temporary file was left behind).
+inline std::size_t files_in(const std::filesystem::path& dir) {
+  return static_cast<std::size_t>(
+      std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{}));
+}
+
 // A fresh folder for one test's files, removed afterwards.
 struct TempDir {
   std::filesystem::path path;

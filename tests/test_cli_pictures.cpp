@@ -15,10 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::size_t files_in(const fs::path& dir) {
-  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}));
-}
-
 // Runs demo into dir/out and checks the folder against its manifest; returns the manifest.
 Json check_demo(const TempDir& dir, const std::string& sentence, const std::string& out,
                 const std::string& flags = "") {
@@ -47,7 +43,7 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
     }
     kinds.insert(a["kind"].get<std::string>());
   }
-  std::set<std::string> expected{"heatmap", "mask", "heads", "flash"};
+  std::set<std::string> expected{"heatmap", "mask", "heads", "flash", "variance", "complexity"};
   if (flags.find("--rope") != std::string::npos) expected.insert("rope");
   CHECK(kinds == expected);
   CHECK(files_in(dir.path / out) == m["artifacts"].size() + 1);  // no temporary files left
@@ -59,7 +55,7 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
 TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-identical on rerun") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on", "run1");
-  CHECK(m["artifacts"].size() == 5);
+  CHECK(m["artifacts"].size() == 7);
   const Json& causal = m["results"]["causal"];
   CHECK(causal["weights"][0][0] == 1.0);  // the first token sees only itself
   CHECK(causal["weights"][0][3] == 0.0);
@@ -68,9 +64,30 @@ TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-iden
     for (const Json& t : q["top"]) CHECK(t["index"].get<std::size_t>() <= q["index"].get<std::size_t>());
   }
   CHECK(m["results"]["multi_head"]["weights"].size() == 4);
+  // Issue 5 in the demo: the variance sweep within its band, and FLOPs from DESIGN.md's closed
+  // forms at the default d_model 64, for the sentence's 4 tokens among the lengths.
+  const Json& variance = m["results"]["variance"]["rows"];
+  REQUIRE(variance.size() >= 4);
+  for (const Json& row : variance) {
+    const double d = row["d_k"], S = row["samples"];
+    CAPTURE(d);
+    CHECK(std::fabs(row["var_unscaled"].get<double>() - d) <= 3 * std::sqrt((2 * d * d + 6 * d) / S) * 1.01);
+    CHECK(std::fabs(row["var_scaled"].get<double>() - 1) <= 3 * std::sqrt((2 + 6 / d) / S) * 1.01);
+  }
+  bool sentence_row = false;
+  for (const Json& row : m["results"]["complexity"]["rows"]) {
+    const double n = row["n"], D = 64;
+    CHECK(row["d_model"] == 64);
+    CHECK(row["flops"]["scores"].get<double>() == 2 * n * n * D);
+    CHECK(row["flops"]["qkv_proj"].get<double>() == 6 * n * D * D);
+    sentence_row |= row["n"] == 4;
+  }
+  CHECK(sentence_row);
+  CHECK(m["results"]["complexity"]["crossover"]["matmuls"].get<double>() == doctest::Approx(2 * 64.0));  // 4 n^2 D = 8 n D^2
   check_demo(dir, "The cat sat on", "run2");
   for (const char* file :
-       {"manifest.json", "attention.png", "attention_causal.png", "mask_causal.png", "heads.png", "flash_tiles.png"}) {
+       {"manifest.json", "attention.png", "attention_causal.png", "mask_causal.png", "heads.png", "flash_tiles.png",
+        "variance.png", "complexity.png"}) {
     CAPTURE(file);
     CHECK(read_text(dir / (std::string("run1/") + file)) == read_text(dir / (std::string("run2/") + file)));
   }
@@ -80,7 +97,7 @@ TEST_CASE("cli pictures: demo with a Chinese sentence, SVG too, another colormap
   TempDir dir;
   const Json m = check_demo(dir, "我喜欢深度学习", "zh", "--format both --colormap viridis --heads 2 --scale 1");
   CHECK(m["tokens"].size() == 4);
-  CHECK(m["artifacts"].size() == 10);
+  CHECK(m["artifacts"].size() == 14);
   CHECK(m["results"]["multi_head"]["weights"].size() == 2);
   check_input_error(run_cli("demo --heads 3"), "--heads: 3 does not divide");
   check_input_error(run_cli("demo --colormap rainbow --out never", "", dir.path.string()), "rainbow");
@@ -154,7 +171,7 @@ TEST_CASE("cli pictures: demo's flash check, its tile grid, and the decode check
 TEST_CASE("cli pictures: demo --rope writes the RoPE heatmap, byte-identical on rerun; a bad style is refused") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on the mat", "r1", "--rope interleaved --heads 2");
-  CHECK(m["artifacts"].size() == 6);
+  CHECK(m["artifacts"].size() == 8);
   CHECK(m["config"]["rope"] == "interleaved");
   const Json& rope = m["results"]["rope"];
   CHECK(rope["style"] == "interleaved");

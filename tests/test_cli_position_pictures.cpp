@@ -34,9 +34,6 @@ void check_pictures(const TempDir& dir, const std::string& args, const std::stri
   }
 }
 
-std::size_t files_in(const fs::path& dir) {
-  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}));
-}
 
 }  // namespace
 

@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "attn/canvas.hpp"
+#include "attn/complexity.hpp"
 #include "attn/flash.hpp"
 #include "attn/json_io.hpp"
 #include "attn/rope.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/tokenize.hpp"
+#include "attn/variance.hpp"
 
 namespace attn {
 
@@ -89,7 +91,15 @@ struct DemoResult {
   DemoFlashCheck flash;
   DemoDecodeCheck decode;
   std::optional<DemoRope> rope;  // with config.rope
+  // Issue 5's experiments at the demo's size: a small seeded Var(q.k) sweep (demo_variance_config)
+  // and the FLOPs table for the sentence's length and a few standard ones (demo_complexity_config).
+  VarianceResult variance;
+  ComplexityReport complexity;
 };
+
+VarianceConfig demo_variance_config(const DemoConfig& config);
+// n = the sentence's token count and 16, 64, ..., 4096, at the demo's d_model and heads.
+ComplexityConfig demo_complexity_config(const DemoConfig& config, std::size_t tokens);
 
 // InputError for a configuration run_demo refuses (heads not dividing d_model, RoPE on an odd
 // head dim), so that a caller can check before it creates anything.
@@ -107,8 +117,9 @@ struct DemoPictureOptions {
 };
 
 // Writes the single-head heatmap, the causal heatmap, the causal mask diagram, the head grid,
-// the flash tile grid and (with RoPE) the RoPE causal heatmap into dir (each atomically) and
-// returns them as manifest artifacts, in that order.
+// the flash tile grid, (with RoPE) the RoPE causal heatmap, the variance plot and the
+// complexity plot into dir (each atomically) and returns them as manifest artifacts, in that
+// order.
 std::vector<Artifact> write_demo_pictures(const DemoResult& result, const std::string& dir,
                                           const DemoPictureOptions& options);
 Json demo_manifest(const DemoResult& result, const std::vector<Artifact>& artifacts);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "attn/complexity.hpp"
+#include "attn/experiment_pictures.hpp"
 #include "attn/error.hpp"
 #include "attn/scaling.hpp"
 #include "commands.hpp"
@@ -20,6 +21,7 @@ struct ComplexityOptions {
   std::size_t repeat = 5;
   std::uint64_t seed = 42;
   OutputOptions output;
+  PlotOptions plots;
 };
 
 // Exact integers for machines (CSV), SI prefixes for people.
@@ -111,6 +113,7 @@ void run_complexity_command(ComplexityOptions opts) {
     opts.config.custom.push_back({"custom", opts.layers, opts.kv_heads, opts.head_dim, "given on the command line"});
   }
   const ComplexityReport r = run_complexity(opts.config);
+  const ImageOptions image = prepare_plots(opts.plots);
   std::optional<ScalingMeasurement> m;
   Json json = complexity_json(r);
   if (opts.measure) {
@@ -118,6 +121,9 @@ void run_complexity_command(ComplexityOptions opts) {
     json["measure"] = scaling_json(*m);
   }
   emit(opts.output, json, [&](TableFormat f) { return complexity_text(r, m, f); });
+  std::vector<NamedFigure> figures{{"complexity", complexity_figure(r)}};
+  if (m) figures.push_back({"scaling", scaling_figure(*m)});
+  write_plots(opts.plots, opts.output, image, figures);
 }
 
 }  // namespace
@@ -147,11 +153,17 @@ void setup_complexity(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--seed", opts->seed, "seed of the random Q, K, V for --measure")->capture_default_str();
   add_output_options(cmd, opts->output, {"text", "markdown", "csv", "json"});
-  cmd->footer(R"(Examples:
+  add_plot_options(cmd, opts->plots);
+  cmd->footer(R"(Pictures written into --plots DIR: complexity (FLOPs of each term vs n, log-log, with the
+crossover n* marked) and, with --measure, scaling (measured time vs n, the fitted exponent and
+the predicted n^2 line).
+
+Examples:
   attn-cli complexity
   attn-cli complexity --n 1024,4096 --d-model 4096 --heads 32 --causal --dtype-bytes 2 --format markdown
   attn-cli complexity --n 512 --model llama-3-8b --layers 80 --kv-heads 8 --head-dim 128 --format json
   attn-cli complexity --n 256 --measure --measure-n 64,128,256 --repeat 1
+  attn-cli complexity --n 64,128,256,512,1024,2048,4096 --d-model 512 --plots complexity-plots
 )");
   cmd->callback([opts] { run_complexity_command(*opts); });
 }

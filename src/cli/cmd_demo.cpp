@@ -10,6 +10,7 @@
 
 #include "attn/demo.hpp"
 #include "attn/error.hpp"
+#include "attn/report_table.hpp"
 #include "attn/terminal_heatmap.hpp"
 #include "attn/text_table.hpp"
 #include "commands.hpp"
@@ -87,20 +88,35 @@ void print_checks(const DemoResult& r) {
   }
 }
 
-// Creates DIR (and parents) and checks that a file can be created in it, before any work.
-void prepare_output_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw InputError("--out: cannot create folder " + dir + ": " +
-                     (ec ? ec.message() : std::string("a file of that name exists")));
+// Issue 5's two experiments at the demo's size, in a few lines; the pictures show them whole.
+void print_experiments(const DemoResult& r) {
+  const VarianceResult& v = r.variance;
+  std::size_t inside = 0;
+  for (const VarianceRow& row : v.rows) inside += row.within_band;
+  std::cout << "\nWhy divide by sqrt(d_k): q, k ~ N(0,1), " << v.rows.front().samples << " pairs per d_k (seed "
+            << v.config.seed << ")\n  d_k         ";
+  for (const VarianceRow& row : v.rows) std::cout << pad_to_width(std::to_string(row.d_k), 8, true);
+  std::cout << "\n  Var(q.k)    ";
+  for (const VarianceRow& row : v.rows) std::cout << pad_to_width(format_g(row.var_unscaled, 4), 8, true);
+  std::cout << "\n  scaled      ";
+  for (const VarianceRow& row : v.rows) std::cout << pad_to_width(format_fixed(row.var_scaled, 3), 8, true);
+  std::cout << "\n  " << inside << " of " << v.rows.size()
+            << " d_k within 3 standard errors of the theory (d_k unscaled, 1 scaled).\n";
+
+  const ComplexityReport& c = r.complexity;
+  std::cout << "\nFLOPs of one attention layer at d_model = " << c.config.d_model << ", " << c.config.heads
+            << " heads (FLOPs = 2 x multiply-adds):\n"
+            << "  n       projections  QK^T + PV    softmax      total\n";
+  for (const ComplexityRow& row : c.rows) {
+    const AttentionFlops& f = row.flops;
+    std::cout << "  " << pad_to_width(std::to_string(row.n) + (row.n == r.tokens.size() ? "*" : ""), 8)
+              << pad_to_width(format_si(static_cast<double>(f.qkv_proj + f.out_proj)), 13)
+              << pad_to_width(format_si(static_cast<double>(f.scores + f.weighted_sum)), 13)
+              << pad_to_width(format_si(static_cast<double>(f.softmax)), 13) << format_si(static_cast<double>(f.total))
+              << "\n";
   }
-  const fs::path probe = fs::path(dir) / ".attn-write-test";
-  FILE* f = std::fopen(probe.c_str(), "w");
-  if (!f) throw InputError("--out: folder " + dir + " is not writable");
-  std::fclose(f);
-  fs::remove(probe, ec);
+  std::cout << "  * this sentence. The n^2 matmuls overtake the projections at n* = "
+            << format_g(c.crossover.matmuls, 6) << " tokens.\n";
 }
 
 void run_demo_command(const DemoOptions& opts) {
@@ -109,7 +125,7 @@ void run_demo_command(const DemoOptions& opts) {
   if (!opts.rope.empty()) config.rope = parse_rope_style(opts.rope, "--rope");
   check_demo_config(config);
   const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
-  prepare_output_dir(opts.out);
+  prepare_picture_dir(opts.out);
   const DemoResult r = run_demo(config);
   const std::size_t L = r.tokens.size();
 
@@ -142,6 +158,7 @@ void run_demo_command(const DemoOptions& opts) {
     std::cout << "\n";
   }
   print_checks(r);
+  print_experiments(r);
 
   // Timings go to the terminal only: the files must be byte-identical from run to run.
   const auto start = std::chrono::steady_clock::now();
@@ -155,7 +172,7 @@ void run_demo_command(const DemoOptions& opts) {
   std::size_t path_w = 0;
   for (const Artifact& a : artifacts) path_w = std::max(path_w, display_width(a.path));
   for (const Artifact& a : artifacts) {
-    std::cout << "  " << pad_to_width(a.path, path_w) << "  " << pad_to_width(a.kind, 7) << "  " << a.title << "\n";
+    std::cout << "  " << pad_to_width(a.path, path_w) << "  " << pad_to_width(a.kind, 10) << "  " << a.title << "\n";
   }
   std::cout << "  " << pad_to_width("manifest.json", path_w) << "  every number above, and the list of files\n";
 }

@@ -1,6 +1,7 @@
 // attn-cli temperature: one row of scores under a sweep of softmax temperatures.
 #include <memory>
 
+#include "attn/experiment_pictures.hpp"
 #include "attn/temperature.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
@@ -12,6 +13,7 @@ struct TemperatureOptions {
   std::vector<double> scores = kDefaultScores;
   std::vector<double> temperatures = kDefaultTemperatures;
   OutputOptions output;
+  PlotOptions plots;
 };
 
 std::string temperature_text(const TemperatureResult& r, TableFormat format) {
@@ -42,7 +44,9 @@ std::string temperature_text(const TemperatureResult& r, TableFormat format) {
 
 void run_temperature_command(const TemperatureOptions& opts) {
   const TemperatureResult r = run_temperature(opts.scores, opts.temperatures);
+  const ImageOptions image = prepare_plots(opts.plots);
   emit(opts.output, temperature_json(r), [&](TableFormat f) { return temperature_text(r, f); });
+  write_plots(opts.plots, opts.output, image, {{"temperature", temperature_figure(r)}});
 }
 
 }  // namespace
@@ -56,9 +60,14 @@ void setup_temperature(CLI::App& app) {
   cmd->add_option("--t", opts->temperatures, "temperatures to sweep (comma-separated, > 0)")
       ->delimiter(',')->capture_default_str();
   add_output_options(cmd, opts->output, {"text", "json", "markdown", "csv"});
-  cmd->footer(R"(Examples:
+  add_plot_options(cmd, opts->plots);
+  cmd->footer(R"(Pictures written into --plots DIR: temperature (each key's weight vs T, and the entropy vs T
+on a log T axis).
+
+Examples:
   attn-cli temperature
   attn-cli temperature --scores 3,1,0.2 --t 0.5,1,2 --format json
+  attn-cli temperature --t 0.1,0.2,0.5,1,2,5,10,20 --plots temperature-plots
 )");
   cmd->callback([opts] { run_temperature_command(*opts); });
 }

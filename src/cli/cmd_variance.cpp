@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "attn/experiment_pictures.hpp"
 #include "attn/variance.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
@@ -15,6 +16,7 @@ namespace {
 struct VarianceOptions {
   VarianceConfig config;
   OutputOptions output;
+  PlotOptions plots;
 };
 
 std::string variance_text(const VarianceResult& r, TableFormat format) {
@@ -52,6 +54,8 @@ std::string variance_text(const VarianceResult& r, TableFormat format) {
 }
 
 void run_variance_command(VarianceOptions opts) {
+  check_variance_config(opts.config);
+  const ImageOptions image = prepare_plots(opts.plots);
   // A progress line on stderr, only for a long sweep and only when a person is watching.
   double work = 0;
   for (std::size_t d : opts.config.d_ks) work += static_cast<double>(d) * static_cast<double>(opts.config.samples);
@@ -64,6 +68,8 @@ void run_variance_command(VarianceOptions opts) {
   }
   const VarianceResult r = run_variance(opts.config);
   emit(opts.output, variance_json(r), [&](TableFormat f) { return variance_text(r, f); });
+  write_plots(opts.plots, opts.output, image,
+              {{"variance", variance_figure(r)}, {"saturation", saturation_figure(r)}});
 }
 
 }  // namespace
@@ -80,12 +86,18 @@ void setup_variance(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(std::size_t{2}, std::size_t{100000}));
   cmd->add_option("--seed", opts->config.seed, "seed of the generator")->capture_default_str();
   add_output_options(cmd, opts->output, {"text", "json", "markdown", "csv"});
-  cmd->footer(R"(Sampling error: Var(q.k) = d_k and E[(q.k)^4] = 3 d_k^2 + 6 d_k, so the sample variance of
+  add_plot_options(cmd, opts->plots);
+  cmd->footer(R"(Pictures written into --plots DIR: variance (Var(q.k) vs d_k on log2-log2 axes beside the
+theory d_k and its +-3 se band; the scaled variance beside 1), saturation (max weight, entropy
+and softmax Jacobian norm vs d_k, unscaled vs scaled).
+
+Sampling error: Var(q.k) = d_k and E[(q.k)^4] = 3 d_k^2 + 6 d_k, so the sample variance of
 S pairs has standard error sqrt((2 d_k^2 + 6 d_k)/S) (exactly: mu4/S - sigma^4 (S-3)/(S(S-1))).
 
 Examples:
   attn-cli variance --dk 8,64,512 --samples 2000
   attn-cli variance --dk 64 --samples 1000 --format json --out variance.json
+  attn-cli variance --dk 8,32,128,512 --samples 2000 --plots variance-plots --image-format both
 )");
   cmd->callback([opts] { run_variance_command(*opts); });
 }

@@ -28,4 +28,23 @@ void emit(const OutputOptions& opts, const Json& json,
   }
 }
 
+void add_plot_options(CLI::App* cmd, PlotOptions& opts) {
+  cmd->add_option("--plots", opts.dir, "also draw the pictures into this folder");
+  add_image_flags(cmd, opts.image, /*with_colormap=*/false, "--image-format");
+}
+
+ImageOptions prepare_plots(const PlotOptions& opts) {
+  if (opts.dir.empty()) return {};
+  const ImageOptions image = image_options(opts.image);
+  prepare_picture_dir(opts.dir, "--plots");
+  return image;
+}
+
+void write_plots(const PlotOptions& opts, const OutputOptions& output, const ImageOptions& image,
+                 const std::vector<NamedFigure>& figures) {
+  if (opts.dir.empty()) return;
+  const bool data_on_stdout = output.format == "json" || output.format == "csv";
+  save_pictures(figures, opts.dir, image, data_on_stdout ? std::cerr : std::cout);
+}
+
 }  // namespace attn::cli

@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "attn/canvas.hpp"
 #include "attn/json_io.hpp"
 #include "attn/report_table.hpp"
+#include "image_flags.hpp"
 
 namespace attn::cli {
 
@@ -24,5 +26,22 @@ void add_output_options(CLI::App* cmd, OutputOptions& opts, const std::vector<st
 // (--format json) or what `text` renders for the table format chosen.
 void emit(const OutputOptions& opts, const Json& json,
           const std::function<std::string(TableFormat)>& text);
+
+// The experiments' pictures: --plots DIR, --image-format png|svg|both, --scale. Without --plots
+// nothing is drawn, so the JSON contracts of DESIGN.md run exactly as before.
+struct PlotOptions {
+  std::string dir;  // empty = no pictures
+  ImageFlags image;
+};
+
+void add_plot_options(CLI::App* cmd, PlotOptions& opts);
+
+// Checks the image flags and prepares --plots DIR before any work (no-op without --plots).
+ImageOptions prepare_plots(const PlotOptions& opts);
+
+// Writes the figures into --plots DIR; "Wrote" lines go to stderr when stdout carries data
+// (json, csv), to stdout otherwise.
+void write_plots(const PlotOptions& opts, const OutputOptions& output, const ImageOptions& image,
+                 const std::vector<NamedFigure>& figures);
 
 }  // namespace attn::cli

@@ -15,8 +15,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-void add_image_flags(CLI::App* cmd, ImageFlags& flags, bool with_colormap) {
-  cmd->add_option("--format", flags.format, "png, svg or both (default: from --out, else png)");
+void add_image_flags(CLI::App* cmd, ImageFlags& flags, bool with_colormap, const std::string& format_flag) {
+  cmd->add_option(format_flag, flags.format,
+                  format_flag == "--format" ? "png, svg or both (default: from --out, else png)"
+                                            : "pictures as png, svg or both (default png)");
   cmd->add_option("--scale", flags.scale, "PNG pixels per point (2 = HiDPI; SVG is vector)")
       ->capture_default_str()->check(CLI::Range(0.25, 8.0));
   if (with_colormap) {
@@ -47,17 +49,17 @@ ImageOptions image_options(const ImageFlags& flags, const std::string& out) {
 
 void check_colormap(const std::string& name) { (void)Colormap::by_name(name); }
 
-void prepare_picture_dir(const std::string& dir) {
+void prepare_picture_dir(const std::string& dir, const std::string& flag) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
-    throw InputError("--out: cannot create folder " + dir + ": " +
+    throw InputError(flag + ": cannot create folder " + dir + ": " +
                      (ec ? ec.message() : std::string("a file of that name exists")));
   }
   const fs::path probe = fs::path(dir) / ".attn-write-test";
   FILE* f = std::fopen(probe.c_str(), "w");
-  if (!f) throw InputError("--out: folder " + dir + " is not writable");
+  if (!f) throw InputError(flag + ": folder " + dir + " is not writable");
   std::fclose(f);
   fs::remove(probe, ec);
 }

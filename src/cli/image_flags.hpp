@@ -16,7 +16,10 @@ struct ImageFlags {
   std::string colormap = "Blues";
 };
 
-void add_image_flags(CLI::App* cmd, ImageFlags& flags, bool with_colormap);
+// format_flag names the picture format's flag: "--format" for the picture commands,
+// "--image-format" for the experiments, whose --format picks what stdout gets.
+void add_image_flags(CLI::App* cmd, ImageFlags& flags, bool with_colormap,
+                     const std::string& format_flag = "--format");
 
 // --out PATH without a .png/.svg extension: the stem each format's extension is added to.
 std::string image_stem(const std::string& out);
@@ -35,8 +38,8 @@ struct NamedFigure {
 };
 
 // Creates DIR (and parents) and checks that a file can be created in it, before any work:
-// InputError naming --out otherwise.
-void prepare_picture_dir(const std::string& dir);
+// InputError naming the flag (`flag`, --out unless told) otherwise.
+void prepare_picture_dir(const std::string& dir, const std::string& flag = "--out");
 
 // Saves every figure atomically and says "Wrote PATH" on `log` for each file.
 std::vector<std::string> save_pictures(const std::vector<NamedFigure>& figures, const std::string& dir,

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "attn/demo.hpp"
+#include "attn/experiment_pictures.hpp"
 #include "attn/flash_tiles_picture.hpp"
 #include "attn/head_grid.hpp"
 #include "attn/heatmap.hpp"
@@ -107,6 +108,11 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
                     fixed(r.causal_weights(i, j)) + " → " + fixed(r.rope->causal_weights(i, j));
     save(heatmap_figure(rope), dir, "attention_causal_rope", "rope", rope.title, o, artifacts);
   }
+
+  save(variance_figure(r.variance), dir, "variance", "variance",
+       "Why attention divides by sqrt(d_k): Var(q.k) = d_k unscaled, 1 scaled", o, artifacts);
+  save(complexity_figure(r.complexity), dir, "complexity", "complexity",
+       "FLOPs of one attention layer vs n: the n^2 d matmuls overtake the n d^2 projections", o, artifacts);
   return artifacts;
 }
 

@@ -1,0 +1,296 @@
+// The experiments' pictures (experiment_pictures.hpp): every value drawn comes from a result.
+#include "attn/experiment_pictures.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "attn/line_plot.hpp"
+
+namespace attn {
+namespace {
+
+std::string fmt(const char* format, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, x);
+  return buf;
+}
+
+std::vector<double> d_ks(const VarianceResult& r) {
+  std::vector<double> x;
+  for (const VarianceRow& row : r.rows) x.push_back(static_cast<double>(row.d_k));
+  return x;
+}
+
+PlotSeries measured(std::string name, std::vector<double> x, std::vector<double> y, std::size_t color) {
+  PlotSeries s;
+  s.name = std::move(name);
+  s.x = std::move(x);
+  s.y = std::move(y);
+  s.color = series_color(color);
+  s.line = false;
+  s.marker = Marker::circle;
+  return s;
+}
+
+// The theory as a dashed grey line with its ±3 se band.
+PlotSeries theory(std::string name, std::vector<double> x, std::vector<double> y, std::vector<double> lo,
+                  std::vector<double> hi, std::string band_name) {
+  PlotSeries s;
+  s.name = std::move(name);
+  s.x = std::move(x);
+  s.y = std::move(y);
+  s.color = rgb_from_hex(0x555555);
+  s.dashed = true;
+  s.line_width = 1.25;
+  s.band_low = std::move(lo);
+  s.band_high = std::move(hi);
+  s.band_name = std::move(band_name);
+  return s;
+}
+
+std::string sweep_line(const VarianceResult& r) {
+  return std::to_string(r.rows.front().samples) + " (q, k) pairs per d_k, seed " + std::to_string(r.config.seed);
+}
+
+const PlotAxis kDkAxis{"d_k (key/query width, log₂ scale)", AxisScale::log2};
+
+}  // namespace
+
+Figure variance_figure(const VarianceResult& r) {
+  const std::vector<double> x = d_ks(r);
+  std::vector<double> var_u, var_s, th_u, lo_u, hi_u, ones, lo_s, hi_s;
+  std::size_t inside = 0;
+  for (const VarianceRow& row : r.rows) {
+    var_u.push_back(row.var_unscaled);
+    var_s.push_back(row.var_scaled);
+    const double d = row.var_unscaled_theory, se_u = kBandSigmas * row.var_unscaled_se;
+    th_u.push_back(d);
+    // A log axis cannot show 0 or less: with very few samples the band's low edge is cut at d/64.
+    lo_u.push_back(std::max(d - se_u, d / 64));
+    hi_u.push_back(d + se_u);
+    ones.push_back(row.var_scaled_theory);
+    lo_s.push_back(row.var_scaled_theory - kBandSigmas * row.var_scaled_se);
+    hi_s.push_back(row.var_scaled_theory + kBandSigmas * row.var_scaled_se);
+    inside += row.within_band;
+  }
+  LinePlotSpec left;
+  left.title = "Unscaled: Var(q · k) grows like d_k";
+  left.series = {theory("theory Var = d_k", x, th_u, lo_u, hi_u, "± 3 standard errors"),
+                 measured("measured", x, var_u, 0)};
+  left.x = kDkAxis;
+  left.y = {"Var(q · k) (log₂ scale)", AxisScale::log2};
+  left.width = 300;
+  left.height = 240;
+  left.legend = LegendPlace::upper_left;
+
+  LinePlotSpec right = left;
+  right.title = "Scaled: Var(q · k / √d_k) stays at 1";
+  right.series = {theory("theory Var = 1", x, ones, lo_s, hi_s, "± 3 standard errors"),
+                  measured("measured", x, var_s, 1)};
+  right.y = {"Var(q · k / √d_k)", AxisScale::linear};
+  right.legend = LegendPlace::automatic;
+  return line_plot_row_figure(
+      {left, right}, "Why attention divides by √d_k",
+      "q, k with i.i.d. N(0, 1) entries: Var(q · k) = d_k, so the scores spread like √d_k unless scaled · " +
+          std::to_string(inside) + " of " + std::to_string(r.rows.size()) +
+          " d_k have all their estimates inside the band · " + sweep_line(r));
+}
+
+Figure saturation_figure(const VarianceResult& r) {
+  const std::vector<double> x = d_ks(r);
+  const VarianceRow& first = r.rows.front();
+  struct Stat {
+    const char* title;
+    const char* axis;
+    double VarianceRow::*unscaled;
+    double VarianceRow::*scaled;
+    double uniform;
+  };
+  const double keys = static_cast<double>(first.keys);
+  const Stat stats[] = {
+      {"Largest weight max p", "max p (1 = one-hot)", &VarianceRow::max_weight_unscaled,
+       &VarianceRow::max_weight_scaled, 1 / keys},
+      {"Entropy H(p)", "H (nats)", &VarianceRow::entropy_unscaled, &VarianceRow::entropy_scaled, r.entropy_uniform},
+      {"Gradient path ‖diag(p) − ppᵀ‖_F", "‖J‖_F (0 = no gradient)", &VarianceRow::jacobian_unscaled,
+       &VarianceRow::jacobian_scaled, r.jacobian_uniform},
+  };
+  std::vector<LinePlotSpec> panels;
+  for (const Stat& s : stats) {
+    std::vector<double> u, sc;
+    for (const VarianceRow& row : r.rows) {
+      u.push_back(row.*s.unscaled);
+      sc.push_back(row.*s.scaled);
+    }
+    PlotSeries su = measured("unscaled q · k", x, u, 3), ss = measured("scaled q · k / √d_k", x, sc, 0);
+    su.line = ss.line = true;
+    LinePlotSpec p;
+    p.title = s.title;
+    p.series = {su, ss};
+    p.references = {ReferenceLine::horizontal(s.uniform, "uniform row, every p = 1/n")};
+    p.legend = LegendPlace::none;
+    p.x = kDkAxis;
+    p.y = {s.axis, AxisScale::linear, 0.0};
+    p.width = 220;
+    p.height = 200;
+    panels.push_back(p);
+  }
+  panels[0].y.max = 1.0;
+  panels.back().legend = LegendPlace::outside_right;  // one legend for all three, at the end
+  return line_plot_row_figure(
+      panels, "Unscaled scores saturate softmax and starve its gradient",
+      "one query against n = " + std::to_string(first.keys) + " keys, averaged over " +
+          std::to_string(first.softmax_rows) + " rows per d_k: unscaled, max p → 1 and ‖J‖_F → 0 as d_k grows; "
+          "scaled rows look alike for every d_k · seed " + std::to_string(r.config.seed));
+}
+
+Figure temperature_figure(const TemperatureResult& r) {
+  std::vector<double> t, h;
+  for (const TemperaturePoint& p : r.points) {
+    t.push_back(p.temperature);
+    h.push_back(p.entropy);
+  }
+  const bool few = r.points.size() <= 24;
+  LinePlotSpec left;
+  left.title = "Weight of each key";
+  for (std::size_t k = 0; k < r.scores.size(); ++k) {
+    PlotSeries s;
+    s.name = "score " + fmt("%g", r.scores[k]);
+    s.x = t;
+    for (const TemperaturePoint& p : r.points) s.y.push_back(p.weights[k]);
+    s.marker = few ? Marker::circle : Marker::none;
+    s.marker_size = 4.5;
+    left.series.push_back(s);
+  }
+  const double uniform = 1.0 / static_cast<double>(r.scores.size());
+  left.references = {ReferenceLine::horizontal(uniform, "uniform 1/n")};
+  const PlotAxis t_axis{"temperature T (log scale)", AxisScale::log10};
+  left.x = t_axis;
+  left.y = {"softmax(s / T) weight", AxisScale::linear, 0.0, 1.0};
+  left.width = 300;
+  left.height = 240;
+  left.legend = r.scores.size() <= 10 ? LegendPlace::outside_right : LegendPlace::none;
+
+  LinePlotSpec right;
+  right.title = "Entropy rises with T";
+  PlotSeries e;
+  e.name = "entropy H(T)";
+  e.x = t;
+  e.y = h;
+  e.color = series_color(0);
+  e.marker = few ? Marker::circle : Marker::none;
+  right.series = {e};
+  right.references = {ReferenceLine::horizontal(r.entropy_at_infinity, "T → ∞: ln n = " + fmt("%.3f", r.entropy_at_infinity)),
+                      ReferenceLine::horizontal(r.entropy_at_zero, "T → 0: " + fmt("%.3f", r.entropy_at_zero))};
+  right.x = t_axis;
+  right.y = {"entropy H (nats)", AxisScale::linear, 0.0};
+  right.width = 260;
+  right.height = 240;
+  right.legend = LegendPlace::lower_right;
+  std::string scores;
+  for (double s : r.scores) scores += (scores.empty() ? "" : ", ") + fmt("%g", s);
+  return line_plot_row_figure(
+      {left, right}, "Temperature: a larger T flattens softmax",
+      "p = softmax(s / T) for the scores (" + scores + ") · small T → one-hot on the largest score, large T → "
+          "uniform · entropy rises at every step: " + (r.entropy_increasing ? "yes" : "no") +
+          " (dH/dT = Var_p(s) / T³ ≥ 0)");
+}
+
+Figure complexity_figure(const ComplexityReport& r) {
+  // The two groups whose crossing is n*, then softmax: the terms of one group have the same
+  // power of n, so only their sum decides where one group overtakes the other.
+  struct Term {
+    const char* name;
+    std::uint64_t (*flops)(const AttentionFlops&);
+    std::size_t color;
+    bool dashed;
+  };
+  const Term terms[] = {
+      {"projections QKV + output (n·D²)", [](const AttentionFlops& f) { return f.qkv_proj + f.out_proj; }, 0, true},
+      {"matmuls QKᵀ + PV (n²·D)", [](const AttentionFlops& f) { return f.scores + f.weighted_sum; }, 3, false},
+      {"softmax (H·n²)", [](const AttentionFlops& f) { return f.softmax; }, 4, false}};
+  LinePlotSpec p;
+  for (const Term& term : terms) {
+    PlotSeries s;
+    s.name = term.name;
+    for (const ComplexityRow& row : r.rows) {
+      s.x.push_back(static_cast<double>(row.n));
+      s.y.push_back(static_cast<double>(term.flops(row.flops)));
+    }
+    s.color = series_color(term.color);
+    s.dashed = term.dashed;
+    s.marker = r.rows.size() <= 16 ? Marker::circle : Marker::none;
+    s.marker_size = 4.5;
+    p.series.push_back(s);
+  }
+  PlotSeries total;
+  total.name = "total";
+  for (const ComplexityRow& row : r.rows) {
+    total.x.push_back(static_cast<double>(row.n));
+    total.y.push_back(static_cast<double>(row.flops.total));
+  }
+  total.color = rgb_from_hex(0x222222);
+  total.line_width = 2.5;
+  p.series.push_back(total);
+  const double n_star = r.crossover.matmuls;
+  ReferenceLine cross = ReferenceLine::vertical(n_star, "crossover n* = " + fmt("%.0f", n_star));
+  cross.color = rgb_from_hex(0x777777);
+  p.references = {cross};
+  p.x = {"sequence length n (tokens, log₂ scale)", AxisScale::log2};
+  p.y = {"FLOPs per layer (log₁₀ scale)", AxisScale::log10};
+  // Keep n* on the plot even when the sweep stops short of it.
+  const double n_lo = total.x.front(), n_hi = total.x.back();
+  if (n_star > 0 && (n_star < n_lo || n_star > n_hi)) {
+    p.x.min = std::min(n_lo, n_star) / 1.3;
+    p.x.max = std::max(n_hi, n_star) * 1.3;
+  }
+  p.width = 420;
+  p.height = 280;
+  p.legend = LegendPlace::outside_right;
+  p.title = "FLOPs of one attention layer, term by term";
+  const ComplexityRow& row = r.rows.front();
+  p.subtitle = "D = d_model = " + std::to_string(row.d_model) + ", H = " + std::to_string(row.heads) +
+               (row.causal ? ", causal (the n² matmuls halved)" : "") +
+               " · FLOPs = 2 × multiply-adds · the n²·D matmuls overtake the n·D² projections at n* = " +
+               fmt("%.0f", n_star) + " tokens: beyond it, the sequence length dominates the cost";
+  return line_plot_figure(p);
+}
+
+Figure scaling_figure(const ScalingMeasurement& m) {
+  PlotSeries t;
+  t.name = "measured (fastest of " + std::to_string(m.repeats) + ")";
+  for (const TimingPoint& p : m.points) {
+    t.x.push_back(static_cast<double>(p.n));
+    t.y.push_back(p.min_ms);
+  }
+  t.color = series_color(0);
+  t.marker = Marker::circle;
+  // The predicted n² line through the largest measured point: the slopes compare directly.
+  const double n_last = t.x.back(), t_last = t.y.back();
+  ReferenceLine n2 = ReferenceLine::power_law(t_last / std::pow(n_last, m.predicted_exponent), m.predicted_exponent,
+                                              "predicted ∝ n" + std::string(m.predicted_exponent == 2 ? "²" : "^p") + ", through the largest n");
+  // The least-squares line passes through the mean of (ln n, ln t).
+  double mean_ln_n = 0, mean_ln_t = 0;
+  for (std::size_t i = 0; i < t.x.size(); ++i) {
+    mean_ln_n += std::log(t.x[i]) / static_cast<double>(t.x.size());
+    mean_ln_t += std::log(t.y[i]) / static_cast<double>(t.x.size());
+  }
+  ReferenceLine fit = ReferenceLine::power_law(std::exp(mean_ln_t - m.exponent * mean_ln_n), m.exponent,
+                                               "fitted ∝ n^" + fmt("%.2f", m.exponent));
+  fit.color = series_color(0);
+  LinePlotSpec p;
+  p.series = {t};
+  p.references = {n2, fit};
+  p.x = {"sequence length n (tokens, log₂ scale)", AxisScale::log2};
+  p.y = {"time per call (ms, log₁₀ scale)", AxisScale::log10};
+  p.width = 380;
+  p.height = 260;
+  p.legend = LegendPlace::upper_left;
+  p.title = "Measured: attention time grows like n^" + fmt("%.2f", m.exponent);
+  p.subtitle = "attn::sdpa (float64 reference), one head of d = " + std::to_string(m.head_dim) +
+               " · least-squares slope on log-log axes, predicted " + fmt("%g", m.predicted_exponent) +
+               " for large n · timings differ from machine to machine";
+  return line_plot_figure(p);
+}
+
+}  // namespace attn

@@ -1,0 +1,73 @@
+// The experiments' pictures, decoded back from PNG: a measured point lands where the axes put
+// it (log2-log2 for the unscaled variance, linear for the scaled one), in its series' colour.
+// The results are written by hand here, so the expected places follow from the axis rules
+// of line_plot.hpp alone: limits = the data's range widened by 5% on each side, in the axis'
+// own scale.
+#include <doctest/doctest.h>
+
+#include "attn/experiment_pictures.hpp"
+#include "attn/line_plot.hpp"
+#include "picture_support.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+VarianceResult hand_made_sweep() {
+  VarianceResult r;
+  r.config.seed = 1;
+  for (std::size_t d : {8, 64, 512}) {
+    VarianceRow row;
+    row.d_k = d;
+    row.samples = 1000;
+    row.keys = 16;
+    row.softmax_rows = 10;
+    row.var_unscaled = row.var_unscaled_theory = static_cast<double>(d);
+    row.var_unscaled_se = 1e-9;  // a band too thin to widen the axis
+    row.var_scaled = d == 64 ? 1.02 : 1.0;
+    row.var_scaled_se = 0.01;  // band 1 +- 0.03
+    row.max_weight_unscaled = d == 64 ? 0.5 : 0.9;
+    row.max_weight_scaled = 0.1;
+    row.entropy_unscaled = 1;
+    row.entropy_scaled = 2;
+    row.jacobian_unscaled = 0.1;
+    row.jacobian_scaled = 0.2;
+    r.rows.push_back(row);
+  }
+  r.entropy_uniform = 2.77;
+  r.jacobian_uniform = 0.24;
+  return r;
+}
+
+Rgb8 at_fraction(const DecodedPng& img, const PlotRect& r, double fx, double fy, double scale) {
+  return img.pixel(r.x + fx * r.width, r.y + (1 - fy) * r.height, scale);
+}
+
+}  // namespace
+
+TEST_CASE("experiment pictures: the variance plot puts each measurement where its axes say") {
+  const Figure f = variance_figure(hand_made_sweep());
+  REQUIRE(f.plots.size() == 2);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  // Left, log2-log2: x and y both span log2 3..9 widened to 2.7..9.3; (64, 64) is the centre.
+  const double centre = (6 - 2.7) / 6.6;
+  CHECK(near(at_fraction(img, f.plots[0], centre, centre, 2), to_rgb8(series_color(0)), 6));
+  CHECK(!near(at_fraction(img, f.plots[0], centre, 0.8, 2), to_rgb8(series_color(0)), 40));  // not at 2^8.3
+  // Right, linear y: the band 0.97..1.03 widened to 0.967..1.033; the point 1.02 at d_k = 64.
+  const double fy = (1.02 - 0.967) / 0.066;
+  CHECK(near(at_fraction(img, f.plots[1], centre, fy, 2), to_rgb8(series_color(1)), 6));
+  // Mirrored below 1 there is only the grey band, not the point.
+  CHECK(!near(at_fraction(img, f.plots[1], centre, 1 - fy, 2), to_rgb8(series_color(1)), 40));
+}
+
+TEST_CASE("experiment pictures: the saturation plot draws max p on a 0..1 axis, unscaled in red") {
+  const Figure f = saturation_figure(hand_made_sweep());
+  REQUIRE(f.plots.size() == 3);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const double centre = (6 - 2.7) / 6.6;
+  CHECK(near(at_fraction(img, f.plots[0], centre, 0.5, 2), to_rgb8(series_color(3)), 6));
+  CHECK(near(at_fraction(img, f.plots[0], centre, 0.1, 2), to_rgb8(series_color(0)), 6));
+}

@@ -29,9 +29,11 @@ std::vector<AxisTick> power_ticks(double base, double lo, double hi, std::size_t
   if (e1 - e0 < 1) return ticks;
   const long step = std::max(1L, static_cast<long>(std::ceil((e1 - e0 + 1) / static_cast<double>(most))));
   const bool two = base == 2;
+  // One style per axis: plain numbers when every label is short, else powers for all, so an
+  // axis never reads "100, 10000, 10^6".
+  const bool plain = two ? (e0 >= -3 && e1 <= 16) : (e0 >= -3 && e1 <= 4);
   for (long e = static_cast<long>(e0); e <= static_cast<long>(e1); ++e) {
     const double v = std::pow(base, static_cast<double>(e));
-    const bool plain = two ? (e >= -3 && e <= 16) : (e >= -3 && e <= 4);
     const bool labelled = (e - static_cast<long>(e0)) % step == 0;  // the skipped ones: minor ticks
     ticks.push_back({v, !labelled ? "" : plain ? plain_number(v) : (two ? "2" : "10") + superscript(e)});
   }

@@ -105,7 +105,7 @@ struct ComplexityReport {
 ComplexityReport run_complexity(const ComplexityConfig& config);
 
 // DESIGN.md's contract: {"convention", "rows", "kv_cache"}, then "crossover", "methods" and
-// "seed_002_kv_check".
+// "kv_cache_claim_check".
 Json complexity_json(const ComplexityReport& report);
 
 }  // namespace attn

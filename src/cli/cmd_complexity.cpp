@@ -133,9 +133,11 @@ void setup_complexity(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "complexity", "FLOPs, memory and KV-cache bytes of attention, counted exactly (and --measure)");
   ComplexityConfig& c = opts->config;
-  cmd->add_option("--n", c.ns, "sequence lengths (comma-separated)")->delimiter(',')->capture_default_str();
-  cmd->add_option("--d-model", c.d_model, "model width D")->capture_default_str();
-  cmd->add_option("--heads", c.heads, "attention heads H (divides D)")->capture_default_str();
+  cmd->add_option("--n", c.ns, "sequence lengths (comma-separated)")->delimiter(',')->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
+  cmd->add_option("--d-model", c.d_model, "model width D")->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  cmd->add_option("--heads", c.heads, "attention heads H (divides D)")->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
   cmd->add_flag("--causal", c.causal, "causal self-attention: count only the unmasked half");
   cmd->add_option("--dtype-bytes", c.dtype_bytes, "bytes per number: 4 = fp32, 2 = fp16/bf16")
       ->capture_default_str()->check(CLI::Range(1, 8));

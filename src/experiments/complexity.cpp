@@ -220,8 +220,8 @@ Json complexity_json(const ComplexityReport& r) {
        {{"convention", "attention core only (Q K^T and P V FLOPs, score memory); projections excluded; "
                        "window = " + std::to_string(r.config.window)},
         {"table", methods}}},
-      {"seed_002_kv_check",
-       {{"model", c.actual.name}, {"tokens", c.tokens}, {"dtype_bytes", c.dtype_bytes},
+      {"kv_cache_claim_check",
+       {{"claim", "a teaching note gives LLaMA-7B 24 layers"}, {"model", c.actual.name}, {"tokens", c.tokens}, {"dtype_bytes", c.dtype_bytes},
         {"claimed_layers", c.claimed.layers}, {"claimed_bytes", c.claimed_bytes},
         {"actual_layers", c.actual.layers}, {"actual_bytes", c.actual_bytes}}},
   };

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <cmath>
@@ -130,11 +129,12 @@ DenseArray parse_array(const Json& value, const std::string& field, bool boolean
 }
 
 double json_float(float x) {
-  // Shortest round-trip decimal of the float, then read as a double: nlohmann then prints
-  // that double's shortest form, which is the same short string.
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+  // The float's exact value. Its shortest round-trip decimal (0.1f -> "0.1") reads back as the
+  // same float only in float32; a float64 reader (Python's json, a reference check) would see
+  // an error of up to half a float32 ulp that the computation never made, and FlashAttention's
+  // 2x rule fails on exactly the cases where float32 is exact. nlohmann prints this double in
+  // its shortest form that round-trips as a double: 0.10000000149011612.
+  return static_cast<double>(x);
 }
 
 Json to_json(const Tensor1& t) { return nested(t, 0, 0, false); }

@@ -34,15 +34,19 @@ TEST_CASE("parse_array: errors name the field and the place") {
   CHECK(parse_array(Json::parse("[[true,0,1,false]]"), "mask", true).data == std::vector<float>{1, 0, 1, 0});
 }
 
-TEST_CASE("to_json: shortest float32 decimals, and null for a fully masked lse") {
+TEST_CASE("to_json: the exact float32 value (as a double), and null for a fully masked lse") {
   const Tensor2 t = {{0.1f, 1.0f / 3.0f}};
-  CHECK(to_json(t).dump() == "[[0.1,0.33333334]]");
+  // 0.1f is 13421773 / 2^27 exactly; read as a double, the JSON must give that value back.
+  const Json j = Json::parse(to_json(t).dump());
+  CHECK(j[0][0].get<double>() == 13421773.0 / 134217728.0);
+  CHECK(j[0][1].get<double>() == static_cast<double>(1.0f / 3.0f));
   const Tensor1 lse = {1.5f, -std::numeric_limits<float>::infinity()};
   CHECK(lse_to_json(lse).dump() == "[1.5,null]");
-  // Every float survives the round trip exactly.
   const Tensor1 odd = {1e-38f, 3.4e38f, -7.123456e-5f};
-  const Json j = to_json(odd);
-  for (std::size_t i = 0; i < 3; ++i) CHECK(static_cast<float>(j[i].get<double>()) == odd(i));
+  const Json back = Json::parse(to_json(odd).dump());
+  for (std::size_t i = 0; i < 3; ++i) CHECK(back[i].get<double>() == static_cast<double>(odd(i)));
+  const Tensor1 bad = {std::numeric_limits<float>::infinity()};
+  CHECK_THROWS_AS(to_json(bad), InputError);
 }
 
 TEST_CASE("read_json: malformed JSON is an input error, a missing file a runtime error") {

@@ -35,8 +35,9 @@ xt::xtensor<float, N> to_tensor(const DenseArray& a) {
   return t;
 }
 
-// A tensor as nested JSON arrays. Each float is written in its shortest decimal form that
-// reads back as the same float32 (0.1f -> 0.1, not 0.10000000149011612).
+// A tensor as nested JSON arrays. Each float32 is written as its exact value (0.1f ->
+// 0.10000000149011612), so a float64 reader sees exactly what was computed; non-finite values
+// are an InputError (JSON has neither inf nor NaN).
 Json to_json(const Tensor1& t);
 Json to_json(const Tensor2& t);
 Json to_json(const Tensor3& t);
@@ -45,6 +46,7 @@ Json to_json(const Tensor3& t);
 Json lse_to_json(const Tensor1& lse);
 Json lse_to_json(const Tensor2& lse);
 
+// The exact value of a float32, as the double JSON will print.
 double json_float(float x);
 
 // Writes text to path through a temporary file in the same folder and a rename, so a failed

@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""FlashAttention's tolerance rule, checked end to end through `attn-cli attend`.
+
+For random cases (several heads, GQA, Lq != Lk, masks with fully masked rows, causal with
+Lq != Lk, custom scales, scores in the thousands, explicit flash tiles), the output of
+attn-cli (naive and flash backends) must be within 2x the error of a plain float32 NumPy
+computation, both measured against a float64 NumPy reference:
+    max|attn-cli - ref64| <= 2 * max|numpy_float32 - ref64|
+This is how an outside checker sees the tool: JSON in, JSON out, read as float64.
+
+Usage: /usr/bin/python3 scripts/check_fa_rule.py path/to/attn-cli [--cases N] [--seed S]
+Needs Debian's python3-numpy. Prints one line per failure and "N passed, M failed".
+"""
+import argparse
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+
+def attention(q, k, v, allowed, causal, scale, dtype):
+    """Plain softmax(q k^T * scale) v in `dtype`, every intermediate kept in `dtype`."""
+    q, k, v = q.astype(dtype), k.astype(dtype), v.astype(dtype)
+    heads, lq, _ = q.shape
+    lk = k.shape[1]
+    group = heads // k.shape[0]
+    k, v = np.repeat(k, group, 0), np.repeat(v, group, 0)
+    s = (np.einsum("hid,hjd->hij", q, k) * dtype(scale)).astype(dtype)
+    ok = np.ones(s.shape, dtype=bool)
+    if allowed is not None:
+        ok &= np.broadcast_to(allowed, s.shape)
+    if causal:  # bottom-right aligned: query i sees keys j <= i + lk - lq
+        ok &= (np.arange(lk)[None, :] <= np.arange(lq)[:, None] + lk - lq)[None]
+    s = np.where(ok, s, dtype(-np.inf)).astype(dtype)
+    m = s.max(-1, keepdims=True)
+    dead = np.isneginf(m)  # every key masked: the row attends to nothing
+    e = np.where(ok, np.exp(s - np.where(dead, dtype(0), m)), dtype(0)).astype(dtype)
+    p = np.where(dead, dtype(0), e / np.where(dead, dtype(1), e.sum(-1, keepdims=True))).astype(dtype)
+    return (p @ v).astype(dtype)
+
+
+def random_case(rng, t):
+    heads = int(rng.integers(1, 5))
+    kv_heads = heads if t % 3 else 1
+    lq, lk = int(rng.integers(1, 24)), int(rng.integers(1, 24))
+    d, dv = int(rng.integers(1, 40)), int(rng.integers(1, 10))
+    magnitude = [1.0, 8.0, 40.0][t % 3]  # the last gives scores in the thousands
+    q = (rng.standard_normal((heads, lq, d)) * magnitude).astype(np.float32)
+    k = (rng.standard_normal((kv_heads, lk, d)) * magnitude).astype(np.float32)
+    v = rng.standard_normal((kv_heads, lk, dv)).astype(np.float32)
+    case = {"q": q.tolist(), "k": k.tolist(), "v": v.tolist(), "causal": bool(t % 2)}
+    scale = float(1 / np.sqrt(d)) if t % 5 else 0.37
+    case["scale"] = scale
+    allowed = None
+    if t % 4 == 0:
+        allowed = rng.random((heads, lq, lk)) < 0.6
+        allowed[0, 0, :] = False  # a fully masked row
+        case["mask"] = allowed.astype(int).tolist()
+    return case, q, k, v, allowed, scale
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cli")
+    ap.add_argument("--cases", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=2205)
+    args = ap.parse_args()
+    rng = np.random.default_rng(args.seed)
+    passed = failed = 0
+    for t in range(args.cases):
+        case, q, k, v, allowed, scale = random_case(rng, t)
+        ref = attention(q, k, v, allowed, case["causal"], scale, np.float64)
+        err32 = np.abs(attention(q, k, v, allowed, case["causal"], scale, np.float32) - ref).max()
+        for backend in ("naive", "flash"):
+            run = dict(case, backend=backend)
+            if backend == "flash" and t % 2:
+                run["block_size"] = int(rng.integers(1, 9))
+            out = subprocess.run([args.cli, "attend", "--input", "-", "--no-weights"], input=json.dumps(run),
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"case {t} {backend}: exit {out.returncode}: {out.stderr.strip()}")
+                failed += 1
+                continue
+            err = np.abs(np.array(json.loads(out.stdout)["output"]) - ref).max()
+            if err <= 2 * err32:
+                passed += 1
+            else:
+                failed += 1
+                print(f"case {t} {backend}: error {err:.3g} > 2 x float32's {err32:.3g}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

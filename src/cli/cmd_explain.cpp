@@ -7,6 +7,7 @@
 
 #include "attn/error.hpp"
 #include "attn/explain.hpp"
+#include "attn/explain_pictures.hpp"
 #include "attn/text_table.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
@@ -19,6 +20,7 @@ struct ExplainOptions {
   std::optional<std::string> sentence;  // absent = the default; "" is an error, not the default
   std::string input, mask = "causal";
   OutputOptions output;
+  PlotOptions plots;
 };
 
 std::string read_sentence_file(const std::string& path) {
@@ -68,8 +70,13 @@ void run_explain(ExplainOptions opts) {
   if (!opts.input.empty()) opts.config.sentence = read_sentence_file(opts.input);
   if (opts.sentence) opts.config.sentence = *opts.sentence;
   opts.config.causal = opts.mask == "causal";
+  const ImageOptions image = prepare_plots(opts.plots);
   const ExplainResult r = explain_attention(opts.config);
   emit(opts.output, explain_json(r), [&](TableFormat) { return explain_text(r); });
+  if (opts.plots.dir.empty()) return;
+  std::vector<NamedFigure> figures;
+  for (int step = 1; step <= 5; ++step) figures.push_back({kExplainSteps[step - 1], explain_step_figure(r, step)});
+  write_plots(opts.plots, opts.output, image, figures);
 }
 
 }  // namespace
@@ -88,10 +95,17 @@ void setup_explain(CLI::App& app) {
   cmd->add_option("--max-tokens", opts->config.max_tokens, "refuse longer sentences")
       ->capture_default_str()->check(CLI::Range(1, 64));
   add_output_options(cmd, opts->output, {"text", "json"});
-  cmd->footer(R"(Examples:
+  add_plot_options(cmd, opts->plots);
+  cmd->footer(R"(Pictures written into --plots DIR, one heatmap per step, tokens on both axes:
+explain-1-scores (Q K^T) and explain-2-scaled (/ sqrt(d)) on a red-blue map centred on 0,
+explain-3-masked (blocked cells hatched, from the mask itself), explain-4-weights (softmax,
+row sums in the subtitle), explain-5-output (weights V, one row per query).
+
+Examples:
   attn-cli explain
   attn-cli explain "The cat sat on the mat" --mask none --d-model 3
   echo "Thinking strictly is hard" | attn-cli explain --input - --format json
+  attn-cli explain --plots explain-plots --image-format both
 )");
   cmd->callback([opts] { run_explain(*opts); });
 }

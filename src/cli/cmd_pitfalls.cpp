@@ -2,6 +2,7 @@
 #include <memory>
 #include <optional>
 
+#include "attn/explain_pictures.hpp"
 #include "attn/pitfalls.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
@@ -13,6 +14,7 @@ struct PitfallsOptions {
   std::optional<std::string> id;
   std::uint64_t seed = 42;
   OutputOptions output;
+  PlotOptions plots;
 };
 
 std::string indent(const std::string& block, const std::string& pad) {
@@ -50,6 +52,7 @@ std::string pitfall_text(const Pitfall& p, std::size_t number, TableFormat f) {
 }
 
 void run_pitfalls(const PitfallsOptions& opts) {
+  const ImageOptions image = prepare_plots(opts.plots);
   const std::vector<Pitfall> list = opts.id ? std::vector<Pitfall>{find_pitfall(*opts.id, opts.seed)}
                                             : all_pitfalls(opts.seed);
   emit(opts.output, pitfalls_json(list), [&](TableFormat f) {
@@ -57,6 +60,12 @@ void run_pitfalls(const PitfallsOptions& opts) {
     for (std::size_t i = 0; i < list.size(); ++i) out += pitfall_text(list[i], i + 1, f);
     return out;
   });
+  if (opts.plots.dir.empty()) return;
+  std::vector<NamedFigure> figures;
+  for (const Pitfall& p : list) {
+    if (pitfall_has_figure(p)) figures.push_back({"pitfall-" + p.id, pitfall_figure(p)});
+  }
+  write_plots(opts.plots, opts.output, image, figures);
 }
 
 }  // namespace
@@ -68,10 +77,16 @@ void setup_pitfalls(CLI::App& app) {
                   "eps-after-softmax, missing-scale, temperature-direction, rope-half-width");
   cmd->add_option("--seed", opts->seed, "seed of the random example (missing-scale)")->capture_default_str();
   add_output_options(cmd, opts->output, {"text", "json", "markdown"});
-  cmd->footer(R"(Examples:
+  add_plot_options(cmd, opts->plots);
+  cmd->footer(R"(Pictures written into --plots DIR: pitfall-ID for each pitfall whose wrong and right
+results are matrices, "wrong | right" side by side on one colour scale, the lesson as subtitle
+(rope-half-width, only numbers, gets none).
+
+Examples:
   attn-cli pitfalls
   attn-cli pitfalls fully-masked-row
   attn-cli pitfalls causal-alignment --format json
+  attn-cli pitfalls fully-masked-row --plots pitfall-plots
 )");
   cmd->callback([opts] { run_pitfalls(*opts); });
 }

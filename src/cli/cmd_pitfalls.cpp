@@ -78,9 +78,8 @@ void setup_pitfalls(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed of the random example (missing-scale)")->capture_default_str();
   add_output_options(cmd, opts->output, {"text", "json", "markdown"});
   add_plot_options(cmd, opts->plots);
-  cmd->footer(R"(Pictures written into --plots DIR: pitfall-ID for each pitfall whose wrong and right
-results are matrices, "wrong | right" side by side on one colour scale, the lesson as subtitle
-(rope-half-width, only numbers, gets none).
+  cmd->footer(R"(Pictures written into --plots DIR: pitfall-ID for each pitfall, its wrong and right
+tables side by side ("wrong | right"), the lesson as subtitle.
 
 Examples:
   attn-cli pitfalls

@@ -1,13 +1,14 @@
 #pragma once
-// FlashAttention forward pass on the CPU (Dao et al. 2022, arXiv 2205.14135, Algorithm 1),
-// float32: Q is split into row blocks, K and V into column blocks, and each query block
-// streams over the key blocks with an online softmax (tile_math.hpp). The [Lq, Lk] score
-// matrix never exists: extra memory is O(block) per thread plus one packed copy of the K and
-// V of the heads in flight.
+// FlashAttention forward pass on the CPU (Dao et al. 2022, arXiv 2205.14135, Algorithm 1):
+// Q is split into row blocks, K and V into column blocks, and each query block streams over
+// the key blocks with an online softmax (tile_math.hpp). The [Lq, Lk] score matrix never
+// exists: extra memory is O(block) per thread plus one packed copy of the K and V of the heads
+// in flight. Float32 in and out; inside, float32 (fast) or float64 (FlashPrecision below).
 //
 // Same semantics as the naive sdpa(): explicit mask, bottom-right causal, fully masked rows
 // -> zero output and lse -inf, custom scale, GQA, any sizes. Causal runs skip the key tiles
-// above the diagonal by index and test indices only on the diagonal tiles.
+// above the diagonal by index; tiles on the diagonal are walked in row groups, each only up
+// to the last key it may see.
 #include <string>
 #include <vector>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""FlashAttention's tolerance rule, checked end to end through `attn-cli attend`.
+"""FlashAttention's tolerance rule, checked end to end through `attn-cli attend` and `mha`.
 
 For random cases (several heads, GQA, Lq != Lk, masks with fully masked rows, causal with
 Lq != Lk, custom scales, scores in the thousands, explicit flash tiles), the output of
@@ -7,6 +7,9 @@ attn-cli (naive and flash backends) must be within 2x the error of a plain float
 computation, both measured against a float64 NumPy reference:
     max|attn-cli - ref64| <= 2 * max|numpy_float32 - ref64|
 This is how an outside checker sees the tool: JSON in, JSON out, read as float64.
+The mha cases add projections with biases, GQA/MQA, RoPE in both conventions (rotate-half:
+GPT-NeoX / LLaMA-HF; interleaved pairs: GPT-J / RoFormer) with explicit position ids, and
+KV-cache decoding (decode_from), whose result must equal the one-shot causal run.
 
 Usage: /usr/bin/python3 scripts/check_fa_rule.py path/to/attn-cli [--cases N] [--seed S]
 Needs Debian's python3-numpy. Prints one line per failure and "N passed, M failed".
@@ -38,6 +41,57 @@ def attention(q, k, v, allowed, causal, scale, dtype):
     e = np.where(ok, np.exp(s - np.where(dead, dtype(0), m)), dtype(0)).astype(dtype)
     p = np.where(dead, dtype(0), e / np.where(dead, dtype(1), e.sum(-1, keepdims=True))).astype(dtype)
     return (p @ v).astype(dtype)
+
+
+def rope(x, positions, base, style, dtype):
+    """x [H, L, d] rotated per position: angle pos * base^(-2i/d) for pair i."""
+    d = x.shape[-1]
+    theta = (dtype(base) ** (-np.arange(0, d, 2, dtype=dtype) / dtype(d))).astype(dtype)
+    angle = (np.asarray(positions, dtype=dtype)[:, None] * theta[None, :]).astype(dtype)  # [L, d/2]
+    cos, sin = np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)
+    if style == "half":  # pairs (i, i + d/2)
+        x1, x2 = x[..., : d // 2], x[..., d // 2:]
+        return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).astype(dtype)
+    out = np.empty_like(x)  # "interleaved": pairs (2i, 2i + 1)
+    out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+    return out.astype(dtype)
+
+
+def mha(case, dtype):
+    """Multi-head self-attention from the published equations, every step in `dtype`."""
+    f = lambda name: np.asarray(case[name], dtype=np.float32).astype(dtype)
+    x = f("query")
+    heads, kv_heads = case["num_heads"], case["num_kv_heads"]
+    d = x.shape[1] // heads
+    lin = lambda w, b: (x @ f(w).T + (f(b) if b in case else dtype(0))).astype(dtype)
+    split = lambda y, h: y.reshape(-1, h, d).transpose(1, 0, 2)
+    q, k, v = split(lin("w_q", "b_q"), heads), split(lin("w_k", "b_k"), kv_heads), split(lin("w_v", "b_v"), kv_heads)
+    if "rope" in case:
+        pos = case["rope"].get("position_ids", list(range(x.shape[0])))
+        q = rope(q, pos, case["rope"]["base"], case["rope"]["style"], dtype)
+        k = rope(k, pos, case["rope"]["base"], case["rope"]["style"], dtype)
+    o = attention(q, k, v, None, case.get("causal", False), 1 / np.sqrt(d), dtype)
+    return (o.transpose(1, 0, 2).reshape(x.shape[0], -1) @ f("w_o").T + f("b_o")).astype(dtype)
+
+
+def random_mha_case(rng, t):
+    heads = [1, 2, 4][t % 3]
+    kv_heads = [heads, 1, max(1, heads // 2)][(t // 3) % 3]
+    d = 2 * int(rng.integers(1, 5))
+    D, L = heads * d, int(rng.integers(1, 12))
+    Dkv = kv_heads * d
+    u = lambda *shape: (rng.uniform(-1, 1, shape) / np.sqrt(D)).astype(np.float32).tolist()
+    case = {"query": rng.standard_normal((L, D)).astype(np.float32).tolist(), "num_heads": heads,
+            "num_kv_heads": kv_heads, "w_q": u(D, D), "w_k": u(Dkv, D), "w_v": u(Dkv, D), "w_o": u(D, D),
+            "b_q": u(D), "b_k": u(Dkv), "b_v": u(Dkv), "b_o": u(D), "causal": bool(t % 2 or t % 5 == 0)}
+    if t % 4:
+        case["rope"] = {"base": [10000, 500][t % 2], "style": ["half", "interleaved"][(t // 2) % 2]}
+        if t % 3 == 0:
+            case["rope"]["position_ids"] = sorted(int(p) for p in rng.integers(0, 50, L))
+    if case["causal"] and t % 5 == 0:
+        case["decode_from"] = int(rng.integers(0, L + 1))
+    return case
 
 
 def random_case(rng, t):
@@ -88,6 +142,23 @@ def main():
             else:
                 failed += 1
                 print(f"case {t} {backend}: error {err:.3g} > 2 x float32's {err32:.3g}")
+    for t in range(args.cases):
+        case = random_mha_case(rng, t)
+        ref = mha(case, np.float64)
+        err32 = np.abs(mha(case, np.float32) - ref).max()
+        for backend in ("naive", "flash"):
+            out = subprocess.run([args.cli, "mha", "--input", "-", "--no-weights"],
+                                 input=json.dumps(dict(case, backend=backend)), capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"mha case {t} {backend}: exit {out.returncode}: {out.stderr.strip()}")
+                failed += 1
+                continue
+            err = np.abs(np.array(json.loads(out.stdout)["output"]) - ref).max()
+            if err <= 2 * err32:
+                passed += 1
+            else:
+                failed += 1
+                print(f"mha case {t} {backend}: error {err:.3g} > 2 x float32's {err32:.3g}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -33,7 +33,7 @@ Json top_k_json(const std::vector<std::string>& tokens, const Tensor2& weights,
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     Json keys = Json::array();
     for (std::size_t j : top[i]) {
-      keys.push_back({{"index", j}, {"token", tokens[j]}, {"weight", json_float(weights(i, j))}});
+      keys.push_back({{"index", j}, {"token", tokens[j]}, {"weight", json_float(weights(i, j), FloatText::shortest)}});
     }
     rows.push_back({{"query", tokens[i]}, {"index", i}, {"top", keys}});
   }
@@ -77,15 +77,17 @@ DemoFlashCheck flash_check(const Tensor3& q, const Tensor3& k, const Tensor3& v,
   fast.threads = 1;  // one head of a few tokens is one work item: no thread would get another
   check.fast = run_flash(q, k, v, fast, naive, naive_causal);
 
-  // 2 x 2 tiles: the generic float64 micro-kernel's key panel is 2 keys, so the key tile
-  // needs no rounding. Small enough that even a 4-token sentence spans a grid.
+  // Tiles of 2 x 2 up to 16 tokens (the generic float64 micro-kernel's key panel is 2 keys,
+  // so even a 4-token sentence spans a grid), then about 8 tiles a side: a 500-token sentence
+  // in 2 x 2 tiles would be 62,500 tiles, unreadable in a picture and megabytes of JSON.
+  const std::size_t L = q.shape(1);
+  const std::size_t block = std::max<std::size_t>(2, (L + 7) / 8);
   FlashOptions teaching = fast;
   teaching.isa = "generic";
   teaching.precision = FlashPrecision::float64;
-  teaching.block_q = check.requested_block_q = 2;
-  teaching.block_k = check.requested_block_k = 2;
+  teaching.block_q = check.requested_block_q = block;
+  teaching.block_k = check.requested_block_k = block;
   check.teaching = run_flash(q, k, v, teaching, naive, naive_causal);
-  const std::size_t L = q.shape(1);
   check.tiles = flash_tiles(L, L, teaching);
   teaching.causal = true;
   check.causal_tiles = flash_tiles(L, L, teaching);
@@ -246,6 +248,8 @@ Json flash_json(const DemoFlashCheck& f) {
 
 }  // namespace
 
+// The manifest is read by people and plotted: its weights are written as the shortest decimal
+// of each float32 (FloatText::shortest), unlike attend/mha's exact values.
 Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) {
   Json arts = Json::array();
   for (const Artifact& a : artifacts) arts.push_back({{"path", a.path}, {"kind", a.kind}, {"title", a.title}});
@@ -274,15 +278,15 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
         {"rope_base", r.rope ? Json(10000.0) : Json(nullptr)}}},
       {"artifacts", arts},
       {"results",
-       {{"single_head", {{"weights", to_json(r.weights)}, {"top_k", top_k_json(r.tokens, r.weights, r.top)}}},
+       {{"single_head", {{"weights", to_json(r.weights, FloatText::shortest)}, {"top_k", top_k_json(r.tokens, r.weights, r.top)}}},
         {"causal",
          {{"allowed", allowed},
-          {"weights", to_json(r.causal_weights)},
+          {"weights", to_json(r.causal_weights, FloatText::shortest)},
           {"top_k", top_k_json(r.tokens, r.causal_weights, r.causal_top)}}},
         {"multi_head",
          {{"heads", r.config.heads},
-          {"weights", to_json(r.head_weights)},
-          {"mean_over_heads", to_json(r.head_mean)}}},
+          {"weights", to_json(r.head_weights, FloatText::shortest)},
+          {"mean_over_heads", to_json(r.head_mean, FloatText::shortest)}}},
         {"flash", flash_json(r.flash)},
         {"decode",
          {{"heads", r.config.heads},
@@ -296,7 +300,7 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
   if (r.rope) {
     m["results"]["rope"] = {{"style", rope_style_name(r.rope->style)},
                             {"base", 10000.0},
-                            {"causal_weights", to_json(r.rope->causal_weights)},
+                            {"causal_weights", to_json(r.rope->causal_weights, FloatText::shortest)},
                             {"max_abs_change_vs_no_rope", r.rope->max_change},
                             {"max_change_at", {{"query", r.rope->max_change_query}, {"key", r.rope->max_change_key}}}};
   }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <cmath>
@@ -64,7 +65,7 @@ void flatten(const Json& v, const std::string& where, std::size_t depth, DenseAr
 }
 
 template <class T>
-Json nested(const T& t, std::size_t dim, std::size_t offset, bool lse) {
+Json nested(const T& t, std::size_t dim, std::size_t offset, bool lse, FloatText text = FloatText::exact) {
   Json a = Json::array();
   const std::size_t n = t.shape(dim);
   std::size_t stride = 1;
@@ -72,7 +73,7 @@ Json nested(const T& t, std::size_t dim, std::size_t offset, bool lse) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t at = offset + i * stride;
     if (dim + 1 < t.dimension()) {
-      a.push_back(nested(t, dim + 1, at, lse));
+      a.push_back(nested(t, dim + 1, at, lse, text));
     } else {
       const float x = t.data()[at];
       if (lse && std::isinf(x) && x < 0) {
@@ -83,7 +84,7 @@ Json nested(const T& t, std::size_t dim, std::size_t offset, bool lse) {
         throw InputError("a result is " + std::string(std::isnan(x) ? "NaN" : "infinite") +
                          " in float32: the scores overflow; scale the inputs (or scale) down");
       } else {
-        a.push_back(json_float(x));
+        a.push_back(json_float(x, text));
       }
     }
   }
@@ -128,7 +129,14 @@ DenseArray parse_array(const Json& value, const std::string& field, bool boolean
   return out;
 }
 
-double json_float(float x) {
+double json_float(float x, FloatText text) {
+  if (text == FloatText::shortest) {
+    // The shortest decimal that reads back as this float, read as a double: nlohmann prints
+    // that double's shortest form, which is the same short string.
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, x);
+    return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+  }
   // The float's exact value. Its shortest round-trip decimal (0.1f -> "0.1") reads back as the
   // same float only in float32; a float64 reader (Python's json, a reference check) would see
   // an error of up to half a float32 ulp that the computation never made, and FlashAttention's
@@ -137,9 +145,9 @@ double json_float(float x) {
   return static_cast<double>(x);
 }
 
-Json to_json(const Tensor1& t) { return nested(t, 0, 0, false); }
-Json to_json(const Tensor2& t) { return nested(t, 0, 0, false); }
-Json to_json(const Tensor3& t) { return nested(t, 0, 0, false); }
+Json to_json(const Tensor1& t, FloatText text) { return nested(t, 0, 0, false, text); }
+Json to_json(const Tensor2& t, FloatText text) { return nested(t, 0, 0, false, text); }
+Json to_json(const Tensor3& t, FloatText text) { return nested(t, 0, 0, false, text); }
 Json lse_to_json(const Tensor1& lse) { return nested(lse, 0, 0, true); }
 Json lse_to_json(const Tensor2& lse) { return nested(lse, 0, 0, true); }
 

@@ -1,6 +1,7 @@
 // End-to-end tests: the attn-cli binary as a user runs it.
 #include <doctest/doctest.h>
 
+#include <charconv>
 #include <filesystem>
 #include <regex>
 
@@ -359,4 +360,28 @@ TEST_CASE("cli: mha's dropout seed must be a non-negative integer") {
   check_input_error(run_cli("mha --input -", in.dump()), "seed: expected an integer >= 0");
   in["seed"] = 7;
   CHECK(run_cli("mha --input -", in.dump()).code == 0);
+}
+
+TEST_CASE("cli: a long sentence keeps the demo's tile grid readable and its manifest compact") {
+  Scratch s;
+  std::string sentence;
+  for (int i = 0; i < 100; ++i) sentence += "w" + std::to_string(i % 17) + " ";
+  const CliResult r = run_cli("demo '" + sentence + "' --out long", "", s.dir.string());
+  REQUIRE(r.code == 0);
+  const std::string text = read_text((s.dir / "long/manifest.json").string());
+  const Json m = Json::parse(text);
+  const Json& teaching = m["results"]["flash"]["teaching"];
+  // 100 tokens in about 8 tiles a side, not 50 x 50 tiles of 2.
+  CHECK(teaching["tiles"]["non_causal"]["total"].get<std::size_t>() <= 100);
+  CHECK(teaching["requested_block_q"].get<std::size_t>() == 13);  // ceil(100 / 8)
+  // Weights are the shortest decimals of their float32 values (not 17-digit exact doubles):
+  // each one, printed back in float32's shortest form, is the very same number.
+  for (const Json& row : m["results"]["single_head"]["weights"]) {
+    for (const Json& x : row) {
+      const double w = x.get<double>();
+      char buf[32];
+      const auto end = std::to_chars(buf, buf + sizeof buf, static_cast<float>(w)).ptr;
+      CHECK(std::strtod(std::string(buf, end).c_str(), nullptr) == w);
+    }
+  }
 }

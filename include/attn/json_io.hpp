@@ -35,19 +35,24 @@ xt::xtensor<float, N> to_tensor(const DenseArray& a) {
   return t;
 }
 
-// A tensor as nested JSON arrays. Each float32 is written as its exact value (0.1f ->
-// 0.10000000149011612), so a float64 reader sees exactly what was computed; non-finite values
-// are an InputError (JSON has neither inf nor NaN).
-Json to_json(const Tensor1& t);
-Json to_json(const Tensor2& t);
-Json to_json(const Tensor3& t);
+// How a float32 is written. exact: its exact value (0.1f -> 0.10000000149011612), so a float64
+// reader sees exactly what was computed: the tensor I/O contract. shortest: the shortest
+// decimal that reads back as the same float32 (0.1f -> 0.1): for files people read, such as
+// the demo's manifest, where it halves the size.
+enum class FloatText { exact, shortest };
+
+// A tensor as nested JSON arrays; non-finite values are an InputError (JSON has neither inf
+// nor NaN).
+Json to_json(const Tensor1& t, FloatText text = FloatText::exact);
+Json to_json(const Tensor2& t, FloatText text = FloatText::exact);
+Json to_json(const Tensor3& t, FloatText text = FloatText::exact);
 
 // Like to_json, but -inf (a fully masked row's log-sum-exp) becomes null: JSON has no -inf.
 Json lse_to_json(const Tensor1& lse);
 Json lse_to_json(const Tensor2& lse);
 
-// The exact value of a float32, as the double JSON will print.
-double json_float(float x);
+// A float32 as the double JSON will print (see FloatText).
+double json_float(float x, FloatText text = FloatText::exact);
 
 // Writes text to path through a temporary file in the same folder and a rename, so a failed
 // run never leaves a half-written file. path "-" writes to stdout. A path where no file can be

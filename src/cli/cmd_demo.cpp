@@ -165,7 +165,11 @@ void run_demo_command(const DemoOptions& opts) {
   const std::vector<Artifact> artifacts = write_demo_pictures(r, opts.out, pictures);
   const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const std::string manifest = (std::filesystem::path(opts.out) / "manifest.json").string();
-  write_file_atomically(manifest, demo_manifest(r, artifacts).dump(2) + "\n");
+  // Indented for a reader opening it in an editor, unless that makes it huge: indentation puts
+  // every number of a long sentence's weights on its own line.
+  const Json m = demo_manifest(r, artifacts);
+  const std::string compact = m.dump();
+  write_file_atomically(manifest, (compact.size() < (1u << 20) ? m.dump(2) : compact) + "\n");
 
   std::cout << "\nWrote into " << opts.out << "/ (" << artifacts.size() << " pictures in "
             << std::lround(ms) << " ms):\n";

@@ -71,3 +71,30 @@ TEST_CASE("experiment pictures: the saturation plot draws max p on a 0..1 axis, 
   CHECK(near(at_fraction(img, f.plots[0], centre, 0.5, 2), to_rgb8(series_color(3)), 6));
   CHECK(near(at_fraction(img, f.plots[0], centre, 0.1, 2), to_rgb8(series_color(0)), 6));
 }
+
+TEST_CASE("experiment pictures: the complexity plot puts the softmax FLOPs where log-log axes say") {
+  ComplexityConfig c;
+  c.ns = {64, 256, 1024, 4096};  // n* = 2 D = 1024 lies inside: no forced x limits
+  const ComplexityReport r = run_complexity(c);
+  const Figure f = complexity_figure(r);
+  REQUIRE(f.plots.size() == 1);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  // Axis rule (line_plot.hpp): the data's range in the axis' own scale, widened 5% a side.
+  // x: log2 n from 6 to 12. y: log10 FLOPs from the smallest softmax count (n = 64) to the
+  // largest total (n = 4096), counted here from the closed forms, not read from the program.
+  const double D = 512, H = 8;
+  auto softmax = [&](double n) { return 3 * H * n * n; };
+  auto total = [&](double n) { return 8 * n * D * D + 4 * n * n * D + softmax(n); };
+  const double y_lo = std::log10(softmax(64)), y_hi = std::log10(total(4096));
+  const double y_pad = 0.05 * (y_hi - y_lo), x_pad = 0.05 * 6;
+  auto fx = [&](double n) { return (std::log2(n) - 6 + x_pad) / (6 + 2 * x_pad); };
+  auto fy = [&](double v) { return (std::log10(v) - y_lo + y_pad) / (y_hi - y_lo + 2 * y_pad); };
+  const Rgb8 softmax_colour = to_rgb8(series_color(4));
+  for (double n : {64.0, 4096.0}) {
+    CAPTURE(n);
+    CHECK(near(at_fraction(img, f.plots[0], fx(n), fy(softmax(n)), 2), softmax_colour, 6));
+  }
+  // And not where a linear y axis would have put it.
+  CHECK(!near(at_fraction(img, f.plots[0], fx(4096), softmax(4096) / total(4096), 2), softmax_colour, 40));
+}

@@ -7,6 +7,9 @@
 
 #include "attn/experiment_pictures.hpp"
 #include "attn/line_plot.hpp"
+#include "attn/temperature.hpp"
+
+#include <cmath>
 #include "picture_support.hpp"
 
 using namespace attn;
@@ -97,4 +100,33 @@ TEST_CASE("experiment pictures: the complexity plot puts the softmax FLOPs where
   }
   // And not where a linear y axis would have put it.
   CHECK(!near(at_fraction(img, f.plots[0], fx(4096), softmax(4096) / total(4096), 2), softmax_colour, 40));
+}
+
+TEST_CASE("experiment pictures: the temperature plot puts the entropy where its axes say") {
+  const std::vector<double> scores = {2, 1, 0.5, 0, -1};
+  const TemperatureResult r = run_temperature(scores, {0.1, 1, 10});
+  const Figure f = temperature_figure(r);
+  REQUIRE(f.plots.size() == 2);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  // Entropy of softmax(s / T), computed here from the formula.
+  auto entropy = [&](double T) {
+    double z = 0, h = 0;
+    for (double s : scores) z += std::exp(s / T);
+    for (double s : scores) {
+      const double p = std::exp(s / T) / z;
+      h -= p * std::log(p);
+    }
+    return h;
+  };
+  // Right panel: x log10 T over -1..1 widened 5% a side; y from its fixed 0 up to the largest
+  // value drawn, ln 5 (the T -> infinity guide), plus 5% of that range.
+  const double y_top = std::log(5.0) * 1.05;
+  for (double T : {1.0, 10.0}) {  // (at T = 0.1 the entropy, 5e-4, sits on the axis frame)
+    CAPTURE(T);
+    const double fx = (std::log10(T) + 1.1) / 2.2;
+    CHECK(near(at_fraction(img, f.plots[1], fx, entropy(T) / y_top, 2), to_rgb8(series_color(0)), 6));
+  }
+  // Entropy rises with T: at T = 10 the point sits higher than at T = 0.1.
+  CHECK(entropy(10) > entropy(0.1));
 }

@@ -114,6 +114,20 @@ def random_case(rng, t):
     return case, q, k, v, allowed, scale
 
 
+def check(cli, subcommand, run, ref, err32, label):
+    """Runs one case through attn-cli; True when its output meets the 2x rule."""
+    out = subprocess.run([cli, subcommand, "--input", "-", "--no-weights"], input=json.dumps(run),
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"{label}: exit {out.returncode}: {out.stderr.strip()}")
+        return False
+    err = np.abs(np.array(json.loads(out.stdout)["output"]) - ref).max()
+    if err > 2 * err32:
+        print(f"{label}: error {err:.3g} > 2 x float32's {err32:.3g}")
+        return False
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cli")
@@ -121,7 +135,7 @@ def main():
     ap.add_argument("--seed", type=int, default=2205)
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
-    passed = failed = 0
+    results = []
     for t in range(args.cases):
         case, q, k, v, allowed, scale = random_case(rng, t)
         ref = attention(q, k, v, allowed, case["causal"], scale, np.float64)
@@ -130,35 +144,14 @@ def main():
             run = dict(case, backend=backend)
             if backend == "flash" and t % 2:
                 run["block_size"] = int(rng.integers(1, 9))
-            out = subprocess.run([args.cli, "attend", "--input", "-", "--no-weights"], input=json.dumps(run),
-                                 capture_output=True, text=True)
-            if out.returncode != 0:
-                print(f"case {t} {backend}: exit {out.returncode}: {out.stderr.strip()}")
-                failed += 1
-                continue
-            err = np.abs(np.array(json.loads(out.stdout)["output"]) - ref).max()
-            if err <= 2 * err32:
-                passed += 1
-            else:
-                failed += 1
-                print(f"case {t} {backend}: error {err:.3g} > 2 x float32's {err32:.3g}")
+            results.append(check(args.cli, "attend", run, ref, err32, f"attend case {t} {backend}"))
     for t in range(args.cases):
         case = random_mha_case(rng, t)
         ref = mha(case, np.float64)
         err32 = np.abs(mha(case, np.float32) - ref).max()
         for backend in ("naive", "flash"):
-            out = subprocess.run([args.cli, "mha", "--input", "-", "--no-weights"],
-                                 input=json.dumps(dict(case, backend=backend)), capture_output=True, text=True)
-            if out.returncode != 0:
-                print(f"mha case {t} {backend}: exit {out.returncode}: {out.stderr.strip()}")
-                failed += 1
-                continue
-            err = np.abs(np.array(json.loads(out.stdout)["output"]) - ref).max()
-            if err <= 2 * err32:
-                passed += 1
-            else:
-                failed += 1
-                print(f"mha case {t} {backend}: error {err:.3g} > 2 x float32's {err32:.3g}")
+            results.append(check(args.cli, "mha", dict(case, backend=backend), ref, err32, f"mha case {t} {backend}"))
+    passed, failed = sum(results), len(results) - sum(results)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

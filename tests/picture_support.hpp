@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "attn/canvas.hpp"
-#include "attn/colormap.hpp"
+#include "attn/render/canvas.hpp"
+#include "attn/render/colormap.hpp"
 
 namespace attn::test {
 

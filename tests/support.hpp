@@ -12,8 +12,8 @@
 
 #include <doctest/doctest.h>
 
-#include "attn/json_io.hpp"
-#include "attn/mha.hpp"
+#include "attn/io/json_io.hpp"
+#include "attn/engine/mha.hpp"
 
 namespace attn::test {
 

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "attn/alibi.hpp"
-#include "attn/error.hpp"
-#include "attn/sdpa.hpp"
+#include "attn/engine/alibi.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/sdpa.hpp"
 #include "support.hpp"
 
 using namespace attn;

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "attn/error.hpp"
-#include "attn/explain_pictures.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/render/explain_pictures.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 

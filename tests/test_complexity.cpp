@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "attn/complexity.hpp"
-#include "attn/error.hpp"
-#include "attn/scaling.hpp"
+#include "attn/lessons/complexity.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/lessons/scaling.hpp"
 
 using namespace attn;
 using u64 = std::uint64_t;

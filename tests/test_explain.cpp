@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "attn/error.hpp"
-#include "attn/explain.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/lessons/explain.hpp"
 
 using namespace attn;
 

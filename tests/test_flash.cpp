@@ -4,12 +4,12 @@
 
 #include <cmath>
 
-#include "attn/error.hpp"
-#include "attn/flash.hpp"
-#include "attn/mask.hpp"
-#include "attn/random.hpp"
-#include "attn/tile_math.hpp"
-#include "../src/flash/microkernels.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/flash.hpp"
+#include "attn/engine/mask.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/engine/tile_math.hpp"
+#include "engine/flash/microkernels.hpp"  // the private micro-kernels, tested directly
 #include "support.hpp"
 
 using namespace attn;
@@ -163,7 +163,7 @@ TEST_CASE("flash: weights recomputed from the kernel's lse equal the naive weigh
   SdpaOptions so;
   so.causal = true;
   const SdpaResult ref = sdpa(q, k, v, nullptr, so);
-  CHECK(xt::allclose(weights_from_lse(q, k, xt::cast<double>(f.lse), nullptr, true, std::nullopt), ref.weights, 1e-5, 1e-6));
+  CHECK(xt::allclose(recompute_weights(q, k, xt::cast<double>(f.lse), nullptr, true, std::nullopt), ref.weights, 1e-5, 1e-6));
 }
 
 TEST_CASE("tile math: the online softmax over tiles equals one softmax over the row") {

@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <limits>
 
-#include "attn/error.hpp"
-#include "attn/json_io.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/io/json_io.hpp"
 #include "support.hpp"
 
 using namespace attn;

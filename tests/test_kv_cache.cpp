@@ -1,11 +1,11 @@
 // The KV cache, and decoding through it: prefill + one token at a time == the one-shot run.
 #include <doctest/doctest.h>
 
-#include "attn/alibi.hpp"
-#include "attn/error.hpp"
-#include "attn/kv_cache.hpp"
-#include "attn/mask.hpp"
-#include "attn/random.hpp"
+#include "attn/engine/alibi.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/kv_cache.hpp"
+#include "attn/engine/mask.hpp"
+#include "attn/engine/random.hpp"
 #include "support.hpp"
 
 using namespace attn;

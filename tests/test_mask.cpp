@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "attn/error.hpp"
-#include "attn/mask.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/mask.hpp"
 
 using namespace attn;
 

@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
-#include "attn/error.hpp"
-#include "attn/mha.hpp"
-#include "attn/random.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/mha.hpp"
+#include "attn/engine/random.hpp"
 #include "support.hpp"
 
 using namespace attn;

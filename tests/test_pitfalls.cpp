@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "attn/error.hpp"
-#include "attn/pitfalls.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/lessons/pitfalls.hpp"
 
 using namespace attn;
 

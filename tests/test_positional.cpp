@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "attn/error.hpp"
-#include "attn/positional.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/positional.hpp"
 
 using namespace attn;
 

@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "attn/canvas.hpp"
-#include "attn/error.hpp"
+#include "attn/render/canvas.hpp"
+#include "attn/engine/error.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 

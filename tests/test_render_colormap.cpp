@@ -1,8 +1,8 @@
 // Colormaps: matplotlib's anchors, interpolation, and readable text on every colour.
 #include <doctest/doctest.h>
 
-#include "attn/colormap.hpp"
-#include "attn/error.hpp"
+#include "attn/render/colormap.hpp"
+#include "attn/engine/error.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

@@ -5,9 +5,9 @@
 // own scale.
 #include <doctest/doctest.h>
 
-#include "attn/experiment_pictures.hpp"
-#include "attn/line_plot.hpp"
-#include "attn/temperature.hpp"
+#include "attn/render/experiment_pictures.hpp"
+#include "attn/render/line_plot.hpp"
+#include "attn/lessons/temperature.hpp"
 
 #include <cmath>
 #include "picture_support.hpp"

@@ -1,8 +1,8 @@
 // The FlashAttention tile picture: each tile drawn as the kernel treats it, read back from the PNG.
 #include <doctest/doctest.h>
 
-#include "attn/error.hpp"
-#include "attn/flash_tiles_picture.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/render/flash_tiles_picture.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

@@ -2,10 +2,11 @@
 // cells unmistakable, labels checked against the weights' shape.
 #include <doctest/doctest.h>
 
-#include "attn/error.hpp"
-#include "attn/head_grid.hpp"
-#include "attn/heatmap.hpp"
-#include "attn/mask.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/sdpa.hpp"
+#include "attn/render/head_grid.hpp"
+#include "attn/render/heatmap.hpp"
+#include "attn/engine/mask.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "attn/error.hpp"
-#include "attn/line_plot.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/render/line_plot.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

@@ -4,12 +4,12 @@
 
 #include <cmath>
 
-#include "attn/alibi.hpp"
-#include "attn/colormap.hpp"
-#include "attn/kv_cache_picture.hpp"
-#include "attn/positional.hpp"
-#include "attn/positional_pictures.hpp"
-#include "attn/rope_pictures.hpp"
+#include "attn/engine/alibi.hpp"
+#include "attn/render/colormap.hpp"
+#include "attn/render/kv_cache_picture.hpp"
+#include "attn/engine/positional.hpp"
+#include "attn/render/positional_pictures.hpp"
+#include "attn/render/rope_pictures.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "attn/report_table.hpp"
+#include "attn/render/report_table.hpp"
 
 using namespace attn;
 

@@ -3,10 +3,10 @@
 
 #include <cmath>
 
-#include "attn/error.hpp"
-#include "attn/random.hpp"
-#include "attn/rope.hpp"
-#include "attn/rope_lesson.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/engine/rope.hpp"
+#include "attn/lessons/rope_lesson.hpp"
 #include "support.hpp"
 
 using namespace attn;

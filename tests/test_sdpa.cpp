@@ -3,10 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "attn/error.hpp"
-#include "attn/mask.hpp"
-#include "attn/random.hpp"
-#include "attn/sdpa.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/mask.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/engine/sdpa.hpp"
 #include "support.hpp"
 
 using namespace attn;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "attn/softmax.hpp"
+#include "attn/engine/softmax.hpp"
 
 using namespace attn;
 constexpr float kInf = std::numeric_limits<float>::infinity();

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "attn/random.hpp"
-#include "attn/softmax_stats.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/lessons/softmax_stats.hpp"
 
 using namespace attn;
 

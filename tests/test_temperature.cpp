@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "attn/error.hpp"
-#include "attn/temperature.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/lessons/temperature.hpp"
 
 using namespace attn;
 

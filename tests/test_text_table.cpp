@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "attn/text_table.hpp"
+#include "attn/render/text_table.hpp"
 
 using namespace attn;
 

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "attn/error.hpp"
-#include "attn/tokenize.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/tokenize.hpp"
 
 using namespace attn;
 

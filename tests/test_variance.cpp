@@ -3,9 +3,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "attn/error.hpp"
-#include "attn/random.hpp"
-#include "attn/variance.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/lessons/variance.hpp"
 
 using namespace attn;
 

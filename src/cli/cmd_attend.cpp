@@ -2,16 +2,14 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <cmath>
 #include <memory>
 
-#include "attn/error.hpp"
-#include "attn/cuda.hpp"
-#include "attn/flash.hpp"
-#include "attn/heatmap.hpp"
-#include "attn/mask.hpp"
-#include "attn/sdpa.hpp"
-#include "attn/terminal_heatmap.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/attention.hpp"
+#include "attn/render/heatmap.hpp"
+#include "attn/engine/mask.hpp"
+#include "attn/engine/sdpa.hpp"
+#include "attn/render/terminal_heatmap.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 
@@ -76,32 +74,13 @@ void run_attend(const AttendOptions& opts) {
     mask = parse_array(in.at("mask"), "mask", /*booleans=*/true);
   }
   check_sdpa_shapes(q.shape, k.shape, v.shape, mask ? &mask->shape : nullptr);
-  const BackendChoice backend = backend_from(in);
+  const BackendOptions backend = backend_from(in);
   const SdpaOptions options = sdpa_options_from(in);
   const Mask3 allowed = mask ? mask_from(*mask) : Mask3{};
   const Mask3* allowed_ptr = mask ? &allowed : nullptr;
   const Tensor3 q3 = as_heads(q), k3 = as_heads(k), v3 = as_heads(v);
 
-  SdpaResult r;
-  if (backend.name != "naive") {
-    FlashOptions fo;
-    fo.causal = options.causal;
-    // Temperature divides the scaled scores, so it folds into the scale.
-    fo.scale = options.scale.value_or(1.0 / std::sqrt(double(q3.shape(2)))) / options.temperature;
-    fo.block_q = fo.block_k = backend.block_size;
-    fo.precision = backend.precision;
-    FlashResult f = backend.name == "cuda" ? flash_attention_cuda(q3, k3, v3, allowed_ptr, fo)
-                                           : flash_attention(q3, k3, v3, allowed_ptr, fo);
-    // The flash kernel never forms the weights; they are recomputed from its lse.
-    if (!opts.no_weights) {
-      const xt::xtensor<double, 2> lse = f.lse64.size() ? f.lse64 : xt::xtensor<double, 2>(xt::cast<double>(f.lse));
-      r.weights = weights_from_lse(q3, k3, lse, allowed_ptr, fo.causal, fo.scale);
-    }
-    r.output = std::move(f.output);
-    r.lse = std::move(f.lse);
-  } else {
-    r = sdpa(q3, k3, v3, allowed_ptr, options);
-  }
+  const SdpaResult r = attention(q3, k3, v3, allowed_ptr, options, backend, !opts.no_weights);
   Json out;  // built first: a non-finite value throws before any warning is printed
   if (q.shape.size() == 2) {  // answer in the rank we were asked in
     out["output"] = to_json(Tensor2(xt::view(r.output, 0, xt::all(), xt::all())));

@@ -5,10 +5,10 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/bench.hpp"
-#include "attn/error.hpp"
-#include "attn/flash.hpp"
-#include "attn/json_io.hpp"
+#include "attn/lessons/bench.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/flash.hpp"
+#include "attn/io/json_io.hpp"
 #include "commands.hpp"
 
 namespace attn::cli {

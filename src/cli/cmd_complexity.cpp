@@ -3,10 +3,10 @@
 #include <memory>
 #include <optional>
 
-#include "attn/complexity.hpp"
-#include "attn/experiment_pictures.hpp"
-#include "attn/error.hpp"
-#include "attn/scaling.hpp"
+#include "attn/lessons/complexity.hpp"
+#include "attn/render/experiment_pictures.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/lessons/scaling.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

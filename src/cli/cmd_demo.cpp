@@ -8,11 +8,12 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/demo.hpp"
-#include "attn/error.hpp"
-#include "attn/report_table.hpp"
-#include "attn/terminal_heatmap.hpp"
-#include "attn/text_table.hpp"
+#include "attn/lessons/demo.hpp"
+#include "attn/render/demo_pictures.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/render/report_table.hpp"
+#include "attn/render/terminal_heatmap.hpp"
+#include "attn/render/text_table.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 

@@ -5,10 +5,10 @@
 #include <optional>
 #include <sstream>
 
-#include "attn/error.hpp"
-#include "attn/explain.hpp"
-#include "attn/explain_pictures.hpp"
-#include "attn/text_table.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/lessons/explain.hpp"
+#include "attn/render/explain_pictures.hpp"
+#include "attn/render/text_table.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

@@ -4,9 +4,9 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/generate.hpp"
-#include "attn/kv_cache_picture.hpp"
-#include "attn/text_table.hpp"
+#include "attn/lessons/generate.hpp"
+#include "attn/render/kv_cache_picture.hpp"
+#include "attn/render/text_table.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 

@@ -3,10 +3,10 @@
 #include <memory>
 #include <optional>
 
-#include "attn/error.hpp"
-#include "attn/head_grid.hpp"
-#include "attn/heatmap.hpp"
-#include "attn/mask.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/render/head_grid.hpp"
+#include "attn/render/heatmap.hpp"
+#include "attn/engine/mask.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "image_flags.hpp"

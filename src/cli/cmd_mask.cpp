@@ -2,9 +2,9 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/error.hpp"
-#include "attn/mask.hpp"
-#include "attn/mask_diagram.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/mask.hpp"
+#include "attn/render/mask_diagram.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 

@@ -4,8 +4,8 @@
 #include <numeric>
 #include <vector>
 
-#include "attn/error.hpp"
-#include "attn/mha.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/mha.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 
@@ -119,14 +119,7 @@ void run_mha(const MhaCliOptions& opts) {
     }
     options.attention.dropout_seed = seed.get<std::uint64_t>();
   }
-  const BackendChoice backend = backend_from(in);
-  if (backend.name == "cuda") throw InputError("backend: \"cuda\" is available for attend only");
-  if (backend.name == "flash") {
-    FlashOptions fo;
-    fo.block_q = fo.block_k = backend.block_size;
-    fo.precision = backend.precision;
-    options.flash = fo;
-  }
+  options.backend = backend_from(in);
   options.rope = rope_field(in, self, key.shape(0));
   const std::optional<std::size_t> decode_from = decode_from_field(in, self, options.attention.causal);
 
@@ -171,7 +164,7 @@ void setup_mha(CLI::App& app) {
          "dropout"?: p (off by default), "seed"?: dropout seed,
          "rope"?: {"base"?: 10000, "style"?: "half" | "interleaved", "position_ids"?: [Lq ints]},
          "decode_from"?: P (causal self-attention only, 0 <= P <= Lq),
-         "backend"?: "naive" | "flash", "block_size"?, "precision"?: "float64" | "float32"}
+         "backend"?: "naive" | "flash" | "cuda", "block_size"?, "precision"?: "float64" | "float32"}
 Output: {"output": [Lq,D], "weights": [H,Lq,Lk], "lse": [H,Lq], "kv_cache_len"?: int}
 
 RoPE rotates q and k per head after the projection: "half" = rotate_half, pairs (i, i+d/2)

@@ -2,8 +2,8 @@
 #include <memory>
 #include <optional>
 
-#include "attn/explain_pictures.hpp"
-#include "attn/pitfalls.hpp"
+#include "attn/render/explain_pictures.hpp"
+#include "attn/lessons/pitfalls.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

@@ -4,11 +4,11 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/alibi.hpp"
-#include "attn/json_io.hpp"
-#include "attn/positional.hpp"
-#include "attn/positional_pictures.hpp"
-#include "attn/text_table.hpp"
+#include "attn/engine/alibi.hpp"
+#include "attn/io/json_io.hpp"
+#include "attn/engine/positional.hpp"
+#include "attn/render/positional_pictures.hpp"
+#include "attn/render/text_table.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 

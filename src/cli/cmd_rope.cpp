@@ -4,9 +4,9 @@
 #include <memory>
 #include <string>
 
-#include "attn/rope_lesson.hpp"
-#include "attn/rope_pictures.hpp"
-#include "attn/text_table.hpp"
+#include "attn/lessons/rope_lesson.hpp"
+#include "attn/render/rope_pictures.hpp"
+#include "attn/render/text_table.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 

@@ -1,8 +1,8 @@
 // attn-cli temperature: one row of scores under a sweep of softmax temperatures.
 #include <memory>
 
-#include "attn/experiment_pictures.hpp"
-#include "attn/temperature.hpp"
+#include "attn/render/experiment_pictures.hpp"
+#include "attn/lessons/temperature.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

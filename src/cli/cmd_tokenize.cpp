@@ -2,8 +2,8 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/json_io.hpp"
-#include "attn/tokenize.hpp"
+#include "attn/io/json_io.hpp"
+#include "attn/engine/tokenize.hpp"
 #include "commands.hpp"
 
 namespace attn::cli {

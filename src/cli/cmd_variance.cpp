@@ -5,8 +5,8 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/experiment_pictures.hpp"
-#include "attn/variance.hpp"
+#include "attn/render/experiment_pictures.hpp"
+#include "attn/lessons/variance.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <iostream>
 
-#include "attn/cuda.hpp"
-#include "attn/error.hpp"
+#include "attn/engine/cuda.hpp"
+#include "attn/engine/error.hpp"
 
 namespace attn::cli {
 
@@ -56,26 +56,24 @@ std::optional<std::size_t> optional_positive_int(const Json& in, const char* fie
   return static_cast<std::size_t>(v.get<long long>());
 }
 
-BackendChoice backend_from(const Json& in) {
-  BackendChoice b;
+BackendOptions backend_from(const Json& in) {
+  BackendOptions b;
   if (in.contains("backend") && !in.at("backend").is_null()) {
     const Json& v = in.at("backend");
     if (!v.is_string()) throw InputError("backend: expected a string, got " + v.dump());
-    b.name = v.get<std::string>();
+    b.backend = parse_backend(v.get<std::string>());
   }
-  if (b.name != "naive" && b.name != "flash" && b.name != "cuda") {
-    throw InputError("backend: expected \"naive\", \"flash\" or \"cuda\", got \"" + b.name + "\"");
-  }
+  const std::string name = backend_name(b.backend);
   std::string why;
-  if (b.name == "cuda" && !cuda_usable(&why)) throw InputError("backend: \"cuda\": " + why);
+  if (b.backend == Backend::cuda && !cuda_usable(&why)) throw InputError("backend: \"cuda\": " + why);
   if (auto size = optional_positive_int(in, "block_size")) {
-    if (b.name != "flash") throw InputError("block_size: applies to backend \"flash\" only, not \"" + b.name + "\"");
+    if (b.backend != Backend::flash) throw InputError("block_size: applies to backend \"flash\" only, not \"" + name + "\"");
     if (*size > 65536) throw InputError("block_size: expected at most 65536, got " + std::to_string(*size));
-    b.block_size = *size;
+    b.block_q = b.block_k = *size;
   }
   if (in.contains("precision") && !in.at("precision").is_null()) {
     const Json& v = in.at("precision");
-    if (b.name != "flash") throw InputError("precision: applies to backend \"flash\" only");
+    if (b.backend != Backend::flash) throw InputError("precision: applies to backend \"flash\" only");
     if (v == "float32") {
       b.precision = FlashPrecision::float32;
     } else if (v != "float64") {

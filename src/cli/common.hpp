@@ -4,9 +4,9 @@
 #include <optional>
 #include <string>
 
-#include "attn/flash.hpp"
-#include "attn/json_io.hpp"
-#include "attn/sdpa.hpp"
+#include "attn/engine/attention.hpp"
+#include "attn/io/json_io.hpp"
+#include "attn/engine/sdpa.hpp"
 
 namespace attn::cli {
 
@@ -26,15 +26,10 @@ bool optional_bool(const Json& in, const char* field, bool fallback);
 std::optional<double> optional_number(const Json& in, const char* field);
 std::optional<std::size_t> optional_positive_int(const Json& in, const char* field);
 
-// backend / block_size / precision. "naive" is the float64 reference; "flash" the tiled
-// kernel (float64 by default so the JSON stays reference-grade; "precision": "float32" runs
-// the fast float32 kernel); "cuda" needs a CUDA device.
-struct BackendChoice {
-  std::string name = "naive";
-  std::size_t block_size = 0;  // 0 = the engine's default tiles
-  FlashPrecision precision = FlashPrecision::float64;
-};
-BackendChoice backend_from(const Json& in);
+// backend / block_size / precision (attention.hpp). "naive" is the float64 reference; "flash"
+// the tiled kernel (float64 by default so the JSON stays reference-grade; "precision":
+// "float32" runs the fast float32 kernel); "cuda" needs a CUDA device.
+BackendOptions backend_from(const Json& in);
 
 // Options shared by attend and mha: causal, scale, temperature.
 SdpaOptions sdpa_options_from(const Json& in);

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "attn/canvas.hpp"
-#include "attn/json_io.hpp"
-#include "attn/report_table.hpp"
+#include "attn/render/canvas.hpp"
+#include "attn/io/json_io.hpp"
+#include "attn/render/report_table.hpp"
 #include "image_flags.hpp"
 
 namespace attn::cli {

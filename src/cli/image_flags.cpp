@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "attn/colormap.hpp"
-#include "attn/error.hpp"
+#include "attn/render/colormap.hpp"
+#include "attn/engine/error.hpp"
 
 namespace attn::cli {
 namespace {

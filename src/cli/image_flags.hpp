@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/canvas.hpp"
+#include "attn/render/canvas.hpp"
 
 namespace attn::cli {
 

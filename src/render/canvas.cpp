@@ -1,4 +1,4 @@
-#include "attn/canvas.hpp"
+#include "attn/render/canvas.hpp"
 
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -9,8 +9,8 @@
 #include <memory>
 #include <numbers>
 
-#include "attn/error.hpp"
-#include "attn/json_io.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/io/file_io.hpp"
 
 namespace attn {
 namespace {

@@ -1,4 +1,4 @@
-#include "attn/colormap.hpp"
+#include "attn/render/colormap.hpp"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <span>
 
-#include "attn/error.hpp"
+#include "attn/engine/error.hpp"
 
 namespace attn {
 namespace {

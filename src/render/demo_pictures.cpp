@@ -3,12 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "attn/demo.hpp"
-#include "attn/experiment_pictures.hpp"
-#include "attn/flash_tiles_picture.hpp"
-#include "attn/head_grid.hpp"
-#include "attn/heatmap.hpp"
-#include "attn/mask_diagram.hpp"
+#include "attn/render/demo_pictures.hpp"
+#include "attn/render/experiment_pictures.hpp"
+#include "attn/render/flash_tiles_picture.hpp"
+#include "attn/render/head_grid.hpp"
+#include "attn/render/heatmap.hpp"
+#include "attn/render/mask_diagram.hpp"
 
 namespace attn {
 namespace {

@@ -1,11 +1,11 @@
 // The experiments' pictures (experiment_pictures.hpp): every value drawn comes from a result.
-#include "attn/experiment_pictures.hpp"
+#include "attn/render/experiment_pictures.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "attn/line_plot.hpp"
+#include "attn/render/line_plot.hpp"
 
 namespace attn {
 namespace {

@@ -1,13 +1,13 @@
 // The pictures of explain and pitfalls (explain_pictures.hpp): every value drawn comes from a result.
-#include "attn/explain_pictures.hpp"
+#include "attn/render/explain_pictures.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
-#include "attn/error.hpp"
-#include "attn/heatmap.hpp"
-#include "attn/report_table.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/render/heatmap.hpp"
+#include "attn/render/report_table.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "attn/error.hpp"
+#include "attn/engine/error.hpp"
 
 namespace attn::render {
 namespace {

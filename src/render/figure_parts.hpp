@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/canvas.hpp"
-#include "attn/colormap.hpp"
+#include "attn/render/canvas.hpp"
+#include "attn/render/colormap.hpp"
 
 namespace attn::render {
 

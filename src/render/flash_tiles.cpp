@@ -1,11 +1,11 @@
-#include "attn/flash_tiles_picture.hpp"
+#include "attn/render/flash_tiles_picture.hpp"
 
 #include <algorithm>
 #include <memory>
 
-#include "attn/error.hpp"
-#include "attn/heatmap.hpp"
-#include "attn/tile_math.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/render/heatmap.hpp"
+#include "attn/engine/tile_math.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {

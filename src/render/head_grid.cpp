@@ -1,27 +1,16 @@
-#include "attn/head_grid.hpp"
+#include "attn/render/head_grid.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
-#include "attn/error.hpp"
-#include "attn/heatmap.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/sdpa.hpp"
+#include "attn/render/heatmap.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {
 
-Tensor2 mean_over_heads(const Tensor3& weights) {
-  const std::size_t H = weights.shape(0), Lq = weights.shape(1), Lk = weights.shape(2);
-  Tensor2 mean = xt::zeros<float>({Lq, Lk});
-  for (std::size_t i = 0; i < Lq; ++i) {
-    for (std::size_t j = 0; j < Lk; ++j) {
-      double sum = 0;  // float64 sum, then one rounding, like the engine
-      for (std::size_t h = 0; h < H; ++h) sum += weights(h, i, j);
-      mean(i, j) = static_cast<float>(sum / static_cast<double>(H));
-    }
-  }
-  return mean;
-}
 
 Figure head_grid_figure(const HeadGridSpec& spec) {
   const std::size_t H = spec.weights.shape(0), Lq = spec.weights.shape(1), Lk = spec.weights.shape(2);

@@ -1,9 +1,9 @@
-#include "attn/heatmap.hpp"
+#include "attn/render/heatmap.hpp"
 
 #include <algorithm>
 #include <memory>
 
-#include "attn/error.hpp"
+#include "attn/engine/error.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {

@@ -1,13 +1,14 @@
-#include "attn/kv_cache_picture.hpp"
+#include "attn/render/kv_cache_picture.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 
-#include "attn/head_grid.hpp"
-#include "attn/heatmap.hpp"
-#include "attn/mask.hpp"
+#include "attn/render/head_grid.hpp"
+#include "attn/render/heatmap.hpp"
+#include "attn/engine/mask.hpp"
+#include "attn/engine/sdpa.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {

@@ -1,11 +1,11 @@
-#include "attn/line_plot.hpp"
+#include "attn/render/line_plot.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 
-#include "attn/error.hpp"
+#include "attn/engine/error.hpp"
 #include "figure_parts.hpp"
 #include "plot_ticks.hpp"
 

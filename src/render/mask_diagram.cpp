@@ -1,9 +1,9 @@
-#include "attn/mask_diagram.hpp"
+#include "attn/render/mask_diagram.hpp"
 
 #include <algorithm>
 #include <memory>
 
-#include "attn/error.hpp"
+#include "attn/engine/error.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {

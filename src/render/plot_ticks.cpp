@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "attn/error.hpp"
+#include "attn/engine/error.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {

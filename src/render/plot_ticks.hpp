@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/line_plot.hpp"
+#include "attn/render/line_plot.hpp"
 
 namespace attn::render {
 

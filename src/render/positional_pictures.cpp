@@ -1,10 +1,10 @@
-#include "attn/positional_pictures.hpp"
+#include "attn/render/positional_pictures.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-#include "attn/head_grid.hpp"
-#include "attn/heatmap.hpp"
+#include "attn/render/head_grid.hpp"
+#include "attn/render/heatmap.hpp"
 
 namespace attn {
 namespace {

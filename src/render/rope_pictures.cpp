@@ -1,4 +1,4 @@
-#include "attn/rope_pictures.hpp"
+#include "attn/render/rope_pictures.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <memory>
 #include <numbers>
 
-#include "attn/heatmap.hpp"
-#include "attn/line_plot.hpp"
+#include "attn/render/heatmap.hpp"
+#include "attn/render/line_plot.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {

@@ -1,4 +1,4 @@
-#include "attn/terminal_heatmap.hpp"
+#include "attn/render/terminal_heatmap.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "attn/text_table.hpp"
+#include "attn/render/text_table.hpp"
 
 namespace attn {
 namespace {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "attn/cuda.hpp"
-#include "attn/random.hpp"
-#include "attn/sdpa.hpp"
+#include "attn/engine/cuda.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/engine/sdpa.hpp"
 
 using namespace attn;
 

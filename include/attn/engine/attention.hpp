@@ -1,0 +1,49 @@
+#pragma once
+// One door to attention for every caller (attend, mha, demo, bench): the kernel is an option.
+//
+//   naive  the float64 reference (sdpa.hpp): forms the [H, Lq, Lk] weights; every option
+//   flash  the tiled kernel with an online softmax (flash.hpp), float64 or float32 inside;
+//          the weights, which it never forms, are recomputed from its lse when asked for
+//   cuda   the same tiled kernel on a GPU (cuda.hpp), float32; "no CUDA device" without one
+//
+// The temperature fold (softmax(S / T) is the softmax of scores scaled by scale / T) is done
+// here, once, for the tiled kernels; the default scale is resolved_scale() in sdpa.hpp.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "attn/engine/flash.hpp"
+#include "attn/engine/sdpa.hpp"
+
+namespace attn {
+
+enum class Backend { naive, flash, cuda };
+
+// "naive" | "flash" | "cuda"; InputError naming the choices otherwise.
+Backend parse_backend(std::string_view name);
+const char* backend_name(Backend backend);
+
+struct BackendOptions {
+  Backend backend = Backend::naive;
+  std::size_t block_q = 0, block_k = 0;  // flash tiles (0 = the engine's default)
+  std::size_t threads = 0;               // flash worker threads (0 = all hardware threads)
+  // Flash only. float64 by default: its only error against the reference is the final
+  // rounding (attend/mha's JSON); float32 is the fast kernel that bench and demo time.
+  FlashPrecision precision = FlashPrecision::float64;
+  std::string isa;  // flash only: "" = the best this CPU has; "avx512", "avx2", "generic"
+};
+
+// The FlashOptions a tiled run uses for these attention options: causal, the resolved scale
+// divided by the temperature, tiles, threads, precision. InputError for what the tiled kernels
+// do not do (dropout, a sliding window, ALiBi): use the naive backend for those.
+FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& backend,
+                           std::size_t head_dim);
+
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv], allowed [1 or H, Lq, Lk] or null, as sdpa().
+// With with_weights = false a tiled backend skips recomputing the weights (result.weights is
+// then empty); the naive backend forms them either way.
+SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                     const SdpaOptions& options, const BackendOptions& backend,
+                     bool with_weights = true);
+
+}  // namespace attn

@@ -1,0 +1,75 @@
+#pragma once
+// FlashAttention forward pass on the CPU (Dao et al. 2022, arXiv 2205.14135, Algorithm 1):
+// Q is split into row blocks, K and V into column blocks, and each query block streams over
+// the key blocks with an online softmax (tile_math.hpp). The [Lq, Lk] score matrix never
+// exists: extra memory is O(block) per thread plus one packed copy of the K and V of the heads
+// in flight. Float32 in and out; inside, float32 (fast) or float64 (FlashPrecision below).
+//
+// Same semantics as the naive sdpa(): explicit mask, bottom-right causal, fully masked rows
+// -> zero output and lse -inf, custom scale, GQA, any sizes. Causal runs skip the key tiles
+// above the diagonal by index; tiles on the diagonal are walked in row groups, each only up
+// to the last key it may see.
+#include <string>
+#include <vector>
+
+#include "attn/engine/sdpa.hpp"
+
+namespace attn {
+
+// float32 is the fast kernel (bench, demo). float64 runs the same tile loop and micro-kernels
+// instantiated for double: its only error against a float64 reference is the final rounding,
+// which is what attend/mha use so their JSON is reference-grade whatever the backend.
+enum class FlashPrecision { float32, float64 };
+
+struct FlashOptions {
+  bool causal = false;
+  std::optional<double> scale;  // default 1/sqrt(d)
+  std::size_t block_q = 0;      // query rows per tile (0 = the engine's default)
+  std::size_t block_k = 0;      // keys per tile (0 = the engine's default)
+  std::size_t threads = 0;      // 0 = all hardware threads
+  FlashPrecision precision = FlashPrecision::float32;
+  std::string isa;  // "" = the best this CPU has; or "avx512", "avx2", "generic" (tests, bench)
+};
+
+struct FlashResult {
+  Tensor3 output;                 // [H, Lq, dv]
+  Tensor2 lse;                    // [H, Lq], natural log; -inf for a fully masked row
+  xt::xtensor<double, 2> lse64;   // the same before rounding to float (float64 precision only)
+};
+
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv]; allowed [1 or H, Lq, Lk] or null.
+FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                            const Mask3* allowed, const FlashOptions& options);
+
+// The attention weights of a tiled run, which the kernel never forms, recomputed row by row
+// in float64 from q and k (as FlashAttention's backward pass recomputes them). The lse only
+// says which rows the kernel found fully masked (-inf): those stay zero; every other row is
+// the softmax of its visible scores, normalised by its own sum.
+Tensor3 recompute_weights(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
+                          const Mask3* allowed, bool causal, std::optional<double> scale);
+
+// The tile sizes a run with these options uses (block_q query rows x block_k keys; the key
+// tile is rounded up to whole packed panels of the micro-kernel), and the ISA it runs on.
+struct FlashTiling {
+  std::size_t block_q, block_k;
+  std::string isa;
+};
+FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& options);
+
+// Every tile of the [Lq, Lk] score matrix as the kernel sees it: computed in full, computed
+// with the per-element causal test (on the diagonal), or skipped without being read (above
+// the diagonal). For pictures and for teaching what "skip by index" means.
+struct FlashTile {
+  enum class Kind { full, diagonal, skipped };
+  std::size_t i0, rows, j0, cols;
+  Kind kind;
+};
+std::vector<FlashTile> flash_tiles(std::size_t Lq, std::size_t Lk, const FlashOptions& options);
+
+// The SIMD instruction set the float32 kernel dispatched to on this machine ("avx512", "avx2",
+// "generic"), and the default tile sizes.
+std::string flash_isa();
+std::size_t flash_default_block_q();
+std::size_t flash_default_block_k();
+
+}  // namespace attn

@@ -1,0 +1,51 @@
+#pragma once
+// Timing the engine (`attn-cli bench`, scripts/bench.sh). Inputs are seeded random Q, K, V
+// built before the clock starts: no JSON parsing inside the timed region.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/engine/tensor.hpp"
+
+namespace attn {
+
+struct BenchConfig {
+  std::string backend = "flash";  // "naive" | "flash" | "blas" | "cuda"
+  std::size_t n = 1024, heads = 8, head_dim = 64;
+  bool causal = false;
+  std::size_t threads = 1;
+  std::size_t repeat = 3;
+  bool check = true;  // also run naive on the same inputs and report the max abs error
+  std::size_t block_q = 0, block_k = 0;
+  std::uint64_t seed = 42;
+};
+
+struct BenchRun {
+  BenchConfig config;
+  double median_ms = 0, min_ms = 0, gflops = 0;
+  double min_thread_cpu_ms = 0;  // CPU time of the calling thread (with 1 thread: the work itself)
+  std::size_t peak_rss_bytes = 0;      // process peak during the timed runs
+  std::size_t baseline_rss_bytes = 0;  // process size with its inputs, before the runs
+  std::optional<double> max_abs_err_vs_naive;  // null with check = false
+};
+
+// FlashAttention's benchmark rule: 4 * H * n^2 * d, halved when causal.
+double attention_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal);
+
+BenchRun run_bench(const BenchConfig& config);
+
+// OpenBLAS's own sgemm throughput on n x n x n with the given threads (best of `repeat`):
+// the yardstick for the kernel's GFLOP/s.
+struct SgemmRate {
+  double gflops;             // from the best wall-clock time
+  double gflops_thread_cpu;  // from the calling thread's CPU time (1 thread only)
+};
+SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat);
+
+// Backend "blas": a float32 matmul - softmax - matmul on BLAS (sgemm, row softmax, sgemm),
+// what "naive attention" means in most frameworks, with the full [n, n] scores per head. The
+// naive backend is the same computation in float64 (the oracle); this row shows its price.
+Tensor3 blas_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, bool causal);
+
+}  // namespace attn

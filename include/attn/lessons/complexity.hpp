@@ -1,0 +1,111 @@
+#pragma once
+// What one self-attention layer costs, counted in closed form (seed 003's derivation,
+// O(n d^2 + n^2 d), made exact), the method table of seed 000 section 8.2 evaluated, and the
+// KV cache of real models. Letters: n tokens, D = d_model, H heads, d = D / H.
+//
+//   step            FLOPs (= 2 x multiply-adds)      why
+//   qkv_proj        6 n D^2        three [n, D] x [D, D] products
+//   scores          2 n^2 D        Q K^T, H heads of [n, d] x [d, n]
+//   softmax         3 H n^2        exp, sum, divide per score (Hoffmann et al. 2022, "Chinchilla",
+//                                  arXiv 2203.15556, Appendix F); the 1/sqrt(d) scale folded in
+//   weighted_sum    2 n^2 D        P V, H heads of [n, n] x [n, d]
+//   out_proj        2 n D^2        [n, D] x [D, D]
+// Causal: scores and weighted_sum are halved (FlashAttention's benchmark rule: only the
+// unmasked half is computed); softmax counts the n (n + 1) / 2 unmasked scores per head exactly.
+// Memory: the naive kernel materialises H n^2 scores; a tiled kernel (FlashAttention, arXiv
+// 2205.14135, Algorithm 1) keeps only a running max m and sum l per query row, 2 H n numbers.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attn/io/json_io.hpp"
+
+namespace attn {
+
+struct AttentionFlops {
+  std::uint64_t qkv_proj = 0, scores = 0, softmax = 0, weighted_sum = 0, out_proj = 0, total = 0;
+};
+
+struct ComplexityRow {
+  std::size_t n = 0, d_model = 0, heads = 0, dtype_bytes = 4;
+  bool causal = false;
+  std::uint64_t attention_elements = 0;  // H n^2 entries of the score matrices
+  AttentionFlops flops;
+  std::uint64_t scores_naive_bytes = 0, tiled_extra_bytes = 0;
+};
+
+// The convention string of the JSON contract: what is counted and how.
+std::string flops_convention();
+
+// Throws InputError when d_model % heads != 0, a size is 0, or a count would overflow 64 bits.
+ComplexityRow count_attention(std::size_t n, std::size_t d_model, std::size_t heads, bool causal,
+                              std::size_t dtype_bytes);
+
+// Sequence length n* at which the n^2 terms equal the n D^2 terms (seed 003: "when n > d the
+// n^2 d term becomes the bottleneck"). Every count is a monomial in n, so n* is a ratio of
+// coefficients read off count_attention(1, ...).
+struct Crossover {
+  double matmuls = 0;                // scores + weighted_sum vs qkv_proj + out_proj
+  double matmuls_without_out = 0;    // seed 003's four steps: no output projection
+  double with_softmax = 0;           // scores + softmax + weighted_sum vs the projections
+};
+Crossover crossover_length(std::size_t d_model, std::size_t heads, bool causal);
+
+// Seed 000 section 8.2's table of long-sequence methods, evaluated: the attention core
+// (scores + weighted sum, projections excluded: every method keeps them) at each n.
+struct MethodAt {
+  std::size_t n = 0;
+  double flops = 0, memory_bytes = 0;
+};
+struct MethodCost {
+  std::string name, time, memory, idea, source;
+  std::vector<MethodAt> at;  // one per n
+};
+std::vector<MethodCost> method_table(const std::vector<std::size_t>& ns, std::size_t d_model,
+                                     std::size_t heads, std::size_t window, std::size_t dtype_bytes);
+
+// KV cache = 2 (K and V) x layers x kv_heads x head_dim x tokens x dtype_bytes, batch 1.
+struct KvModel {
+  std::string name;
+  std::size_t layers = 0, kv_heads = 0, head_dim = 0;
+  std::string source;
+};
+const std::vector<KvModel>& kv_presets();
+const KvModel& kv_preset(const std::string& name);  // InputError naming the presets when unknown
+std::uint64_t kv_cache_bytes(const KvModel& model, std::size_t tokens, std::size_t dtype_bytes);
+
+struct ComplexityConfig {
+  std::vector<std::size_t> ns = {128, 256, 512, 1024, 2048, 4096, 8192};
+  std::size_t d_model = 512, heads = 8, dtype_bytes = 4;  // seed 000's table: 512, 8, FP32
+  bool causal = false;
+  std::size_t window = 512;         // sliding window (Longformer, arXiv 2004.05150)
+  std::size_t tokens = 2048;        // KV cache length (seed 002's example)
+  std::vector<std::string> models;  // presets to list; empty = all
+  std::vector<KvModel> custom;      // further models given by the user
+};
+
+// Seed 002 computes LLaMA-7B's KV cache with 24 layers; it has 32 (Touvron et al. 2023,
+// arXiv 2302.13971, Table 2). Both, at seed 002's 2048 tokens and FP16, from kv_cache_bytes.
+struct KvClaimCheck {
+  KvModel claimed, actual;
+  std::size_t tokens = 0, dtype_bytes = 0;
+  std::uint64_t claimed_bytes = 0, actual_bytes = 0;
+};
+KvClaimCheck seed_002_kv_check();
+
+struct ComplexityReport {
+  ComplexityConfig config;
+  std::vector<ComplexityRow> rows;
+  Crossover crossover;
+  std::vector<MethodCost> methods;
+  std::vector<std::pair<KvModel, std::uint64_t>> kv_cache;  // model, bytes
+  KvClaimCheck seed_002;
+};
+
+ComplexityReport run_complexity(const ComplexityConfig& config);
+
+// DESIGN.md's contract: {"convention", "rows", "kv_cache"}, then "crossover", "methods" and
+// "kv_cache_claim_check".
+Json complexity_json(const ComplexityReport& report);
+
+}  // namespace attn

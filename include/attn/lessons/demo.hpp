@@ -1,0 +1,115 @@
+#pragma once
+// The `attn-cli demo` pipeline as a library call: sentence -> tokens -> seeded embeddings ->
+// seeded projections -> single-head self-attention -> top-k per query (seed 000, section 4),
+// the same attention under a causal mask (section 5), and a seeded multi-head run; the flash
+// check (the same Q, K, V through the tiled FlashAttention kernel, against the naive sdpa), and
+// the decode check (the multi-head run through a KV cache, against the one-shot causal run);
+// with --rope, RoPE in the multi-head run and a single-head causal run with RoPE. Then the
+// pictures and manifest.json (DESIGN.md).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/lessons/complexity.hpp"
+#include "attn/engine/flash.hpp"
+#include "attn/io/json_io.hpp"
+#include "attn/engine/rope.hpp"
+#include "attn/engine/sdpa.hpp"
+#include "attn/engine/tokenize.hpp"
+#include "attn/lessons/variance.hpp"
+
+namespace attn {
+
+struct DemoConfig {
+  std::string sentence = "Thinking strictly is hard";
+  std::uint64_t seed = 42;
+  std::size_t d_model = 64;
+  std::size_t top_k = 2;
+  std::size_t heads = 4;  // of the multi-head run; must divide d_model
+  std::size_t max_tokens = kDefaultMaxTokens;
+  std::optional<RopeStyle> rope;  // RoPE (base 10000) on q and k; absent = no positions at all
+};
+
+// max |flash - naive| on the same inputs (lse: rows with a visible key; none is fully masked).
+struct FlashDifference {
+  double output = 0, lse = 0;
+};
+
+// One flash_attention configuration, run non-causal and causal on the demo's single head.
+struct DemoFlashRun {
+  FlashOptions options;  // causal is set per run
+  FlashTiling tiling;    // the tile sizes and ISA it actually used (flash_tiling)
+  FlashDifference plain, causal;
+};
+
+// How many tiles of each kind a grid has (FlashTile::Kind).
+struct TileCounts {
+  std::size_t full = 0, diagonal = 0, skipped = 0;
+  std::size_t total() const { return full + diagonal + skipped; }
+};
+TileCounts count_tiles(const std::vector<FlashTile>& tiles);
+
+struct DemoFlashCheck {
+  // The kernel bench times: float32, the best ISA of this CPU, default tiles (one tile or a
+  // few for a sentence). Its rounding error and tile width depend on the CPU's SIMD set.
+  DemoFlashRun fast;
+  // A teaching run on small tiles so that a sentence spans several: float64 on the generic
+  // micro-kernels (their key panel is 2 keys), the same on every machine.
+  DemoFlashRun teaching;
+  std::size_t requested_block_q = 0, requested_block_k = 0;  // what the teaching run asked for
+  std::vector<FlashTile> tiles, causal_tiles;                // the teaching run's grid
+};
+
+// The multi-head run (causal, RoPE when configured) through a KV cache: the first `prefill`
+// tokens as one chunk, then one token at a time (mha_decode), against the one-shot run.
+struct DemoDecodeCheck {
+  std::size_t prefill = 0, steps = 0, kv_cache_len = 0;
+  double output = 0, weights = 0;  // max |cached - one-shot|
+};
+
+// The single-head causal run again with q and k rotated to their positions (rope.hpp).
+struct DemoRope {
+  RopeStyle style = RopeStyle::Half;
+  Tensor2 causal_weights;  // [L, L]
+  double max_change = 0;   // max |weights with RoPE - without|: what position alone changed
+  std::size_t max_change_query = 0, max_change_key = 0;  // where it is largest
+};
+
+struct DemoResult {
+  DemoConfig config;
+  std::vector<std::string> tokens;
+  double scale = 0;
+  Tensor2 weights;  // [L, L] single-head self-attention weights
+  std::vector<std::vector<std::size_t>> top;  // top-k key indices per query
+  Mask2 causal_allowed;   // [L, L] lower triangle
+  Tensor2 causal_weights;  // [L, L] the same attention with the causal mask
+  std::vector<std::vector<std::size_t>> causal_top;
+  Tensor3 head_weights;  // [H, L, L] multi-head self-attention (its own seeded weights)
+  Tensor2 head_mean;     // [L, L] mean over the heads
+  DemoFlashCheck flash;
+  DemoDecodeCheck decode;
+  std::optional<DemoRope> rope;  // with config.rope
+  // Issue 5's experiments at the demo's size: a small seeded Var(q.k) sweep (demo_variance_config)
+  // and the FLOPs table for the sentence's length and a few standard ones (demo_complexity_config).
+  VarianceResult variance;
+  ComplexityReport complexity;
+};
+
+VarianceConfig demo_variance_config(const DemoConfig& config);
+// n = the sentence's token count and 16, 64, ..., 4096, at the demo's d_model and heads.
+ComplexityConfig demo_complexity_config(const DemoConfig& config, std::size_t tokens);
+
+// InputError for a configuration run_demo refuses (heads not dividing d_model, RoPE on an odd
+// head dim), so that a caller can check before it creates anything.
+void check_demo_config(const DemoConfig& config);
+DemoResult run_demo(const DemoConfig& config);
+
+// manifest.json as DESIGN.md describes it; artifacts lists the files written beside it.
+struct Artifact {
+  std::string path, kind, title;  // path relative to the output folder
+};
+
+Json demo_manifest(const DemoResult& result, const std::vector<Artifact>& artifacts);
+
+}  // namespace attn

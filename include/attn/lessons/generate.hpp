@@ -1,0 +1,53 @@
+#pragma once
+// The `attn-cli generate` pipeline as a library call: a sentence's tokens fed through causal
+// multi-head self-attention with a KV cache, as if the model were generating them (teacher
+// forcing: there is no vocabulary and no sampling, the next token is the sentence's next one).
+// Each step is checked against the full recomputation, which the cache must reproduce.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/io/json_io.hpp"
+#include "attn/engine/mha.hpp"
+#include "attn/engine/tokenize.hpp"
+
+namespace attn {
+
+struct GenerateConfig {
+  std::string sentence = "Thinking strictly is hard";
+  std::uint64_t seed = 42;
+  std::size_t d_model = 16;
+  std::size_t num_heads = 2;
+  std::size_t num_kv_heads = 0;        // 0 = num_heads
+  std::size_t prefill = 1;             // prompt tokens in the first step, 0 <= prefill <= L
+  std::optional<RopeStyle> rope;       // RoPE on q and k (base 10000)
+  bool sinusoidal = false;             // x * sqrt(d_model) + PE before attention
+  bool alibi = false;                  // ALiBi biases, one slope per head
+  std::size_t window = 0;              // sliding window (0 = off): the cache keeps w tokens
+  std::size_t max_tokens = kDefaultMaxTokens;
+};
+
+struct GenerateStep {
+  std::size_t first = 0, count = 0;  // tokens [first, first + count) fed in this step
+  bool prefill = false;
+  std::size_t cache_len = 0, cache_bytes = 0;
+  Tensor3 weights;        // [H, count, L]: the step's new weight rows (0 beyond the cache)
+  double max_diff = 0;    // max |decoded - full recomputation| over its output and weight rows
+};
+
+struct GenerateResult {
+  GenerateConfig config;
+  std::vector<std::string> tokens;
+  std::size_t num_kv_heads = 0, head_dim = 0;
+  MhaDecodeResult decoded;  // through the KV cache
+  MhaResult full;           // one-shot causal run on the whole sentence
+  std::vector<GenerateStep> steps;
+  double max_diff = 0;      // over all steps
+};
+
+GenerateResult run_generate(const GenerateConfig& config);
+
+Json generate_json(const GenerateResult& result);
+
+}  // namespace attn

@@ -1,0 +1,30 @@
+#pragma once
+// Every head of a multi-head run in one picture (BertViz's head view, as a static PNG/SVG):
+// one small labelled heatmap per head on a shared colour scale, so heads can be compared,
+// and the head-averaged map as the last panel.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/render/canvas.hpp"
+#include "attn/engine/tensor.hpp"
+
+namespace attn {
+
+struct HeadGridSpec {
+  Tensor3 weights;                                    // [H, Lq, Lk]
+  std::vector<std::string> query_tokens, key_tokens;  // empty: positions 0, 1, ...
+  std::optional<Mask3> allowed;                       // [1, Lq, Lk] (all heads) or [H, Lq, Lk]
+  std::string title, subtitle;
+  std::string colormap = "Blues";
+  std::optional<double> vmax;  // default: the largest weight of any head
+  bool show_mean = true;       // add the mean over heads as the last panel
+  std::string value_label = "Attention weight";
+  std::vector<std::string> panel_titles{};  // one per head; empty: "Head 0", "Head 1", ...
+};
+
+
+// grids[h] is head h's cell grid; with show_mean, grids[H] is the mean's.
+Figure head_grid_figure(const HeadGridSpec& spec);
+
+}  // namespace attn

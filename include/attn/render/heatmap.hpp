@@ -1,0 +1,46 @@
+#pragma once
+// The attention heatmap, as seed 000 draws it with seaborn and better: query tokens down the
+// side ("Query — attending"), key tokens across the top ("Key — attended to"), the weight in
+// each cell when it fits, a colorbar, and masked cells hatched grey with a legend entry, so a
+// masked cell is never mistaken for a weight of 0.00.
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attn/render/canvas.hpp"
+#include "attn/engine/tensor.hpp"
+
+namespace attn {
+
+// The colour scale: value v is drawn with colormap.at(position(v)).
+struct ColorScale {
+  double vmin = 0, vmax = 1;
+  double position(double v) const { return (v - vmin) / (vmax - vmin); }
+};
+
+// vmin = the given bottom, else min(0, smallest value): weights start at 0, so an empty-looking
+// cell means ~0. vmax = the given top, else the largest value (matplotlib's autoscaling), > vmin.
+ColorScale color_scale_for(std::span<const float> values, std::optional<double> vmax,
+                           std::optional<double> vmin = std::nullopt);
+
+struct HeatmapSpec {
+  Tensor2 weights;                                    // [Lq, Lk]
+  std::vector<std::string> query_tokens, key_tokens;  // empty: positions 0, 1, ...
+  std::optional<Mask2> allowed;                       // [Lq, Lk]; false = masked cell
+  std::string title, subtitle;
+  std::string colormap = "Blues";
+  std::optional<double> vmax;
+  std::string value_label = "Attention weight";
+  std::optional<double> vmin{};  // a diverging map wants a symmetric scale, e.g. [-1, 1]
+  std::string row_title = "Query — attending", col_title = "Key — attended to";
+};
+
+// Checks the labels and mask against the weights' shape (InputError) and lays out the figure.
+// grids[0] is the cell grid.
+Figure heatmap_figure(const HeatmapSpec& spec);
+
+// "0", "1", ... for an axis without tokens.
+std::vector<std::string> position_labels(std::size_t n, const std::string& prefix = "");
+
+}  // namespace attn

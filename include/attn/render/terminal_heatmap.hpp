@@ -1,0 +1,37 @@
+#pragma once
+// The attention matrix as coloured cells in a terminal: each cell's background is the
+// colormap's colour for its weight (24-bit colour when the terminal says it has it, else the
+// xterm 256-colour palette), its value is written on top in a contrasting colour, masked cells
+// are grey dots, and labels are aligned by display width (CJK tokens take two columns).
+// Without colour (piped output, NO_COLOR, --no-color, TERM=dumb) it is the plain number table.
+#include <string>
+#include <vector>
+
+#include "attn/render/colormap.hpp"
+#include "attn/render/heatmap.hpp"
+#include "attn/engine/tensor.hpp"
+
+namespace attn {
+
+enum class ColorMode { none, ansi256, truecolor };
+
+// none when the stream is not a terminal, no_color_flag is set, NO_COLOR is set and not empty
+// (no-color.org) or TERM is "dumb"; truecolor when COLORTERM is "truecolor" or "24bit";
+// ansi256 otherwise.
+ColorMode terminal_color_mode(bool is_terminal, bool no_color_flag);
+
+// The xterm-256 palette index nearest to c (6x6x6 cube or grey ramp).
+int ansi256_index(const Rgb& c);
+
+struct TerminalHeatmap {
+  std::vector<std::string> row_labels, col_labels;
+  Tensor2 weights;       // [Lq, Lk]
+  const Mask2* allowed = nullptr;  // [Lq, Lk] or null; false = masked
+  std::string colormap = "Blues";
+  ColorScale scale;
+};
+
+// The table, one line per query row, ending with a legend line when coloured.
+std::string render_terminal_heatmap(const TerminalHeatmap& h, ColorMode mode);
+
+}  // namespace attn

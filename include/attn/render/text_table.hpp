@@ -1,0 +1,23 @@
+#pragma once
+// Plain-text tables for the terminal, aligned by display width (a CJK character takes two
+// columns, a combining mark none), so 我喜欢深度学习 lines up as well as English does.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/engine/tensor.hpp"
+
+namespace attn {
+
+// Terminal columns the UTF-8 text occupies (East Asian Wide/Fullwidth = 2, marks = 0).
+std::size_t display_width(std::string_view utf8);
+
+// Pads (or truncates with "…") text to exactly `width` display columns.
+std::string pad_to_width(std::string_view utf8, std::size_t width, bool right_align = false);
+
+// A labelled matrix, one row per query: rows down the side, columns across the top.
+std::string matrix_table(const std::vector<std::string>& row_labels,
+                         const std::vector<std::string>& col_labels, const Tensor2& values,
+                         int decimals = 3);
+
+}  // namespace attn

@@ -1,0 +1,80 @@
+// attn-cli: wires the subcommands (src/cli/cmd_*.cpp) and maps failures to exit codes:
+//   0 success, 1 runtime failure (I/O, ...), 2 bad usage or input (one "error:" line).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "attn/engine/error.hpp"
+#include "attn/version.hpp"
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"attn-cli: learn attention by running it for real and seeing what happens.\n"
+               "Masks follow PyTorch SDPA's convention: 1/true = the query MAY attend to the key."};
+  app.name("attn-cli");
+  app.set_version_flag("--version", std::string("attn-cli ") + attn::kVersion);
+  app.require_subcommand(1);
+  app.footer(R"(Examples:
+  attn-cli demo "The cat sat on the mat"
+  attn-cli tokenize "我喜欢深度学习"
+  attn-cli attend --input data/examples/attend_small.json
+  attn-cli mha --input data/examples/mha_gqa.json
+  attn-cli heatmap --input data/examples/heatmap_tokens.json
+  attn-cli mask --kind causal --size 5
+  attn-cli rope
+  attn-cli generate "The cat sat on the mat" --prefill 2
+  attn-cli variance --dk 8,64,512 --samples 2000
+  attn-cli complexity --n 1024,4096 --d-model 4096 --heads 32
+  attn-cli bench --n 512 --heads 2 --repeat 1
+Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
+)");
+
+  attn::cli::setup_attend(app);
+  attn::cli::setup_mha(app);
+  attn::cli::setup_tokenize(app);
+  attn::cli::setup_demo(app);
+  attn::cli::setup_bench(app);
+  attn::cli::setup_heatmap(app);
+  attn::cli::setup_mask(app);
+  attn::cli::setup_rope(app);
+  attn::cli::setup_positional(app);
+  attn::cli::setup_generate(app);
+  attn::cli::setup_variance(app);
+  attn::cli::setup_temperature(app);
+  attn::cli::setup_complexity(app);
+  attn::cli::setup_explain(app);
+  attn::cli::setup_pitfalls(app);
+
+  try {
+    if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
+      bool known = false;
+      std::string names;  // listed from the app itself, so a new subcommand needs no edit here
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        known = known || sub->get_name() == argv[1];
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+      }
+      if (!known) throw attn::InputError(std::string("unknown subcommand '") + argv[1] +
+                                         "' (expected one of: " + names + ")");
+    }
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::string what = e.what();
+    if (what.empty()) what = e.get_name();
+    std::cerr << "error: " << what << " (see attn-cli --help)\n";
+    return 2;
+  } catch (const attn::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const attn::RuntimeError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory (is the input size possible?)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

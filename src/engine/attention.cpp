@@ -1,0 +1,83 @@
+#include "attn/engine/attention.hpp"
+
+#include "attn/engine/cuda.hpp"
+#include "attn/engine/error.hpp"
+#include "sdpa_f64.hpp"
+
+namespace attn {
+
+Backend parse_backend(std::string_view name) {
+  if (name == "naive") return Backend::naive;
+  if (name == "flash") return Backend::flash;
+  if (name == "cuda") return Backend::cuda;
+  throw InputError("backend: expected \"naive\", \"flash\" or \"cuda\", got \"" + std::string(name) + "\"");
+}
+
+const char* backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::naive: return "naive";
+    case Backend::flash: return "flash";
+    case Backend::cuda: return "cuda";
+  }
+  return "?";
+}
+
+FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& backend,
+                           std::size_t head_dim) {
+  const std::string name = backend_name(backend.backend);
+  if (attention.dropout_p > 0) throw InputError("dropout: not supported by backend \"" + name + "\"");
+  if (attention.window) throw InputError("window: not supported by backend \"" + name + "\"");
+  if (!attention.alibi_slopes.empty()) throw InputError("alibi: not supported by backend \"" + name + "\"");
+  FlashOptions fo;
+  fo.causal = attention.causal;
+  // softmax(scale * S / T) = softmax((scale / T) * S): the temperature folds into the scale.
+  fo.scale = resolved_scale(attention.scale, head_dim) / attention.temperature;
+  fo.block_q = backend.block_q;
+  fo.block_k = backend.block_k;
+  fo.threads = backend.threads;
+  fo.precision = backend.precision;
+  fo.isa = backend.isa;
+  return fo;
+}
+
+SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                     const SdpaOptions& options, const BackendOptions& backend, bool with_weights) {
+  if (backend.backend == Backend::naive) return sdpa(q, k, v, allowed, options);
+  const FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  FlashResult f = backend.backend == Backend::cuda ? flash_attention_cuda(q, k, v, allowed, fo)
+                                                   : flash_attention(q, k, v, allowed, fo);
+  SdpaResult r;
+  if (with_weights) {  // the kernel never forms the weights: recompute them from q and k
+    const xt::xtensor<double, 2> lse = f.lse64.size() ? f.lse64 : xt::xtensor<double, 2>(xt::cast<double>(f.lse));
+    r.weights = recompute_weights(q, k, lse, allowed, fo.causal, fo.scale);
+  }
+  r.output = std::move(f.output);
+  r.lse = std::move(f.lse);
+  return r;
+}
+
+namespace detail {
+
+SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                   const SdpaOptions& options, const BackendOptions& backend) {
+  if (backend.backend == Backend::naive) return sdpa_f64(q, k, v, allowed, options);
+  const FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  SdpaF64 r;
+  if (backend.backend == Backend::flash && fo.precision == FlashPrecision::float64) {
+    FlashF64 f = flash_f64(q, k, v, allowed, fo);
+    r.output = std::move(f.output);
+    r.lse = std::move(f.lse);
+  } else {  // the float32 kernels: flash's fast one, or CUDA
+    const Tensor3 qf = xt::cast<float>(q), kf = xt::cast<float>(k), vf = xt::cast<float>(v);
+    const FlashResult f = backend.backend == Backend::cuda ? flash_attention_cuda(qf, kf, vf, allowed, fo)
+                                                           : flash_attention(qf, kf, vf, allowed, fo);
+    r.output = xt::cast<double>(f.output);
+    r.lse = xt::cast<double>(f.lse);
+  }
+  // The kernel never forms the weights: recompute them (rows it found fully masked stay 0).
+  r.weights = recompute_weights_f64(q, k, r.lse, allowed, fo.causal, *fo.scale);
+  return r;
+}
+
+}  // namespace detail
+}  // namespace attn

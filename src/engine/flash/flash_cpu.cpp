@@ -1,0 +1,342 @@
+// FlashAttention forward on the CPU: the tile loop (Algorithm 1 of arXiv 2205.14135, in the
+// loop order of FlashAttention-2: each query block streams over all key blocks), threads, and
+// the per-head packing of K and V. The inner loops are in microkernels_impl.hpp, the
+// per-row online-softmax arithmetic in include/attn/tile_math.hpp.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <functional>
+#include <system_error>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include <xsimd/memory/xsimd_aligned_allocator.hpp>
+
+#include "attn/engine/error.hpp"
+#include "attn/engine/flash.hpp"
+#include "attn/engine/tile_math.hpp"
+#include "sdpa_f64.hpp"
+#include "microkernels.hpp"
+
+namespace attn {
+namespace {
+
+template <class T>
+using Aligned = std::vector<T, xsimd::aligned_allocator<T, 64>>;
+using flash::Microkernels;
+
+constexpr std::size_t kDefaultBlockQ = 192;  // a multiple of every ISA's row blocking (8, 6, 4)
+constexpr std::size_t kDefaultBlockK = 768;  // a multiple of every ISA's key panel (64, 16, 8)
+
+std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+
+// K and V of one key/value head, packed for the micro-kernels: K^T panels [Lk/PW][d][PW] and
+// V with rows padded to dvp columns. Packed once per head (not per tile, which is what makes
+// per-tile sgemm calls slow), and freed as soon as the last query block of its heads is done,
+// so at most about one head per thread is packed at a time.
+template <class T>
+struct PackedHead {
+  std::once_flag once;
+  std::atomic<std::size_t> blocks_left{0};
+  Aligned<T> k_panels, v_rows;
+};
+
+template <class T>
+struct Problem {
+  std::size_t H, Lq, d, Hkv, Lk, dv, dvp, group;
+  std::size_t Bq, Bk, row_align;  // Bq any size; tiles pad their rows to row_align
+  T scale_log2;  // scale * log2(e): scores come out in base-2 units (tile_math.hpp)
+  bool causal;
+  const Mask3* allowed;
+};
+
+// Workspace of one thread: O(block) memory, reused for every tile it processes.
+template <class T>
+struct Workspace {
+  Aligned<T> q, s, o, alpha;
+  std::vector<tile::RowState<T>> rows;
+  Workspace(const Problem<T>& p)
+      : q(padded(p) * p.d), s(padded(p) * p.Bk), o(padded(p) * p.dvp), alpha(padded(p)), rows(padded(p)) {}
+  static std::size_t padded(const Problem<T>& p) { return round_up(p.Bq, p.row_align); }
+};
+
+template <class T>
+void pack_head(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v,
+               PackedHead<T>& packed) {
+  packed.k_panels.assign(round_up(p.Lk, mk.key_panel) * p.d, T(0));
+  mk.pack_k(k, p.d, p.Lk, p.d, packed.k_panels.data());
+  packed.v_rows.assign(p.Lk * p.dvp, T(0));
+  for (std::size_t j = 0; j < p.Lk; ++j)
+    std::copy(v + j * p.dv, v + (j + 1) * p.dv, packed.v_rows.data() + j * p.dvp);
+}
+
+// Sets s[j] = -inf for the keys of this tile row that the explicit mask hides from query i
+// (global). Causal visibility needs no mask: it is a prefix of the row (see visible() below).
+template <class T>
+void mask_row(const Problem<T>& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t n, T* s) {
+  const bool* m = p.allowed->data() + ((p.allowed->shape(0) == 1 ? 0 : h) * p.Lq + i) * p.Lk + j0;
+  for (std::size_t j = 0; j < n; ++j)
+    if (!m[j]) s[j] = -T(INFINITY);
+}
+
+// One query block of one head: Algorithm 1, lines 5-15, for rows [i0, i0 + rows).
+template <class T>
+void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::size_t h,
+                        std::size_t i0, const T* q, const PackedHead<T>& kv, T* out, T* lse,
+                        Workspace<T>& ws) {
+  const std::size_t rows = std::min(p.Bq, p.Lq - i0);
+  const std::size_t rows_pad = round_up(rows, p.row_align);
+
+  // Q_i, pre-scaled by scale * log2(e); padding rows are zero so their scores are zero.
+  for (std::size_t r = 0; r < rows_pad; ++r)
+    for (std::size_t c = 0; c < p.d; ++c)
+      ws.q[r * p.d + c] = r < rows ? q[(i0 + r) * p.d + c] * p.scale_log2 : T(0);
+  std::fill(ws.o.begin(), ws.o.begin() + rows_pad * p.dvp, T(0));  // O_i = 0
+  for (std::size_t r = 0; r < rows_pad; ++r) {
+    ws.rows[r] = tile::row_start<T>();  // m_i = -inf, l_i = 0
+    ws.alpha[r] = T(1);
+  }
+
+  // Causal: key blocks past the last key any row of this block can see are never read.
+  const std::size_t key_end =
+      p.causal ? std::size_t(tile::causal_key_end(long(i0 + rows), long(p.Lq), long(p.Lk))) : p.Lk;
+  for (std::size_t j0 = 0; j0 < key_end; j0 += p.Bk) {  // for each key/value block K_j, V_j
+    const std::size_t kcols = std::min(p.Bk, key_end - j0);
+    // Tiles below the diagonal are fully visible. A tile on the diagonal is walked in groups
+    // of row_align rows, each computing only up to the last key its last row sees: the
+    // triangle above the diagonal is then skipped at register-block granularity, not a tile's.
+    const bool on_diagonal =
+        p.causal && !tile::causal_tile_full(long(i0), long(j0 + kcols), long(p.Lq), long(p.Lk));
+    const std::size_t group = on_diagonal ? p.row_align : rows_pad;
+    for (std::size_t g0 = 0; g0 < rows; g0 += group) {
+      const std::size_t g_rows = std::min(group, rows_pad - g0);  // a multiple of row_align
+      // Keys of this tile visible to row i: [0, visible(i)).
+      auto visible = [&](std::size_t i) -> std::size_t {
+        if (!on_diagonal) return kcols;
+        const long end = tile::causal_key_end(long(i0 + i) + 1, long(p.Lq), long(p.Lk)) - long(j0);
+        return std::size_t(std::clamp(end, 0L, long(kcols)));
+      };
+      const std::size_t g_keys = visible(std::min(g0 + g_rows, rows) - 1);  // the group's last row
+      T* s_group = ws.s.data() + g0 * p.Bk;
+      if (g_keys > 0) {
+        // S_ij = Q_i K_j^T (line 9), for these rows and keys.
+        mk.qk(ws.q.data() + g0 * p.d, p.d, g_rows,
+              kv.k_panels.data() + (j0 / mk.key_panel) * p.d * mk.key_panel,
+              (g_keys + mk.key_panel - 1) / mk.key_panel, s_group, p.Bk);
+      }
+      for (std::size_t r = g0; r < std::min(g0 + g_rows, rows); ++r) {
+        T* s = ws.s.data() + r * p.Bk;
+        const std::size_t n = visible(r);
+        if (p.allowed) mask_row(p, h, i0 + r, j0, n, s);
+        // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
+        tile::RowState<T>& st = ws.rows[r];
+        ws.alpha[r] = tile::row_rescale(st, n ? mk.row_max(s, n) : -T(INFINITY));
+        if (st.m == -T(INFINITY)) {
+          std::fill(s, s + g_keys, T(0));  // every key so far masked: contributes nothing yet
+        } else {
+          st.l += n ? mk.exp2_sum(s, n, st.m) : T(0);
+          std::fill(s + n, s + g_keys, T(0));  // keys this row may not see (causal)
+        }
+      }
+      // Line 12: O_i = diag(alpha) O_i + P_ij V_j.
+      if (g_keys > 0) {
+        mk.pv(s_group, p.Bk, g_rows, g_keys, kv.v_rows.data() + j0 * p.dvp, p.dvp, p.dvp,
+              ws.alpha.data() + g0, ws.o.data() + g0 * p.dvp, p.dvp);
+      }
+    }
+  }
+
+  // Lines 13-15: O_i = diag(l_i)^-1 O_i, L_i = m_i + log(l_i).
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T inv_l = tile::row_output_scale(ws.rows[r]);
+    for (std::size_t c = 0; c < p.dv; ++c) out[(i0 + r) * p.dv + c] = ws.o[r * p.dvp + c] * inv_l;
+    lse[i0 + r] = tile::row_lse(ws.rows[r]);
+  }
+}
+
+// The tile sizes a run uses: the requested (or default) sizes, no larger than the problem; the
+// key tile rounded up to whole packed K panels.
+template <class T>
+FlashTiling tiling_for(const Microkernels<T>& mk, std::size_t Lq, std::size_t Lk, const FlashOptions& o) {
+  return {std::min(o.block_q ? o.block_q : kDefaultBlockQ, Lq),
+          round_up(std::min(o.block_k ? o.block_k : kDefaultBlockK, Lk), mk.key_panel), mk.isa};
+}
+
+template <class T>
+const Microkernels<T>& kernels_for(const FlashOptions& options) {
+  const Microkernels<T>* chosen =
+      options.isa.empty() ? &flash::best_microkernels<T>() : flash::microkernels_named<T>(options.isa);
+  if (!chosen) throw InputError("isa: \"" + options.isa + "\" is not available on this CPU or build");
+  return *chosen;
+}
+
+}  // namespace
+
+FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& options) {
+  return options.precision == FlashPrecision::float32 ? tiling_for(kernels_for<float>(options), Lq, Lk, options)
+                                                      : tiling_for(kernels_for<double>(options), Lq, Lk, options);
+}
+
+std::vector<FlashTile> flash_tiles(std::size_t Lq, std::size_t Lk, const FlashOptions& options) {
+  const FlashTiling t = flash_tiling(Lq, Lk, options);
+  std::vector<FlashTile> tiles;
+  for (std::size_t i0 = 0; i0 < Lq; i0 += t.block_q) {
+    const std::size_t rows = std::min(t.block_q, Lq - i0);
+    // The same index tests as attend_query_block: tiles past key_end are never read.
+    const std::size_t key_end =
+        options.causal ? std::size_t(tile::causal_key_end(long(i0 + rows), long(Lq), long(Lk))) : Lk;
+    for (std::size_t j0 = 0; j0 < Lk; j0 += t.block_k) {
+      const std::size_t cols = std::min(t.block_k, Lk - j0);
+      FlashTile::Kind kind = FlashTile::Kind::full;
+      if (j0 >= key_end) {
+        kind = FlashTile::Kind::skipped;
+      } else if (options.causal &&
+                 !tile::causal_tile_full(long(i0), long(j0 + std::min(cols, key_end - j0)), long(Lq), long(Lk))) {
+        kind = FlashTile::Kind::diagonal;
+      }
+      tiles.push_back({i0, rows, j0, cols, kind});
+    }
+  }
+  return tiles;
+}
+
+std::size_t flash_default_block_q() { return kDefaultBlockQ; }
+std::size_t flash_default_block_k() { return kDefaultBlockK; }
+std::string flash_isa() { return flash::best_microkernels<float>().isa; }
+
+namespace {
+
+// The whole forward pass for element type T (float: fast; double: reference-grade).
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv] row-major; out [H, Lq, dv], lse [H, Lq].
+template <class T>
+void flash_forward(const T* q, const T* k, const T* v, const std::array<std::size_t, 6>& dims,
+                   const Mask3* allowed, const FlashOptions& options, double scale, T* out, T* lse) {
+  const Microkernels<T>& mk = kernels_for<T>(options);
+  Problem<T> p{};
+  p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
+  p.dvp = round_up(p.dv, mk.lanes), p.group = p.H / p.Hkv;
+  p.row_align = std::lcm(mk.qk_rows, mk.pv_rows);
+  // Tiles no larger than the problem: a 3-token sentence should not pay for 192 x 768 tiles.
+  const FlashTiling tiling = tiling_for(mk, p.Lq, p.Lk, options);
+  p.Bq = tiling.block_q;
+  p.Bk = tiling.block_k;
+  // A tile of scores is the kernel's only O(block^2) memory; refuse tiles that defeat the
+  // point (and could exhaust memory) rather than allocate them.
+  constexpr std::size_t kMaxTileElements = std::size_t(1) << 24;  // 64 MiB of float scores
+  if (round_up(p.Bq, p.row_align) * p.Bk > kMaxTileElements) {
+    throw InputError("block_size: a " + std::to_string(p.Bq) + " x " + std::to_string(p.Bk) +
+                     " tile is larger than the kernel allows (" + std::to_string(kMaxTileElements) +
+                     " scores); use smaller tiles");
+  }
+  p.scale_log2 = T(scale * tile::kLog2ed);
+  p.causal = options.causal;
+  p.allowed = allowed;
+
+  // Work items: (head, query block), head-major so the packed K/V of few heads are live at a
+  // time. Within a head, causal blocks differ in cost (block b reads b + 1 key blocks), so the
+  // most expensive come first and the cheap ones fill the gaps at the end.
+  const std::size_t nqb = (p.Lq + p.Bq - 1) / p.Bq;
+  std::vector<std::pair<std::size_t, std::size_t>> items;
+  for (std::size_t h = 0; h < p.H; ++h)
+    for (std::size_t b = 0; b < nqb; ++b) items.emplace_back(h, p.causal ? nqb - 1 - b : b);
+  std::unique_ptr<PackedHead<T>[]> packed(new PackedHead<T>[p.Hkv]);
+  for (std::size_t g = 0; g < p.Hkv; ++g) packed[g].blocks_left = p.group * nqb;
+
+  std::size_t threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, items.size());
+  // Workspaces are allocated here, so that running out of memory is an exception in the
+  // caller's thread; anything a worker throws (packing allocates too) stops the others and
+  // is rethrown after the join, never std::terminate.
+  std::vector<Workspace<T>> workspaces;
+  for (std::size_t t = 0; t < threads; ++t) workspaces.emplace_back(p);
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&](Workspace<T>& ws) {
+    try {
+      for (std::size_t n; (n = next.fetch_add(1)) < items.size();) {
+        const auto [h, b] = items[n];
+        const std::size_t g = h / p.group;
+        PackedHead<T>& kv = packed[g];
+        std::call_once(kv.once, [&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
+        attend_query_block(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv,
+                           lse + h * p.Lq, ws);
+        if (--kv.blocks_left == 0) {
+          Aligned<T>().swap(kv.k_panels);
+          Aligned<T>().swap(kv.v_rows);
+        }
+      }
+    } catch (...) {
+      next = items.size();  // the others stop after their current block
+      const std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker, std::ref(workspaces[t]));
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had (a ulimit): the ones running share all the work
+    }
+  }
+  worker(workspaces[0]);
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+void check_flash_inputs(const Shape& q, const Shape& k, const Shape& v, const Mask3* allowed,
+                        const FlashOptions& options, double scale) {
+  check_head_shapes(q, k, v, allowed);
+  if (!std::isfinite(scale)) throw InputError("scale: expected a finite number");
+  for (std::size_t b : {options.block_q, options.block_k})
+    if (b > 65536) throw InputError("block_size: expected at most 65536, got " + std::to_string(b));
+}
+
+
+template <class Q, class K, class V>
+std::array<std::size_t, 6> dims_of(const Q& q, const K& k, const V& v) {
+  return {q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
+}
+
+}  // namespace
+
+FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                            const Mask3* allowed, const FlashOptions& options) {
+  const double scale = resolved_scale(options.scale, q.shape(2));
+  check_flash_inputs(shape_of(q), shape_of(k), shape_of(v), allowed, options, scale);
+  const auto dims = dims_of(q, k, v);
+  FlashResult r{Tensor3::from_shape({dims[0], dims[1], dims[5]}), Tensor2::from_shape({dims[0], dims[1]}), {}};
+  if (options.precision == FlashPrecision::float32) {
+    flash_forward<float>(q.data(), k.data(), v.data(), dims, allowed, options, scale, r.output.data(),
+                         r.lse.data());
+    return r;
+  }
+  detail::FlashF64 f = detail::flash_f64(xt::cast<double>(q), xt::cast<double>(k), xt::cast<double>(v),
+                                         allowed, options);
+  r.output = xt::cast<float>(f.output);
+  r.lse = xt::cast<float>(f.lse);
+  r.lse64 = std::move(f.lse);
+  return r;
+}
+
+namespace detail {
+
+FlashF64 flash_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                   const FlashOptions& options) {
+  const double scale = resolved_scale(options.scale, q.shape(2));
+  check_flash_inputs(shape_of(q), shape_of(k), shape_of(v), allowed, options, scale);
+  const auto dims = dims_of(q, k, v);
+  FlashF64 r{TensorD3::from_shape({dims[0], dims[1], dims[5]}), TensorD2::from_shape({dims[0], dims[1]})};
+  flash_forward<double>(q.data(), k.data(), v.data(), dims, allowed, options, scale, r.output.data(),
+                        r.lse.data());
+  return r;
+}
+
+}  // namespace detail
+}  // namespace attn

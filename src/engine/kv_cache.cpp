@@ -1,0 +1,42 @@
+#include "attn/engine/kv_cache.hpp"
+
+#include "attn/engine/error.hpp"
+
+namespace attn {
+
+KvCache::KvCache(std::size_t num_kv_heads, std::size_t head_dim, std::size_t window)
+    : num_kv_heads_(num_kv_heads), head_dim_(head_dim), window_(window),
+      k_(num_kv_heads), v_(num_kv_heads) {
+  if (num_kv_heads == 0 || head_dim == 0) {
+    throw InputError("kv cache: expected num_kv_heads >= 1 and head_dim >= 1");
+  }
+}
+
+void KvCache::append(std::span<const double> k, std::span<const double> v) {
+  const std::size_t d = head_dim_;
+  if (k.size() != num_kv_heads_ * d || v.size() != num_kv_heads_ * d) {
+    throw InputError("kv cache: expected k and v of " + std::to_string(num_kv_heads_ * d) +
+                     " values ([Hkv, d]), got " + std::to_string(k.size()) + " and " +
+                     std::to_string(v.size()));
+  }
+  const bool evict = window_ > 0 && length_ == window_;
+  for (std::size_t h = 0; h < num_kv_heads_; ++h) {
+    if (evict) {
+      k_[h].erase(k_[h].begin(), k_[h].begin() + static_cast<std::ptrdiff_t>(d));
+      v_[h].erase(v_[h].begin(), v_[h].begin() + static_cast<std::ptrdiff_t>(d));
+    }
+    k_[h].insert(k_[h].end(), k.begin() + h * d, k.begin() + (h + 1) * d);
+    v_[h].insert(v_[h].end(), v.begin() + h * d, v.begin() + (h + 1) * d);
+  }
+  length_ += evict ? 0 : 1;
+  ++tokens_seen_;
+}
+
+std::span<const double> KvCache::keys(std::size_t kv_head) const { return k_.at(kv_head); }
+std::span<const double> KvCache::values(std::size_t kv_head) const { return v_.at(kv_head); }
+
+std::size_t KvCache::bytes(std::size_t bytes_per_value) const {
+  return 2 * num_kv_heads_ * length_ * head_dim_ * bytes_per_value;
+}
+
+}  // namespace attn

@@ -1,0 +1,186 @@
+#include "attn/engine/sdpa.hpp"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <limits>
+
+#include "attn/engine/alibi.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/mask.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/engine/softmax.hpp"
+#include "sdpa_f64.hpp"
+
+namespace attn {
+namespace {
+
+[[noreturn]] void shape_error(const std::string& field, const std::string& expected,
+                              const Shape& actual) {
+  throw InputError(field + ": expected shape " + expected + ", got " + shape_string(actual));
+}
+
+}  // namespace
+
+void check_sdpa_shapes(const Shape& q, const Shape& k, const Shape& v, const Shape* mask) {
+  if (q.size() != 2 && q.size() != 3) shape_error("q", "[Lq, d] or [H, Lq, d]", q);
+  const bool heads = q.size() == 3;
+  const std::string lead = heads ? "H, " : "";
+  for (std::size_t x : q)
+    if (x == 0) shape_error("q", "non-empty dimensions", q);
+  const std::size_t H = heads ? q[0] : 1, d = q.back();
+  if (k.size() != q.size()) shape_error("k", heads ? "[Hkv, Lk, d] like q" : "[Lk, d] like q", k);
+  for (std::size_t x : k)
+    if (x == 0) shape_error("k", "non-empty dimensions", k);
+  const std::size_t Hkv = heads ? k[0] : 1, Lk = k[k.size() - 2];
+  if (k.back() != d) shape_error("k", "[" + lead + "Lk, " + std::to_string(d) + "] (d of q)", k);
+  if (H % Hkv != 0) {
+    shape_error("k", "a head count dividing q's " + std::to_string(H) + " heads (GQA)", k);
+  }
+  if (v.size() != k.size() || v[v.size() - 2] != Lk || (heads && v[0] != Hkv) || v.back() == 0) {
+    // Built by appending: g++ 12 warns -Wrestrict (a false positive) on "[" + std::string&&.
+    std::string expected = "[";
+    if (heads) expected += std::to_string(Hkv) + ", ";
+    shape_error("v", expected + std::to_string(Lk) + ", dv] (heads and Lk of k)", v);
+  }
+  if (mask) {
+    const std::size_t Lq = q[q.size() - 2];
+    const std::string plain = "[" + std::to_string(Lq) + ", " + std::to_string(Lk) + "]";
+    const std::string per_head =
+        "[" + std::to_string(H) + ", " + std::to_string(Lq) + ", " + std::to_string(Lk) + "]";
+    const Shape& m = *mask;
+    const bool ok2 = m.size() == 2 && m[0] == Lq && m[1] == Lk;
+    const bool ok3 = heads && m.size() == 3 && (m[0] == H || m[0] == 1) && m[1] == Lq && m[2] == Lk;
+    if (!ok2 && !ok3) shape_error("mask", heads ? plain + " or " + per_head : plain, m);
+  }
+}
+
+void check_head_shapes(const Shape& q, const Shape& k, const Shape& v, const Mask3* allowed) {
+  Shape m;
+  if (allowed) {
+    m = shape_of(*allowed);
+    if (m[0] == 1) m.erase(m.begin());  // [1, Lq, Lk] broadcasts like [Lq, Lk]
+  }
+  check_sdpa_shapes(q, k, v, allowed ? &m : nullptr);
+}
+
+double resolved_scale(std::optional<double> scale, std::size_t d) {
+  return scale.value_or(1.0 / std::sqrt(static_cast<double>(d)));
+}
+
+void check_sdpa_options(const SdpaOptions& options, std::size_t num_heads) {
+  if (!(options.temperature > 0.0) || !std::isfinite(options.temperature))
+    throw InputError("temperature: expected a finite number > 0");
+  if (options.scale && !std::isfinite(*options.scale))
+    throw InputError("scale: expected a finite number");
+  if (!(options.dropout_p >= 0.0 && options.dropout_p < 1.0))
+    throw InputError("dropout: expected a probability in [0, 1)");
+  if (options.window > 0 && !options.causal)
+    throw InputError("window: a sliding window needs causal attention");
+  if (num_heads > 0 && !options.alibi_slopes.empty() && options.alibi_slopes.size() != num_heads) {
+    throw InputError("alibi_slopes: expected one slope per query head (" + std::to_string(num_heads) +
+                     "), got " + std::to_string(options.alibi_slopes.size()));
+  }
+}
+
+std::size_t count_fully_masked_rows(const Tensor2& lse) {
+  std::size_t n = 0;
+  for (float x : lse) n += std::isinf(x) && x < 0;
+  return n;
+}
+
+Tensor2 mean_over_heads(const Tensor3& weights) {
+  const std::size_t H = weights.shape(0), Lq = weights.shape(1), Lk = weights.shape(2);
+  Tensor2 mean = xt::zeros<float>({Lq, Lk});
+  for (std::size_t i = 0; i < Lq; ++i) {
+    for (std::size_t j = 0; j < Lk; ++j) {
+      double sum = 0;  // float64 sum, then one rounding, like the engine
+      for (std::size_t h = 0; h < H; ++h) sum += weights(h, i, j);
+      mean(i, j) = static_cast<float>(sum / static_cast<double>(H));
+    }
+  }
+  return mean;
+}
+
+namespace detail {
+
+SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                 const SdpaOptions& options) {
+  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2);
+  const std::size_t Hkv = k.shape(0), Lk = k.shape(1), dv = v.shape(2);
+  const std::size_t group = H / Hkv;  // query heads per key/value head (GQA)
+  const double alpha = resolved_scale(options.scale, d) / options.temperature;
+  // Causal, or the causal sliding window: bottom-right aligned either way (mask.hpp).
+  const Mask2 causal = !options.causal ? Mask2{}
+                       : options.window ? sliding_window_allowed(Lq, Lk, options.window - 1, 0)
+                                        : causal_allowed(Lq, Lk);
+  const long query_offset = static_cast<long>(Lk) - static_cast<long>(Lq);  // query i sits at i + Lk - Lq
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+  SdpaF64 r{TensorD3::from_shape({H, Lq, dv}), TensorD3::from_shape({H, Lq, Lk}),
+            TensorD2::from_shape({H, Lq})};
+  Rng dropout_rng(options.dropout_seed);
+  const double keep = 1.0 - options.dropout_p;
+
+  for (std::size_t h = 0; h < H; ++h) {
+    const double* qh = q.data() + h * Lq * d;
+    const double* kh = k.data() + (h / group) * Lk * d;
+    const double* vh = v.data() + (h / group) * Lk * dv;
+    double* s = r.weights.data() + h * Lq * Lk;
+    // S = alpha * Q K^T   [Lq, Lk]
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(Lq),
+                static_cast<int>(Lk), static_cast<int>(d), alpha, qh, static_cast<int>(d), kh,
+                static_cast<int>(d), 0.0, s, static_cast<int>(Lk));
+    const bool* m = nullptr;
+    if (allowed) m = allowed->data() + (allowed->shape(0) == 1 ? 0 : h) * Lq * Lk;
+    const double slope = options.alibi_slopes.empty() ? 0.0 : options.alibi_slopes[h];
+    for (std::size_t i = 0; i < Lq; ++i) {
+      double* row = s + i * Lk;
+      for (std::size_t j = 0; j < Lk; ++j) {
+        if (slope != 0.0) {  // ALiBi is added to the scaled score, before masking and softmax
+          row[j] += alibi_bias_value(slope, static_cast<long>(i) + query_offset,
+                                     static_cast<long>(j)) / options.temperature;
+        }
+        const bool blocked = (m && !m[i * Lk + j]) || (options.causal && !causal(i, j));
+        if (blocked) row[j] = kNegInf;  // exact -inf: exp gives exactly 0 (softmax.hpp)
+      }
+      r.lse(h, i) = softmax_row_inplace(row, Lk);
+      if (options.dropout_p > 0.0) {
+        for (std::size_t j = 0; j < Lk; ++j)
+          row[j] = dropout_rng.uniform() < options.dropout_p ? 0.0 : row[j] / keep;
+      }
+    }
+    // O = P V   [Lq, dv]
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(Lq),
+                static_cast<int>(dv), static_cast<int>(Lk), 1.0, s, static_cast<int>(Lk), vh,
+                static_cast<int>(dv), 0.0, r.output.data() + h * Lq * dv, static_cast<int>(dv));
+  }
+  return r;
+}
+
+TensorD2 linear_f64(const TensorD2& x, const TensorD2& w, const TensorD1* b) {
+  const std::size_t L = x.shape(0), in = x.shape(1), out = w.shape(0);
+  TensorD2 y = TensorD2::from_shape({L, out});
+  if (b) {
+    for (std::size_t i = 0; i < L; ++i)
+      for (std::size_t o = 0; o < out; ++o) y(i, o) = (*b)(o);
+  }
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(L),
+              static_cast<int>(out), static_cast<int>(in), 1.0, x.data(), static_cast<int>(in),
+              w.data(), static_cast<int>(in), b ? 1.0 : 0.0, y.data(), static_cast<int>(out));
+  return y;
+}
+
+}  // namespace detail
+
+SdpaResult sdpa(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                const SdpaOptions& options) {
+  check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
+  check_sdpa_options(options, q.shape(0));
+
+  const detail::SdpaF64 r = detail::sdpa_f64(xt::cast<double>(q), xt::cast<double>(k),
+                                             xt::cast<double>(v), allowed, options);
+  return {xt::cast<float>(r.output), xt::cast<float>(r.weights), xt::cast<float>(r.lse)};
+}
+
+}  // namespace attn

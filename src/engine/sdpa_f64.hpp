@@ -1,0 +1,42 @@
+#pragma once
+// Private to the engine: the float64 core shared by sdpa() and mha().
+#include "attn/engine/attention.hpp"
+#include "attn/engine/flash.hpp"
+#include "attn/engine/sdpa.hpp"
+
+namespace attn::detail {
+
+using TensorD1 = xt::xtensor<double, 1>;
+using TensorD2 = xt::xtensor<double, 2>;
+using TensorD3 = xt::xtensor<double, 3>;
+
+struct SdpaF64 {
+  TensorD3 output;   // [H, Lq, dv]
+  TensorD3 weights;  // [H, Lq, Lk]
+  TensorD2 lse;      // [H, Lq]
+};
+
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv]; shapes already checked.
+SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                 const SdpaOptions& options);
+
+// The flash kernel (src/flash/) in float64 on float64 tensors: output and lse, no weights.
+struct FlashF64 {
+  TensorD3 output;  // [H, Lq, dv]
+  TensorD2 lse;     // [H, Lq]
+};
+FlashF64 flash_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                   const FlashOptions& options);
+
+// recompute_weights() on float64 tensors, without the final rounding.
+TensorD3 recompute_weights_f64(const TensorD3& q, const TensorD3& k, const TensorD2& lse,
+                               const Mask3* allowed, bool causal, double scale);
+
+// attention() (attention.hpp) on float64 tensors: the door mha() goes through.
+SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+                   const SdpaOptions& options, const BackendOptions& backend);
+
+// y = x W^T + b in float64 (torch.nn.Linear): x [L, in], w [out, in], b [out] or null.
+TensorD2 linear_f64(const TensorD2& x, const TensorD2& w, const TensorD1* b);
+
+}  // namespace attn::detail

@@ -1,0 +1,99 @@
+#include "attn/engine/tokenize.hpp"
+
+#include <unicode/brkiter.h>
+#include <unicode/uchar.h>
+#include <unicode/unistr.h>
+#include <unicode/ustring.h>
+
+#include <memory>
+
+#include "attn/engine/error.hpp"
+#include "attn/engine/random.hpp"
+
+namespace attn {
+namespace {
+
+// Strict UTF-8 -> UTF-16: u_strFromUTF8 without a substitution character fails on any
+// ill-formed sequence (overlongs, surrogates, truncation), which is what we want to report.
+icu::UnicodeString decode_utf8_strictly(std::string_view utf8) {
+  UErrorCode status = U_ZERO_ERROR;
+  int32_t length16 = 0;
+  u_strFromUTF8(nullptr, 0, &length16, utf8.data(), static_cast<int32_t>(utf8.size()), &status);
+  if (status != U_BUFFER_OVERFLOW_ERROR && U_FAILURE(status)) {
+    throw InputError("sentence: invalid UTF-8 (" + std::string(u_errorName(status)) + ")");
+  }
+  icu::UnicodeString text;
+  status = U_ZERO_ERROR;
+  UChar* buffer = text.getBuffer(length16);
+  u_strFromUTF8(buffer, length16, nullptr, utf8.data(), static_cast<int32_t>(utf8.size()),
+                &status);
+  text.releaseBuffer(length16);
+  if (U_FAILURE(status)) {
+    throw InputError("sentence: invalid UTF-8 (" + std::string(u_errorName(status)) + ")");
+  }
+  return text;
+}
+
+bool is_all_whitespace(const icu::UnicodeString& s) {
+  for (int32_t i = 0; i < s.length();) {
+    const UChar32 c = s.char32At(i);
+    if (!u_isUWhiteSpace(c) && !(u_charType(c) == U_CONTROL_CHAR)) return false;
+    i += U16_LENGTH(c);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Token> tokenize(std::string_view utf8, std::size_t max_tokens) {
+  if (utf8.size() > static_cast<std::size_t>(INT32_MAX / 2)) {
+    throw InputError("sentence: too long (" + std::to_string(utf8.size()) + " bytes)");
+  }
+  const icu::UnicodeString text = decode_utf8_strictly(utf8);
+
+  UErrorCode status = U_ZERO_ERROR;
+  std::unique_ptr<icu::BreakIterator> words(
+      icu::BreakIterator::createWordInstance(icu::Locale::getRoot(), status));
+  if (U_FAILURE(status)) {
+    throw RuntimeError("ICU word break iterator unavailable: " + std::string(u_errorName(status)));
+  }
+  words->setText(text);
+
+  std::vector<Token> tokens;
+  std::size_t byte_offset = 0;
+  int32_t start = words->first();
+  for (int32_t end = words->next(); end != icu::BreakIterator::DONE;
+       start = end, end = words->next()) {
+    const icu::UnicodeString piece = text.tempSubStringBetween(start, end);
+    std::string piece8;
+    piece.toUTF8String(piece8);
+    if (!is_all_whitespace(piece)) {
+      if (tokens.size() == max_tokens) {
+        throw InputError("sentence: more than --max-tokens = " + std::to_string(max_tokens) +
+                         " tokens; shorten it or raise --max-tokens");
+      }
+      tokens.push_back({piece8, byte_offset});
+    }
+    byte_offset += piece8.size();
+  }
+  if (tokens.empty()) throw InputError("sentence: no tokens (empty or only whitespace)");
+  return tokens;
+}
+
+Tensor2 embed_tokens(const std::vector<Token>& tokens, std::size_t dim, std::uint64_t seed) {
+  Tensor2 e = Tensor2::from_shape({tokens.size(), dim});
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    Rng rng(hash_with_seed(tokens[i].text, seed));
+    for (std::size_t c = 0; c < dim; ++c) e(i, c) = static_cast<float>(rng.normal());
+  }
+  return e;
+}
+
+std::vector<std::string> token_texts(const std::vector<Token>& tokens) {
+  std::vector<std::string> texts;
+  texts.reserve(tokens.size());
+  for (const Token& t : tokens) texts.push_back(t.text);
+  return texts;
+}
+
+}  // namespace attn

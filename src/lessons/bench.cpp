@@ -1,0 +1,172 @@
+#include "attn/lessons/bench.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "attn/engine/attention.hpp"
+#include "attn/engine/cuda.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/flash.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/engine/sdpa.hpp"
+#include "attn/engine/softmax.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace attn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Linux keeps the peak resident set in VmHWM; writing "5" to clear_refs resets it, so each
+// run's peak is its own and not that of an earlier, larger run.
+void reset_peak_rss() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+// "VmHWM:" (peak) or "VmRSS:" (now) from /proc/self/status, in bytes.
+std::size_t rss_field(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == field) {
+      std::size_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+    status.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+Tensor3 random_tensor(Rng& rng, std::size_t a, std::size_t b, std::size_t c) {
+  Tensor3 t = Tensor3::from_shape({a, b, c});
+  for (float& x : t) x = float(rng.normal());
+  return t;
+}
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+
+struct Timings {
+  std::vector<double> wall_ms;   // sorted
+  double min_thread_cpu_ms = 0;  // CPU time of the calling thread: immune to other processes
+};
+
+template <class F>
+Timings time_runs(std::size_t repeat, F&& f) {
+  Timings t;
+  t.min_thread_cpu_ms = INFINITY;
+  for (std::size_t r = 0; r < repeat; ++r) {
+    const auto t0 = Clock::now();
+    const double c0 = thread_cpu_ms();
+    f();
+    t.min_thread_cpu_ms = std::min(t.min_thread_cpu_ms, thread_cpu_ms() - c0);
+    t.wall_ms.push_back(ms_since(t0));
+  }
+  std::sort(t.wall_ms.begin(), t.wall_ms.end());
+  return t;
+}
+
+}  // namespace
+
+double attention_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal) {
+  const double f = 4.0 * double(heads) * double(n) * double(n) * double(head_dim);
+  return causal ? f / 2 : f;
+}
+
+BenchRun run_bench(const BenchConfig& c) {
+  if (c.backend != "naive" && c.backend != "flash" && c.backend != "blas" && c.backend != "cuda")
+    throw InputError("--backend: expected naive, flash, blas or cuda, got " + c.backend);
+  std::string why;
+  if (c.backend == "cuda" && !cuda_usable(&why)) throw InputError("--backend cuda: " + why);
+  if (c.n == 0 || c.heads == 0 || c.head_dim == 0 || c.repeat == 0 || c.threads == 0)
+    throw InputError("--n, --heads, --head-dim, --repeat and --threads must be >= 1");
+  Rng rng(c.seed);
+  const Tensor3 q = random_tensor(rng, c.heads, c.n, c.head_dim), k = random_tensor(rng, c.heads, c.n, c.head_dim),
+                v = random_tensor(rng, c.heads, c.n, c.head_dim);
+  openblas_set_num_threads(int(c.threads));
+  BackendOptions backend;  // the kernel bench times: float32, no weights recomputed
+  if (c.backend != "blas") backend.backend = parse_backend(c.backend);
+  backend.precision = FlashPrecision::float32;
+  backend.threads = c.threads;
+  backend.block_q = c.block_q;
+  backend.block_k = c.block_k;
+  SdpaOptions so;
+  so.causal = c.causal;
+
+  Tensor3 output;
+  const std::size_t before = rss_field("VmRSS:");  // the process with its inputs, before any run
+  auto run_once = [&] {
+    output = Tensor3();  // free the previous run's output first: peak memory is one run's
+    if (c.backend == "blas") {
+      output = blas_attention(q, k, v, c.causal);
+    } else {
+      output = attention(q, k, v, nullptr, so, backend, /*with_weights=*/false).output;
+    }
+  };
+  run_once();  // untimed warm-up: first-touch page faults, thread and (CUDA) context start-up
+  reset_peak_rss();
+  const Timings t = time_runs(c.repeat, run_once);
+  BenchRun run{c, 0, 0, 0, 0, 0, 0, std::nullopt};
+  run.peak_rss_bytes = rss_field("VmHWM:");
+  run.baseline_rss_bytes = before;
+  run.min_ms = t.wall_ms.front();
+  run.median_ms = t.wall_ms[t.wall_ms.size() / 2];
+  run.min_thread_cpu_ms = t.min_thread_cpu_ms;
+  run.gflops = attention_flops(c.n, c.heads, c.head_dim, c.causal) / (run.median_ms * 1e6);
+  if (c.check) {
+    const Tensor3 ref = c.backend == "naive" ? output : sdpa(q, k, v, nullptr, so).output;
+    run.max_abs_err_vs_naive = double(xt::amax(xt::abs(output - ref))());
+  }
+  return run;
+}
+
+SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat) {
+  openblas_set_num_threads(int(threads));
+  Rng rng(1);
+  std::vector<float> a(n * n), b(n * n), out(n * n);
+  for (float& x : a) x = float(rng.normal());
+  for (float& x : b) x = float(rng.normal());
+  const int N = int(n);
+  const Timings t = time_runs(repeat + 1, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a.data(), N, b.data(), N, 0.0f,
+                out.data(), N);
+  });
+  const double flops = 2.0 * double(n) * double(n) * double(n);
+  return {flops / (t.wall_ms.front() * 1e6), flops / (t.min_thread_cpu_ms * 1e6)};
+}
+
+Tensor3 blas_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, bool causal) {
+  const std::size_t H = q.shape(0), n = q.shape(1), d = q.shape(2);
+  const int N = int(n), D = int(d);
+  const float scale = float(resolved_scale(std::nullopt, d));
+  std::vector<float> s(n * n);
+  Tensor3 o = Tensor3::from_shape({H, n, d});
+  for (std::size_t h = 0; h < H; ++h) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, D, scale, q.data() + h * n * d, D,
+                k.data() + h * n * d, D, 0.0f, s.data(), N);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (causal) std::fill(s.data() + i * n + i + 1, s.data() + (i + 1) * n, -INFINITY);
+      softmax_row_inplace(s.data() + i * n, n);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, D, N, 1.0f, s.data(), N, v.data() + h * n * d, D,
+                0.0f, o.data() + h * n * d, D);
+  }
+  return o;
+}
+
+}  // namespace attn

@@ -1,0 +1,318 @@
+#include "attn/lessons/demo.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "attn/engine/attention.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/mask.hpp"
+#include "attn/engine/mha.hpp"
+#include "attn/engine/topk.hpp"
+
+namespace attn {
+namespace {
+
+// Top-k keys of each query row; a masked key is never listed, even when k exceeds the keys
+// the query may see (its weight 0 would otherwise tie with the other masked keys).
+std::vector<std::vector<std::size_t>> top_per_row(const Tensor2& weights, std::size_t k,
+                                                  const Mask2* allowed = nullptr) {
+  std::vector<std::vector<std::size_t>> top;
+  for (std::size_t i = 0; i < weights.shape(0); ++i) {
+    std::vector<std::size_t> keys = top_k_indices(xt::view(weights, i, xt::all()), weights.shape(1));
+    std::erase_if(keys, [&](std::size_t j) { return allowed && !(*allowed)(i, j); });
+    keys.resize(std::min(k, keys.size()));
+    top.push_back(keys);
+  }
+  return top;
+}
+
+Json top_k_json(const std::vector<std::string>& tokens, const Tensor2& weights,
+                const std::vector<std::vector<std::size_t>>& top) {
+  Json rows = Json::array();
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    Json keys = Json::array();
+    for (std::size_t j : top[i]) {
+      keys.push_back({{"index", j}, {"token", tokens[j]}, {"weight", json_float(weights(i, j), FloatText::shortest)}});
+    }
+    rows.push_back({{"query", tokens[i]}, {"index", i}, {"top", keys}});
+  }
+  return rows;
+}
+
+// max |a - b| over two tensors of one shape; equal infinities (a fully masked row's lse of
+// -inf on both sides) count as no difference.
+template <class A, class B>
+double max_abs_difference(const A& a, const B& b) {
+  double m = 0;
+  auto it = b.begin();
+  for (auto x : a) {
+    const double u = x, w = *it++;
+    if (u != w) m = std::max(m, std::fabs(u - w));
+  }
+  return m;
+}
+
+// The flash kernel with options o on the single head, non-causal and causal, against the naive
+// sdpa's results on the same Q, K, V.
+DemoFlashRun run_flash(const Tensor3& q, const Tensor3& k, const Tensor3& v, FlashOptions o,
+                       const SdpaResult& naive, const SdpaResult& naive_causal) {
+  DemoFlashRun run;
+  run.tiling = flash_tiling(q.shape(1), k.shape(1), o);
+  const BackendOptions flash{Backend::flash, o.block_q, o.block_k, o.threads, o.precision, o.isa};
+  for (bool causal : {false, true}) {
+    SdpaOptions attention;
+    attention.causal = causal;
+    const SdpaResult f = attn::attention(q, k, v, nullptr, attention, flash, /*with_weights=*/false);
+    const SdpaResult& n = causal ? naive_causal : naive;
+    (causal ? run.causal : run.plain) = {max_abs_difference(f.output, n.output), max_abs_difference(f.lse, n.lse)};
+  }
+  o.causal = false;
+  run.options = o;
+  return run;
+}
+
+DemoFlashCheck flash_check(const Tensor3& q, const Tensor3& k, const Tensor3& v, const SdpaResult& naive,
+                           const SdpaResult& naive_causal) {
+  DemoFlashCheck check;
+  FlashOptions fast;
+  fast.threads = 1;  // one head of a few tokens is one work item: no thread would get another
+  check.fast = run_flash(q, k, v, fast, naive, naive_causal);
+
+  // Tiles of 2 x 2 up to 16 tokens (the generic float64 micro-kernel's key panel is 2 keys,
+  // so even a 4-token sentence spans a grid), then about 8 tiles a side: a 500-token sentence
+  // in 2 x 2 tiles would be 62,500 tiles, unreadable in a picture and megabytes of JSON.
+  const std::size_t L = q.shape(1);
+  const std::size_t block = std::max<std::size_t>(2, (L + 7) / 8);
+  FlashOptions teaching = fast;
+  teaching.isa = "generic";
+  teaching.precision = FlashPrecision::float64;
+  teaching.block_q = check.requested_block_q = block;
+  teaching.block_k = check.requested_block_k = block;
+  check.teaching = run_flash(q, k, v, teaching, naive, naive_causal);
+  check.tiles = flash_tiles(L, L, teaching);
+  teaching.causal = true;
+  check.causal_tiles = flash_tiles(L, L, teaching);
+  return check;
+}
+
+}  // namespace
+
+TileCounts count_tiles(const std::vector<FlashTile>& tiles) {
+  TileCounts c;
+  for (const FlashTile& t : tiles) {
+    switch (t.kind) {
+      case FlashTile::Kind::full: ++c.full; break;
+      case FlashTile::Kind::diagonal: ++c.diagonal; break;
+      case FlashTile::Kind::skipped: ++c.skipped; break;
+    }
+  }
+  return c;
+}
+
+VarianceConfig demo_variance_config(const DemoConfig& config) {
+  VarianceConfig v;
+  v.d_ks = {8, 16, 32, 64, 128, 256, 512, 1024};
+  v.samples = 2000;  // a few milliseconds; the band is theory +- 3 se for this many
+  v.seed = config.seed;
+  return v;
+}
+
+ComplexityConfig demo_complexity_config(const DemoConfig& config, std::size_t tokens) {
+  ComplexityConfig c;
+  c.ns = {16, 64, 256, 1024, 4096};
+  if (std::find(c.ns.begin(), c.ns.end(), tokens) == c.ns.end()) c.ns.push_back(tokens);
+  std::sort(c.ns.begin(), c.ns.end());
+  c.d_model = config.d_model;
+  c.heads = config.heads;
+  return c;
+}
+
+void check_demo_config(const DemoConfig& config) {
+  const std::size_t D = config.d_model;
+  if (config.heads == 0 || D % config.heads != 0) {
+    throw InputError("--heads: " + std::to_string(config.heads) + " does not divide --d-model " +
+                     std::to_string(D));
+  }
+  if (config.rope && (D % 2 != 0 || (D / config.heads) % 2 != 0)) {
+    throw InputError("--rope: RoPE rotates pairs of dims, so every head dim must be even; --d-model " +
+                     std::to_string(D) + " gives " + std::to_string(D) + " (one head) and " +
+                     std::to_string(D / config.heads) + " (" + std::to_string(config.heads) + " heads)");
+  }
+}
+
+DemoResult run_demo(const DemoConfig& config) {
+  check_demo_config(config);
+  const std::size_t D = config.d_model;
+  const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
+  DemoResult r;
+  r.config = config;
+  r.tokens = token_texts(tokens);
+  // x [L, D]: one embedding per token, the same vector wherever the same word appears.
+  const Tensor2 x = embed_tokens(tokens, D, config.seed);
+  // Untrained projections, as in seed 000: the pattern shows the mechanism, not meaning.
+  const MhaWeights w = init_mha_weights(D, 1, 1, config.seed + 1);
+  auto as_head = [](const Tensor2& t) { return Tensor3(xt::expand_dims(t, 0)); };
+  const Tensor3 q = as_head(linear(x, w.w_q)), k = as_head(linear(x, w.w_k)), v = as_head(linear(x, w.w_v));
+  const SdpaResult a = sdpa(q, k, v);
+  r.scale = resolved_scale(std::nullopt, D);
+  r.weights = xt::view(a.weights, 0, xt::all(), xt::all());
+  r.top = top_per_row(r.weights, config.top_k);
+
+  // The same Q, K, V under the causal mask: each token sees only itself and what came before.
+  const std::size_t L = r.tokens.size();
+  r.causal_allowed = causal_allowed(L, L);
+  SdpaOptions causal;
+  causal.causal = true;
+  const SdpaResult c = sdpa(q, k, v, nullptr, causal);
+  r.causal_weights = xt::view(c.weights, 0, xt::all(), xt::all());
+  r.causal_top = top_per_row(r.causal_weights, config.top_k, &r.causal_allowed);
+
+  // FlashAttention on the same Q, K, V: the same numbers, computed tile by tile.
+  r.flash = flash_check(q, k, v, a, c);
+
+  std::optional<RopeOptions> rope;
+  if (config.rope) {
+    rope = RopeOptions{10000.0, *config.rope, {}, {}};
+    // The causal run again, q and k rotated to positions 0..L-1: now order matters.
+    std::vector<std::int64_t> positions(L);
+    std::iota(positions.begin(), positions.end(), 0);
+    const SdpaResult rc = sdpa(apply_rope(q, positions, *rope), apply_rope(k, positions, *rope), v, nullptr, causal);
+    DemoRope dr{*config.rope, xt::view(rc.weights, 0, xt::all(), xt::all()), 0.0};
+    for (std::size_t i = 0; i < L; ++i) {
+      for (std::size_t j = 0; j < L; ++j) {
+        const double change = std::fabs(double(dr.causal_weights(i, j)) - double(r.causal_weights(i, j)));
+        if (change > dr.max_change) dr = {dr.style, std::move(dr.causal_weights), change, i, j};
+      }
+    }
+    r.rope = std::move(dr);
+  }
+
+  // Multi-head self-attention with its own seeded projections: each head has d = D / H.
+  MhaOptions mo;
+  mo.num_heads = config.heads;
+  mo.rope = rope;
+  const MhaWeights wh = init_mha_weights(D, config.heads, config.heads, config.seed + 2);
+  const MhaResult m = mha(x, x, x, wh, nullptr, mo);
+  r.head_weights = m.weights;
+  r.head_mean = mean_over_heads(m.weights);
+
+  // The decode check: the causal multi-head run through a KV cache, the first half of the
+  // sentence as the prompt, then one token at a time; it must equal the one-shot causal run.
+  mo.attention.causal = true;
+  const MhaResult one_shot = mha(x, x, x, wh, nullptr, mo);
+  const std::size_t prefill = (L + 1) / 2;
+  const MhaDecodeResult dec = mha_decode(x, wh, nullptr, mo, prefill);
+  r.decode = {prefill, dec.steps.size(), dec.kv_cache_len, max_abs_difference(dec.result.output, one_shot.output),
+              max_abs_difference(dec.result.weights, one_shot.weights)};
+
+  r.variance = run_variance(demo_variance_config(config));
+  r.complexity = run_complexity(demo_complexity_config(config, L));
+  return r;
+}
+
+namespace {
+
+Json flash_run_json(const DemoFlashRun& run) {
+  auto diff = [](const FlashDifference& d) {
+    return Json{{"max_abs_diff_output", d.output}, {"max_abs_diff_lse", d.lse}};
+  };
+  return {{"precision", run.options.precision == FlashPrecision::float32 ? "float32" : "float64"},
+          {"isa", run.tiling.isa},
+          {"block_q", run.tiling.block_q},
+          {"block_k", run.tiling.block_k},
+          {"non_causal", diff(run.plain)},
+          {"causal", diff(run.causal)}};
+}
+
+Json tiles_json(const std::vector<FlashTile>& tiles) {
+  const TileCounts n = count_tiles(tiles);
+  Json list = Json::array();
+  for (const FlashTile& t : tiles) {
+    const char* kind = t.kind == FlashTile::Kind::full       ? "full"
+                       : t.kind == FlashTile::Kind::diagonal ? "diagonal"
+                                                             : "skipped";
+    list.push_back({{"rows", {t.i0, t.i0 + t.rows}}, {"keys", {t.j0, t.j0 + t.cols}}, {"kind", kind}});
+  }
+  return {{"total", n.total()}, {"full", n.full}, {"diagonal", n.diagonal}, {"skipped", n.skipped}, {"tiles", list}};
+}
+
+Json flash_json(const DemoFlashCheck& f) {
+  Json teaching = flash_run_json(f.teaching);
+  teaching["requested_block_q"] = f.requested_block_q;
+  teaching["requested_block_k"] = f.requested_block_k;
+  teaching["tiles"] = {{"non_causal", tiles_json(f.tiles)}, {"causal", tiles_json(f.causal_tiles)}};
+  // The fast float32 run's ISA, tiles and rounding differ from CPU to CPU, so it is printed
+  // on the terminal only: manifest.json stays byte-identical on every machine (DESIGN.md).
+  return {{"reference", "naive sdpa on the same single-head Q, K, V (float64 inside)"},
+          {"teaching", teaching}};
+}
+
+}  // namespace
+
+// The manifest is read by people and plotted: its weights are written as the shortest decimal
+// of each float32 (FloatText::shortest), unlike attend/mha's exact values.
+Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) {
+  Json arts = Json::array();
+  for (const Artifact& a : artifacts) arts.push_back({{"path", a.path}, {"kind", a.kind}, {"title", a.title}});
+  Json allowed = Json::array();
+  for (std::size_t i = 0; i < r.causal_allowed.shape(0); ++i) {
+    Json row = Json::array();
+    for (std::size_t j = 0; j < r.causal_allowed.shape(1); ++j) row.push_back(r.causal_allowed(i, j) ? 1 : 0);
+    allowed.push_back(row);
+  }
+  Json m = {
+      {"sentence", r.config.sentence},
+      {"tokens", r.tokens},
+      {"seed", r.config.seed},
+      {"config",
+       {{"d_model", r.config.d_model},
+        {"heads", 1},
+        {"multi_head_heads", r.config.heads},
+        {"scale", r.scale},
+        {"top_k", r.config.top_k},
+        {"embeddings", "N(0,1), seeded by (seed, token text)"},
+        {"projections", "U(-1/sqrt(d_model), 1/sqrt(d_model)), seeded by seed + 1, no bias"},
+        {"multi_head_projections",
+         "U(-1/sqrt(d_model), 1/sqrt(d_model)), seeded by seed + 2, no bias; head dim d_model / heads"},
+        {"mask_convention", "1 = the query may attend to the key (PyTorch SDPA)"},
+        {"rope", r.rope ? Json(rope_style_name(r.rope->style)) : Json(nullptr)},
+        {"rope_base", r.rope ? Json(10000.0) : Json(nullptr)}}},
+      {"artifacts", arts},
+      {"results",
+       {{"single_head", {{"weights", to_json(r.weights, FloatText::shortest)}, {"top_k", top_k_json(r.tokens, r.weights, r.top)}}},
+        {"causal",
+         {{"allowed", allowed},
+          {"weights", to_json(r.causal_weights, FloatText::shortest)},
+          {"top_k", top_k_json(r.tokens, r.causal_weights, r.causal_top)}}},
+        {"multi_head",
+         {{"heads", r.config.heads},
+          {"weights", to_json(r.head_weights, FloatText::shortest)},
+          {"mean_over_heads", to_json(r.head_mean, FloatText::shortest)}}},
+        {"flash", flash_json(r.flash)},
+        {"decode",
+         {{"heads", r.config.heads},
+          {"rope", r.rope ? Json(rope_style_name(r.rope->style)) : Json(nullptr)},
+          {"prefill", r.decode.prefill},
+          {"steps", r.decode.steps},
+          {"kv_cache_len", r.decode.kv_cache_len},
+          {"max_abs_diff_output", r.decode.output},
+          {"max_abs_diff_weights", r.decode.weights}}}}},
+  };
+  if (r.rope) {
+    m["results"]["rope"] = {{"style", rope_style_name(r.rope->style)},
+                            {"base", 10000.0},
+                            {"causal_weights", to_json(r.rope->causal_weights, FloatText::shortest)},
+                            {"max_abs_change_vs_no_rope", r.rope->max_change},
+                            {"max_change_at", {{"query", r.rope->max_change_query}, {"key", r.rope->max_change_key}}}};
+  }
+  m["results"]["variance"] = variance_json(r.variance);
+  const Json complexity = complexity_json(r.complexity);
+  m["results"]["complexity"] = {{"convention", complexity["convention"]},
+                                {"rows", complexity["rows"]},
+                                {"crossover", complexity["crossover"]},
+                                {"sentence_tokens", r.tokens.size()}};
+  return m;
+}
+
+}  // namespace attn

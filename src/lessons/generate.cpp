@@ -1,0 +1,93 @@
+#include "attn/lessons/generate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/engine/alibi.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/positional.hpp"
+
+namespace attn {
+
+GenerateResult run_generate(const GenerateConfig& c) {
+  const std::vector<Token> tokens = tokenize(c.sentence, c.max_tokens);
+  GenerateResult r;
+  r.config = c;
+  r.tokens = token_texts(tokens);
+  const std::size_t L = tokens.size(), D = c.d_model;
+  const std::size_t Hkv = c.num_kv_heads ? c.num_kv_heads : c.num_heads;
+  if (c.prefill > L) {
+    throw InputError("--prefill: expected 0 <= P <= " + std::to_string(L) + " (the sentence's tokens), got " +
+                     std::to_string(c.prefill));
+  }
+
+  // x [L, D]: seeded embeddings (tokenize.hpp), optionally with the sinusoidal encoding.
+  Tensor2 x = embed_tokens(tokens, D, c.seed);
+  if (c.sinusoidal) x = add_sinusoidal_encoding(x);
+  const MhaWeights w = init_mha_weights(D, c.num_heads, Hkv, c.seed + 1);
+  MhaOptions o;
+  o.num_heads = c.num_heads;
+  o.num_kv_heads = Hkv;
+  o.attention.causal = true;
+  o.attention.window = c.window;
+  if (c.alibi) o.attention.alibi_slopes = alibi_slopes(c.num_heads);
+  if (c.rope) o.rope = RopeOptions{10000.0, *c.rope, {}, {}};
+
+  r.num_kv_heads = Hkv;
+  r.head_dim = D / c.num_heads;
+  r.decoded = mha_decode(x, w, nullptr, o, c.prefill);
+  r.full = mha(x, x, x, w, nullptr, o);
+
+  const std::size_t H = c.num_heads;
+  for (const DecodeStep& s : r.decoded.steps) {
+    GenerateStep g{s.first, s.count, c.prefill > 0 && s.first == 0, s.cache_len, s.cache_bytes,
+                   Tensor3(xt::view(r.decoded.result.weights, xt::all(),
+                                    xt::range(s.first, s.first + s.count), xt::all())),
+                   0.0};
+    for (std::size_t i = s.first; i < s.first + s.count; ++i) {
+      for (std::size_t col = 0; col < D; ++col) {
+        g.max_diff = std::max(g.max_diff, static_cast<double>(std::fabs(
+                                              r.decoded.result.output(i, col) - r.full.output(i, col))));
+      }
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t j = 0; j < L; ++j)
+          g.max_diff = std::max(g.max_diff, static_cast<double>(std::fabs(
+                                                r.decoded.result.weights(h, i, j) - r.full.weights(h, i, j))));
+    }
+    r.max_diff = std::max(r.max_diff, g.max_diff);
+    r.steps.push_back(std::move(g));
+  }
+  return r;
+}
+
+Json generate_json(const GenerateResult& r) {
+  const GenerateConfig& c = r.config;
+  Json steps = Json::array();
+  for (const GenerateStep& s : r.steps) {
+    Json toks = Json::array();
+    for (std::size_t i = s.first; i < s.first + s.count; ++i) toks.push_back(r.tokens[i]);
+    steps.push_back({{"first", s.first}, {"count", s.count}, {"tokens", toks},
+                     {"kind", s.prefill ? "prefill" : "decode"}, {"cache_len", s.cache_len},
+                     {"cache_bytes", s.cache_bytes}, {"weights", to_json(s.weights)},
+                     {"max_abs_diff_vs_full", s.max_diff}});
+  }
+  return {
+      {"sentence", c.sentence},
+      {"tokens", r.tokens},
+      {"seed", c.seed},
+      {"config",
+       {{"d_model", c.d_model}, {"num_heads", c.num_heads}, {"num_kv_heads", r.num_kv_heads},
+        {"head_dim", r.head_dim}, {"prefill", c.prefill},
+        {"rope", c.rope ? Json(rope_style_name(*c.rope)) : Json(nullptr)},
+        {"sinusoidal", c.sinusoidal}, {"alibi", c.alibi},
+        {"window", c.window ? Json(c.window) : Json(nullptr)},
+        {"cache_dtype", "float64 (8 bytes per value)"},
+        {"cache_bytes_rule", "2 (K and V) x num_kv_heads x cache_len x head_dim x 8"}}},
+      {"steps", steps},
+      {"kv_cache_len", r.decoded.kv_cache_len},
+      {"output", to_json(r.decoded.result.output)},
+      {"max_abs_diff_vs_full", r.max_diff},
+  };
+}
+
+}  // namespace attn

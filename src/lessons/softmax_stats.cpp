@@ -1,0 +1,40 @@
+#include "attn/lessons/softmax_stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/engine/softmax.hpp"
+
+namespace attn {
+
+double max_weight(std::span<const double> p) {
+  return p.empty() ? 0.0 : *std::max_element(p.begin(), p.end());
+}
+
+double entropy_nats(std::span<const double> p) {
+  double h = 0;
+  for (double x : p)
+    if (x > 0) h -= x * std::log(x);
+  return h;
+}
+
+double softmax_jacobian_frobenius(std::span<const double> p) {
+  // Written out as the matrix of seed 004 rather than a closed form, so it reads like the
+  // derivation: J_ij = p_i (delta_ij - p_j).
+  double sum_sq = 0;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    for (std::size_t j = 0; j < p.size(); ++j) {
+      const double J = p[i] * ((i == j ? 1.0 : 0.0) - p[j]);
+      sum_sq += J * J;
+    }
+  return std::sqrt(sum_sq);
+}
+
+std::vector<double> softmax_of(std::span<const double> scores, double factor) {
+  std::vector<double> p(scores.size());
+  std::transform(scores.begin(), scores.end(), p.begin(), [&](double s) { return s * factor; });
+  softmax_row_inplace(p.data(), p.size());
+  return p;
+}
+
+}  // namespace attn

@@ -1,0 +1,80 @@
+#include "attn/render/text_table.hpp"
+
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace attn {
+namespace {
+
+std::size_t codepoint_width(UChar32 c) {
+  const auto cat = u_charType(c);
+  if (cat == U_NON_SPACING_MARK || cat == U_ENCLOSING_MARK || cat == U_FORMAT_CHAR) return 0;
+  const auto eaw = u_getIntPropertyValue(c, UCHAR_EAST_ASIAN_WIDTH);
+  return (eaw == U_EA_WIDE || eaw == U_EA_FULLWIDTH) ? 2 : 1;
+}
+
+}  // namespace
+
+std::size_t display_width(std::string_view s) {
+  std::size_t width = 0;
+  int32_t i = 0;
+  const auto n = static_cast<int32_t>(s.size());
+  while (i < n) {
+    UChar32 c;
+    U8_NEXT(s.data(), i, n, c);
+    width += c < 0 ? 1 : codepoint_width(c);
+  }
+  return width;
+}
+
+std::string pad_to_width(std::string_view s, std::size_t width, bool right_align) {
+  std::string text(s);
+  if (display_width(text) > width) {
+    // Cut whole code points until the text and an ellipsis fit.
+    std::string cut;
+    std::size_t used = 0;
+    int32_t i = 0;
+    const auto n = static_cast<int32_t>(s.size());
+    while (i < n) {
+      const int32_t start = i;
+      UChar32 c;
+      U8_NEXT(s.data(), i, n, c);
+      const std::size_t w = c < 0 ? 1 : codepoint_width(c);
+      if (used + w + 1 > width) break;
+      cut.append(s.substr(start, i - start));
+      used += w;
+    }
+    text = cut + "…";
+  }
+  const std::string pad(width - std::min(width, display_width(text)), ' ');
+  return right_align ? pad + text : text + pad;
+}
+
+std::string matrix_table(const std::vector<std::string>& row_labels,
+                         const std::vector<std::string>& col_labels, const Tensor2& values,
+                         int decimals) {
+  std::size_t label_w = 0;
+  for (const auto& l : row_labels) label_w = std::max(label_w, display_width(l));
+  label_w = std::min<std::size_t>(label_w, 16);
+  std::size_t cell_w = static_cast<std::size_t>(decimals) + 3;
+  for (const auto& l : col_labels) cell_w = std::max(cell_w, std::min<std::size_t>(display_width(l), 10));
+
+  std::string out = pad_to_width("", label_w);
+  for (const auto& l : col_labels) out += " " + pad_to_width(l, cell_w, true);
+  out += "\n";
+  char buf[64];
+  for (std::size_t i = 0; i < values.shape(0); ++i) {
+    out += pad_to_width(i < row_labels.size() ? row_labels[i] : "", label_w);
+    for (std::size_t j = 0; j < values.shape(1); ++j) {
+      std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(values(i, j)));
+      out += " " + pad_to_width(buf, cell_w, true);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace attn

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The standard benchmark sweep (issue 4): naive (float64 oracle), blas (float32
+# The standard benchmark sweep: naive (float64 oracle), blas (float32
 # matmul-softmax-matmul) and flash, n = 512..4096, H = 8, d = 64, 1 and 2 threads, causal and
 # not, with OpenBLAS's own sgemm (2048^3) measured in the same run as the yardstick.
 #   scripts/bench.sh            full sweep (installs what is missing and builds first)

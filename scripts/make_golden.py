@@ -53,7 +53,7 @@ def sdpa_reference(q, k, v, allowed=None, causal=False, scale=None):
 def rope_half(x, pos, base):
     """GPT-NeoX / HF LlamaRotaryEmbedding: x * cos + rotate_half(x) * sin.
     x [..., L, d]; cos and sin have width d (the d/2 frequencies written twice) --
-    seed 002 broadcasts width d/2 against width d, which does not even run."""
+    a common tutorial broadcasts width d/2 against width d, which does not even run."""
     d = x.shape[-1]
     inv_freq = 1.0 / base ** (np.arange(0, d, 2) / d)
     freqs = np.outer(pos, inv_freq)  # [L, d/2]
@@ -196,7 +196,7 @@ def main():
              mask=rng.random((3, 5)) < 0.7)
     mha_case("mha_mqa_causal", "multi-query (1 kv head), causal self-attention", 5, 5, 8, 4, 1, True, False,
              causal=True)
-    # Positions and decoding (issue 6). New cases go last: the ones above keep their numbers.
+    # Positions and decoding. New cases go last: the ones above keep their numbers.
     mha_case("mha_rope_half", "RoPE rotate_half (GPT-NeoX / LLaMA-HF), base 10000, causal self-attention",
              6, 6, 16, 2, 2, False, False, causal=True, rope={"base": 10000, "style": "half"})
     mha_case("mha_rope_interleaved_ids", "RoPE interleaved (GPT-J / RoFormer), explicit position_ids, base 500, MQA",

@@ -81,8 +81,14 @@ TEST_CASE("cli: usage errors exit 2 with one error line") {
   check_input_error(run_cli("tokenize a --max-tokens 0"), "max-tokens");
 }
 
+// scripts/make_golden.py writes this many cases into data/golden/: a loop over the folder that
+// found fewer (a missing folder, a renamed file) would pass while checking nothing.
+constexpr int kGoldenCases = 18;
+
 TEST_CASE("cli: attend and mha reproduce the float64 reference for every golden case") {
+  int found = 0;
   for (const auto& entry : fs::directory_iterator(data_path("golden"))) {
+    ++found;
     const std::string name = entry.path().stem().string();
     CAPTURE(name);
     const Json g = read_json(entry.path().string());
@@ -95,10 +101,13 @@ TEST_CASE("cli: attend and mha reproduce the float64 reference for every golden 
       check_close(out[field], g["expected"][field]);
     }
   }
+  CHECK(found == kGoldenCases);
 }
 
 TEST_CASE("cli: attend and mha with backend flash reproduce the float64 reference (default and small tiles)") {
+  int found = 0;
   for (const auto& entry : fs::directory_iterator(data_path("golden"))) {
+    ++found;
     const std::string name = entry.path().stem().string();
     const std::string sub = name.rfind("mha", 0) == 0 ? "mha" : "attend";
     const Json g = read_json(entry.path().string());
@@ -117,6 +126,7 @@ TEST_CASE("cli: attend and mha with backend flash reproduce the float64 referenc
       }
     }
   }
+  CHECK(found == kGoldenCases);
 }
 
 TEST_CASE("cli: temperature folds into the flash kernel's scale") {

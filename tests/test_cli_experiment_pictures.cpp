@@ -1,4 +1,4 @@
-// The experiments' pictures (issue 5): --plots DIR draws them, --image-format picks PNG/SVG,
+// The experiments' pictures: --plots DIR draws them, --image-format picks PNG/SVG,
 // and without --plots the DESIGN.md contracts run exactly as before, stdout pure JSON.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// End-to-end tests of the experiment subcommands (issue 5): the binary as a user runs it.
+// End-to-end tests of the experiment subcommands: the binary as a user runs it.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// explain and pitfalls draw into --plots (issue 5) like the other experiments: PNG/SVG per
+// explain and pitfalls draw into --plots like the other experiments: PNG/SVG per
 // --image-format, byte-identical reruns, stdout unchanged, masked cells never read as 0.
 #include <doctest/doctest.h>
 

@@ -33,8 +33,8 @@ TEST_CASE("complexity: FLOPs and bytes equal the closed forms, recomputed here, 
   }
 }
 
-TEST_CASE("complexity: agrees with seed 000's analyze_attention_complexity (B=1, h=8, d_model=512)") {
-  // Seed 000: attn_size = B h n^2, memory = attn_size * 4 (FP32), flops = 4 B h n^2 d_k.
+TEST_CASE("complexity: agrees with the usual analyze_attention_complexity formulas (B=1, h=8, d_model=512)") {
+  // The usual tutorial formulas: attn_size = B h n^2, memory = attn_size * 4 (FP32), flops = 4 B h n^2 d_k.
   for (u64 n : {128u, 1024u, 8192u}) {
     const ComplexityRow r = count_attention(n, 512, 8, false, 4);
     CHECK(r.scores_naive_bytes == 8 * n * n * 4);
@@ -68,9 +68,9 @@ TEST_CASE("complexity: KV-cache bytes of the presets, from their real configurat
   CHECK_THROWS_WITH_AS(kv_preset("gpt-5"), doctest::Contains("llama-3-8b"), InputError);
 }
 
-TEST_CASE("complexity: seed 002's LLaMA-7B KV cache uses 24 layers (805 MB) - 32 layers give 1 GiB") {
-  const KvClaimCheck c = seed_002_kv_check();
-  CHECK(c.claimed_bytes == 24ull * 1 * 2048 * 32 * 128 * 2 * 2);  // seed 002's own product
+TEST_CASE("complexity: the tutorial's LLaMA-7B KV cache uses 24 layers (805 MB) - 32 layers give 1 GiB") {
+  const KvClaimCheck c = tutorial_kv_claim_check();
+  CHECK(c.claimed_bytes == 24ull * 1 * 2048 * 32 * 128 * 2 * 2);  // the tutorial's own product
   CHECK(c.claimed_bytes == 805306368u);
   CHECK(c.actual_bytes == 32ull * 2048 * 32 * 128 * 2 * 2);
 }

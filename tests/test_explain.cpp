@@ -10,7 +10,7 @@ using namespace attn;
 
 namespace {
 
-// Recomputes the five steps from Q, K, V with plain loops in double, as seed 001 writes them.
+// Recomputes the five steps from Q, K, V with plain loops in double, as a textbook writes them.
 void check_steps_by_hand(const ExplainResult& r) {
   const std::size_t L = r.tokens.size(), d = r.config.d_model;
   const double scale = 1.0 / std::sqrt(double(d));

@@ -10,6 +10,7 @@
 #include "attn/engine/random.hpp"
 #include "attn/engine/tile_math.hpp"
 #include "engine/flash/microkernels.hpp"  // the private micro-kernels, tested directly
+#include "fa_rule.hpp"
 #include "support.hpp"
 
 using namespace attn;
@@ -20,33 +21,6 @@ Tensor3 randn(Rng& rng, std::size_t a, std::size_t b, std::size_t c, double sd =
   Tensor3 t = Tensor3::from_shape({a, b, c});
   for (float& x : t) x = float(rng.normal() * sd);
   return t;
-}
-
-// Plain float32 attention (the baseline of FlashAttention's rule): float accumulators.
-Tensor3 plain_float32_output(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
-                             bool causal, float scale) {
-  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1), dv = v.shape(2);
-  const std::size_t group = H / k.shape(0);
-  Tensor3 o = xt::zeros<float>({H, Lq, dv});
-  std::vector<float> s(Lk);
-  for (std::size_t h = 0; h < H; ++h)
-    for (std::size_t i = 0; i < Lq; ++i) {
-      float m = -INFINITY;
-      for (std::size_t j = 0; j < Lk; ++j) {
-        float acc = 0;
-        for (std::size_t c = 0; c < d; ++c) acc += q(h, i, c) * k(h / group, j, c);
-        const bool ok = (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
-                        (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
-        s[j] = ok ? acc * scale : -INFINITY;
-        m = std::max(m, s[j]);
-      }
-      if (m == -INFINITY) continue;
-      float z = 0;
-      for (std::size_t j = 0; j < Lk; ++j) z += (s[j] = std::exp(s[j] - m));
-      for (std::size_t j = 0; j < Lk; ++j)
-        for (std::size_t c = 0; c < dv; ++c) o(h, i, c) += s[j] / z * v(h / group, j, c);
-    }
-  return o;
 }
 
 struct Case {
@@ -85,7 +59,7 @@ void check_case(const Case& c, std::uint64_t seed) {
   fo.block_k = c.block_k;
   fo.threads = 2;
   const FlashResult f = flash_attention(q, k, v, allowed, fo);
-  const Tensor3 plain = plain_float32_output(q, k, v, allowed, c.causal, 1.0f / std::sqrt(float(c.d)));
+  const Tensor3 plain = test::plain_float32_output(q, k, v, allowed, c.causal, 1.0f / std::sqrt(float(c.d)));
   const double err = test::max_abs_diff(test::flat_tensor(f.output), test::flat_tensor(ref.output));
   const double err_plain = test::max_abs_diff(test::flat_tensor(plain), test::flat_tensor(ref.output));
   CAPTURE(err);

@@ -50,12 +50,12 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
   }
   out += render_table(rows, f) + "\n";
   if (prose) {
-    out += "Crossover (seed 003: O(n d^2 + n^2 d)): the n^2 terms overtake the n D^2 projections at n = " +
+    out += "Crossover (the textbook O(n d^2 + n^2 d)): the n^2 terms overtake the n D^2 projections at n = " +
            format_g(r.crossover.matmuls) + " (Q K^T + P V vs the Q, K, V and output projections), n = " +
-           format_g(r.crossover.matmuls_without_out) + " without the output projection (seed 003's four steps), n = " +
-           format_g(r.crossover.with_softmax) + " with softmax counted too. Seed 003's \"when n > d\" is the "
+           format_g(r.crossover.matmuls_without_out) + " without the output projection (the four steps textbooks count), n = " +
+           format_g(r.crossover.with_softmax) + " with softmax counted too. The textbook \"when n > d\" is the "
            "order of magnitude; the constants move it.\n\n";
-    out += "Long-sequence methods (seed 000, section 8.2), attention core only (Q K^T and P V; projections "
+    out += "Long-sequence methods (FlashAttention, sparse, linear, local), attention core only (Q K^T and P V; projections "
            "excluded), at n = " + std::to_string(r.methods.front().at.back().n) + ":\n";
   }
   Table methods{{"method", "time", "memory", "FLOPs", "score memory", "idea", "source"}, {}};
@@ -81,8 +81,8 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
   }
   out += render_table(kv, f);
   if (prose) {
-    const KvClaimCheck& s = r.seed_002;
-    out += "\nSeed 002 gives LLaMA-7B " + std::to_string(s.claimed.layers) + " layers: " +
+    const KvClaimCheck& s = r.kv_claim;
+    out += "\nA widely shared KV-cache tutorial gives LLaMA-7B " + std::to_string(s.claimed.layers) + " layers: " +
            std::to_string(s.claimed_bytes) + " bytes (" + format_si(double(s.claimed_bytes)) + "B = " +
            format_bytes(double(s.claimed_bytes)) + ", its arithmetic is right) at " +
            std::to_string(s.tokens) + " tokens and FP16. LLaMA-7B has " + std::to_string(s.actual.layers) +

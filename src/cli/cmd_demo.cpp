@@ -89,7 +89,7 @@ void print_checks(const DemoResult& r) {
   }
 }
 
-// Issue 5's two experiments at the demo's size, in a few lines; the pictures show them whole.
+// The variance and complexity experiments at the demo's size, in a few lines; the pictures show them whole.
 void print_experiments(const DemoResult& r) {
   const VarianceResult& v = r.variance;
   std::size_t inside = 0;

@@ -1,4 +1,4 @@
-// attn-cli mask: draws a mask as "blocked" and "allowed" side by side (seed 000, section 5).
+// attn-cli mask: draws a mask as "blocked" and "allowed" side by side (PyTorch SDPA's boolean attn_mask: true = may attend).
 #include <iostream>
 #include <memory>
 

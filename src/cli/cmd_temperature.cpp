@@ -37,7 +37,7 @@ std::string temperature_text(const TemperatureResult& r, TableFormat format) {
          " (dH/dT = Var_p(s) / T^3 >= 0). The largest weight falls from " + format_fixed(lo.max_weight, 4) +
          " at T = " + format_g(lo.temperature) + " to " + format_fixed(hi.max_weight, 4) + " at T = " +
          format_g(hi.temperature) + ".\n";
-  out += "Seed 004 says a larger T gives the high values more weight (\"T越大 ... 让高值更多权重\"): "
+  out += "A common tutorial says a larger T gives the high values more weight (\"T越大 ... 让高值更多权重\"): "
          "these numbers say the opposite. A larger T flattens softmax; a smaller T sharpens it.\n";
   return out;
 }

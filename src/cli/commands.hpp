@@ -16,7 +16,7 @@ void setup_rope(CLI::App& app);
 void setup_positional(CLI::App& app);
 void setup_generate(CLI::App& app);
 
-// Experiments that prove (or correct) the textbook: issue 5.
+// Experiments that prove (or correct) the textbook.
 void setup_variance(CLI::App& app);
 void setup_temperature(CLI::App& app);
 void setup_complexity(CLI::App& app);

@@ -144,12 +144,12 @@ std::uint64_t kv_cache_bytes(const KvModel& m, std::size_t tokens, std::size_t d
   return fit64(u128(2) * m.layers * m.kv_heads * m.head_dim * tokens * dtype_bytes, "KV cache bytes");
 }
 
-KvClaimCheck seed_002_kv_check() {
+KvClaimCheck tutorial_kv_claim_check() {
   KvClaimCheck c;
   c.actual = kv_preset("llama-7b");
   c.claimed = c.actual;
-  c.claimed.layers = 24;  // seed 002: "24 层，32 头，d_head=128，seq_len=2048"
-  c.claimed.source = "seed 002, KV Cache 显存 example";
+  c.claimed.layers = 24;  // the tutorial's "24 层，32 头，d_head=128，seq_len=2048"
+  c.claimed.source = "a widely shared KV-cache tutorial's LLaMA-7B example (\"24 层，32 头，d_head=128\")";
   c.tokens = 2048;
   c.dtype_bytes = 2;
   c.claimed_bytes = kv_cache_bytes(c.claimed, c.tokens, c.dtype_bytes);
@@ -173,7 +173,7 @@ ComplexityReport run_complexity(const ComplexityConfig& config) {
   }
   models.insert(models.end(), config.custom.begin(), config.custom.end());
   for (const KvModel& m : models) r.kv_cache.emplace_back(m, kv_cache_bytes(m, config.tokens, config.dtype_bytes));
-  r.seed_002 = seed_002_kv_check();
+  r.kv_claim = tutorial_kv_claim_check();
   return r;
 }
 
@@ -205,7 +205,7 @@ Json complexity_json(const ComplexityReport& r) {
     methods.push_back({{"name", m.name}, {"time", m.time}, {"memory", m.memory}, {"idea", m.idea},
                        {"source", m.source}, {"at", at}});
   }
-  const KvClaimCheck& c = r.seed_002;
+  const KvClaimCheck& c = r.kv_claim;
   return {
       {"convention", flops_convention()},
       {"rows", rows},

@@ -150,7 +150,7 @@ DemoResult run_demo(const DemoConfig& config) {
   r.tokens = token_texts(tokens);
   // x [L, D]: one embedding per token, the same vector wherever the same word appears.
   const Tensor2 x = embed_tokens(tokens, D, config.seed);
-  // Untrained projections, as in seed 000: the pattern shows the mechanism, not meaning.
+  // Untrained projections: the pattern shows the mechanism, not meaning.
   const MhaWeights w = init_mha_weights(D, 1, 1, config.seed + 1);
   auto as_head = [](const Tensor2& t) { return Tensor3(xt::expand_dims(t, 0)); };
   const Tensor3 q = as_head(linear(x, w.w_q)), k = as_head(linear(x, w.w_k)), v = as_head(linear(x, w.w_v));

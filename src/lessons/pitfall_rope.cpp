@@ -1,4 +1,4 @@
-// The RoPE pitfall of seed 002: cos/sin built with width d/2 and multiplied into a head of
+// The RoPE pitfall seen in tutorials: cos/sin built with width d/2 and multiplied into a head of
 // width d. RoPE itself belongs to rope.hpp (another module); the few lines needed here are
 // written out locally, in the rotate-half convention (GPT-NeoX, LLaMA in Hugging Face):
 //
@@ -7,7 +7,7 @@
 //   cos_full = cat(cos(angle), cos(angle))   width d: element i and i + d/2 share angle_i
 //   rope(x, pos) = x * cos_full + rotate_half(x) * sin_full,  rotate_half(x) = cat(-x2, x1)
 //
-// Seed 002's cos/sin have width d/2. PyTorch (and NumPy) refuse to broadcast d/2 against d
+// The tutorial's cos/sin have width d/2. PyTorch (and NumPy) refuse to broadcast d/2 against d
 // unless d = 2, so the code fails; the quick "fix" that makes the shapes agree,
 // cos.repeat_interleave(2) (the GPT-J / interleaved layout), runs silently and is wrong with
 // rotate_half: element i is paired with i + d/2 but turned by a different angle, so the map
@@ -74,12 +74,12 @@ Pitfall pitfall_rope_half_width() {
   };
 
   Pitfall p{"rope-half-width", "RoPE: cos/sin of width d/2 against a head of width d",
-            "cos, sin of width d/2 (seed 002), made to fit by cos.repeat_interleave(2)",
+            "cos, sin of width d/2, made to fit by cos.repeat_interleave(2)",
             "cos_full = cat(cos, cos): element i and i + d/2 turn by the same angle (rotate-half convention)",
             "Build cos/sin at the head's full width in the layout that matches your rotate function: "
             "cat(freqs, freqs) for rotate_half, repeat_interleave for interleaved pairs. A mismatch still runs "
             "and silently breaks the rotation.",
-            "seed 002, apply_rotary_pos_emb (cos, sin: [seq_len, d_k // 2] times q: [.., d_k])", {}, {}};
+            "a tutorial's apply_rotary_pos_emb (cos, sin: [seq_len, d_k // 2] times q: [.., d_k])", {}, {}};
   std::vector<std::string> dims;
   for (std::size_t i = 0; i < d; ++i) {
     std::string label = "d";  // appended, not "d" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on that

@@ -61,7 +61,7 @@ Pitfall pitfall_mask_polarity() {
             "allowed = 1 for the words, 0 for the padding (PyTorch SDPA's boolean attn_mask)",
             "Check the polarity of every mask you pass: PyTorch SDPA's boolean attn_mask means True = take part, "
             "nn.MultiheadAttention's key_padding_mask and boolean attn_mask mean True = ignore.",
-            "seed 000 blocks where mask = 1 (masked_fill(mask.bool(), -1e9)); seed 001 blocks where mask = 0",
+            "tutorials disagree: masked_fill(mask.bool(), -1e9) blocks where mask = 1, masked_fill(mask == 0, -1e9) where mask = 0",
             {}, {}};
   const Tensor2 wrong = engine_weights(scores, mask_row({false, false, false, true}));
   const Tensor2 right = engine_weights(scores, mask_row({true, true, true, false}));
@@ -88,7 +88,7 @@ Pitfall pitfall_causal_alignment() {
             "bottom-right: query i sees keys j <= i + Lk - Lq (FlashAttention >= 2.1, causal_lower_right)",
             "With a KV cache the queries are the LAST Lq positions: align the causal mask bottom-right, or the "
             "newest tokens cannot see themselves or the cache.",
-            "seed 000 builds causal masks with torch.triu(ones(L, L)): square only, silent on Lq != Lk", {}, {}};
+            "the usual torch.triu(ones(L, L)) causal mask: square only, silent on Lq != Lk", {}, {}};
   p.tables.push_back({"weights, 2 new queries against 4 keys (2 cached)", {"q0 (pos 2)", "q1 (pos 3)"},
                       key_labels(4), xt::view(wrong.weights, 0, xt::all(), xt::all()),
                       xt::view(right.weights, 0, xt::all(), xt::all())});
@@ -125,7 +125,7 @@ Pitfall pitfall_fully_masked_row() {
             "exact -inf, and a fully masked row attends to nothing (zero weights, zero output)",
             "-1e9 only looks safe: on a fully masked row it gives uniform attention to the padding, averaging "
             "garbage into the output. Use -inf and handle the empty row (attn-cli: zeros, never NaN).",
-            "seed 000 (mask_value = -1e9, \"避免使用 -inf\") and seed 001 (masked_fill(mask == 0, -1e9))", {}, {}};
+            "tutorials' mask_value = -1e9 (\"避免使用 -inf\", avoid -inf) and masked_fill(mask == 0, -1e9)", {}, {}};
   p.tables.push_back({"weights of a padding query (every key masked)", {"query"}, key_labels(3), as_row(fill), right});
   p.tables.push_back({"its output (v0 = (1, 0), v1 = (0, 1), v2 = (3, 3))", {"query"}, {"out0", "out1"},
                       wrong_out, right_out});
@@ -135,7 +135,7 @@ Pitfall pitfall_fully_masked_row() {
 }
 
 Pitfall pitfall_eps_after_softmax() {
-  // The first query of a causal row of 4 keys: only k0 is visible. Seed 001's "robust" step:
+  // The first query of a causal row of 4 keys: only k0 is visible. The "robust" recipe's step:
   // weights = weights + eps; weights = weights / weights.sum().
   const double eps = 1e-8;
   const std::size_t n = 4;
@@ -149,7 +149,7 @@ Pitfall pitfall_eps_after_softmax() {
             "nothing: softmax's largest term is exp(0) = 1, its sum is >= 1, there is nothing to guard",
             "eps after softmax gives every masked key weight eps / (1 + n eps): a causal model sees the future, "
             "a little, and gradients reach keys that must not matter.",
-            "seed 001, robust_attention (attention_weights + eps)", {}, {}};
+            "a \"robust attention\" recipe (attention_weights + eps)", {}, {}};
   p.tables.push_back({"weights of the first query of a causal row", {"query"}, key_labels(n), as_row(wrong), right});
   p.facts.push_back({"weight on each masked (future) key", wrong[1], right(0, 1)});
   p.facts.push_back({"total weight on masked keys", wrong[1] + wrong[2] + wrong[3],
@@ -173,7 +173,7 @@ Pitfall pitfall_missing_scale(std::uint64_t seed) {
             "Without 1/sqrt(d_k) the scores spread like sqrt(d_k) (about " + std::to_string(int(std::lround(std::sqrt(double(d))))) +
                 " here): softmax saturates on one key and its Jacobian, the gradient's only path, vanishes "
                 "(see attn-cli variance).",
-            "seed 000 section 1.2 and seed 004 (the argument; this is the measurement)", {}, {}};
+            "Vaswani et al. 2017, section 3.2.1 and its footnote 4 (the argument; this is the measurement)", {}, {}};
   p.tables.push_back({"weights of one query, 8 random keys, d_k = 512", {"query"}, key_labels(n), as_row(wrong), as_row(right)});
   p.facts.push_back({"max weight", max_weight(wrong), max_weight(right)});
   p.facts.push_back({"entropy (nats)", entropy_nats(wrong), entropy_nats(right)});
@@ -182,7 +182,7 @@ Pitfall pitfall_missing_scale(std::uint64_t seed) {
 }
 
 Pitfall pitfall_temperature_direction() {
-  // Someone wants sharper attention and, following seed 004, raises T to 2; lowering it to 0.5
+  // Someone wants sharper attention and, following a tutorial, raises T to 2; lowering it to 0.5
   // is what sharpens.
   const TemperatureResult r = run_temperature(kDefaultScores, {0.5, 2.0});
   const TemperaturePoint &sharp = r.points[0], &flat = r.points[1];
@@ -191,7 +191,7 @@ Pitfall pitfall_temperature_direction() {
   Pitfall p{"temperature-direction", "Which way does temperature go?",
             "to sharpen attention, raise T (T = 2)", "to sharpen attention, lower T (T = 0.5)",
             "softmax(s / T): a larger T flattens (entropy rises, dH/dT = Var_p(s) / T^3 > 0), a smaller T sharpens.",
-            "seed 004: \"T越大 ... 让高值更多权重\" (backwards)", {}, {}};
+            "a tutorial's \"T越大 ... 让高值更多权重\" (larger T, more weight to high values: backwards)", {}, {}};
   p.tables.push_back({"weights of one row of scores", {"query"}, cols, as_row(flat.weights), as_row(sharp.weights)});
   p.facts.push_back({"max weight", flat.max_weight, sharp.max_weight});
   p.facts.push_back({"entropy (nats)", flat.entropy, sharp.entropy});

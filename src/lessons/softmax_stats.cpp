@@ -19,7 +19,7 @@ double entropy_nats(std::span<const double> p) {
 }
 
 double softmax_jacobian_frobenius(std::span<const double> p) {
-  // Written out as the matrix of seed 004 rather than a closed form, so it reads like the
+  // Written out as the matrix diag(p) - p p^T rather than a closed form, so it reads like the
   // derivation: J_ij = p_i (delta_ij - p_j).
   double sum_sq = 0;
   for (std::size_t i = 0; i < p.size(); ++i)

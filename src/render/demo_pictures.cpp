@@ -1,4 +1,4 @@
-// The pictures of `attn-cli demo`: what seed 000 draws with seaborn, written as files.
+// The pictures of `attn-cli demo`: the heatmaps a notebook draws with seaborn, written as files.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -93,7 +93,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
       "the score matrix as the tiled kernel walks it, in tiles of " + std::to_string(fl.teaching.tiling.block_q) +
       " queries × " + std::to_string(fl.teaching.tiling.block_k) + " keys (asked for " +
       std::to_string(fl.requested_block_q) + " × " + std::to_string(fl.requested_block_k) +
-      "; a key tile is whole " + std::to_string(fl.teaching.tiling.block_k) + "-key panels of the micro-kernel)" +
+      "; key tiles are rounded up to whole packed key panels of the micro-kernel)" +
       " · this run's max |flash − naive| on the outputs: " +
       fixed_e(std::max(fl.teaching.plain.output, fl.teaching.causal.output));
   save(flash_tiles_figure(tiles), dir, "flash_tiles", "flash", tiles.title, o, artifacts);

@@ -232,4 +232,16 @@ void draw_title_block(Canvas& c, const TitleBlock& b, double cx, double y) {
   }
 }
 
+FigureFrame frame_figure(Canvas& measure, std::string title, std::string subtitle,
+                         std::initializer_list<double> widths, double min_content_w, double margin) {
+  FigureFrame f;
+  f.margin = margin;
+  const double widest = std::max(widths);
+  f.titles = {std::move(title), std::move(subtitle), std::max(widest, 480.0)};
+  const TextSize t = title_block_size(measure, f.titles);
+  f.title_h = t.height;
+  f.content_w = std::max({widest, t.width, min_content_w});
+  return f;
+}
+
 }  // namespace attn::render

@@ -8,6 +8,7 @@
 // Layout first (measure text, decide sizes), then draw at a position: a figure's size must be
 // known before its surface exists.
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,5 +85,25 @@ struct TitleBlock {
 };
 TextSize title_block_size(Canvas& measure, const TitleBlock& block);  // height includes a gap below
 void draw_title_block(Canvas& canvas, const TitleBlock& block, double cx, double y);
+
+// The frame the multi-panel figures share: a title block centred on top, then the body
+// (panels, colorbars, legends), each part centred in the content width. The title wraps at the
+// widest of `widths` (at least 480 points); the content is as wide as the widest of those, the
+// title, and min_content_w. Sizes first: the caller positions its parts with centred_x() and
+// body_y(), sets the figure to width() and draws the title with draw_title().
+struct FigureFrame {
+  TitleBlock titles;
+  double margin = 16;
+  double title_h = 0;    // the title block's height, the gap below it included
+  double content_w = 0;  // between the margins
+
+  double width() const { return content_w + 2 * margin; }
+  double body_y() const { return margin + title_h; }
+  double centred_x(double w) const { return margin + (content_w - w) / 2; }
+  void draw_title(Canvas& canvas) const { draw_title_block(canvas, titles, width() / 2, margin); }
+};
+FigureFrame frame_figure(Canvas& measure, std::string title, std::string subtitle,
+                         std::initializer_list<double> widths, double min_content_w = 0,
+                         double margin = 16);
 
 }  // namespace attn::render

@@ -134,27 +134,24 @@ Figure flash_tiles_figure(const FlashTilesSpec& spec) {
     top = std::max(top, pl.layout.grid_y);
     bottom = std::max(bottom, pl.layout.height - pl.layout.grid_y);
   }
-  const render::TitleBlock titles{s->title, s->subtitle, std::max({row_w, legend_w, 480.0})};
-  const TextSize title = render::title_block_size(m, titles);
-  const double content_w = std::max({row_w, title.width, legend_w});
+  const render::FigureFrame frame = render::frame_figure(m, s->title, s->subtitle, {row_w, legend_w}, 0, margin);
 
   Figure f;
   std::vector<std::pair<double, double>> origins;
-  double x = margin + (content_w - row_w) / 2;
-  const double panels_y = margin + title.height;
+  double x = frame.centred_x(row_w);
+  const double panels_y = frame.body_y();
   for (const Placed& pl : placed) {  // grids' tops aligned even if one title block is taller
     origins.emplace_back(x, panels_y + top - pl.layout.grid_y);
     f.grids.push_back(render::panel_grid(*pl.panel, pl.layout, origins.back().first, origins.back().second));
     x += pl.layout.width + gap;
   }
-  const double legend_x = margin + (content_w - legend_w) / 2;
+  const double legend_x = frame.centred_x(legend_w);
   const double legend_y = panels_y + top + bottom + 14;
-  f.width = content_w + 2 * margin;
+  f.width = frame.width();
   f.height = legend_y + line_h * static_cast<double>(legend.size()) + margin;
-  const double cx = f.width / 2;
   const std::vector<CellGrid> grids = f.grids;
   f.draw = [=](Canvas& c) {
-    render::draw_title_block(c, titles, cx, margin);
+    frame.draw_title(c);
     for (std::size_t p = 0; p < placed.size(); ++p) {
       render::draw_panel(c, *placed[p].panel, placed[p].layout, origins[p].first, origins[p].second);
       // The tile boundaries on top of the cells, and the word "skipped" where it fits.

@@ -86,13 +86,11 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label);
   const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
   const double body_w = panels_w + gap + bar_w;
-  const render::TitleBlock titles{s->title, s->subtitle, std::max({body_w, legend.width, 480.0})};
-  const TextSize title = render::title_block_size(m, titles);
-  const double title_h = title.height;
-  const double content_w = std::max({body_w, title.width, legend.width});
+  const render::FigureFrame frame =
+      render::frame_figure(m, s->title, s->subtitle, {body_w, legend.width}, 0, margin);
 
   Figure f;
-  const double x0 = margin + (content_w - body_w) / 2, y0 = margin + title_h;
+  const double x0 = frame.centred_x(body_w), y0 = frame.body_y();
   std::vector<std::pair<double, double>> origins;
   for (std::size_t p = 0; p < n_panels; ++p) {
     const double sx = x0 + static_cast<double>(p % ncols) * (slot_w + gap);
@@ -103,11 +101,10 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   const double bar_x = x0 + panels_w + gap, bar_y = y0 + grid_y;
   const double bar_h = std::max(panels_h - grid_y, 120.0);
   const double legend_y = y0 + std::max(panels_h, grid_y + bar_h) + 10;
-  f.width = content_w + 2 * margin;
+  f.width = frame.width();
   f.height = legend_y + (any_masked ? legend.height + 4 : -10) + margin;
-  const double cx = f.width / 2;
   f.draw = [=](Canvas& c) {
-    render::draw_title_block(c, titles, cx, margin);
+    frame.draw_title(c);
     for (std::size_t p = 0; p < n_panels; ++p) {
       render::draw_panel(c, *panels[p], layouts[p], origins[p].first, origins[p].second);
     }

@@ -98,16 +98,14 @@ Figure kv_cache_figure(const GenerateResult& r) {
   for (const std::string* s : {&prefill_note, &decode_note, &not_yet_note})
     legend_w = std::max(legend_w, 18 + m.measure(*s, {10}).width);
 
-  const render::TitleBlock titles{
-      "KV-cache decoding of \"" + c.sentence + "\", one row per token",
+  const render::FigureFrame frame = render::frame_figure(
+      m, "KV-cache decoding of \"" + c.sentence + "\", one row per token",
       "row t is the attention of token t when it was fed: the cache grows by one key per step, so the rows stack "
       "into the causal triangle · weights averaged over " + std::to_string(c.num_heads) + " heads (" +
           std::to_string(r.num_kv_heads) + " kv heads cached) · largest difference from full recomputation " +
           scientific(r.max_diff),
-      std::max({body_w, legend_w, 480.0})};
-  const TextSize title = render::title_block_size(m, titles);
-  const double content_w = std::max({body_w, title.width, legend_w});
-  const double panel_x = margin + (content_w - body_w) / 2, panel_y = margin + title.height;
+      {body_w, legend_w}, 0, margin);
+  const double panel_x = frame.centred_x(body_w), panel_y = frame.body_y();
   const CellGrid g = render::panel_grid(*panel, pl, panel_x, panel_y);
   const double bars_x = g.x + cell * static_cast<double>(L) + gap;
   const double cbar_x = panel_x + pl.width + gap + bars_w + gap;
@@ -115,13 +113,12 @@ Figure kv_cache_figure(const GenerateResult& r) {
   const double legend_y = panel_y + std::max(pl.height, pl.grid_y + cbar_h) + 12;
 
   Figure f;
-  f.width = content_w + 2 * margin;
+  f.width = frame.width();
   f.height = legend_y + legend_h + margin;
   f.grids.push_back(g);
-  const double cx = f.width / 2;
   const GenerateResult res = r;
   f.draw = [=](Canvas& cv) {
-    render::draw_title_block(cv, titles, cx, margin);
+    frame.draw_title(cv);
     render::draw_panel(cv, *panel, pl, panel_x, panel_y);
     if (P > 0) {
       const double edge = cell * static_cast<double>(P);

@@ -216,33 +216,32 @@ Figure rope_styles_figure(const RopeLesson& r) {
       "the rows of W_q and W_k this way (HF's convert_llama_weights_to_hf.py).";
   const std::string half_caption = "rotate-half (GPT-NeoX, LLaMA-HF, Qwen): pair i = dims (i, i + d/2)";
   const std::string inter_caption = "interleaved (GPT-J, RoFormer, Meta's llama): pair i = dims (2i, 2i + 1)";
-  const render::TitleBlock titles{"Two RoPE layouts: which dims pair up",
-                                  "head dim d = " + std::to_string(d) + " · same colour = same pair = same frequency θᵢ",
-                                  std::max(row_w, 480.0)};
-  const TextSize title = render::title_block_size(m, titles);
-  const double caption_h = m.measure(half_caption, caption).height;
-  const double content_w = std::max({row_w, title.width, m.measure(half_caption, caption).width,
-                                     m.measure(inter_caption, caption).width, 460.0});
   const double margin = 16;
+  const double captions_w = std::max({m.measure(half_caption, caption).width,
+                                      m.measure(inter_caption, caption).width, 460.0});
+  const render::FigureFrame frame = render::frame_figure(
+      m, "Two RoPE layouts: which dims pair up",
+      "head dim d = " + std::to_string(d) + " · same colour = same pair = same frequency θᵢ", {row_w}, captions_w, margin);
+  const double caption_h = m.measure(half_caption, caption).height;
   const std::string p_label = "P: de-interleave";
   const double p_label_w = m.measure(p_label, {10.5}).width;
   const double brackets_h = 8 + level * static_cast<double>(pairs);
-  const double x0 = margin + (content_w - row_w) / 2;
-  const double cap1_y = margin + title.height;
+  const double x0 = frame.centred_x(row_w);
+  const double cap1_y = frame.body_y();
   const double row1_y = cap1_y + caption_h + 4 + brackets_h;
   const double arrows_h = 70;
   const double row2_y = row1_y + box + arrows_h;
   const double cap2_y = row2_y + box + 14;
   const double footer_y = cap2_y + caption_h + 14;
   Figure f;
-  f.width = content_w + 2 * margin;
+  f.width = frame.width();
   f.height = footer_y + m.measure(footer, note).height + margin;
   f.grids.push_back({x0, row1_y, box, box, 1, d});
   f.grids.push_back({x0, row2_y, box, box, 1, d});
   const double cx = f.width / 2;
   const RopeLesson lesson = r;
   f.draw = [=](Canvas& c) {
-    render::draw_title_block(c, titles, cx, margin);
+    frame.draw_title(c);
     c.text(half_caption, margin, cap1_y, caption);
     c.text(inter_caption, margin, cap2_y, caption);
     auto centre = [&](std::size_t dim) { return x0 + (static_cast<double>(dim) + 0.5) * box; };

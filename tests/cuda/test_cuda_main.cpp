@@ -7,6 +7,7 @@
 #include "attn/engine/cuda.hpp"
 #include "attn/engine/random.hpp"
 #include "attn/engine/sdpa.hpp"
+#include "fa_rule.hpp"
 
 using namespace attn;
 
@@ -46,19 +47,24 @@ int main() {
     fo.causal = c.causal;
     const SdpaResult ref = sdpa(q, k, v, c.mask ? &mask : nullptr, so);
     const FlashResult got = flash_attention_cuda(q, k, v, c.mask ? &mask : nullptr, fo);
-    double err = 0;
-    for (std::size_t i = 0; i < ref.output.size(); ++i)
+    // FlashAttention's rule, as the CPU tests apply it: at most 2x the error of plain float32.
+    const Tensor3 plain = test::plain_float32_output(q, k, v, c.mask ? &mask : nullptr, c.causal,
+                                                     1.0f / std::sqrt(float(c.d)));
+    double err = 0, err_plain = 0;
+    for (std::size_t i = 0; i < ref.output.size(); ++i) {
       err = std::max(err, double(std::fabs(ref.output.data()[i] - got.output.data()[i])));
+      err_plain = std::max(err_plain, double(std::fabs(ref.output.data()[i] - plain.data()[i])));
+    }
     // lse too: -inf exactly where every key is masked (the Lq > Lk causal case has such rows).
     bool lse_ok = true;
     for (std::size_t i = 0; i < ref.lse.size(); ++i) {
       const float a = got.lse.data()[i], b = ref.lse.data()[i];
       lse_ok = lse_ok && (std::isinf(b) ? a == b : std::fabs(a - b) <= 1e-4f * std::max(1.0f, std::fabs(b)));
     }
-    const bool ok = err < 1e-4 && lse_ok;
+    const bool ok = err <= 2 * err_plain + 1e-6 && lse_ok;
     failures += !ok;
-    std::printf("%s H=%zu Lq=%zu Lk=%zu d=%zu causal=%d mask=%d max|err|=%.2e\n", ok ? "ok  " : "FAIL", c.H,
-                c.Lq, c.Lk, c.d, int(c.causal), int(c.mask), err);
+    std::printf("%s H=%zu Lq=%zu Lk=%zu d=%zu causal=%d mask=%d max|err|=%.2e (plain float32 %.2e)\n",
+                ok ? "ok  " : "FAIL", c.H, c.Lq, c.Lk, c.d, int(c.causal), int(c.mask), err, err_plain);
   }
   return failures ? 1 : 0;
 }

@@ -12,7 +12,7 @@
 //                                     projected once, O(D^2) for all heads together)
 // Recomputing everything at step t would be O(t^2 d), so the cache turns a step from O(t^2)
 // into O(t) -- but generating n tokens still costs O(n^2 d) in total, and the cache grows as
-// O(n). Seed 002's "O(n) + O(t) = O(t)" counts only the new token's projections and forgets
+// O(n). The tutorial count "O(n) + O(t) = O(t)" counts only the new token's projections and forgets
 // that its query must read every cached key.
 //
 // Grouped-query attention shrinks it: the cache holds num_kv_heads heads, not num_heads.

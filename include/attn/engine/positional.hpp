@@ -1,6 +1,6 @@
 #pragma once
 // Sinusoidal positional encoding (Vaswani et al. 2017, "Attention Is All You Need",
-// section 3.5; seed 004):
+// section 3.5):
 //     PE[pos, 2i]     = sin(pos / 10000^(2i / d_model))
 //     PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model))
 // added to the token embeddings, which are first multiplied by sqrt(d_model) (section 3.4):

@@ -1,6 +1,6 @@
 #pragma once
-// What one self-attention layer costs, counted in closed form (seed 003's derivation,
-// O(n d^2 + n^2 d), made exact), the method table of seed 000 section 8.2 evaluated, and the
+// What one self-attention layer costs, counted in closed form (the textbook
+// O(n d^2 + n^2 d), made exact), the usual table of long-sequence methods evaluated, and the
 // KV cache of real models. Letters: n tokens, D = d_model, H heads, d = D / H.
 //
 //   step            FLOPs (= 2 x multiply-adds)      why
@@ -41,17 +41,17 @@ std::string flops_convention();
 ComplexityRow count_attention(std::size_t n, std::size_t d_model, std::size_t heads, bool causal,
                               std::size_t dtype_bytes);
 
-// Sequence length n* at which the n^2 terms equal the n D^2 terms (seed 003: "when n > d the
+// Sequence length n* at which the n^2 terms equal the n D^2 terms (the textbook "when n > d the
 // n^2 d term becomes the bottleneck"). Every count is a monomial in n, so n* is a ratio of
 // coefficients read off count_attention(1, ...).
 struct Crossover {
   double matmuls = 0;                // scores + weighted_sum vs qkv_proj + out_proj
-  double matmuls_without_out = 0;    // seed 003's four steps: no output projection
+  double matmuls_without_out = 0;    // the four steps textbooks count: no output projection
   double with_softmax = 0;           // scores + softmax + weighted_sum vs the projections
 };
 Crossover crossover_length(std::size_t d_model, std::size_t heads, bool causal);
 
-// Seed 000 section 8.2's table of long-sequence methods, evaluated: the attention core
+// The usual table of long-sequence methods, evaluated: the attention core
 // (scores + weighted sum, projections excluded: every method keeps them) at each n.
 struct MethodAt {
   std::size_t n = 0;
@@ -76,22 +76,22 @@ std::uint64_t kv_cache_bytes(const KvModel& model, std::size_t tokens, std::size
 
 struct ComplexityConfig {
   std::vector<std::size_t> ns = {128, 256, 512, 1024, 2048, 4096, 8192};
-  std::size_t d_model = 512, heads = 8, dtype_bytes = 4;  // seed 000's table: 512, 8, FP32
+  std::size_t d_model = 512, heads = 8, dtype_bytes = 4;  // the usual table's 512, 8, FP32
   bool causal = false;
   std::size_t window = 512;         // sliding window (Longformer, arXiv 2004.05150)
-  std::size_t tokens = 2048;        // KV cache length (seed 002's example)
+  std::size_t tokens = 2048;        // KV cache length (the tutorial's example)
   std::vector<std::string> models;  // presets to list; empty = all
   std::vector<KvModel> custom;      // further models given by the user
 };
 
-// Seed 002 computes LLaMA-7B's KV cache with 24 layers; it has 32 (Touvron et al. 2023,
-// arXiv 2302.13971, Table 2). Both, at seed 002's 2048 tokens and FP16, from kv_cache_bytes.
+// A widely shared tutorial computes LLaMA-7B's KV cache with 24 layers; it has 32 (Touvron et al. 2023,
+// arXiv 2302.13971, Table 2). Both, at its 2048 tokens and FP16, from kv_cache_bytes.
 struct KvClaimCheck {
   KvModel claimed, actual;
   std::size_t tokens = 0, dtype_bytes = 0;
   std::uint64_t claimed_bytes = 0, actual_bytes = 0;
 };
-KvClaimCheck seed_002_kv_check();
+KvClaimCheck tutorial_kv_claim_check();
 
 struct ComplexityReport {
   ComplexityConfig config;
@@ -99,7 +99,7 @@ struct ComplexityReport {
   Crossover crossover;
   std::vector<MethodCost> methods;
   std::vector<std::pair<KvModel, std::uint64_t>> kv_cache;  // model, bytes
-  KvClaimCheck seed_002;
+  KvClaimCheck kv_claim;
 };
 
 ComplexityReport run_complexity(const ComplexityConfig& config);

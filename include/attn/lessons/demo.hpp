@@ -1,6 +1,6 @@
 #pragma once
 // The `attn-cli demo` pipeline as a library call: sentence -> tokens -> seeded embeddings ->
-// seeded projections -> single-head self-attention -> top-k per query (seed 000, section 4),
+// seeded projections -> single-head self-attention -> top-k per query (Vaswani et al. 2017, 3.2.1),
 // the same attention under a causal mask (section 5), and a seeded multi-head run; the flash
 // check (the same Q, K, V through the tiled FlashAttention kernel, against the naive sdpa), and
 // the decode check (the multi-head run through a KV cache, against the one-shot causal run);
@@ -90,7 +90,7 @@ struct DemoResult {
   DemoFlashCheck flash;
   DemoDecodeCheck decode;
   std::optional<DemoRope> rope;  // with config.rope
-  // Issue 5's experiments at the demo's size: a small seeded Var(q.k) sweep (demo_variance_config)
+  // The variance and complexity experiments at the demo's size: a small seeded Var(q.k) sweep (demo_variance_config)
   // and the FLOPs table for the sentence's length and a few standard ones (demo_complexity_config).
   VarianceResult variance;
   ComplexityReport complexity;

@@ -1,5 +1,5 @@
 #pragma once
-// The five steps of scaled dot-product attention (seed 001, "面试标准答案"), each one kept so
+// The five steps of scaled dot-product attention (the five steps interview answers give), each one kept so
 // it can be printed, written and checked:
 //
 //   x  [L, D]  seeded token embeddings (tokenize.hpp), Q = x W_q^T, K = x W_k^T, V = x W_v^T
@@ -9,7 +9,7 @@
 //   4. softmax  P = softmax(row)           [L, L]  every row sums to 1
 //   5. output   O = P V                    [L, D]  each query's weighted mix of values
 //
-// One head with d = D, like seed 001's small example (seq_len 4, d_k 3). The last step is
+// One head with d = D, like the classic small example (seq_len 4, d_k 3). The last step is
 // compared with attn::sdpa on the same Q, K, V: computing step by step (rounding to float32
 // after each step) and in one call (float64 throughout) must agree to float32 rounding.
 #include <cstdint>
@@ -22,7 +22,7 @@
 namespace attn {
 
 struct ExplainConfig {
-  std::string sentence = "我喜欢深度学习";  // seed 001's tokens: 我 / 喜欢 / 深度 / 学习
+  std::string sentence = "我喜欢深度学习";  // ICU splits it into 我 / 喜欢 / 深度 / 学习
   std::size_t d_model = 4;
   std::uint64_t seed = 42;
   bool causal = true;

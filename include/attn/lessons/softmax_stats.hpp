@@ -1,6 +1,6 @@
 #pragma once
 // What a softmax row p (p_j >= 0, sum 1) looks like, in the three numbers the saturation
-// argument needs (seed 004, "梯度消失的推导"):
+// argument needs (the vanishing-gradient argument for 1/sqrt(d_k)):
 //
 //   max weight   max_j p_j                 1/n when uniform, -> 1 when saturated (one-hot)
 //   entropy      H(p) = -sum_j p_j ln p_j  in nats; ln n when uniform, -> 0 when one-hot

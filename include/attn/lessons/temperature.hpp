@@ -1,7 +1,7 @@
 #pragma once
-// Softmax temperature: p_j(T) = exp(s_j / T) / sum_k exp(s_k / T)   (seed 004, "引入一个超参数T").
+// Softmax temperature: p_j(T) = exp(s_j / T) / sum_k exp(s_k / T)   (Hinton et al. 2015, "Distilling the knowledge in a neural network").
 //
-// Seed 004 says it backwards once ("T越大 ... 让高值更多权重": a larger T gives high values MORE
+// A common tutorial says it backwards ("T越大 ... 让高值更多权重": a larger T gives high values MORE
 // weight). The truth, which this experiment computes on one row of scores:
 //   T -> 0    p -> uniform over the argmax (one-hot when the max is unique), entropy -> ln(#max)
 //   T = 1     plain softmax

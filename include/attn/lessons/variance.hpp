@@ -1,5 +1,5 @@
 #pragma once
-// Why attention divides by sqrt(d_k), measured (seed 000 section 1.2, seed 004).
+// Why attention divides by sqrt(d_k), measured (Vaswani et al. 2017, section 3.2.1, footnote 4).
 //
 // Claim: if q, k in R^{d_k} have i.i.d. N(0,1) entries, then E[q.k] = 0 and Var(q.k) = d_k, so
 // q.k / sqrt(d_k) has variance 1. The experiment draws `samples` independent pairs per d_k and

@@ -1,5 +1,5 @@
 #pragma once
-// The pictures of the experiments (issue 5), drawn from their results and nothing else, with
+// The pictures of the experiments, drawn from their results and nothing else, with
 // the line-plot module (line_plot.hpp):
 //   variance     Var(q·k) against d_k on log2-log2 axes beside the theory y = d_k and its
 //                ±3 standard-error band; Var(q·k/√d_k) beside 1 and its band;

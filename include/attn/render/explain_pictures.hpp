@@ -1,5 +1,5 @@
 #pragma once
-// The pictures of `explain` and `pitfalls` (issue 5), drawn from their results and nothing else:
+// The pictures of `explain` and `pitfalls`, drawn from their results and nothing else:
 //   explain   one heatmap per step of the five-step flow, token labels on both axes:
 //             1 scores Q Kᵀ and 2 scaled on a diverging map centred on 0 (signed scores),
 //             3 masked with the blocked cells hatched from the actual mask, 4 the softmax

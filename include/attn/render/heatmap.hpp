@@ -1,5 +1,5 @@
 #pragma once
-// The attention heatmap, as seed 000 draws it with seaborn and better: query tokens down the
+// The attention heatmap, as notebooks draw it with seaborn and better: query tokens down the
 // side ("Query — attending"), key tokens across the top ("Key — attended to"), the weight in
 // each cell when it fits, a colorbar, and masked cells hatched grey with a legend entry, so a
 // masked cell is never mistaken for a weight of 0.00.

@@ -1,5 +1,5 @@
 #pragma once
-// Mask diagrams, as in seed 000 section 5, side by side for each mask:
+// Mask diagrams, side by side for each mask:
 //   left  "Blocked": the additive view, −∞ added to the score where the query may not look;
 //   right "Allowed": the boolean view attn-cli uses (1/true = may attend, PyTorch SDPA).
 // Axes are positions t=0, t=1, ... For a causal or window mask with Lq < Lk the query rows

@@ -1,0 +1,41 @@
+#pragma once
+// FlashAttention's accuracy rule (Dao et al., tests/test_flash_attn.py): a kernel's error
+// against a float64 reference may be at most 2x the error of a plain float32 computation of
+// the same thing. This is the plain float32 computation, shared by the CPU and CUDA tests.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "attn/engine/tensor.hpp"
+#include "attn/engine/tile_math.hpp"
+
+namespace attn::test {
+
+// Plain float32 attention (the baseline of FlashAttention's rule): float accumulators.
+inline Tensor3 plain_float32_output(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                                    const Mask3* allowed, bool causal, float scale) {
+  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1), dv = v.shape(2);
+  const std::size_t group = H / k.shape(0);
+  Tensor3 o = xt::zeros<float>({H, Lq, dv});
+  std::vector<float> s(Lk);
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < Lq; ++i) {
+      float m = -INFINITY;
+      for (std::size_t j = 0; j < Lk; ++j) {
+        float acc = 0;
+        for (std::size_t c = 0; c < d; ++c) acc += q(h, i, c) * k(h / group, j, c);
+        const bool ok = (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
+                        (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
+        s[j] = ok ? acc * scale : -INFINITY;
+        m = std::max(m, s[j]);
+      }
+      if (m == -INFINITY) continue;
+      float z = 0;
+      for (std::size_t j = 0; j < Lk; ++j) z += (s[j] = std::exp(s[j] - m));
+      for (std::size_t j = 0; j < Lk; ++j)
+        for (std::size_t c = 0; c < dv; ++c) o(h, i, c) += s[j] / z * v(h / group, j, c);
+    }
+  return o;
+}
+
+}  // namespace attn::test

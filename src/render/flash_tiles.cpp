@@ -67,6 +67,50 @@ Rgb flash_tile_color(FlashTile::Kind kind) {
   return rgb_from_hex(0xf7f7f7);  // near the page: nothing happened here
 }
 
+namespace {
+
+// The legend under the grids: a swatch and a line for each kind of tile that occurs.
+struct TileLegend {
+  std::vector<LegendEntry> entries;
+  TextStyle style{10, false, kLegendInk};
+  double width = 0, line_h = 14;
+};
+
+TileLegend tile_legend(Canvas& m, const bool (&any)[3], bool any_hidden) {
+  TileLegend l;
+  if (any[static_cast<int>(Kind::full)])
+    l.entries.push_back({false, flash_tile_color(Kind::full), "computed in full: every score visible, no index test"});
+  if (any[static_cast<int>(Kind::diagonal)])
+    l.entries.push_back({false, flash_tile_color(Kind::diagonal),
+                         "on the diagonal: computed, then each score tested by its indices"});
+  if (any_hidden)
+    l.entries.push_back({true, {}, "hidden by that test: score set to −∞ before the softmax"});
+  if (any[static_cast<int>(Kind::skipped)])
+    l.entries.push_back({false, flash_tile_color(Kind::skipped),
+                         "skipped: above the diagonal, never read or computed"});
+  for (const LegendEntry& e : l.entries) {
+    const TextSize t = m.measure(e.text, l.style);
+    l.width = std::max(l.width, 14 + 6 + t.width);
+    l.line_h = std::max(l.line_h, t.height + 4);
+  }
+  return l;
+}
+
+void draw_tile_legend(Canvas& c, const TileLegend& l, double x, double y) {
+  for (std::size_t k = 0; k < l.entries.size(); ++k) {
+    const double ly = y + l.line_h * double(k), sy = ly + l.line_h / 2 - 7;
+    if (l.entries[k].hatched) {
+      c.hatch_rect(x, sy, 14, 14);
+    } else {
+      c.fill_rect(x, sy, 14, 14, l.entries[k].fill);
+    }
+    c.stroke_rect(x, sy, 14, 14, kTileEdge, 0.8);
+    c.text(l.entries[k].text, x + 20, ly + l.line_h / 2, l.style, 0, 0.5);
+  }
+}
+
+}  // namespace
+
 Figure flash_tiles_figure(const FlashTilesSpec& spec) {
   const std::size_t Lq = spec.Lq, Lk = spec.Lk;
   if (spec.panels.empty()) throw InputError("flash tiles: no tile grid to draw");
@@ -108,24 +152,8 @@ Figure flash_tiles_figure(const FlashTilesSpec& spec) {
     placed.push_back({panel, render::layout_panel(m, *panel)});
   }
 
-  std::vector<LegendEntry> legend;
-  if (any[static_cast<int>(Kind::full)])
-    legend.push_back({false, flash_tile_color(Kind::full), "computed in full: every score visible, no index test"});
-  if (any[static_cast<int>(Kind::diagonal)])
-    legend.push_back({false, flash_tile_color(Kind::diagonal),
-                      "on the diagonal: computed, then each score tested by its indices"});
-  if (any_hidden)
-    legend.push_back({true, {}, "hidden by that test: score set to −∞ before the softmax"});
-  if (any[static_cast<int>(Kind::skipped)])
-    legend.push_back({false, flash_tile_color(Kind::skipped),
-                      "skipped: above the diagonal, never read or computed"});
-  const TextStyle legend_style{10, false, kLegendInk};
-  double legend_w = 0, line_h = 14;
-  for (const LegendEntry& e : legend) {
-    const TextSize t = m.measure(e.text, legend_style);
-    legend_w = std::max(legend_w, 14 + 6 + t.width);
-    line_h = std::max(line_h, t.height + 4);
-  }
+  const TileLegend legend = tile_legend(m, any, any_hidden);
+  const double legend_w = legend.width, line_h = legend.line_h;
 
   const double margin = 16, gap = 40;
   double row_w = 0, top = 0, bottom = 0;
@@ -148,7 +176,7 @@ Figure flash_tiles_figure(const FlashTilesSpec& spec) {
   const double legend_x = frame.centred_x(legend_w);
   const double legend_y = panels_y + top + bottom + 14;
   f.width = frame.width();
-  f.height = legend_y + line_h * static_cast<double>(legend.size()) + margin;
+  f.height = legend_y + line_h * static_cast<double>(legend.entries.size()) + margin;
   const std::vector<CellGrid> grids = f.grids;
   f.draw = [=](Canvas& c) {
     frame.draw_title(c);
@@ -166,16 +194,7 @@ Figure flash_tiles_figure(const FlashTilesSpec& spec) {
         }
       }
     }
-    for (std::size_t k = 0; k < legend.size(); ++k) {
-      const double ly = legend_y + line_h * double(k), sy = ly + line_h / 2 - 7;
-      if (legend[k].hatched) {
-        c.hatch_rect(legend_x, sy, 14, 14);
-      } else {
-        c.fill_rect(legend_x, sy, 14, 14, legend[k].fill);
-      }
-      c.stroke_rect(legend_x, sy, 14, 14, kTileEdge, 0.8);
-      c.text(legend[k].text, legend_x + 20, ly + line_h / 2, legend_style, 0, 0.5);
-    }
+    draw_tile_legend(c, legend, legend_x, legend_y);
   };
   return f;
 }

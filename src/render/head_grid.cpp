@@ -11,6 +11,28 @@
 
 namespace attn {
 
+namespace {
+
+// Panel p < H is head p; panel H is the mean. A cell of the mean is masked only when it is
+// masked in every head (otherwise it averages real weights with zeros).
+bool masked_cell(const HeadGridSpec& s, std::size_t H, std::size_t p, std::size_t i, std::size_t j) {
+  if (!s.allowed) return false;
+  const Mask3& a = *s.allowed;
+  if (a.shape(0) == 1) return !a(0, i, j);
+  if (p < H) return !a(p, i, j);
+  for (std::size_t h = 0; h < H; ++h) if (a(h, i, j)) return false;
+  return true;
+}
+
+bool any_masked_cell(const HeadGridSpec& s, std::size_t H, std::size_t Lq, std::size_t Lk) {
+  for (std::size_t i = 0; i < Lq; ++i)
+    for (std::size_t j = 0; j < Lk; ++j)
+      for (std::size_t p = 0; p < H; ++p)
+        if (masked_cell(s, H, p, i, j)) return true;
+  return false;
+}
+
+}  // namespace
 
 Figure head_grid_figure(const HeadGridSpec& spec) {
   const std::size_t H = spec.weights.shape(0), Lq = spec.weights.shape(1), Lk = spec.weights.shape(2);
@@ -29,20 +51,8 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   const auto cmap = std::make_shared<Colormap>(Colormap::by_name(s->colormap));
   const ColorScale scale = color_scale_for({s->weights.data(), s->weights.size()}, s->vmax);
 
-  // Panel p < H is head p; panel H is the mean. A cell of the mean is masked only when it is
-  // masked in every head (otherwise it averages real weights with zeros).
-  auto masked = [s, H](std::size_t p, std::size_t i, std::size_t j) {
-    if (!s->allowed) return false;
-    const Mask3& a = *s->allowed;
-    if (a.shape(0) == 1) return !a(0, i, j);
-    if (p < H) return !a(p, i, j);
-    for (std::size_t h = 0; h < H; ++h) if (a(h, i, j)) return false;
-    return true;
-  };
-  bool any_masked = false;
-  for (std::size_t i = 0; i < Lq && !any_masked; ++i)
-    for (std::size_t j = 0; j < Lk && !any_masked; ++j)
-      for (std::size_t p = 0; p < H; ++p) any_masked = any_masked || masked(p, i, j);
+  auto masked = [s, H](std::size_t p, std::size_t i, std::size_t j) { return masked_cell(*s, H, p, i, j); };
+  const bool any_masked = any_masked_cell(*s, H, Lq, Lk);
 
   const std::size_t n_panels = H + (s->show_mean ? 1 : 0);
   const std::size_t ncols = std::min<std::size_t>(

@@ -43,6 +43,34 @@ std::string step_text(const GenerateStep& s) {
   return "+1 → " + cache;
 }
 
+// The legend under the picture: the prefill outline, the decode bars, the masked cells (the
+// future, causal) and the keys not yet cached.
+struct CacheLegend {
+  std::string prefill, decode, not_yet;
+  double row = 0, width = 0, height = 0;
+};
+
+CacheLegend cache_legend(Canvas& m, std::size_t prefill) {
+  CacheLegend l{"prefill: " + std::to_string(prefill) + " prompt tokens in one step (causal among themselves)",
+                "decode: one token per step; its query reads every cached key",
+                "·  key not in the cache yet (that token has not been fed)"};
+  const TextSize masked = render::masked_legend_size(m);
+  l.row = masked.height + 4;
+  l.height = 4 * (masked.height + 4);
+  l.width = masked.width;
+  for (const std::string* s : {&l.prefill, &l.decode, &l.not_yet}) l.width = std::max(l.width, 18 + m.measure(*s, {10}).width);
+  return l;
+}
+
+void draw_cache_legend(Canvas& cv, const CacheLegend& l, double x, double y) {
+  cv.stroke_rect(x + 1, y + 1, 10, 10, kPrefill, 2);
+  cv.text(l.prefill, x + 18, y + 6, {10, false, kAxisInk}, 0, 0.5);
+  cv.fill_rect(x, y + l.row + 1, 12, 10, kDecode);
+  cv.text(l.decode, x + 18, y + l.row + 6, {10, false, kAxisInk}, 0, 0.5);
+  render::draw_masked_legend(cv, x, y + 2 * l.row);
+  cv.text(l.not_yet, x + 3, y + 3 * l.row + 6, {10, false, kAxisInk}, 0, 0.5);
+}
+
 }  // namespace
 
 Figure kv_cache_figure(const GenerateResult& r) {
@@ -89,14 +117,8 @@ Figure kv_cache_figure(const GenerateResult& r) {
   const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, "weight (mean over heads)");
   const double body_w = pl.width + gap + bars_w + gap + bar_w;
 
-  const TextSize masked = render::masked_legend_size(m);
-  const std::string prefill_note = "prefill: " + std::to_string(P) + " prompt tokens in one step (causal among themselves)";
-  const std::string decode_note = "decode: one token per step; its query reads every cached key";
-  const std::string not_yet_note = "·  key not in the cache yet (that token has not been fed)";
-  const double legend_h = 4 * (masked.height + 4);
-  double legend_w = masked.width;
-  for (const std::string* s : {&prefill_note, &decode_note, &not_yet_note})
-    legend_w = std::max(legend_w, 18 + m.measure(*s, {10}).width);
+  const CacheLegend legend = cache_legend(m, P);
+  const double legend_w = legend.width, legend_h = legend.height;
 
   const render::FigureFrame frame = render::frame_figure(
       m, "KV-cache decoding of \"" + c.sentence + "\", one row per token",
@@ -138,13 +160,7 @@ Figure kv_cache_figure(const GenerateResult& r) {
     cv.fill_rect(bars_x, g.y, 0.8, grid_h, rgb_from_hex(0x8c8c8c));  // the bars' zero line
     render::draw_colorbar(cv, *cmap, scale.vmin, scale.vmax, cbar_x, g.y, cbar_h, "weight (mean over heads)");
 
-    const double lx = panel_x + pl.grid_x, row = masked.height + 4;
-    cv.stroke_rect(lx + 1, legend_y + 1, 10, 10, kPrefill, 2);
-    cv.text(prefill_note, lx + 18, legend_y + 6, {10, false, kAxisInk}, 0, 0.5);
-    cv.fill_rect(lx, legend_y + row + 1, 12, 10, kDecode);
-    cv.text(decode_note, lx + 18, legend_y + row + 6, {10, false, kAxisInk}, 0, 0.5);
-    render::draw_masked_legend(cv, lx, legend_y + 2 * row);
-    cv.text(not_yet_note, lx + 3, legend_y + 3 * row + 6, {10, false, kAxisInk}, 0, 0.5);
+    draw_cache_legend(cv, legend, panel_x + pl.grid_x, legend_y);
   };
   return f;
 }

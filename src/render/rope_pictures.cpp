@@ -187,6 +187,31 @@ Figure rope_frequencies_figure(const RopeLesson& r) {
           "pairs far ones · " + setup_line(r));
 }
 
+namespace {
+
+// For each dim of a head, the RoPE pair (frequency index) it belongs to in one layout.
+std::vector<std::size_t> pair_of_dim(const RopeLesson& r, bool rotate_half) {
+  std::vector<std::size_t> owner(r.config.head_dim);
+  for (std::size_t i = 0; i < r.frequencies.size(); ++i) {
+    const auto [a, b] = rotate_half ? r.frequencies[i].half_dims : r.frequencies[i].interleaved_dims;
+    owner[a] = owner[b] = i;
+  }
+  return owner;
+}
+
+// The footer of the layouts figure: the permutation between them and why it matters.
+std::string permutation_note(const RopeLesson& r) {
+  std::string perm;
+  for (std::size_t p : r.permutation) perm += (perm.empty() ? "" : " ") + std::to_string(p);
+  return "Arrows: the permutation P that de-interleaves, half[m] = interleaved[perm[m]] with perm = (" + perm +
+         "). Then rope_half(P x) = P rope_interleaved(x) for every x and position (largest difference here " +
+         fmt("%.1e", r.permutation_max_diff) +
+         "): one rotation in two memory layouts. Loading Meta's checkpoints into rotate-half code permutes "
+         "the rows of W_q and W_k this way (HF's convert_llama_weights_to_hf.py).";
+}
+
+}  // namespace
+
 Figure rope_styles_figure(const RopeLesson& r) {
   const std::size_t d = r.config.head_dim, pairs = d / 2;
   const double box = std::clamp(520.0 / static_cast<double>(d), 8.0, 34.0);
@@ -197,23 +222,12 @@ Figure rope_styles_figure(const RopeLesson& r) {
   auto pair_color = [pairs](std::size_t i) {
     return pairs <= 10 ? series_color(i) : Colormap::by_name("viridis").at(static_cast<double>(i) / static_cast<double>(pairs - 1));
   };
-  std::vector<std::size_t> half_pair(d), inter_pair(d);
-  for (std::size_t i = 0; i < pairs; ++i) {
-    half_pair[r.frequencies[i].half_dims.first] = half_pair[r.frequencies[i].half_dims.second] = i;
-    inter_pair[r.frequencies[i].interleaved_dims.first] = inter_pair[r.frequencies[i].interleaved_dims.second] = i;
-  }
+  const std::vector<std::size_t> half_pair = pair_of_dim(r, true), inter_pair = pair_of_dim(r, false);
 
   Canvas m = Canvas::measuring();
   const TextStyle caption{11, true, kInk};
   const TextStyle note{10, false, kAxisInk, std::max(row_w, 460.0), true};
-  std::string perm;
-  for (std::size_t p : r.permutation) perm += (perm.empty() ? "" : " ") + std::to_string(p);
-  const std::string footer =
-      "Arrows: the permutation P that de-interleaves, half[m] = interleaved[perm[m]] with perm = (" + perm +
-      "). Then rope_half(P x) = P rope_interleaved(x) for every x and position (largest difference here " +
-      fmt("%.1e", r.permutation_max_diff) +
-      "): one rotation in two memory layouts. Loading Meta's checkpoints into rotate-half code permutes "
-      "the rows of W_q and W_k this way (HF's convert_llama_weights_to_hf.py).";
+  const std::string footer = permutation_note(r);
   const std::string half_caption = "rotate-half (GPT-NeoX, LLaMA-HF, Qwen): pair i = dims (i, i + d/2)";
   const std::string inter_caption = "interleaved (GPT-J, RoFormer, Meta's llama): pair i = dims (2i, 2i + 1)";
   const double margin = 16;

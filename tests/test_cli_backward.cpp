@@ -151,3 +151,19 @@ TEST_CASE("cli backward: the --help examples run and answer with gradients") {
   CHECK(jm.contains("grad_b_q"));
   CHECK(run_cli("mha --help").out.find("mha_backward.json") != std::string::npos);
 }
+
+TEST_CASE("cli backward: bench --backward times flash against naive with FlashAttention's 2.5x rule") {
+  const CliResult r = run_cli("bench --backward --n 40,70 --heads 2 --head-dim 8 --causal --repeat 1 --block-q 16 --block-k 16 --json");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const Json out = Json::parse(r.out);
+  CHECK(out["flops_convention"].get<std::string>().find("2.5 x") == 0);
+  REQUIRE(out["runs"].size() == 4);
+  for (const Json& run : out["runs"]) {
+    CHECK(run["pass"] == "backward");
+    CHECK(run["gflops"].get<double>() > 0);
+    CHECK(run["max_abs_err_vs_naive"].get<double>() < 1e-5);  // float64 inside, float32 out
+  }
+  check_input_error(run_cli("bench --backward --backend blas --n 8 --repeat 1"),
+                    "--backward: backend blas has no backward pass");
+}

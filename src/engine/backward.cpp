@@ -86,4 +86,21 @@ SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v
   return {xt::cast<float>(g.dq), xt::cast<float>(g.dk), xt::cast<float>(g.dv)};
 }
 
+SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                            const SdpaResult& forward, const Tensor3& grad_output,
+                            const SdpaOptions& options) {
+  check_head_shapes(shape_of(q), shape_of(k), shape_of(v), nullptr);
+  check_sdpa_options(options, q.shape(0));
+  detail::check_backward_options(options, {});
+  check_grad_output_shape(shape_of(grad_output), {q.shape(0), q.shape(1), v.shape(2)});
+  const Shape weights{q.shape(0), q.shape(1), k.shape(1)};
+  if (shape_of(forward.weights) != weights) {
+    throw InputError("weights: expected shape " + shape_string(weights) + ", got " + shape_string(forward.weights.shape()));
+  }
+  const detail::GradsF64 g = detail::sdpa_backward_f64(
+      xt::cast<double>(q), xt::cast<double>(k), xt::cast<double>(v), xt::cast<double>(forward.weights),
+      xt::cast<double>(grad_output), resolved_scale(options.scale, q.shape(2)) / options.temperature);
+  return {xt::cast<float>(g.dq), xt::cast<float>(g.dk), xt::cast<float>(g.dv)};
+}
+
 }  // namespace attn

@@ -35,6 +35,13 @@ SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v
                             const Mask3* allowed, const Tensor3& grad_output,
                             const SdpaOptions& options = {});
 
+// The same from a forward that was already run: forward.weights are sdpa()'s for the same
+// inputs and options (a training step keeps them from its forward pass; rounded to float32,
+// they cost the gradients about one float32 rounding).
+SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                            const SdpaResult& forward, const Tensor3& grad_output,
+                            const SdpaOptions& options = {});
+
 // FlashAttention-2's backward (Algorithm 2): the weights are recomputed tile by tile from q, k
 // and the forward's lse, never stored. `forward` is what flash_attention() returned for the
 // same inputs and options (its lse64 is used when present: a float32 lse of 1e4 is off by

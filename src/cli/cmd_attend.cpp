@@ -6,6 +6,7 @@
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/attention.hpp"
+#include "attn/engine/backward.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/engine/mask.hpp"
 #include "attn/engine/sdpa.hpp"
@@ -65,7 +66,7 @@ void run_attend(const AttendOptions& opts) {
   const Json in = read_json(opts.input);
   require_object(in);
   warn_unknown_fields(in, {"q", "k", "v", "mask", "causal", "scale", "temperature", "backend",
-                           "block_size", "precision"});
+                           "block_size", "precision", "grad_output"});
   const DenseArray q = parse_array(require_field(in, "q"), "q");
   const DenseArray k = parse_array(require_field(in, "k"), "k");
   const DenseArray v = parse_array(require_field(in, "v"), "v");
@@ -74,6 +75,13 @@ void run_attend(const AttendOptions& opts) {
     mask = parse_array(in.at("mask"), "mask", /*booleans=*/true);
   }
   check_sdpa_shapes(q.shape, k.shape, v.shape, mask ? &mask->shape : nullptr);
+  const bool rank2 = q.shape.size() == 2;
+  std::optional<DenseArray> grad_output;  // dLoss/dO: asks for the backward pass
+  if (in.contains("grad_output") && !in.at("grad_output").is_null()) {
+    grad_output = parse_array(in.at("grad_output"), "grad_output");
+    const std::size_t Lq = q.shape[q.shape.size() - 2], dv = v.shape.back();
+    check_grad_output_shape(grad_output->shape, rank2 ? Shape{Lq, dv} : Shape{q.shape[0], Lq, dv});
+  }
   const BackendOptions backend = backend_from(in);
   const SdpaOptions options = sdpa_options_from(in);
   const Mask3 allowed = mask ? mask_from(*mask) : Mask3{};
@@ -81,15 +89,19 @@ void run_attend(const AttendOptions& opts) {
   const Tensor3 q3 = as_heads(q), k3 = as_heads(k), v3 = as_heads(v);
 
   const SdpaResult r = attention(q3, k3, v3, allowed_ptr, options, backend, !opts.no_weights);
+  // Answer in the rank we were asked in: [1, L, x] goes out as [L, x].
+  auto in_rank = [rank2](const Tensor3& t) {
+    return rank2 ? to_json(Tensor2(xt::view(t, 0, xt::all(), xt::all()))) : to_json(t);
+  };
   Json out;  // built first: a non-finite value throws before any warning is printed
-  if (q.shape.size() == 2) {  // answer in the rank we were asked in
-    out["output"] = to_json(Tensor2(xt::view(r.output, 0, xt::all(), xt::all())));
-    if (!opts.no_weights) out["weights"] = to_json(Tensor2(xt::view(r.weights, 0, xt::all(), xt::all())));
-    out["lse"] = lse_to_json(Tensor1(xt::view(r.lse, 0, xt::all())));
-  } else {
-    out["output"] = to_json(r.output);
-    if (!opts.no_weights) out["weights"] = to_json(r.weights);
-    out["lse"] = lse_to_json(r.lse);
+  out["output"] = in_rank(r.output);
+  if (!opts.no_weights) out["weights"] = in_rank(r.weights);
+  out["lse"] = rank2 ? lse_to_json(Tensor1(xt::view(r.lse, 0, xt::all()))) : lse_to_json(r.lse);
+  if (grad_output) {
+    const SdpaGradients g = attention_backward(q3, k3, v3, allowed_ptr, as_heads(*grad_output), options, backend);
+    out["grad_q"] = in_rank(g.grad_q);
+    out["grad_k"] = in_rank(g.grad_k);
+    out["grad_v"] = in_rank(g.grad_v);
   }
   warn_fully_masked(r.lse);
   write_file_atomically(opts.output, out.dump() + "\n");
@@ -112,14 +124,20 @@ void setup_attend(CLI::App& app) {
          "mask"?: [Lq,Lk] of 0/1 (1 = may attend), "causal"?: bool (bottom-right aligned),
          "scale"?: number (default 1/sqrt(d)), "temperature"?: number,
          "backend"?: "naive" (float64 reference) | "flash" (tiled, online softmax),
-         "block_size"?: flash tile edge, "precision"?: "float64" (default) | "float32" (flash)}
-Output: {"output": [Lq,dv], "weights": [Lq,Lk], "lse": [Lq] (null = every key masked)}
+         "block_size"?: flash tile edge, "precision"?: "float64" (default) | "float32" (flash),
+         "grad_output"?: [Lq,dv] or [H,Lq,dv] = dLoss/dOutput (runs the backward pass)}
+Output: {"output": [Lq,dv], "weights": [Lq,Lk], "lse": [Lq] (null = every key masked),
+         with grad_output: "grad_q", "grad_k", "grad_v" (each the shape of q, k, v)}
+The backward pass (naive: through the stored weights; flash: FlashAttention-2's Algorithm 2,
+weights recomputed tile by tile) runs in float64. With GQA, grad_k and grad_v are summed over
+the query heads that share a key/value head; a fully masked row contributes nothing.
 On a terminal the weights are also shown as coloured cells (on stderr while the JSON is on
 stdout; never when the output is piped).
 
 Examples:
   attn-cli attend --input data/examples/attend_small.json
   attn-cli attend --input data/examples/attend_flash.json
+  attn-cli attend --input data/examples/attend_backward.json --no-weights
   echo '{"q":[[1,0]],"k":[[1,0],[0,1]],"v":[[1,2],[3,4]]}' | attn-cli attend --input -
 )");
   cmd->callback([opts] { run_attend(*opts); });

@@ -19,7 +19,7 @@ struct BenchOptions {
   std::vector<std::size_t> n{512, 1024};
   std::vector<std::size_t> threads{1};
   std::size_t heads = 8, head_dim = 64, repeat = 3, block_q = 0, block_k = 0, sgemm_n = 0;
-  bool causal = false, json = false, no_check = false;
+  bool causal = false, json = false, no_check = false, backward = false;
 };
 
 // The naive check holds H x n x n float64 weights and more; skip it (null error) where that
@@ -60,6 +60,7 @@ void run_bench_command(const BenchOptions& o) {
         c.block_q = o.block_q;
         c.block_k = o.block_k;
         c.check = !o.no_check && naive_fits(n, o.heads);
+        c.backward = o.backward;
         if ((backend == "naive" || backend == "blas") && !naive_fits(n, o.heads))
           throw InputError("--n " + std::to_string(n) + ": the " + backend + " backend would not fit in memory");
         if (progress) std::cerr << "running " << backend << " n=" << n << " threads=" << c.threads << "...      \r" << std::flush;
@@ -74,12 +75,15 @@ void run_bench_command(const BenchOptions& o) {
         if (o.sgemm_n) run["fraction_of_sgemm"] = r.gflops / sgemm_by_threads[ti];
         if (c.threads == 1) run["min_thread_cpu_ms"] = r.min_thread_cpu_ms;
         if (backend == "cuda") run["includes_host_device_copies"] = true;
+        if (o.backward) run["pass"] = "backward";
         runs.push_back(run);
       }
   if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
 
   if (o.json) {
-    Json out = {{"flops_convention", "4*H*n*n*d, halved when causal (FlashAttention's benchmark rule)"},
+    const char* convention = o.backward ? "2.5 x 4*H*n*n*d, halved when causal (FlashAttention's rule for the backward pass)"
+                                        : "4*H*n*n*d, halved when causal (FlashAttention's benchmark rule)";
+    Json out = {{"flops_convention", convention},
                 {"timing", "one untimed warm-up run, then --repeat timed runs; cuda times include host-device copies"},
                 {"isa", flash_isa()},
                 {"runs", runs}};
@@ -87,9 +91,15 @@ void run_bench_command(const BenchOptions& o) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::printf("attention forward, H=%zu, d=%zu, %s, flash kernel ISA: %s\n", o.heads, o.head_dim,
-              o.causal ? "causal" : "not causal", flash_isa().c_str());
-  std::printf("GFLOP/s counts 4*H*n^2*d (halved when causal), FlashAttention's benchmark rule.\n");
+  if (o.backward) {
+    std::printf("attention backward (dQ, dK, dV; float64), H=%zu, d=%zu, %s\n", o.heads, o.head_dim,
+                o.causal ? "causal" : "not causal");
+    std::printf("GFLOP/s counts 2.5 x 4*H*n^2*d (halved when causal), FlashAttention's rule for the backward.\n");
+  } else {
+    std::printf("attention forward, H=%zu, d=%zu, %s, flash kernel ISA: %s\n", o.heads, o.head_dim,
+                o.causal ? "causal" : "not causal", flash_isa().c_str());
+    std::printf("GFLOP/s counts 4*H*n^2*d (halved when causal), FlashAttention's benchmark rule.\n");
+  }
   for (std::size_t ti = 0; ti < o.threads.size(); ++ti)
     if (o.sgemm_n)
       std::printf("OpenBLAS sgemm %zu^3 on %zu thread(s): %.1f GFLOP/s\n", o.sgemm_n, o.threads[ti],
@@ -130,10 +140,13 @@ void setup_bench(CLI::App& app) {
   cmd->add_option("--sgemm", o->sgemm_n, "also measure OpenBLAS sgemm N^3 as the yardstick (0 = off)")
       ->check(CLI::Range(0, 16384));
   cmd->add_flag("--no-check", o->no_check, "skip the naive run used for the error column");
+  cmd->add_flag("--backward", o->backward,
+                "time the backward pass (dQ, dK, dV from a forward run before the clock; naive or flash, float64)");
   cmd->add_flag("--json", o->json, "print JSON (DESIGN.md) instead of a table");
   cmd->footer(R"(Examples:
   attn-cli bench --n 256 --heads 2 --repeat 1
   attn-cli bench --backend flash --n 512 --causal --threads 1,2 --json
+  attn-cli bench --backward --n 256 --heads 2 --repeat 1
 )");
   cmd->callback([o] { run_bench_command(*o); });
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/backward.hpp"
 #include "attn/engine/mha.hpp"
 #include "commands.hpp"
 #include "common.hpp"
@@ -89,13 +90,23 @@ std::optional<std::size_t> decode_from_field(const Json& in, bool self, bool cau
   return static_cast<std::size_t>(v.get<long long>());
 }
 
+// "grad_output": dLoss/dy [Lq, D], which asks for the backward pass. Not with decode_from: the
+// backward differentiates the one-shot run (which decoding reproduces).
+std::optional<Tensor2> grad_output_field(const Json& in, const Tensor2& query, bool decoding) {
+  if (!in.contains("grad_output") || in.at("grad_output").is_null()) return std::nullopt;
+  if (decoding) throw InputError("grad_output: not supported with decode_from (drop decode_from: the one-shot run has the same gradients)");
+  const DenseArray a = parse_array(in.at("grad_output"), "grad_output");
+  check_grad_output_shape(a.shape, {query.shape(0), query.shape(1)});
+  return to_tensor<2>(a);
+}
+
 void run_mha(const MhaCliOptions& opts) {
   const Json in = read_json(opts.input);
   require_object(in);
   warn_unknown_fields(in, {"query", "key", "value", "num_heads", "num_kv_heads", "w_q", "w_k",
                            "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask", "causal", "scale",
                            "temperature", "dropout", "seed", "backend", "block_size", "precision", "rope",
-                           "decode_from"});
+                           "decode_from", "grad_output"});
   const Tensor2 query = matrix_field(in, "query");
   const bool self = !in.contains("key") && !in.contains("value");
   if (!self && !(in.contains("key") && in.contains("value"))) {
@@ -135,6 +146,7 @@ void run_mha(const MhaCliOptions& opts) {
     allowed = mask_from(m);
   }
   const Mask3* mask = allowed ? &*allowed : nullptr;
+  const std::optional<Tensor2> grad_output = grad_output_field(in, query, decode_from.has_value());
   std::optional<MhaDecodeResult> decoded;
   if (decode_from) decoded = mha_decode(query, w, mask, options, *decode_from);
   const MhaResult r = decoded ? decoded->result : mha(query, key, value, w, mask, options);
@@ -143,6 +155,23 @@ void run_mha(const MhaCliOptions& opts) {
   if (!opts.no_weights) out["weights"] = to_json(r.weights);
   out["lse"] = lse_to_json(r.lse);
   if (decoded) out["kv_cache_len"] = decoded->kv_cache_len;
+  if (grad_output) {
+    const MhaGradients g = self ? mha_self_backward(query, w, mask, *grad_output, options)
+                                : mha_backward(query, key, value, w, mask, *grad_output, options);
+    out["grad_query"] = to_json(g.grad_query);
+    if (!self) {
+      out["grad_key"] = to_json(g.grad_key);
+      out["grad_value"] = to_json(g.grad_value);
+    }
+    out["grad_w_q"] = to_json(g.grad_w_q);
+    out["grad_w_k"] = to_json(g.grad_w_k);
+    out["grad_w_v"] = to_json(g.grad_w_v);
+    out["grad_w_o"] = to_json(g.grad_w_o);
+    if (g.grad_b_q) out["grad_b_q"] = to_json(*g.grad_b_q);
+    if (g.grad_b_k) out["grad_b_k"] = to_json(*g.grad_b_k);
+    if (g.grad_b_v) out["grad_b_v"] = to_json(*g.grad_b_v);
+    if (g.grad_b_o) out["grad_b_o"] = to_json(*g.grad_b_o);
+  }
   warn_fully_masked(r.lse);
   write_file_atomically(opts.output, out.dump() + "\n");
 }
@@ -164,18 +193,25 @@ void setup_mha(CLI::App& app) {
          "dropout"?: p (off by default), "seed"?: dropout seed,
          "rope"?: {"base"?: 10000, "style"?: "half" | "interleaved", "position_ids"?: [Lq ints]},
          "decode_from"?: P (causal self-attention only, 0 <= P <= Lq),
-         "backend"?: "naive" | "flash" | "cuda", "block_size"?, "precision"?: "float64" | "float32"}
-Output: {"output": [Lq,D], "weights": [H,Lq,Lk], "lse": [H,Lq], "kv_cache_len"?: int}
+         "backend"?: "naive" | "flash" | "cuda", "block_size"?, "precision"?: "float64" | "float32",
+         "grad_output"?: [Lq,D] = dLoss/dOutput (runs the backward pass; naive or flash)}
+Output: {"output": [Lq,D], "weights": [H,Lq,Lk], "lse": [H,Lq], "kv_cache_len"?: int,
+         with grad_output: "grad_query", "grad_w_q", "grad_w_k", "grad_w_v", "grad_w_o",
+         "grad_b_q|k|v|o" (for each bias given), "grad_key", "grad_value" (cross-attention)}
 
 RoPE rotates q and k per head after the projection: "half" = rotate_half, pairs (i, i+d/2)
 (GPT-NeoX, LLaMA-HF); "interleaved" = pairs (2i, 2i+1) (GPT-J, RoFormer, Meta's llama).
 Queries sit at position_ids (default 0..Lq-1); self-attention keys share them, cross-attention
 keys sit at 0..Lk-1. decode_from P prefills P tokens into a KV cache, then decodes the rest one
 at a time; the result equals the one-shot causal run (decoded weight rows padded with 0).
+The backward pass runs in float64, through RoPE (the inverse rotation) and the projections;
+in self-attention grad_query is the whole gradient of the input (it is query, key and value).
+Not with dropout or decode_from.
 
 Examples:
   attn-cli mha --input data/examples/mha_gqa.json
   attn-cli mha --input data/examples/mha_rope_decode.json
+  attn-cli mha --input data/examples/mha_backward.json --no-weights
 )");
   cmd->callback([opts] { run_mha(*opts); });
 }

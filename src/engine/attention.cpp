@@ -2,6 +2,7 @@
 
 #include "attn/engine/cuda.hpp"
 #include "attn/engine/error.hpp"
+#include "backward_f64.hpp"
 #include "sdpa_f64.hpp"
 
 namespace attn {
@@ -56,7 +57,35 @@ SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const
   return r;
 }
 
+SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                                 const Mask3* allowed, const Tensor3& grad_output,
+                                 const SdpaOptions& options, const BackendOptions& backend) {
+  check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
+  check_sdpa_options(options, q.shape(0));
+  detail::check_backward_options(options, backend);
+  check_grad_output_shape(shape_of(grad_output), {q.shape(0), q.shape(1), v.shape(2)});
+  const detail::TensorD3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
+  const detail::SdpaF64 forward = detail::attend_f64(qd, kd, vd, allowed, options, backend);
+  const detail::GradsF64 g = detail::attend_backward_f64(qd, kd, vd, allowed, forward,
+                                                         xt::cast<double>(grad_output), options, backend);
+  return {xt::cast<float>(g.dq), xt::cast<float>(g.dk), xt::cast<float>(g.dv)};
+}
+
 namespace detail {
+
+GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v,
+                             const Mask3* allowed, const SdpaF64& forward,
+                             const TensorD3& grad_output, const SdpaOptions& options,
+                             const BackendOptions& backend) {
+  check_backward_options(options, backend);
+  if (backend.backend == Backend::naive) {
+    return sdpa_backward_f64(q, k, v, forward.weights, grad_output,
+                             resolved_scale(options.scale, q.shape(2)) / options.temperature);
+  }
+  return flash_backward_f64(q, k, v, allowed, forward.output, forward.lse, grad_output,
+                            tiled_options(options, backend, q.shape(2)));
+}
+
 
 SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
                    const SdpaOptions& options, const BackendOptions& backend) {

@@ -4,14 +4,12 @@
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/kv_cache.hpp"
+#include "mha_parts.hpp"
 #include "sdpa_f64.hpp"
 
 namespace attn {
-namespace {
-
-using detail::TensorD1;
-using detail::TensorD2;
-using detail::TensorD3;
+// The pieces mha_backward.cpp shares (mha_parts.hpp); the others are private to this file.
+namespace detail {
 
 void expect_shape(const std::string& field, const Shape& actual, const Shape& expected) {
   if (actual != expected) {
@@ -20,10 +18,6 @@ void expect_shape(const std::string& field, const Shape& actual, const Shape& ex
   }
 }
 
-
-struct HeadLayout {
-  std::size_t D, H, Hkv, d;
-};
 
 HeadLayout check_heads(std::size_t D, const MhaOptions& o) {
   const std::size_t H = o.num_heads, Hkv = o.num_kv_heads ? o.num_kv_heads : o.num_heads;
@@ -146,7 +140,9 @@ TensorD2 project_rows(const TensorD2& x, std::size_t first, std::size_t count, c
   return detail::linear_f64(rows, xt::cast<double>(w), bd ? &*bd : nullptr);
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;  // this file is where those pieces live
 
 MhaResult mha(const Tensor2& query, const Tensor2& key, const Tensor2& value,
               const MhaWeights& w, const Mask3* allowed, const MhaOptions& options) {

@@ -41,8 +41,11 @@ std::vector<std::size_t> interleaved_to_half_permutation(std::size_t d) {
   return perm;
 }
 
-void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
-                        double base, RopeStyle style) {
+namespace {
+
+// Turns row r of x [L, d] by direction * positions[r] * theta_i (direction +1 or -1).
+void rotate_rows(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
+                 double base, RopeStyle style, double direction) {
   // x [L, d]; pair (a, b) of row r turns by angle positions[r] * theta_i:
   //   x_a' = x_a cos - x_b sin,   x_b' = x_b cos + x_a sin
   // which is HF's q * cos + rotate_half(q) * sin for the half layout, and the complex product
@@ -53,7 +56,7 @@ void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std:
     double* row = x.data() + r * d;
     const double pos = static_cast<double>(positions[r]);
     for (std::size_t i = 0; i < d / 2; ++i) {
-      const double angle = pos * theta[i];
+      const double angle = direction * pos * theta[i];
       const double c = std::cos(angle), s = std::sin(angle);
       const auto [a, b] = rope_pair(style, i, d);
       const double xa = row[a], xb = row[b];
@@ -61,6 +64,18 @@ void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std:
       row[b] = xb * c + xa * s;
     }
   }
+}
+
+}  // namespace
+
+void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
+                        double base, RopeStyle style) {
+  rotate_rows(x, d, positions, base, style, 1.0);
+}
+
+void apply_rope_inverse_inplace(std::span<double> x, std::size_t d,
+                                std::span<const std::int64_t> positions, double base, RopeStyle style) {
+  rotate_rows(x, d, positions, base, style, -1.0);
 }
 
 std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style) {

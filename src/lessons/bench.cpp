@@ -10,6 +10,7 @@
 #include <string>
 
 #include "attn/engine/attention.hpp"
+#include "attn/engine/backward.hpp"
 #include "attn/engine/cuda.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
@@ -81,7 +82,59 @@ Timings time_runs(std::size_t repeat, F&& f) {
   return t;
 }
 
+double max_abs_diff(const Tensor3& a, const Tensor3& b) { return double(xt::amax(xt::abs(a - b))()); }
+
+// The backward half of run_bench: inputs and the forward are ready before the clock starts.
+BenchRun run_backward_bench(const BenchConfig& c, const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                            Rng& rng) {
+  if (c.backend != "naive" && c.backend != "flash")
+    throw InputError("--backward: backend " + c.backend + " has no backward pass; use naive or flash");
+  const Tensor3 dO = random_tensor(rng, c.heads, c.n, c.head_dim);
+  SdpaOptions so;
+  so.causal = c.causal;
+  FlashOptions fo;
+  fo.causal = c.causal;
+  fo.threads = c.threads;
+  fo.block_q = c.block_q;
+  fo.block_k = c.block_k;
+  fo.precision = FlashPrecision::float64;
+  // What each backward reads from its forward: the naive one the stored [H, n, n] weights,
+  // the flash one only the output and the lse.
+  std::optional<SdpaResult> naive_forward;
+  std::optional<FlashResult> flash_forward;
+  if (c.backend == "naive") naive_forward = sdpa(q, k, v, nullptr, so);
+  else flash_forward = flash_attention(q, k, v, nullptr, fo);
+
+  SdpaGradients g;
+  const std::size_t before = rss_field("VmRSS:");
+  auto run_once = [&] {
+    g = SdpaGradients();
+    g = naive_forward ? sdpa_backward(q, k, v, *naive_forward, dO, so)
+                      : flash_backward(q, k, v, nullptr, *flash_forward, dO, fo);
+  };
+  run_once();  // untimed warm-up
+  reset_peak_rss();
+  const Timings t = time_runs(c.repeat, run_once);
+  BenchRun run{c, 0, 0, 0, 0, 0, 0, std::nullopt};
+  run.peak_rss_bytes = rss_field("VmHWM:");
+  run.baseline_rss_bytes = before;
+  run.min_ms = t.wall_ms.front();
+  run.median_ms = t.wall_ms[t.wall_ms.size() / 2];
+  run.min_thread_cpu_ms = t.min_thread_cpu_ms;
+  run.gflops = attention_backward_flops(c.n, c.heads, c.head_dim, c.causal) / (run.median_ms * 1e6);
+  if (c.check) {  // the largest error of dQ, dK, dV against the naive backward
+    const SdpaGradients ref = naive_forward ? g : sdpa_backward(q, k, v, nullptr, dO, so);
+    run.max_abs_err_vs_naive = std::max({max_abs_diff(g.grad_q, ref.grad_q), max_abs_diff(g.grad_k, ref.grad_k),
+                                         max_abs_diff(g.grad_v, ref.grad_v)});
+  }
+  return run;
+}
+
 }  // namespace
+
+double attention_backward_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal) {
+  return 2.5 * attention_flops(n, heads, head_dim, causal);
+}
 
 double attention_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal) {
   const double f = 4.0 * double(heads) * double(n) * double(n) * double(head_dim);
@@ -99,6 +152,7 @@ BenchRun run_bench(const BenchConfig& c) {
   const Tensor3 q = random_tensor(rng, c.heads, c.n, c.head_dim), k = random_tensor(rng, c.heads, c.n, c.head_dim),
                 v = random_tensor(rng, c.heads, c.n, c.head_dim);
   openblas_set_num_threads(int(c.threads));
+  if (c.backward) return run_backward_bench(c, q, k, v, rng);
   BackendOptions backend;  // the kernel bench times: float32, no weights recomputed
   if (c.backend != "blas") backend.backend = parse_backend(c.backend);
   backend.precision = FlashPrecision::float32;

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "attn/engine/backward.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/engine/sdpa.hpp"
 
@@ -45,5 +46,17 @@ FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& b
 SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
                      const SdpaOptions& options, const BackendOptions& backend,
                      bool with_weights = true);
+
+// The backward pass through the same door (backward.hpp): the gradients of a loss with respect
+// to q, k and v, given grad_output = dLoss/dO [H, Lq, dv]. The forward is run again inside in
+// float64 (for flash: to get the output and lse it reads), then
+//   naive  back-propagates through the stored [H, Lq, Lk] weights (the reference)
+//   flash  FlashAttention-2's Algorithm 2, weights recomputed tile by tile; block_q, block_k
+//          and threads as in the forward; float64 inside whatever `precision` says
+//   cuda   InputError "backward: not supported by backend cuda"
+// Dropout, ALiBi and sliding windows are refused (InputError).
+SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                                 const Mask3* allowed, const Tensor3& grad_output,
+                                 const SdpaOptions& options, const BackendOptions& backend);
 
 }  // namespace attn

@@ -57,6 +57,31 @@ struct MhaResult {
 MhaResult mha(const Tensor2& query, const Tensor2& key, const Tensor2& value,
               const MhaWeights& weights, const Mask3* allowed, const MhaOptions& options);
 
+// The backward pass of mha(): the gradients of a loss with respect to its inputs and weights,
+// given grad_output = dLoss/dy [Lq, D]. Each forward step is undone in reverse order:
+//   y = concat(O) W_o^T + b_o   ->  dW_o = dy^T concat(O), db_o = colsum(dy), dO = dy W_o
+//   O_h = attention(q_h, k, v)  ->  dq, dk, dv by the backend's backward (backward.hpp)
+//   q = rope(Q), k = rope(K)    ->  dQ, dK: dq, dk turned back by the inverse rotation
+//   Q = query W_q^T + b_q, ...  ->  dW_q = dQ^T query, db_q = colsum(dQ), dquery = dQ W_q
+// (mha_backward.cpp). Float64 inside; naive or flash backend (options.backend), GQA/MQA,
+// causal, mask, RoPE in both styles, cross-attention. InputError for dropout, ALiBi, windows.
+struct MhaGradients {
+  Tensor2 grad_query;                              // [Lq, D]
+  Tensor2 grad_key, grad_value;                    // [Lk, D]; empty from mha_self_backward
+  Tensor2 grad_w_q, grad_w_k, grad_w_v, grad_w_o;  // the shapes of w_q, w_k, w_v, w_o
+  std::optional<Tensor1> grad_b_q, grad_b_k, grad_b_v, grad_b_o;  // for each bias given
+};
+
+// query [Lq, D], key and value [Lk, D], weights, allowed and options as mha().
+MhaGradients mha_backward(const Tensor2& query, const Tensor2& key, const Tensor2& value,
+                          const MhaWeights& weights, const Mask3* allowed,
+                          const Tensor2& grad_output, const MhaOptions& options);
+
+// Self-attention: x [L, D] is query, key and value at once, so its gradient is the sum of the
+// three, returned as grad_query (grad_key and grad_value are left empty).
+MhaGradients mha_self_backward(const Tensor2& x, const MhaWeights& weights, const Mask3* allowed,
+                               const Tensor2& grad_output, const MhaOptions& options);
+
 // Self-attention with fused QKV weights; gives the same result as mha(x, x, x, ...).
 MhaResult mha_fused(const Tensor2& x, const FusedQkvWeights& weights, const Mask3* allowed,
                     const MhaOptions& options);

@@ -62,6 +62,12 @@ std::vector<std::size_t> interleaved_to_half_permutation(std::size_t d);
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         double base, RopeStyle style);
 
+// The inverse rotation, by -positions[r] * theta_i: the backward of apply_rope_inplace. A
+// rotation R is orthogonal, so the gradient through y = R x is dL/dx = R^T dL/dy = R^-1 dL/dy:
+// back-propagating through RoPE turns the gradient back by the same angle.
+void apply_rope_inverse_inplace(std::span<double> x, std::size_t d,
+                                std::span<const std::int64_t> positions, double base, RopeStyle style);
+
 // One head vector x [d] rotated to position pos (what the teaching tables are built from).
 std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style);
 

@@ -19,6 +19,9 @@ struct BenchConfig {
   bool check = true;  // also run naive on the same inputs and report the max abs error
   std::size_t block_q = 0, block_k = 0;
   std::uint64_t seed = 42;
+  // Time the backward pass instead (naive or flash, float64): dQ, dK, dV for a random dO from
+  // a forward run before the clock starts (naive: its weights; flash: its output and lse).
+  bool backward = false;
 };
 
 struct BenchRun {
@@ -32,6 +35,10 @@ struct BenchRun {
 
 // FlashAttention's benchmark rule: 4 * H * n^2 * d, halved when causal.
 double attention_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal);
+
+// FlashAttention's rule for the backward pass: 2.5 x the forward's FLOPs (five matmuls of the
+// forward's size against two, less the recomputed scores FlashAttention does not count).
+double attention_backward_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal);
 
 BenchRun run_bench(const BenchConfig& config);
 

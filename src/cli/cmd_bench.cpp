@@ -10,6 +10,7 @@
 #include "attn/engine/flash.hpp"
 #include "attn/io/json_io.hpp"
 #include "commands.hpp"
+#include "machine_facts.hpp"
 
 namespace attn::cli {
 namespace {
@@ -32,6 +33,7 @@ bool naive_fits(std::size_t n, std::size_t heads) {
 
 void run_bench_command(const BenchOptions& o) {
   const bool progress = isatty(STDERR_FILENO);
+  if (const auto warning = blas_fallback_warning()) std::cerr << "warning: " << *warning << "\n";
   Json runs = Json::array(), sgemm = Json::array();
   std::vector<BenchRun> results;
   std::vector<double> sgemm_by_threads;
@@ -86,6 +88,7 @@ void run_bench_command(const BenchOptions& o) {
     Json out = {{"flops_convention", convention},
                 {"timing", "one untimed warm-up run, then --repeat timed runs; cuda times include host-device copies"},
                 {"isa", flash_isa()},
+                {"machine", machine_json()},
                 {"runs", runs}};
     if (o.sgemm_n) out["sgemm"] = sgemm;
     std::cout << out.dump(2) << "\n";
@@ -100,6 +103,9 @@ void run_bench_command(const BenchOptions& o) {
                 o.causal ? "causal" : "not causal", flash_isa().c_str());
     std::printf("GFLOP/s counts 4*H*n^2*d (halved when causal), FlashAttention's benchmark rule.\n");
   }
+  const Json machine = machine_json();
+  std::printf("CPU: %s; BLAS core %s (attn-cli doctor tells more)\n", machine["cpu"].get<std::string>().c_str(),
+              machine["blas"]["core"].get<std::string>().c_str());
   for (std::size_t ti = 0; ti < o.threads.size(); ++ti)
     if (o.sgemm_n)
       std::printf("OpenBLAS sgemm %zu^3 on %zu thread(s): %.1f GFLOP/s\n", o.sgemm_n, o.threads[ti],

@@ -15,6 +15,7 @@ void setup_mask(CLI::App& app);
 void setup_rope(CLI::App& app);
 void setup_positional(CLI::App& app);
 void setup_generate(CLI::App& app);
+void setup_doctor(CLI::App& app);
 
 // Experiments that prove (or correct) the textbook.
 void setup_variance(CLI::App& app);

@@ -7,8 +7,10 @@
 #include "attn/engine/error.hpp"
 #include "attn/version.hpp"
 #include "commands.hpp"
+#include "machine_facts.hpp"
 
 int main(int argc, char** argv) {
+  attn::cli::give_openblas_the_right_core();
   CLI::App app{"attn-cli: learn attention by running it for real and seeing what happens.\n"
                "Masks follow PyTorch SDPA's convention: 1/true = the query MAY attend to the key."};
   app.name("attn-cli");
@@ -26,6 +28,7 @@ int main(int argc, char** argv) {
   attn-cli variance --dk 8,64,512 --samples 2000
   attn-cli complexity --n 1024,4096 --d-model 4096 --heads 32
   attn-cli bench --n 512 --heads 2 --repeat 1
+  attn-cli doctor
 Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
 )");
 
@@ -44,6 +47,7 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_complexity(app);
   attn::cli::setup_explain(app);
   attn::cli::setup_pitfalls(app);
+  attn::cli::setup_doctor(app);
 
   try {
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"

@@ -1,0 +1,48 @@
+// attn-cli doctor: what this machine runs -- the CPU, the flash kernels' ISA, and the BLAS core
+// every float64 reference, `--backend blas` and `bench --sgemm` depend on.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "attn/version.hpp"
+#include "commands.hpp"
+#include "machine_facts.hpp"
+
+namespace attn::cli {
+
+void setup_doctor(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("doctor", "Say what this machine runs: CPU, flash ISA, BLAS core and threads");
+  cmd->add_flag("--json", *json, "print JSON instead of lines");
+  cmd->footer(R"(Every ratio bench prints is against this machine's OpenBLAS. OpenBLAS picks its kernels
+("core") when it loads; when it does not know the CPU it falls back to an old core, and attn-cli
+starts itself again once with OPENBLAS_CORETYPE set to the right one. A core you set yourself
+is kept, with a warning here and in bench when it leaves the CPU's vectors unused.
+
+Examples:
+  attn-cli doctor
+  attn-cli doctor --json)");
+  cmd->callback([json] {
+    const Json m = machine_json();
+    if (const auto warning = blas_fallback_warning()) std::cerr << "warning: " << *warning << "\n";
+    if (*json) {
+      Json out = m;
+      out["version"] = kVersion;
+      std::cout << out.dump(2) << "\n";
+      return;
+    }
+    const Json& b = m["blas"];
+    std::printf("attn-cli %s\n", kVersion);
+    std::printf("cpu:        %s (%s)\n", m["cpu"].get<std::string>().c_str(), m["cpu_vectors"].get<std::string>().c_str());
+    std::printf("flash ISA:  %s\n", m["flash_isa"].get<std::string>().c_str());
+    std::printf("BLAS:       %s\n", b["library"].get<std::string>().c_str());
+    std::printf("BLAS core:  %s, %d thread(s)", b["core"].get<std::string>().c_str(), b["threads"].get<int>());
+    if (b.contains("openblas_chose"))
+      std::printf(" (set by attn-cli: OpenBLAS chose %s)", b["openblas_chose"].get<std::string>().c_str());
+    else if (b.contains("openblas_coretype"))
+      std::printf(" (OPENBLAS_CORETYPE=%s, yours)", b["openblas_coretype"].get<std::string>().c_str());
+    std::printf("\n");
+  });
+}
+
+}  // namespace attn::cli

@@ -33,7 +33,6 @@ bool naive_fits(std::size_t n, std::size_t heads) {
 
 void run_bench_command(const BenchOptions& o) {
   const bool progress = isatty(STDERR_FILENO);
-  if (const auto warning = blas_fallback_warning()) std::cerr << "warning: " << *warning << "\n";
   Json runs = Json::array(), sgemm = Json::array();
   std::vector<BenchRun> results;
   std::vector<double> sgemm_by_threads;
@@ -81,6 +80,8 @@ void run_bench_command(const BenchOptions& o) {
         runs.push_back(run);
       }
   if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
+  // After the runs, so a refused option is still one line; before the figures it qualifies.
+  if (const auto warning = blas_fallback_warning()) std::cerr << "warning: " << *warning << "\n";
 
   if (o.json) {
     const char* convention = o.backward ? "2.5 x 4*H*n*n*d, halved when causal (FlashAttention's rule for the backward pass)"

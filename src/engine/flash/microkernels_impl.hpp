@@ -189,7 +189,20 @@ struct KernelSet {
     for (; c0 < dvp; c0 += W) pv_columns<1>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo);
   }
 
+  // Four independent accumulators, so the adds never wait on each other and the loads set
+  // the pace.
+  static T sum(const T* x, std::size_t n) {
+    batch acc[4] = {batch(T(0)), batch(T(0)), batch(T(0)), batch(T(0))};
+    std::size_t j = 0;
+    for (; j + 4 * W <= n; j += 4 * W)
+#pragma GCC unroll 4
+      for (std::size_t a = 0; a < 4; ++a) acc[a] += batch::load_unaligned(x + j + a * W);
+    T total = xsimd::hadd((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    for (; j < n; ++j) total += x[j];
+    return total;
+  }
+
   static attn::flash::Microkernels<T> make(const char* isa) {
-    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &row_max, &exp2_sum, &pv};
+    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &row_max, &exp2_sum, &pv, &sum};
   }
 };

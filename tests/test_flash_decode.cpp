@@ -45,19 +45,21 @@ Mask3 make_mask(const DecodeCase& c, Rng& rng) {
 
 template <class T>
 void run_decode(const DecodeCase& c, const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
-                Tensor3& out, Tensor2& lse) {
+                Tensor3& out, Tensor2& lse, const flash::Microkernels<T>& mk) {
   const flash::DecodeProblem p{c.H,    c.Lq, c.d, c.Hkv, c.Lk, c.dv, 1.0 / std::sqrt(double(c.d)),
                                c.mask == MaskKind::causal, allowed, c.threads};
   const xt::xtensor<T, 3> qt = xt::cast<T>(q), kt = xt::cast<T>(k), vt = xt::cast<T>(v);
   xt::xtensor<T, 3> o = xt::zeros<T>({c.H, c.Lq, c.dv});
   xt::xtensor<T, 2> l = xt::zeros<T>({c.H, c.Lq});
-  flash::flash_decode<T>(flash::best_microkernels<T>(), p, qt.data(), kt.data(), vt.data(), o.data(), l.data());
+  flash::flash_decode<T>(mk, p, qt.data(), kt.data(), vt.data(), o.data(), l.data());
   out = xt::cast<float>(o);
   lse = xt::cast<float>(l);
 }
 
 template <class T>
-void check_decode(const DecodeCase& c, std::uint64_t seed) {
+void check_decode(const DecodeCase& c, std::uint64_t seed,
+                  const flash::Microkernels<T>& mk = flash::best_microkernels<T>()) {
+  CAPTURE(mk.isa);
   CAPTURE(c.H);
   CAPTURE(c.Hkv);
   CAPTURE(c.Lq);
@@ -74,7 +76,7 @@ void check_decode(const DecodeCase& c, std::uint64_t seed) {
   const SdpaResult ref = sdpa(q, k, v, allowed, so);  // float64 inside
   Tensor3 out;
   Tensor2 lse;
-  run_decode<T>(c, q, k, v, allowed, out, lse);
+  run_decode<T>(c, q, k, v, allowed, out, lse, mk);
   const Tensor3 plain = test::plain_float32_output(q, k, v, allowed, so.causal, 1.0f / std::sqrt(float(c.d)));
   const double err = test::max_abs_diff(test::flat_tensor(out), test::flat_tensor(ref.output));
   const double err_plain = test::max_abs_diff(test::flat_tensor(plain), test::flat_tensor(ref.output));
@@ -119,6 +121,16 @@ TEST_CASE("decode: a chunk whose keys are all masked merges without NaN") {
   CHECK(split.chunks >= 3);  // so the test above really merged masked chunks
 }
 
+TEST_CASE("decode: every instruction set this CPU runs, d and d_v not multiples of a register") {
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (const auto* mk = flash::microkernels_named<float>(isa)) {
+      check_decode<float>({4, 2, 2, 2000, MaskKind::random, 2, 40, 24}, 31, *mk);
+      check_decode<float>({2, 1, 1, 1500, MaskKind::causal, 3, 67, 19}, 32, *mk);
+    }
+    if (const auto* mk = flash::microkernels_named<double>(isa)) check_decode<double>({2, 2, 3, 900, MaskKind::none, 2}, 33, *mk);
+  }
+}
+
 TEST_CASE("decode: float64 instantiation is reference-grade") {
   check_decode<double>({4, 2, 2, 3000, MaskKind::random, 2}, 21);
   check_decode<double>({4, 4, 1, 2500, MaskKind::causal, 3}, 22);
@@ -153,6 +165,7 @@ TEST_CASE("decode: chunks and threads come from the work size") {
       CHECK(s.threads <= 8 * s.chunks);
     }
   CHECK(flash::decode_split(1, 500, 1, 4).threads == 1);  // too little to share
+  CHECK(flash::decode_split(8, 1024, 1, 2).threads == 1);  // 4 MiB: one thread is faster
 }
 
 TEST_CASE("tile::row_merge: two halves of a row merge into the one-pass softmax (hand-derived)") {

@@ -22,12 +22,13 @@ using Aligned = std::vector<T, xsimd::aligned_allocator<T, 64>>;
 // sequences are cheap either way, and keep the tiled kernel that the pictures explain).
 constexpr std::size_t kMaxQueries = 8;
 constexpr std::size_t kMinKeys = 256;
-// Keys per inner block: its packed K panel (128 x d) and scores stay in L1/L2 while every query
-// row of the task meets them, so K and V come from memory once.
+// Keys per inner block: its K and V rows (128 x d each) and scores stay in L1/L2 while every
+// query row of the task meets them, so K and V come from memory once.
 constexpr std::size_t kBlockKeys = 128;
 // A chunk is at least this many keys, so a task's start-up and its merge stay small next to
 // the bytes it streams (at d = 64, float32: 512 KiB of K and V).
 constexpr std::size_t kMinChunkKeys = 1024;
+constexpr std::size_t kMinThreadWork = 16384;
 
 std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
 
@@ -39,7 +40,7 @@ struct Rows {
 
 template <class T>
 struct Workspace {
-  Aligned<T> q, k_panels, v_block, s, o, alpha;
+  Aligned<T> q, v_block, s, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
   std::vector<tile::RowState<T>> rows;
 };
 
@@ -54,7 +55,7 @@ template <class T>
 void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,
                   std::size_t j0, std::size_t j1, const T* q, const T* k, const T* v, Workspace<T>& ws,
                   Partial<T>& part) {
-  const std::size_t d = p.d, dv = p.dv, dvp = round_up(dv, mk.lanes), lds = round_up(kBlockKeys, mk.key_panel);
+  const std::size_t d = p.d, dv = p.dv, dvp = round_up(dv, mk.lanes), lds = kBlockKeys;
   const T scale_log2 = T(p.scale * tile::kLog2ed);  // scores in base-2 units (tile_math.hpp)
   std::fill(ws.q.begin(), ws.q.end(), T(0));
   for (std::size_t r = 0; r < rows.count; ++r) {
@@ -67,8 +68,7 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   const bool v_direct = dv == dvp;  // V rows usable in place; else copied into padded rows
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb);
-    mk.pack_k(k + jb * d, d, nb, d, ws.k_panels.data());
-    mk.qk(ws.q.data(), d, rows.padded, ws.k_panels.data(), (nb + mk.key_panel - 1) / mk.key_panel, ws.s.data(), lds);
+    mk.qk_unpacked(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);  // K read in place
     for (std::size_t r = 0; r < rows.count; ++r) {
       const std::size_t h = g * rows.group + r / p.Lq, i = r % p.Lq;
       T* s = ws.s.data() + r * lds;
@@ -116,8 +116,11 @@ DecodeSplit decode_split(std::size_t Hkv, std::size_t Lk, std::size_t rows_per_t
   const std::size_t chunks = std::clamp<std::size_t>((2 * wanted + Hkv - 1) / Hkv, 1, max_chunks);
   const std::size_t chunk_keys = round_up((Lk + chunks - 1) / chunks, kBlockKeys);
   const std::size_t real_chunks = (Lk + chunk_keys - 1) / chunk_keys;
+  // A thread costs tens of microseconds to start: each must have at least kMinThreadWork
+  // (key, query row) pairs (4 MiB of K and V at d = 64), so a second thread never slows a
+  // small cache down.
   const std::size_t work = Hkv * Lk * std::max<std::size_t>(1, rows_per_task);
-  const std::size_t useful_threads = std::max<std::size_t>(1, work / (kMinChunkKeys / 2));
+  const std::size_t useful_threads = std::max<std::size_t>(1, work / kMinThreadWork);
   return {chunk_keys, real_chunks, std::min({wanted, Hkv * real_chunks, useful_threads})};
 }
 
@@ -127,12 +130,11 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
   const std::size_t group = p.H / p.Hkv, row_align = std::lcm(mk.qk_rows, mk.pv_rows);
   const Rows rows{group * p.Lq, round_up(group * p.Lq, row_align), group};
   const DecodeSplit split = decode_split(p.Hkv, p.Lk, rows.count, p.threads);
-  const std::size_t dvp = round_up(p.dv, mk.lanes), lds = round_up(kBlockKeys, mk.key_panel);
+  const std::size_t dvp = round_up(p.dv, mk.lanes), lds = kBlockKeys;
 
   std::vector<Workspace<T>> workspaces(split.threads);
   for (Workspace<T>& ws : workspaces) {
     ws.q.resize(rows.padded * p.d);
-    ws.k_panels.resize(lds * p.d);
     ws.v_block.resize(kBlockKeys * dvp);
     ws.s.resize(rows.padded * lds);
     ws.o.resize(rows.padded * dvp);

@@ -14,6 +14,7 @@
 
 #include "attn/io/json_io.hpp"
 #include "attn/engine/mha.hpp"
+#include "attn/engine/random.hpp"
 
 namespace attn::test {
 
@@ -45,6 +46,13 @@ inline std::vector<double> flat(const Json& j) {
   std::vector<double> v;
   flatten_json(j, v);
   return v;
+}
+
+// [a, b, c] of seeded normal samples with standard deviation sd.
+inline Tensor3 randn(Rng& rng, std::size_t a, std::size_t b, std::size_t c, double sd = 1.0) {
+  Tensor3 t = Tensor3::from_shape({a, b, c});
+  for (float& x : t) x = float(rng.normal() * sd);
+  return t;
 }
 
 template <class Tensor>

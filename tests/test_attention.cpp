@@ -12,14 +12,9 @@
 #include "support.hpp"
 
 using namespace attn;
+using test::randn;
 
 namespace {
-
-Tensor3 randn(Rng& rng, std::size_t a, std::size_t b, std::size_t c) {
-  Tensor3 t = Tensor3::from_shape({a, b, c});
-  for (float& x : t) x = float(rng.normal());
-  return t;
-}
 
 }  // namespace
 

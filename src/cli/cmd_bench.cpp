@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "attn/lessons/bench.hpp"
+#include "attn/lessons/bench_decode.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/io/json_io.hpp"
@@ -21,6 +22,11 @@ struct BenchOptions {
   std::vector<std::size_t> threads{1};
   std::size_t heads = 8, head_dim = 64, repeat = 3, block_q = 0, block_k = 0, sgemm_n = 0;
   bool causal = false, json = false, no_check = false, backward = false;
+  // --mode decode: q query rows against a KV cache of each length in kv.
+  std::string mode = "prefill", kv_dtype = "f32";
+  std::vector<std::size_t> kv{1024, 16384};
+  std::size_t queries = 1, kv_heads = 0;  // 0: as many as --heads
+  bool backend_given = false;
 };
 
 // The naive check holds H x n x n float64 weights and more; skip it (null error) where that
@@ -125,6 +131,57 @@ void run_bench_command(const BenchOptions& o) {
   }
 }
 
+void run_decode_command(const BenchOptions& o) {
+  if (o.kv_dtype == "bf16") throw InputError("--kv-dtype bf16: the bfloat16 KV cache is not built yet; use f32");
+  if (o.kv_dtype != "f32") throw InputError("--kv-dtype: expected f32 or bf16, got " + o.kv_dtype);
+  const bool progress = isatty(STDERR_FILENO);
+  std::vector<DecodeBenchRun> results;
+  Json runs = Json::array();
+  for (std::size_t t : o.threads)
+    for (std::size_t kv : o.kv)
+      for (const std::string& backend : o.backend_given ? o.backends : std::vector<std::string>{"flash"}) {
+        DecodeBenchConfig c;
+        c.backend = backend;
+        c.kv_len = kv;
+        c.queries = o.queries;
+        c.heads = o.heads;
+        c.kv_heads = o.kv_heads ? o.kv_heads : o.heads;
+        c.head_dim = o.head_dim;
+        c.threads = t;
+        c.repeat = o.repeat;
+        c.check = !o.no_check;
+        if (progress) std::cerr << "decoding against " << kv << " cached keys on " << t << " thread(s)...   \r" << std::flush;
+        const DecodeBenchRun r = run_decode_bench(c);
+        results.push_back(r);
+        runs.push_back({{"mode", "decode"}, {"backend", backend}, {"queries", c.queries}, {"kv_len", kv},
+                        {"heads", c.heads}, {"kv_heads", c.kv_heads}, {"head_dim", c.head_dim},
+                        {"kv_dtype", o.kv_dtype}, {"threads", t}, {"median_ms", r.median_ms}, {"min_ms", r.min_ms},
+                        {"kv_bytes", r.kv_bytes}, {"kv_gbps", r.kv_gbps}, {"stream_gbps", r.stream_gbps},
+                        {"fraction_of_stream", r.kv_gbps / r.stream_gbps}, {"tiled_min_ms", r.tiled_min_ms},
+                        {"peak_rss_bytes", r.peak_rss_bytes},
+                        {"max_abs_err_vs_naive", r.max_abs_err_vs_naive ? Json(*r.max_abs_err_vs_naive) : Json(nullptr)}});
+      }
+  if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
+  if (o.json) {
+    std::cout << Json{{"mode", "decode"},
+                      {"timing", "interleaved with the streaming read; one untimed warm-up each; kv_gbps from min_ms"},
+                      {"isa", flash_isa()}, {"machine", machine_json()}, {"runs", runs}}.dump(2) << "\n";
+    return;
+  }
+  std::printf("decode: %zu query row(s) x %zu heads (%zu KV heads), d=%zu, float32, flash kernel ISA: %s\n",
+              o.queries, o.heads, o.kv_heads ? o.kv_heads : o.heads, o.head_dim, flash_isa().c_str());
+  std::printf("KV GB/s = bytes of K and V / min time; stream = a plain read of the same bytes, same process\n\n");
+  std::printf("%-7s %8s %7s %10s %9s %9s %9s %7s %9s %10s\n", "backend", "kv_len", "threads", "min ms", "KV MiB",
+              "KV GB/s", "stream", "ratio", "tiled ms", "max |err|");
+  for (const DecodeBenchRun& r : results) {
+    char err[24] = "-";
+    if (r.max_abs_err_vs_naive) std::snprintf(err, sizeof err, "%.2e", *r.max_abs_err_vs_naive);
+    std::printf("%-7s %8zu %7zu %10.3f %9.1f %9.1f %9.1f %7.2f %9.3f %10s\n", r.config.backend.c_str(), r.config.kv_len,
+                r.config.threads, r.min_ms, double(r.kv_bytes) / (1 << 20), r.kv_gbps, r.stream_gbps,
+                r.kv_gbps / r.stream_gbps, r.tiled_min_ms, err);
+  }
+}
+
 }  // namespace
 
 void setup_bench(CLI::App& app) {
@@ -150,12 +207,29 @@ void setup_bench(CLI::App& app) {
   cmd->add_flag("--backward", o->backward,
                 "time the backward pass (dQ, dK, dV from a forward run before the clock; naive or flash, float64)");
   cmd->add_flag("--json", o->json, "print JSON (DESIGN.md) instead of a table");
-  cmd->footer(R"(Examples:
+  cmd->add_option("--mode", o->mode, "prefill (n queries, n keys) or decode (--queries rows against a --kv cache)")
+      ->check(CLI::IsMember({"prefill", "decode"}))->capture_default_str();
+  cmd->add_option("--kv", o->kv, "decode: KV cache lengths (comma-separated)")->delimiter(',')
+      ->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--queries", o->queries, "decode: query rows per head")->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--kv-heads", o->kv_heads, "decode: key/value heads (GQA/MQA; default: --heads)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--kv-dtype", o->kv_dtype, "decode: KV cache element type (f32)")->capture_default_str();
+  cmd->footer(R"(Decode is one query row against a long KV cache: memory-bound, so it is timed beside a plain
+streaming read of the same K and V bytes in the same process (the machine's ceiling).
+
+Examples:
   attn-cli bench --n 256 --heads 2 --repeat 1
   attn-cli bench --backend flash --n 512 --causal --threads 1,2 --json
   attn-cli bench --backward --n 256 --heads 2 --repeat 1
+  attn-cli bench --mode decode --kv 1024,4096 --heads 8 --repeat 3
+  attn-cli bench --mode decode --kv 16384 --heads 8 --kv-heads 1 --threads 1,2 --json
 )");
-  cmd->callback([o] { run_bench_command(*o); });
+  cmd->callback([o, cmd] {
+    o->backend_given = cmd->count("--backend") > 0;
+    o->mode == "decode" ? run_decode_command(*o) : run_bench_command(*o);
+  });
 }
 
 }  // namespace attn::cli

@@ -3,10 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <cmath>
-#include <fstream>
 #include <string>
 
 #include "attn/engine/attention.hpp"
@@ -17,72 +14,14 @@
 #include "attn/engine/random.hpp"
 #include "attn/engine/sdpa.hpp"
 #include "attn/engine/softmax.hpp"
+#include "bench_timing.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
 namespace attn {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-// Linux keeps the peak resident set in VmHWM; writing "5" to clear_refs resets it, so each
-// run's peak is its own and not that of an earlier, larger run.
-void reset_peak_rss() {
-  std::ofstream("/proc/self/clear_refs") << "5";
-}
-
-// "VmHWM:" (peak) or "VmRSS:" (now) from /proc/self/status, in bytes.
-std::size_t rss_field(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == field) {
-      std::size_t kib = 0;
-      status >> kib;
-      return kib * 1024;
-    }
-    status.ignore(1 << 20, '\n');
-  }
-  return 0;
-}
-
-Tensor3 random_tensor(Rng& rng, std::size_t a, std::size_t b, std::size_t c) {
-  Tensor3 t = Tensor3::from_shape({a, b, c});
-  for (float& x : t) x = float(rng.normal());
-  return t;
-}
-
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
-}
-
-struct Timings {
-  std::vector<double> wall_ms;   // sorted
-  double min_thread_cpu_ms = 0;  // CPU time of the calling thread: immune to other processes
-};
-
-template <class F>
-Timings time_runs(std::size_t repeat, F&& f) {
-  Timings t;
-  t.min_thread_cpu_ms = INFINITY;
-  for (std::size_t r = 0; r < repeat; ++r) {
-    const auto t0 = Clock::now();
-    const double c0 = thread_cpu_ms();
-    f();
-    t.min_thread_cpu_ms = std::min(t.min_thread_cpu_ms, thread_cpu_ms() - c0);
-    t.wall_ms.push_back(ms_since(t0));
-  }
-  std::sort(t.wall_ms.begin(), t.wall_ms.end());
-  return t;
-}
-
-double max_abs_diff(const Tensor3& a, const Tensor3& b) { return double(xt::amax(xt::abs(a - b))()); }
+using namespace bench_detail;
 
 // The backward half of run_bench: inputs and the forward are ready before the clock starts.
 BenchRun run_backward_bench(const BenchConfig& c, const Tensor3& q, const Tensor3& k, const Tensor3& v,

@@ -66,6 +66,13 @@ struct FlashTile {
 };
 std::vector<FlashTile> flash_tiles(std::size_t Lq, std::size_t Lk, const FlashOptions& options);
 
+// Reads the n floats at a and the m floats at b once, on `threads` threads (0 = all), with the
+// flash kernels' widest loads, and returns their sum (so the read cannot be optimised away).
+// The decode benchmark times it on the very K and V a decode run reads: its bandwidth is the
+// ceiling a memory-bound kernel can reach on this machine, with the same bytes in the same
+// caches.
+double stream_read(const float* a, std::size_t n, const float* b, std::size_t m, std::size_t threads);
+
 // The SIMD instruction set the float32 kernel dispatched to on this machine ("avx512", "avx2",
 // "generic"), and the default tile sizes.
 std::string flash_isa();

@@ -93,4 +93,25 @@ ATTN_HOST_DEVICE inline T row_lse(const RowState<T>& st) {
   return st.l > T(0) ? (st.m + tile_log2(st.l)) * T(kLn2d) : -T(INFINITY);
 }
 
+// Flash-Decoding's merge (Dao et al. 2023): two partial results of one row over disjoint key
+// ranges, each an (m, l) with an unnormalised O relative to its own m, become one, exactly: the
+// new max is the larger m, and each part's l and O are rescaled by exp2(m_part - m). Sets a to
+// the merged state and returns the two factors by which the caller scales O_a and O_b before
+// adding them. A part that saw only masked keys (m = -inf, l = 0, O = 0) gets factor 0, never
+// exp2(-inf - (-inf)) = NaN; two such parts merge into one (output 0, lse -inf).
+template <class T>
+struct MergeFactors {
+  T a, b;
+};
+
+template <class T>
+ATTN_HOST_DEVICE inline MergeFactors<T> row_merge(RowState<T>& a, const RowState<T>& b) {
+  const T m = a.m > b.m ? a.m : b.m;
+  const MergeFactors<T> f{a.m == -T(INFINITY) ? T(0) : tile_exp2(a.m - m),
+                          b.m == -T(INFINITY) ? T(0) : tile_exp2(b.m - m)};
+  a.m = m;
+  a.l = a.l * f.a + b.l * f.b;
+  return f;
+}
+
 }  // namespace attn::tile

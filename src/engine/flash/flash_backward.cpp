@@ -13,16 +13,14 @@
 // and the copies of a GQA group are summed in head order at the end, so the result does not
 // depend on the number of threads (a training run stays byte-identical).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "attn/engine/backward.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/engine/tile_math.hpp"
 #include "backward_f64.hpp"
+#include "parallel.hpp"
 
 namespace attn {
 namespace {
@@ -162,29 +160,16 @@ GradsF64 flash_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3
   // Line 3: dQ = 0; dK, dV = 0, one copy per query head (summed over GQA groups below).
   GradsF64 g{xt::zeros<double>(q.shape()), xt::zeros<double>({p.H, p.Lk, p.d}),
              xt::zeros<double>({p.H, p.Lk, p.dv})};
-  std::size_t threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, p.H);
+  const std::size_t threads = detail::thread_count(options.threads, p.H);
   std::vector<Tiles> tiles;
   for (std::size_t n = 0; n < threads; ++n) tiles.emplace_back(p);
-  std::atomic<std::size_t> next{0};
-  auto worker = [&](Tiles& t) {
-    for (std::size_t h; (h = next.fetch_add(1)) < p.H;) {
-      const std::size_t kvh = h / p.group;
-      backward_head(p, h, q.data() + h * p.Lq * p.d, k.data() + kvh * p.Lk * p.d, v.data() + kvh * p.Lk * p.dv,
-                    grad_output.data() + h * p.Lq * p.dv, lse.data() + h * p.Lq, D.data() + h * p.Lq,
-                    g.dq.data() + h * p.Lq * p.d, g.dk.data() + h * p.Lk * p.d, g.dv.data() + h * p.Lk * p.dv, t);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t n = 1; n < threads; ++n) {
-    try {
-      pool.emplace_back(worker, std::ref(tiles[n]));
-    } catch (const std::system_error&) {
-      break;  // no more threads to be had: the ones running share the heads
-    }
-  }
-  worker(tiles[0]);
-  for (std::thread& th : pool) th.join();
+  detail::parallel_items(p.H, threads, [&](std::size_t worker, std::size_t h) {
+    const std::size_t kvh = h / p.group;
+    backward_head(p, h, q.data() + h * p.Lq * p.d, k.data() + kvh * p.Lk * p.d, v.data() + kvh * p.Lk * p.dv,
+                  grad_output.data() + h * p.Lq * p.dv, lse.data() + h * p.Lq, D.data() + h * p.Lq,
+                  g.dq.data() + h * p.Lq * p.d, g.dk.data() + h * p.Lk * p.d, g.dv.data() + h * p.Lk * p.dv,
+                  tiles[worker]);
+  });
 
   if (p.group > 1) {  // GQA: a key/value head's gradient is the sum over the heads that read it
     TensorD3 dk = xt::zeros<double>(k.shape()), dv = xt::zeros<double>(v.shape());

@@ -6,13 +6,8 @@
 #include <array>
 #include <atomic>
 #include <cmath>
-#include <exception>
-#include <functional>
-#include <system_error>
 #include <memory>
-#include <mutex>
 #include <numeric>
-#include <thread>
 #include <vector>
 
 #include <xsimd/memory/xsimd_aligned_allocator.hpp>
@@ -20,6 +15,8 @@
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/engine/tile_math.hpp"
+#include "flash_decode.hpp"
+#include "parallel.hpp"
 #include "sdpa_f64.hpp"
 #include "microkernels.hpp"
 
@@ -220,6 +217,11 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   Problem<T> p{};
   p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
   p.dvp = round_up(p.dv, mk.lanes), p.group = p.H / p.Hkv;
+  if (flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
+    flash::flash_decode<T>(mk, {p.H, p.Lq, p.d, p.Hkv, p.Lk, p.dv, scale, options.causal, allowed, options.threads},
+                           q, k, v, out, lse);
+    return;
+  }
   p.row_align = std::lcm(mk.qk_rows, mk.pv_rows);
   // Tiles no larger than the problem: a 3-token sentence should not pay for 192 x 768 tiles.
   const FlashTiling tiling = tiling_for(mk, p.Lq, p.Lk, options);
@@ -247,47 +249,23 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   std::unique_ptr<PackedHead<T>[]> packed(new PackedHead<T>[p.Hkv]);
   for (std::size_t g = 0; g < p.Hkv; ++g) packed[g].blocks_left = p.group * nqb;
 
-  std::size_t threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, items.size());
+  const std::size_t threads = detail::thread_count(options.threads, items.size());
   // Workspaces are allocated here, so that running out of memory is an exception in the
-  // caller's thread; anything a worker throws (packing allocates too) stops the others and
-  // is rethrown after the join, never std::terminate.
+  // caller's thread; what a worker throws (packing allocates too) is rethrown after the join.
   std::vector<Workspace<T>> workspaces;
   for (std::size_t t = 0; t < threads; ++t) workspaces.emplace_back(p);
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto worker = [&](Workspace<T>& ws) {
-    try {
-      for (std::size_t n; (n = next.fetch_add(1)) < items.size();) {
-        const auto [h, b] = items[n];
-        const std::size_t g = h / p.group;
-        PackedHead<T>& kv = packed[g];
-        std::call_once(kv.once, [&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
-        attend_query_block(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv,
-                           lse + h * p.Lq, ws);
-        if (--kv.blocks_left == 0) {
-          Aligned<T>().swap(kv.k_panels);
-          Aligned<T>().swap(kv.v_rows);
-        }
-      }
-    } catch (...) {
-      next = items.size();  // the others stop after their current block
-      const std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
+  detail::parallel_items(items.size(), threads, [&](std::size_t worker, std::size_t n) {
+    const auto [h, b] = items[n];
+    const std::size_t g = h / p.group;
+    PackedHead<T>& kv = packed[g];
+    std::call_once(kv.once, [&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
+    attend_query_block(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv, lse + h * p.Lq,
+                       workspaces[worker]);
+    if (--kv.blocks_left == 0) {
+      Aligned<T>().swap(kv.k_panels);
+      Aligned<T>().swap(kv.v_rows);
     }
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) {
-    try {
-      pool.emplace_back(worker, std::ref(workspaces[t]));
-    } catch (const std::system_error&) {
-      break;  // no more threads to be had (a ulimit): the ones running share all the work
-    }
-  }
-  worker(workspaces[0]);
-  for (std::thread& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  });
 }
 
 void check_flash_inputs(const Shape& q, const Shape& k, const Shape& v, const Mask3* allowed,

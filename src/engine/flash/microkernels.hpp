@@ -32,6 +32,15 @@ struct Microkernels {
   // pv_rows, dvp a multiple of lanes.
   void (*pv)(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const T* v,
              std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo);
+
+  // S[r, j] = Q[r, :] . K[j, :] for `rows` query rows and `keys` key rows read in place (row
+  // stride ldk, no packing): the decode path's scores, where one K row meets few query rows.
+  void (*qk_unpacked)(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,
+                  std::size_t keys, T* s, std::size_t lds);
+
+  // The sum of x[0..n): a streaming read at the widest loads this ISA has (stream_read(), the
+  // memory-bandwidth yardstick the decode benchmark sets beside the kernel).
+  T (*sum)(const T* x, std::size_t n);
 };
 
 // Instantiated for float and double in the per-ISA files.

@@ -189,7 +189,53 @@ struct KernelSet {
     for (; c0 < dvp; c0 += W) pv_columns<1>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo);
   }
 
+  // W keys at a time: W independent accumulators, one per key, each a vector over d, summed
+  // across lanes at the end. (xsimd 8.1's haddp, which would do the W sums in one transpose,
+  // gives wrong lanes for AVX-512 floats: the tests caught it.)
+  static void qk_unpacked(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,
+                      std::size_t keys, T* s, std::size_t lds) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T* qr = q + r * d;
+      T* sr = s + r * lds;
+      std::size_t j0 = 0;
+      for (; j0 + W <= keys; j0 += W) {
+        batch acc[W];
+#pragma GCC unroll 16
+        for (std::size_t t = 0; t < W; ++t) acc[t] = batch(T(0));
+        std::size_t c = 0;
+        for (; c + W <= d; c += W) {
+          const batch qb = batch::load_unaligned(qr + c);
+#pragma GCC unroll 16
+          for (std::size_t t = 0; t < W; ++t)
+            acc[t] = xsimd::fma(qb, batch::load_unaligned(k + (j0 + t) * ldk + c), acc[t]);
+        }
+#pragma GCC unroll 16
+        for (std::size_t t = 0; t < W; ++t) sr[j0 + t] = xsimd::hadd(acc[t]);
+        for (; c < d; ++c)  // d not a multiple of W
+          for (std::size_t t = 0; t < W; ++t) sr[j0 + t] += qr[c] * k[(j0 + t) * ldk + c];
+      }
+      for (; j0 < keys; ++j0) {
+        T dot = 0;
+        for (std::size_t c = 0; c < d; ++c) dot += qr[c] * k[j0 * ldk + c];
+        sr[j0] = dot;
+      }
+    }
+  }
+
+  // Four independent accumulators, so the adds never wait on each other and the loads set
+  // the pace.
+  static T sum(const T* x, std::size_t n) {
+    batch acc[4] = {batch(T(0)), batch(T(0)), batch(T(0)), batch(T(0))};
+    std::size_t j = 0;
+    for (; j + 4 * W <= n; j += 4 * W)
+#pragma GCC unroll 4
+      for (std::size_t a = 0; a < 4; ++a) acc[a] += batch::load_unaligned(x + j + a * W);
+    T total = xsimd::hadd((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    for (; j < n; ++j) total += x[j];
+    return total;
+  }
+
   static attn::flash::Microkernels<T> make(const char* isa) {
-    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &row_max, &exp2_sum, &pv};
+    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &row_max, &exp2_sum, &pv, &qk_unpacked, &sum};
   }
 };

@@ -1,0 +1,32 @@
+#pragma once
+// Timing decode (`attn-cli bench --mode decode`, scripts/bench_decode.sh): q query rows against
+// a KV cache of kv_len positions, beside a plain streaming read of the same K and V bytes in
+// the same process -- decode is memory-bound, so the read is its ceiling.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace attn {
+
+struct DecodeBenchConfig {
+  std::string backend = "flash";  // "flash" (the engine picks its decode path) or "naive"
+  std::size_t kv_len = 4096, queries = 1, heads = 8, kv_heads = 8, head_dim = 64;
+  std::size_t threads = 1, repeat = 5;
+  bool check = true;  // also run naive on the same inputs and report the max abs error
+  std::uint64_t seed = 42;
+};
+
+struct DecodeBenchRun {
+  DecodeBenchConfig config;
+  double median_ms = 0, min_ms = 0;
+  std::size_t kv_bytes = 0;      // bytes of K and V read: 2 * kv_heads * kv_len * head_dim * 4
+  double kv_gbps = 0;            // kv_bytes / min_ms
+  double stream_gbps = 0;        // a streaming read of the same K and V, best of the same repeats
+  double tiled_min_ms = 0;       // flash's tiled (prefill) kernel on the same inputs
+  std::size_t peak_rss_bytes = 0;
+  std::optional<double> max_abs_err_vs_naive;
+};
+
+DecodeBenchRun run_decode_bench(const DecodeBenchConfig& config);
+
+}  // namespace attn

@@ -1,0 +1,46 @@
+// `attn-cli bench --mode decode`: DESIGN.md's fields, bytes counted from the shapes (an eighth for
+// GQA 8:1), errors against naive, and refusals.
+#include <doctest/doctest.h>
+
+#include "support.hpp"
+
+using namespace attn;
+using test::run_cli;
+
+TEST_CASE("cli bench decode: every DESIGN.md field, K/V bytes from the shapes, GQA reads an eighth") {
+  const auto r = run_cli("bench --mode decode --kv 300,700 --heads 8 --kv-heads 1,8 --repeat 1 --json");
+  // --kv-heads takes one number: the list above is refused, the real run is below.
+  CHECK(r.code == 2);
+  for (std::size_t kv_heads : {1, 8}) {
+    const auto run = run_cli("bench --mode decode --kv 300,700 --heads 8 --kv-heads " + std::to_string(kv_heads) +
+                             " --head-dim 32 --queries 2 --threads 1,2 --repeat 2 --json");
+    REQUIRE(run.code == 0);
+    const Json out = Json::parse(run.out);
+    REQUIRE(out["runs"].size() == 4);
+    for (const Json& x : out["runs"]) {
+      for (const char* field : {"mode", "backend", "queries", "kv_len", "heads", "kv_heads", "head_dim", "kv_dtype",
+                                "threads", "median_ms", "min_ms", "kv_bytes", "kv_gbps", "stream_gbps",
+                                "peak_rss_bytes", "max_abs_err_vs_naive"})
+        CHECK_MESSAGE(x.contains(field), field);
+      CHECK(x["mode"] == "decode");
+      CHECK(x["kv_dtype"] == "f32");
+      CHECK(x["queries"] == 2);
+      const std::size_t L = x["kv_len"];
+      CHECK(x["kv_bytes"] == 2 * kv_heads * L * 32 * 4);
+      CHECK(x["kv_gbps"].get<double>() == doctest::Approx(x["kv_bytes"].get<double>() / (x["min_ms"].get<double>() * 1e6)));
+      CHECK(x["min_ms"].get<double>() <= x["median_ms"].get<double>());
+      CHECK(x["stream_gbps"].get<double>() > 0);
+      CHECK(x["max_abs_err_vs_naive"].get<double>() < 1e-5);  // float32 decode vs the float64 oracle
+    }
+    CHECK(out["machine"]["blas"].contains("core"));
+  }
+}
+
+TEST_CASE("cli bench decode: refusals are one line, exit 2") {
+  test::check_input_error(run_cli("bench --mode decode --kv 1000 --kv-dtype bf16"), "bf16");
+  test::check_input_error(run_cli("bench --mode decode --kv 1000 --kv-dtype int8"), "--kv-dtype");
+  test::check_input_error(run_cli("bench --mode decode --kv 1000 --heads 8 --kv-heads 3"), "multiple of --kv-heads");
+  test::check_input_error(run_cli("bench --mode decode --kv 4 --queries 5"), "--queries 5");
+  test::check_input_error(run_cli("bench --mode decode --kv 100 --backend blas"), "flash or naive");
+  test::check_input_error(run_cli("bench --mode sideways"), "--mode");
+}

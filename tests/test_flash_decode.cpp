@@ -1,0 +1,191 @@
+// The decode path (a few queries against a long KV cache, split into chunks and merged) against
+// the float64 oracle under FlashAttention's 2x rule, over the shapes that break a split: Lk not
+// a multiple of any chunk, chunks whose keys are all masked, GQA/MQA, 1-4 threads.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "attn/engine/flash.hpp"
+#include "attn/engine/mask.hpp"
+#include "attn/engine/tile_math.hpp"
+#include "engine/flash/flash_decode.hpp"  // private: called directly to reach every Lk
+#include "engine/flash/microkernels.hpp"
+#include "fa_rule.hpp"
+#include "support.hpp"
+
+using namespace attn;
+using test::randn;
+
+namespace {
+
+enum class MaskKind { none, causal, random, window, first_half_hidden };
+
+struct DecodeCase {
+  std::size_t H, Hkv, Lq, Lk;
+  MaskKind mask = MaskKind::none;
+  std::size_t threads = 2;
+  std::size_t d = 64, dv = 64;
+};
+
+Mask3 make_mask(const DecodeCase& c, Rng& rng) {
+  Mask3 m = xt::ones<bool>({c.H, c.Lq, c.Lk});
+  if (c.mask == MaskKind::random) {
+    for (bool& b : m) b = rng.uniform() < 0.6;
+    for (std::size_t j = 0; j < c.Lk; ++j) m(0, c.Lq - 1, j) = false;  // one fully masked row
+  } else if (c.mask == MaskKind::window) {
+    const Mask2 w = sliding_window_allowed(c.Lq, c.Lk, 300, 0);
+    for (std::size_t h = 0; h < c.H; ++h) xt::view(m, h) = w;
+  } else if (c.mask == MaskKind::first_half_hidden) {  // whole chunks of keys masked for every row
+    for (std::size_t h = 0; h < c.H; ++h)
+      for (std::size_t i = 0; i < c.Lq; ++i)
+        for (std::size_t j = 0; j < c.Lk / 2; ++j) m(h, i, j) = false;
+  }
+  return m;
+}
+
+template <class T>
+void run_decode(const DecodeCase& c, const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                Tensor3& out, Tensor2& lse, const flash::Microkernels<T>& mk) {
+  const flash::DecodeProblem p{c.H,    c.Lq, c.d, c.Hkv, c.Lk, c.dv, 1.0 / std::sqrt(double(c.d)),
+                               c.mask == MaskKind::causal, allowed, c.threads};
+  const xt::xtensor<T, 3> qt = xt::cast<T>(q), kt = xt::cast<T>(k), vt = xt::cast<T>(v);
+  xt::xtensor<T, 3> o = xt::zeros<T>({c.H, c.Lq, c.dv});
+  xt::xtensor<T, 2> l = xt::zeros<T>({c.H, c.Lq});
+  flash::flash_decode<T>(mk, p, qt.data(), kt.data(), vt.data(), o.data(), l.data());
+  out = xt::cast<float>(o);
+  lse = xt::cast<float>(l);
+}
+
+template <class T>
+void check_decode(const DecodeCase& c, std::uint64_t seed,
+                  const flash::Microkernels<T>& mk = flash::best_microkernels<T>()) {
+  CAPTURE(mk.isa);
+  CAPTURE(c.H);
+  CAPTURE(c.Hkv);
+  CAPTURE(c.Lq);
+  CAPTURE(c.Lk);
+  CAPTURE(int(c.mask));
+  CAPTURE(c.threads);
+  Rng rng(seed);
+  const Tensor3 q = randn(rng, c.H, c.Lq, c.d), k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
+  const bool explicit_mask = c.mask != MaskKind::none && c.mask != MaskKind::causal;
+  const Mask3 mask = explicit_mask ? make_mask(c, rng) : Mask3{};
+  const Mask3* allowed = explicit_mask ? &mask : nullptr;
+  SdpaOptions so;
+  so.causal = c.mask == MaskKind::causal;
+  const SdpaResult ref = sdpa(q, k, v, allowed, so);  // float64 inside
+  Tensor3 out;
+  Tensor2 lse;
+  run_decode<T>(c, q, k, v, allowed, out, lse, mk);
+  const Tensor3 plain = test::plain_float32_output(q, k, v, allowed, so.causal, 1.0f / std::sqrt(float(c.d)));
+  const double err = test::max_abs_diff(test::flat_tensor(out), test::flat_tensor(ref.output));
+  const double err_plain = test::max_abs_diff(test::flat_tensor(plain), test::flat_tensor(ref.output));
+  CAPTURE(err);
+  CAPTURE(err_plain);
+  CHECK(err <= 2 * err_plain + 1e-6);
+  for (std::size_t i = 0; i < lse.size(); ++i) {
+    const float a = lse.data()[i], b = ref.lse.data()[i];
+    if (std::isinf(b)) {
+      CHECK(a == b);  // fully masked: -inf, and an output of zeros (checked above)
+    } else {
+      CHECK(std::fabs(a - b) <= 1e-5 * std::max(1.0f, std::fabs(b)));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("decode: every Lq, Lk and mask kind against the float64 oracle (2x rule)") {
+  std::uint64_t seed = 1;
+  for (std::size_t Lq : {1, 2, 7})
+    for (std::size_t Lk : {std::size_t(1), Lq, std::size_t(127), std::size_t(129), std::size_t(1000), std::size_t(3333)})
+      for (MaskKind mask : {MaskKind::none, MaskKind::causal, MaskKind::random, MaskKind::window}) {
+        if (Lk < Lq) continue;
+        check_decode<float>({4, 2, Lq, Lk, mask, 1 + seed % 4}, ++seed);
+      }
+}
+
+TEST_CASE("decode: GQA 8:1 and 8:2, MQA, and threads 1-4 split the cache into merged chunks") {
+  std::uint64_t seed = 100;
+  for (std::size_t Hkv : {1, 2, 8})
+    for (std::size_t threads : {1, 2, 3, 4}) check_decode<float>({8, Hkv, 1, 5000, MaskKind::none, threads}, ++seed);
+  check_decode<float>({8, 1, 2, 20000, MaskKind::causal, 4}, ++seed);
+  check_decode<float>({4, 1, 7, 20000, MaskKind::window, 3}, ++seed);
+}
+
+TEST_CASE("decode: a chunk whose keys are all masked merges without NaN") {
+  // Lk = 4096 on 4 threads, one KV head: 4 chunks of 1024 keys; the first two see nothing.
+  check_decode<float>({2, 1, 1, 4096, MaskKind::first_half_hidden, 4}, 7);
+  check_decode<float>({2, 1, 3, 4096, MaskKind::random, 4}, 8);
+  const flash::DecodeSplit split = flash::decode_split(1, 4096, 2, 4);
+  CHECK(split.chunks >= 3);  // so the test above really merged masked chunks
+}
+
+TEST_CASE("decode: every instruction set this CPU runs, d and d_v not multiples of a register") {
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (const auto* mk = flash::microkernels_named<float>(isa)) {
+      check_decode<float>({4, 2, 2, 2000, MaskKind::random, 2, 40, 24}, 31, *mk);
+      check_decode<float>({2, 1, 1, 1500, MaskKind::causal, 3, 67, 19}, 32, *mk);
+    }
+    if (const auto* mk = flash::microkernels_named<double>(isa)) check_decode<double>({2, 2, 3, 900, MaskKind::none, 2}, 33, *mk);
+  }
+}
+
+TEST_CASE("decode: float64 instantiation is reference-grade") {
+  check_decode<double>({4, 2, 2, 3000, MaskKind::random, 2}, 21);
+  check_decode<double>({4, 4, 1, 2500, MaskKind::causal, 3}, 22);
+}
+
+TEST_CASE("decode: flash_attention takes the decode path by itself for one query and a long cache") {
+  CHECK(flash::decode_path_applies(1, 4096, 0, 0));
+  CHECK_FALSE(flash::decode_path_applies(64, 4096, 0, 0));  // prefill: tiled
+  CHECK_FALSE(flash::decode_path_applies(1, 4096, 1, 64));  // explicit tiles: the tiled kernel
+  CHECK_FALSE(flash::decode_path_applies(1, 16, 0, 0));     // a short sentence: tiled, as pictured
+  Rng rng(5);
+  const Tensor3 q = randn(rng, 8, 1, 64), k = randn(rng, 2, 6000, 64), v = randn(rng, 2, 6000, 64);
+  FlashOptions fo;
+  fo.threads = 2;
+  const FlashResult f = flash_attention(q, k, v, nullptr, fo);
+  const SdpaResult ref = sdpa(q, k, v, nullptr, {});
+  const Tensor3 plain = test::plain_float32_output(q, k, v, nullptr, false, 0.125f);
+  CHECK(test::max_abs_diff(test::flat_tensor(f.output), test::flat_tensor(ref.output)) <=
+        2 * test::max_abs_diff(test::flat_tensor(plain), test::flat_tensor(ref.output)) + 1e-6);
+}
+
+TEST_CASE("decode: chunks and threads come from the work size") {
+  for (std::size_t Lk : {256, 1000, 1024, 4096, 16384, 100000})
+    for (std::size_t threads : {1, 2, 4, 16}) {
+      CAPTURE(Lk);
+      CAPTURE(threads);
+      const flash::DecodeSplit s = flash::decode_split(8, Lk, 1, threads);
+      CHECK(s.chunks * s.chunk_keys >= Lk);
+      CHECK((s.chunks - 1) * s.chunk_keys < Lk);  // no empty chunk
+      CHECK(s.threads >= 1);
+      CHECK(s.threads <= threads);
+      CHECK(s.threads <= 8 * s.chunks);
+    }
+  CHECK(flash::decode_split(1, 500, 1, 4).threads == 1);  // too little to share
+  CHECK(flash::decode_split(8, 1024, 1, 2).threads == 1);  // 4 MiB: one thread is faster
+}
+
+TEST_CASE("tile::row_merge: two halves of a row merge into the one-pass softmax (hand-derived)") {
+  // Scores (base 2) {1, 3} in part A, {2} in part B; values v = {10, 20, 30}.
+  tile::RowState<double> a{3, std::exp2(1 - 3.0) + 1};  // m = 3, l = 2^-2 + 2^0 = 1.25
+  const double oa = std::exp2(-2.0) * 10 + 20;           // O relative to m = 3
+  const tile::RowState<double> b{2, 1};
+  const double ob = 30;
+  const tile::MergeFactors<double> f = tile::row_merge(a, b);
+  CHECK(a.m == 3);
+  CHECK(f.a == 1);
+  CHECK(f.b == doctest::Approx(0.5));  // 2^(2 - 3)
+  CHECK(a.l == doctest::Approx(1.75));
+  // One pass: weights 2^1, 2^3, 2^2 over 14 -> (2*10 + 8*20 + 4*30) / 14 = 300 / 14.
+  CHECK((oa * f.a + ob * f.b) / a.l == doctest::Approx(300.0 / 14));
+
+  tile::RowState<double> masked = tile::row_start<double>();
+  const tile::MergeFactors<double> g = tile::row_merge(masked, tile::row_start<double>());
+  CHECK(g.a == 0);
+  CHECK(g.b == 0);
+  CHECK(tile::row_lse(masked) == -INFINITY);
+  CHECK(tile::row_output_scale(masked) == 0);
+}

@@ -136,9 +136,9 @@ struct CliResult {
 };
 
 // Runs `attn-cli ARGS` through the shell in `cwd` (default: a scratch folder), with stdin
-// from `input` when given.
+// from `input` when given; killed after `timeout_s` seconds when that is not 0 (exit 124).
 inline CliResult run_cli(const std::string& args, const std::string& input = "",
-                         const std::string& cwd = "") {
+                         const std::string& cwd = "", int timeout_s = 0) {
   namespace fs = std::filesystem;
   static int counter = 0;
   const fs::path scratch = fs::temp_directory_path() /
@@ -148,7 +148,8 @@ inline CliResult run_cli(const std::string& args, const std::string& input = "",
   std::ofstream(in_file, std::ios::binary) << input;
   const std::string out_file = (scratch / "stdout").string(), err_file = (scratch / "stderr").string();
   const std::string dir = cwd.empty() ? scratch.string() : cwd;
-  const std::string cmd = "cd '" + dir + "' && '" + ATTN_CLI + "' " + args + " <'" + in_file +
+  const std::string limit = timeout_s ? "timeout -k 5 " + std::to_string(timeout_s) + " " : "";
+  const std::string cmd = "cd '" + dir + "' && " + limit + "'" + ATTN_CLI + "' " + args + " <'" + in_file +
                           "' >'" + out_file + "' 2>'" + err_file + "'";
   const int status = std::system(cmd.c_str());
   CliResult r{WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_text(out_file),

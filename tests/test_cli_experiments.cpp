@@ -152,7 +152,7 @@ TEST_CASE("cli explain: five labelled steps, row sums, the sdpa check - --input 
   check_input_error(run_cli("explain 'a b' --input x.txt"), "not both");
   check_input_error(run_cli("explain ''"), "");
   check_input_error(run_cli("explain --mask upper"), "mask");
-  CHECK(run_cli("explain --input /nonexistent/s.txt").code == 1);
+  check_input_error(run_cli("explain --input /nonexistent/s.txt"), "cannot read /nonexistent/s.txt");  // DESIGN.md: exit 2
 }
 
 TEST_CASE("cli pitfalls: seven lessons, one by id, JSON, errors") {

@@ -59,12 +59,12 @@ TEST_CASE("cli positions: bad rope and decode_from fields exit 2 with one line n
   };
   check_input_error(with("rope", {{"style", "sideways"}}), "rope.style: expected \"half\"");
   check_input_error(with("rope", {{"position_ids", {0, 1, 2}}}), "rope.position_ids: expected 2 integers");
-  check_input_error(with("rope", {{"position_ids", {0, -1}}}), "rope.position_ids: expected integers >= 0");
-  check_input_error(with("rope", {{"position_ids", {0, 1.5}}}), "rope.position_ids: expected integers");
+  check_input_error(with("rope", {{"position_ids", {0, -1}}}), "rope.position_ids: expected a whole number in 0..1000000000000, got -1");
+  check_input_error(with("rope", {{"position_ids", {0, 1.5}}}), "rope.position_ids: expected a whole number");
   check_input_error(with("rope", {{"base", -3}}), "rope.base");
   check_input_error(with("rope", 5), "rope: expected an object");
   check_input_error(with("decode_from", 9), "decode_from: expected 0 <= P <= Lq = 2, got 9");
-  check_input_error(with("decode_from", -1), "decode_from: expected an integer P >= 0");
+  check_input_error(with("decode_from", -1), "decode_from: expected a whole number >= 0, got -1");
   Json cross = base;
   cross["key"] = cross["query"];
   cross["value"] = cross["query"];

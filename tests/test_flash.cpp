@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
@@ -121,6 +123,29 @@ TEST_CASE("flash: every instruction set this CPU runs, in float32 and float64, m
   }
   const std::string isa = flash_isa();
   CHECK((isa == "avx512" || isa == "avx2" || isa == "generic"));
+}
+
+TEST_CASE("flash: exp2_sum turns masked (-inf) and tiny scores into exactly 0 in both precisions") {
+  // The float64 path once fed -inf to xsimd::exp2, which casts round(x) to an integer: undefined
+  // behaviour that clang's -fsanitize=float-cast-overflow reports (scripts/sanitize.sh).
+  auto check = [](const auto* kernels, auto zero) {
+    using T = decltype(zero);
+    if (!kernels) return;
+    CAPTURE(kernels->isa);
+    std::vector<T> s(37);
+    for (std::size_t j = 0; j < s.size(); ++j)
+      s[j] = j % 3 == 0 ? -std::numeric_limits<T>::infinity() : j % 3 == 1 ? T(-5000) : T(-1);
+    const T total = kernels->exp2_sum(s.data(), s.size(), T(0));
+    for (std::size_t j = 0; j < s.size(); ++j) {
+      if (j % 3 == 2) CHECK(double(s[j]) == doctest::Approx(0.5).epsilon(1e-7));
+      else CHECK(s[j] == T(0));
+    }
+    CHECK(double(total) == doctest::Approx(6.0).epsilon(1e-7));
+  };
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    check(flash::microkernels_named<float>(isa), 0.0f);
+    check(flash::microkernels_named<double>(isa), 0.0);
+  }
 }
 
 TEST_CASE("flash: weights recomputed from the kernel's lse equal the naive weights") {

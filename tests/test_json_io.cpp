@@ -49,13 +49,35 @@ TEST_CASE("to_json: the exact float32 value (as a double), and null for a fully 
   CHECK_THROWS_AS(to_json(bad), InputError);
 }
 
-TEST_CASE("read_json: malformed JSON is an input error, a missing file a runtime error") {
+TEST_CASE("read_json: malformed JSON and a missing file are input errors") {
   const auto dir = std::filesystem::temp_directory_path() / "attn-json-test";
   std::filesystem::create_directories(dir);
   const std::string bad = (dir / "bad.json").string();
   write_file_atomically(bad, "{\"q\": [1, 2,");
   CHECK_THROWS_WITH_AS(read_json(bad), doctest::Contains("malformed JSON"), InputError);
-  CHECK_THROWS_AS(read_json((dir / "missing.json").string()), RuntimeError);
+  CHECK_THROWS_WITH_AS(read_json((dir / "missing.json").string()), doctest::Contains("cannot read"), InputError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("read_json: refuses deep nesting, NUL and trailing bytes, numbers past double") {
+  const auto dir = std::filesystem::temp_directory_path() / "attn-json-limits-test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "in.json").string();
+  auto parse_file = [&](const std::string& text) {
+    write_file_atomically(path, text);
+    return read_json(path);
+  };
+  // 60 000 levels once overflowed the stack in flatten(); the limit is kMaxJsonDepth.
+  CHECK_THROWS_WITH_AS(parse_file(std::string(60000, '[') + std::string(60000, ']')),
+                       doctest::Contains("nested deeper than 64 levels"), InputError);
+  CHECK(parse_file(std::string(64, '[') + std::string(64, ']')).is_array());
+  // nlohmann's lexer ends the input at a NUL: '{}\0garbage' once parsed as '{}'.
+  CHECK_THROWS_WITH_AS(parse_file(std::string("{\"q\": 1}\0garbage", 16)), doctest::Contains("NUL byte at offset 8"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_file("{} {}"), doctest::Contains("malformed JSON"), InputError);
+  // Past double range: nlohmann throws out_of_range (not parse_error), once an exit 1.
+  CHECK_THROWS_WITH_AS(parse_file("{\"scale\": 1e400}"), doctest::Contains("number overflow parsing '1e400'"),
+                       InputError);
   std::filesystem::remove_all(dir);
 }
 

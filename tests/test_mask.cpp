@@ -1,3 +1,5 @@
+#include <limits>
+
 #include <doctest/doctest.h>
 
 #include "attn/engine/error.hpp"
@@ -34,6 +36,32 @@ TEST_CASE("sliding window: each query sees itself and the previous left keys") {
   const Mask2 both = sliding_window_allowed(3, 3, 1, 1);
   const Mask2 band = {{true, true, false}, {true, true, true}, {false, true, true}};
   CHECK(both == band);
+}
+
+TEST_CASE("sliding window: matches its definition p - left <= j <= p + right on small shapes") {
+  for (std::size_t Lq = 1; Lq <= 5; ++Lq)
+    for (std::size_t Lk = 1; Lk <= 5; ++Lk)
+      for (std::size_t left = 0; left <= 6; ++left)
+        for (std::size_t right = 0; right <= 6; ++right) {
+          const Mask2 m = sliding_window_allowed(Lq, Lk, left, right);
+          for (std::size_t i = 0; i < Lq; ++i)
+            for (std::size_t j = 0; j < Lk; ++j) {
+              const long p = long(i) + long(Lk) - long(Lq), jj = long(j);
+              CHECK(m(i, j) == (jj >= p - long(left) && jj <= p + long(right)));
+            }
+        }
+}
+
+TEST_CASE("sliding window: huge windows mean unbounded, never a wrapped negative bound") {
+  // left >= 2^63 used to become a negative long (blocking key 0), and p + SIZE_MAX overflowed.
+  const std::size_t huge = std::size_t(1) << 63, max = std::numeric_limits<std::size_t>::max();
+  CHECK(sliding_window_allowed(4, 4, huge, 0) == causal_allowed(4, 4));
+  CHECK(sliding_window_allowed(4, 4, max, 0) == causal_allowed(4, 4));
+  CHECK(sliding_window_allowed(3, 2, max, 0) == causal_allowed(3, 2));
+  const Mask2 all = xt::ones<bool>({3, 2});
+  CHECK(sliding_window_allowed(3, 2, max, max) == all);
+  CHECK(sliding_window_allowed(3, 2, 0, max) == Mask2{{true, true}, {true, true}, {false, true}});
+  CHECK(sliding_window_allowed(2, 3, huge, huge) == Mask2{{true, true, true}, {true, true, true}});
 }
 
 TEST_CASE("padding: keys past each sequence's length are blocked for every query") {

@@ -35,6 +35,24 @@ TEST_CASE("mha: fused QKV gives the same result as separate projections") {
   }
 }
 
+TEST_CASE("mha: without weights, flash returns the same output and never forms [H, Lq, Lk]") {
+  const std::size_t D = 8, L = 7;
+  const MhaWeights w = init_mha_weights(D, 2, 2, 3, /*with_bias=*/true);
+  Tensor2 x = Tensor2::from_shape({L, D});
+  Rng rng(11);
+  for (float& e : x) e = float(rng.normal());
+  MhaOptions o;
+  o.num_heads = o.num_kv_heads = 2;
+  o.attention.causal = true;
+  const MhaResult naive = mha(x, x, x, w, nullptr, o);
+  o.backend.backend = Backend::flash;
+  o.with_weights = false;
+  const MhaResult flash = mha(x, x, x, w, nullptr, o);
+  CHECK(flash.weights.size() == 0);
+  CHECK(xt::allclose(flash.output, naive.output, 1e-6, 1e-6));
+  CHECK(xt::allclose(flash.lse, naive.lse, 1e-6, 1e-6));
+}
+
 TEST_CASE("mha: one head with identity projections is plain sdpa") {
   const std::size_t D = 3;
   const Tensor2 I = xt::eye<float>(D);

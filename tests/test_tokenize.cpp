@@ -34,6 +34,14 @@ TEST_CASE("tokenize: limits and empty input") {
   CHECK(tokenize("a b c", 3).size() == 3);
   CHECK_THROWS_AS(tokenize("   "), InputError);
   CHECK_THROWS_AS(tokenize(""), InputError);
+  // A pasted blob without spaces: refused at once, not laid out in tables and pictures.
+  CHECK(tokenize(std::string(kMaxTokenChars, 'a')).size() == 1);
+  CHECK_THROWS_WITH_AS(tokenize("ok " + std::string(kMaxTokenChars + 1, 'a')),
+                       doctest::Contains("a token of 201 characters at byte 3"), InputError);
+  // Characters, not bytes: 200 letters é (400 bytes of UTF-8) are within the limit.
+  std::string han;
+  for (std::size_t i = 0; i < kMaxTokenChars; ++i) han += "\u00e9";
+  CHECK(tokenize(han).size() == 1);
 }
 
 TEST_CASE("embed_tokens: deterministic in (seed, text): a repeated word gets the same vector") {

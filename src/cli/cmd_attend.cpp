@@ -12,6 +12,7 @@
 #include "attn/engine/sdpa.hpp"
 #include "attn/render/terminal_heatmap.hpp"
 #include "commands.hpp"
+#include "budget.hpp"
 #include "common.hpp"
 
 namespace attn::cli {
@@ -87,6 +88,7 @@ void run_attend(const AttendOptions& opts) {
   const Mask3 allowed = mask ? mask_from(*mask) : Mask3{};
   const Mask3* allowed_ptr = mask ? &allowed : nullptr;
   const Tensor3 q3 = as_heads(q), k3 = as_heads(k), v3 = as_heads(v);
+  require_weights_memory(q3.shape(0), q3.shape(1), k3.shape(1), backend, !opts.no_weights, "--no-weights");
 
   const SdpaResult r = attention(q3, k3, v3, allowed_ptr, options, backend, !opts.no_weights);
   // Answer in the rank we were asked in: [1, L, x] goes out as [L, x].
@@ -119,6 +121,7 @@ void setup_attend(CLI::App& app) {
   cmd->add_option("-o,--output", opts->output, "where to write the result JSON (- = stdout)")
       ->capture_default_str();
   cmd->add_flag("--no-weights", opts->no_weights, "leave the [H, Lq, Lk] weights out of the output");
+  add_memory_flag(cmd);
   cmd->add_flag("--no-color", opts->no_color, "no coloured weights table on a terminal (also: NO_COLOR=1)");
   cmd->footer(R"(Input:  {"q": [Lq,d] or [H,Lq,d], "k": [Lk,d], "v": [Lk,dv],
          "mask"?: [Lq,Lk] of 0/1 (1 = may attend), "causal"?: bool (bottom-right aligned),

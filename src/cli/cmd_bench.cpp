@@ -1,6 +1,7 @@
 // attn-cli bench: time naive vs flash attention on seeded random inputs.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,7 +11,9 @@
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/io/json_io.hpp"
+#include "budget.hpp"
 #include "commands.hpp"
+#include "common.hpp"
 #include "machine_facts.hpp"
 
 namespace attn::cli {
@@ -29,15 +32,47 @@ struct BenchOptions {
   bool backend_given = false;
 };
 
-// The naive check holds H x n x n float64 weights and more; skip it (null error) where that
-// would not fit in half of this machine's memory.
-bool naive_fits(std::size_t n, std::size_t heads) {
-  const double need = double(heads) * double(n) * double(n) * 16.0;
-  const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
-  return need < have / 2;
+// The naive kernel holds H x n x n float64 scores and weights.
+double naive_bytes(std::size_t n, std::size_t heads) { return double(heads) * double(n) * double(n) * 16.0; }
+
+// The naive check (the error column) is skipped, null, where it would not fit the budget.
+bool naive_fits(const BenchOptions& o, std::size_t n) { return fits_memory(naive_bytes(n, o.heads)); }
+
+// One pass at length n, halved when causal (the tiles above the diagonal are skipped).
+double attention_flops(const BenchOptions& o, std::size_t n) {
+  const double f = attention_work(double(o.heads), double(n), double(n), double(o.head_dim));
+  return o.causal ? f / 2 : f;
+}
+
+// Every run the flags ask for, checked against the memory and time budgets before the first.
+void check_budgets(const BenchOptions& o) {
+  double seconds = 0;
+  for (std::size_t t : o.threads) {
+    // sgemm_rate: one untimed run and 3 timed ones of 2 N^3.
+    if (o.sgemm_n) seconds += 4 * 2.0 * std::pow(double(o.sgemm_n), 3) / (kFlopsPerSecond * 5 * double(t));
+    for (std::size_t n : o.n) {
+      const double inputs = 4.0 * double(o.heads) * double(n) * double(o.head_dim) * 4 * 3;  // q, k, v, o; f32 + f64
+      require_memory(inputs, "bench --n " + std::to_string(n) + ": the inputs", "lower --n, --heads or --head-dim");
+      const double pass = attention_flops(o, n) * (o.backward ? 3.5 : 1.0);
+      for (const std::string& backend : o.backends) {
+        const bool dense = backend == "naive" || backend == "blas";
+        if (dense) {
+          require_memory(naive_bytes(n, o.heads), "bench --n " + std::to_string(n) + " with the " + backend +
+                         " backend: the scores [" + std::to_string(o.heads) + ", n, n]", "try --backend flash");
+        }
+        // The tiled kernels run on `t` threads at about 5x the naive rate per thread.
+        const double rate = dense ? kFlopsPerSecond : kFlopsPerSecond * 5 * double(t);
+        seconds += double(o.repeat + 1) * pass / rate;
+        if (!o.no_check && naive_fits(o, n)) seconds += attention_flops(o, n) / kFlopsPerSecond;
+      }
+    }
+  }
+  require_time(seconds, "bench with these --n, --heads, --head-dim, --repeat" + std::string(o.sgemm_n ? " and --sgemm" : ""),
+               "lower them");
 }
 
 void run_bench_command(const BenchOptions& o) {
+  check_budgets(o);
   const bool progress = isatty(STDERR_FILENO);
   Json runs = Json::array(), sgemm = Json::array();
   std::vector<BenchRun> results;
@@ -66,10 +101,8 @@ void run_bench_command(const BenchOptions& o) {
         c.repeat = o.repeat;
         c.block_q = o.block_q;
         c.block_k = o.block_k;
-        c.check = !o.no_check && naive_fits(n, o.heads);
+        c.check = !o.no_check && naive_fits(o, n);
         c.backward = o.backward;
-        if ((backend == "naive" || backend == "blas") && !naive_fits(n, o.heads))
-          throw InputError("--n " + std::to_string(n) + ": the " + backend + " backend would not fit in memory");
         if (progress) std::cerr << "running " << backend << " n=" << n << " threads=" << c.threads << "...      \r" << std::flush;
         const BenchRun r = run_bench(c);
         results.push_back(r);
@@ -87,7 +120,7 @@ void run_bench_command(const BenchOptions& o) {
       }
   if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
   // After the runs, so a refused option is still one line; before the figures it qualifies.
-  if (const auto warning = blas_fallback_warning()) std::cerr << "warning: " << *warning << "\n";
+  if (const auto warning = blas_fallback_warning()) warn(*warning);
 
   if (o.json) {
     const char* convention = o.backward ? "2.5 x 4*H*n*n*d, halved when causal (FlashAttention's rule for the backward pass)"
@@ -134,6 +167,18 @@ void run_bench_command(const BenchOptions& o) {
 void run_decode_command(const BenchOptions& o) {
   if (o.kv_dtype == "bf16") throw InputError("--kv-dtype bf16: the bfloat16 KV cache is not built yet; use f32");
   if (o.kv_dtype != "f32") throw InputError("--kv-dtype: expected f32 or bf16, got " + o.kv_dtype);
+  double seconds = 0;
+  const double kv_heads = double(o.kv_heads ? o.kv_heads : o.heads);
+  for (std::size_t kv : o.kv) {
+    // K and V (float32, and float64 copies for the naive check) and the naive check's scores.
+    const double cache = 2 * kv_heads * double(kv) * double(o.head_dim) * 12;
+    require_memory(cache + double(o.heads) * double(o.queries) * double(kv) * 16,
+                   "bench --mode decode --kv " + std::to_string(kv), "lower --kv, --heads or --head-dim");
+    // Each repeat: the decode run, the streaming read and the tiled run; then the naive check.
+    const double pass = attention_work(double(o.heads), double(o.queries), double(kv), double(o.head_dim));
+    seconds += double(o.threads.size()) * (3 * double(o.repeat + 1) + 1) * pass / kFlopsPerSecond;
+  }
+  require_time(seconds, "bench --mode decode with these --kv, --heads, --queries and --repeat", "lower them");
   const bool progress = isatty(STDERR_FILENO);
   std::vector<DecodeBenchRun> results;
   Json runs = Json::array();
@@ -207,6 +252,8 @@ void setup_bench(CLI::App& app) {
   cmd->add_flag("--backward", o->backward,
                 "time the backward pass (dQ, dK, dV from a forward run before the clock; naive or flash, float64)");
   cmd->add_flag("--json", o->json, "print JSON (DESIGN.md) instead of a table");
+  add_memory_flag(cmd);
+  add_time_flag(cmd);
   cmd->add_option("--mode", o->mode, "prefill (n queries, n keys) or decode (--queries rows against a --kv cache)")
       ->check(CLI::IsMember({"prefill", "decode"}))->capture_default_str();
   cmd->add_option("--kv", o->kv, "decode: KV cache lengths (comma-separated)")->delimiter(',')

@@ -7,6 +7,7 @@
 #include "attn/render/experiment_pictures.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/lessons/scaling.hpp"
+#include "budget.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 
@@ -112,8 +113,16 @@ void run_complexity_command(ComplexityOptions opts) {
       throw InputError("--layers, --kv-heads and --head-dim go together (a custom KV-cache model)");
     opts.config.custom.push_back({"custom", opts.layers, opts.kv_heads, opts.head_dim, "given on the command line"});
   }
+  if (opts.measure) {
+    // Each length: one untimed run and --repeat timed runs of the naive sdpa on one head.
+    const double d = double(opts.config.d_model / opts.config.heads);
+    double flops = 0;
+    for (std::size_t n : opts.measure_n) flops += double(opts.repeat + 1) * attention_work(1, double(n), double(n), d);
+    require_time(flops / kFlopsPerSecond, "complexity --measure with these --measure-n and --repeat",
+                 "lower them");
+  }
   const ComplexityReport r = run_complexity(opts.config);
-  const ImageOptions image = prepare_plots(opts.plots);
+  PreparedPlots plots = prepare_plots(opts.plots);
   std::optional<ScalingMeasurement> m;
   Json json = complexity_json(r);
   if (opts.measure) {
@@ -123,7 +132,7 @@ void run_complexity_command(ComplexityOptions opts) {
   emit(opts.output, json, [&](TableFormat f) { return complexity_text(r, m, f); });
   std::vector<NamedFigure> figures{{"complexity", complexity_figure(r)}};
   if (m) figures.push_back({"scaling", scaling_figure(*m)});
-  write_plots(opts.plots, opts.output, image, figures);
+  write_plots(plots, opts.output, figures);
 }
 
 }  // namespace
@@ -149,6 +158,7 @@ void setup_complexity(CLI::App& app) {
   cmd->add_option("--layers", opts->layers, "custom KV-cache model: layers");
   cmd->add_option("--kv-heads", opts->kv_heads, "custom KV-cache model: key/value heads");
   cmd->add_option("--head-dim", opts->head_dim, "custom KV-cache model: head dim");
+  add_time_flag(cmd);
   cmd->add_flag("--measure", opts->measure, "also time attn::sdpa over --measure-n and fit the exponent");
   cmd->add_option("--measure-n", opts->measure_n, "lengths to time (<= 8192)")->delimiter(',')->capture_default_str();
   cmd->add_option("--repeat", opts->repeat, "timed runs per length (the fit uses the fastest)")->capture_default_str()

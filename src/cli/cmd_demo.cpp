@@ -126,7 +126,7 @@ void run_demo_command(const DemoOptions& opts) {
   if (!opts.rope.empty()) config.rope = parse_rope_style(opts.rope, "--rope");
   check_demo_config(config);
   const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
-  prepare_picture_dir(opts.out);
+  OutputFolder folder = prepare_picture_dir(opts.out);
   const DemoResult r = run_demo(config);
   const std::size_t L = r.tokens.size();
 
@@ -163,14 +163,15 @@ void run_demo_command(const DemoOptions& opts) {
 
   // Timings go to the terminal only: the files must be byte-identical from run to run.
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<Artifact> artifacts = write_demo_pictures(r, opts.out, pictures);
+  const std::vector<Artifact> artifacts = write_demo_pictures(r, folder.staging(), pictures);
   const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  const std::string manifest = (std::filesystem::path(opts.out) / "manifest.json").string();
+  const std::string manifest = (std::filesystem::path(folder.staging()) / "manifest.json").string();
   // Indented for a reader opening it in an editor, unless that makes it huge: indentation puts
   // every number of a long sentence's weights on its own line.
   const Json m = demo_manifest(r, artifacts);
   const std::string compact = m.dump();
   write_file_atomically(manifest, (compact.size() < (1u << 20) ? m.dump(2) : compact) + "\n");
+  folder.commit();
 
   std::cout << "\nWrote into " << opts.out << "/ (" << artifacts.size() << " pictures in "
             << std::lround(ms) << " ms):\n";

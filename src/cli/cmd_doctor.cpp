@@ -6,6 +6,7 @@
 
 #include "attn/version.hpp"
 #include "commands.hpp"
+#include "common.hpp"
 #include "machine_facts.hpp"
 
 namespace attn::cli {
@@ -24,7 +25,7 @@ Examples:
   attn-cli doctor --json)");
   cmd->callback([json] {
     const Json m = machine_json();
-    if (const auto warning = blas_fallback_warning()) std::cerr << "warning: " << *warning << "\n";
+    if (const auto warning = blas_fallback_warning()) warn(*warning);
     if (*json) {
       Json out = m;
       out["version"] = kVersion;

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/tokenize.hpp"
+#include "attn/io/file_io.hpp"
 #include "attn/lessons/explain.hpp"
 #include "attn/render/explain_pictures.hpp"
 #include "attn/render/text_table.hpp"
@@ -23,16 +25,9 @@ struct ExplainOptions {
   PlotOptions plots;
 };
 
+// A sentence of kDefaultMaxTokens words of kMaxTokenChars characters is far below 1 MiB.
 std::string read_sentence_file(const std::string& path) {
-  std::ostringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw RuntimeError("cannot read " + path);
-    ss << in.rdbuf();
-  }
-  std::string text = ss.str();
+  std::string text = read_input(path, std::size_t{1} << 20);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   return text;
 }
@@ -70,13 +65,13 @@ void run_explain(ExplainOptions opts) {
   if (!opts.input.empty()) opts.config.sentence = read_sentence_file(opts.input);
   if (opts.sentence) opts.config.sentence = *opts.sentence;
   opts.config.causal = opts.mask == "causal";
-  const ImageOptions image = prepare_plots(opts.plots);
+  PreparedPlots plots = prepare_plots(opts.plots);
   const ExplainResult r = explain_attention(opts.config);
   emit(opts.output, explain_json(r), [&](TableFormat) { return explain_text(r); });
   if (opts.plots.dir.empty()) return;
   std::vector<NamedFigure> figures;
   for (int step = 1; step <= 5; ++step) figures.push_back({kExplainSteps[step - 1], explain_step_figure(r, step)});
-  write_plots(opts.plots, opts.output, image, figures);
+  write_plots(plots, opts.output, figures);
 }
 
 }  // namespace

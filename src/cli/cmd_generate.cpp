@@ -67,14 +67,14 @@ void run_generate_command(GenerateCliOptions opts) {
   if (!opts.rope.empty()) opts.config.rope = parse_rope_style(opts.rope, "--rope");
   const ImageOptions image = image_options(opts.image);
   const GenerateResult r = run_generate(opts.config);
-  prepare_picture_dir(opts.out);
+  OutputFolder folder = prepare_picture_dir(opts.out);
   if (opts.json) {
     std::cout << generate_json(r).dump() << "\n";
   } else {
     print_generate(r);
     std::cout << "\n";
   }
-  save_pictures({{"kv_cache", kv_cache_figure(r)}}, opts.out, image, opts.json ? std::cerr : std::cout);
+  save_pictures({{"kv_cache", kv_cache_figure(r)}}, folder, image, opts.json ? std::cerr : std::cout);
 }
 
 }  // namespace

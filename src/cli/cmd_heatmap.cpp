@@ -96,6 +96,7 @@ WeightsInput read_weights(const std::string& path, bool causal_flag) {
 void run_heatmap(const HeatmapOptions& opts) {
   check_colormap(opts.image.colormap);
   const ImageOptions image = image_options(opts.image, opts.out);
+  const std::string stem = image_stem(opts.out);
   const WeightsInput w = read_weights(opts.input, opts.causal);
   const std::size_t H = w.weights.shape(0);
   const std::string title = !opts.title.empty() ? opts.title : !w.title.empty() ? w.title : "Attention weights";
@@ -120,7 +121,7 @@ void run_heatmap(const HeatmapOptions& opts) {
     spec.vmax = opts.vmax;
     figure = heatmap_figure(spec);
   }
-  for (const std::string& path : save_figure(figure, image_stem(opts.out), image)) {
+  for (const std::string& path : save_figure(figure, stem, image)) {
     std::cout << "Wrote " << path << "\n";
   }
 }
@@ -135,7 +136,7 @@ void setup_heatmap(CLI::App& app) {
   cmd->add_option("-o,--out", opts->out, "output path or stem (.png/.svg added)")->capture_default_str();
   cmd->add_option("--title", opts->title, "title above the picture");
   cmd->add_option("--vmax", opts->vmax, "top of the colour scale (default: the largest weight)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1e-9, 1e9));  // weights are in [0, 1]; PositiveNumber would print 1.8e308 in full
   cmd->add_option("--head", opts->head, "draw only this head of [H, Lq, Lk] weights (default: all, in a grid)");
   cmd->add_flag("--causal", opts->causal, "mark the causal mask's cells (j > i) as masked");
   add_image_flags(cmd, opts->image, /*with_colormap=*/true);

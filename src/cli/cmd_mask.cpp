@@ -94,8 +94,9 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
 void run_mask(const MaskOptions& opts) {
   const std::string out = opts.out.empty() ? "mask-" + opts.kind : opts.out;
   const ImageOptions image = image_options(opts.image, out);
+  const std::string stem = image_stem(out);
   const Figure figure = mask_figure(mask_spec(opts));
-  for (const std::string& path : save_figure(figure, image_stem(out), image)) {
+  for (const std::string& path : save_figure(figure, stem, image)) {
     std::cout << "Wrote " << path << "\n";
   }
 }

@@ -7,6 +7,7 @@
 #include "attn/engine/error.hpp"
 #include "attn/engine/backward.hpp"
 #include "attn/engine/mha.hpp"
+#include "budget.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 
@@ -42,8 +43,8 @@ std::vector<std::int64_t> position_ids_field(const Json& ids, const std::string&
   if (!ids.is_array()) throw InputError(field + ": expected an array of integers, got " + ids.type_name());
   std::vector<std::int64_t> out;
   for (const Json& p : ids) {
-    if (!p.is_number_integer()) throw InputError(field + ": expected integers, got " + p.dump());
-    out.push_back(p.get<std::int64_t>());
+    // A position past 2^63 would wrap to a negative int64; 1e12 is far beyond any context.
+    out.push_back(static_cast<std::int64_t>(count_field(p, field, 0, 1'000'000'000'000)));
   }
   return out;
 }
@@ -63,7 +64,9 @@ std::optional<RopeOptions> rope_field(const Json& in, bool self, std::size_t Lk)
     if (key != "base" && key != "style" && key != "position_ids") warn("ignoring unknown field \"rope." + key + "\"");
   }
   RopeOptions o;
-  if (auto base = optional_number(r, "base")) o.base = *base;
+  if (r.contains("base") && !r.at("base").is_null()) {
+    o.base = number_field(r.at("base"), "rope.base", kRopeBaseMin, kRopeBaseMax);
+  }
   if (r.contains("style")) {
     if (!r.at("style").is_string()) throw InputError("rope.style: expected a string, got " + r.at("style").dump());
     o.style = parse_rope_style(r.at("style").get<std::string>());
@@ -81,13 +84,10 @@ std::optional<RopeOptions> rope_field(const Json& in, bool self, std::size_t Lk)
 // "decode_from": P, an integer 0 <= P <= Lq (range checked by mha_decode).
 std::optional<std::size_t> decode_from_field(const Json& in, bool self, bool causal) {
   if (!in.contains("decode_from") || in.at("decode_from").is_null()) return std::nullopt;
-  const Json& v = in.at("decode_from");
-  if (!v.is_number_integer() || v.get<long long>() < 0) {
-    throw InputError("decode_from: expected an integer P >= 0 (prefill P tokens, then decode), got " + v.dump());
-  }
+  const std::size_t prefill = count_field(in.at("decode_from"), "decode_from");
   if (!self) throw InputError("decode_from: KV-cache decoding is self-attention only; remove key and value");
   if (!causal) throw InputError("decode_from: KV-cache decoding is causal; set \"causal\": true");
-  return static_cast<std::size_t>(v.get<long long>());
+  return prefill;
 }
 
 // "grad_output": dLoss/dy [Lq, D], which asks for the backward pass. Not with decode_from: the
@@ -124,11 +124,7 @@ void run_mha(const MhaCliOptions& opts) {
   options.attention = sdpa_options_from(in);
   if (auto p = optional_number(in, "dropout")) options.attention.dropout_p = *p;
   if (in.contains("seed") && !in.at("seed").is_null()) {
-    const Json& seed = in.at("seed");
-    if (!seed.is_number_unsigned() && !(seed.is_number_integer() && seed.get<long long>() >= 0)) {
-      throw InputError("seed: expected an integer >= 0, got " + seed.dump());
-    }
-    options.attention.dropout_seed = seed.get<std::uint64_t>();
+    options.attention.dropout_seed = count_field(in.at("seed"), "seed");
   }
   options.backend = backend_from(in);
   options.rope = rope_field(in, self, key.shape(0));
@@ -147,6 +143,10 @@ void run_mha(const MhaCliOptions& opts) {
   }
   const Mask3* mask = allowed ? &*allowed : nullptr;
   const std::optional<Tensor2> grad_output = grad_output_field(in, query, decode_from.has_value());
+  // decode_from pads and returns every step's weights; otherwise --no-weights skips them.
+  options.with_weights = !opts.no_weights || decode_from.has_value();
+  require_weights_memory(options.num_heads, query.shape(0), key.shape(0), options.backend, options.with_weights,
+                         "--no-weights");
   std::optional<MhaDecodeResult> decoded;
   if (decode_from) decoded = mha_decode(query, w, mask, options, *decode_from);
   const MhaResult r = decoded ? decoded->result : mha(query, key, value, w, mask, options);
@@ -186,6 +186,7 @@ void setup_mha(CLI::App& app) {
   cmd->add_option("-o,--output", opts->output, "where to write the result JSON (- = stdout)")
       ->capture_default_str();
   cmd->add_flag("--no-weights", opts->no_weights, "leave the [H, Lq, Lk] weights out of the output");
+  add_memory_flag(cmd);
   cmd->footer(R"(Input:  {"query": [Lq,D], "key"?: [Lk,D], "value"?: [Lk,D] (absent = self-attention),
          "num_heads": H, "num_kv_heads"?: Hkv (GQA/MQA),
          "w_q": [D,D], "w_k": [Dkv,D], "w_v": [Dkv,D], "w_o": [D,D]  (Dkv = Hkv*D/H; y = x W^T + b),

@@ -52,7 +52,7 @@ std::string pitfall_text(const Pitfall& p, std::size_t number, TableFormat f) {
 }
 
 void run_pitfalls(const PitfallsOptions& opts) {
-  const ImageOptions image = prepare_plots(opts.plots);
+  PreparedPlots plots = prepare_plots(opts.plots);
   const std::vector<Pitfall> list = opts.id ? std::vector<Pitfall>{find_pitfall(*opts.id, opts.seed)}
                                             : all_pitfalls(opts.seed);
   emit(opts.output, pitfalls_json(list), [&](TableFormat f) {
@@ -65,7 +65,7 @@ void run_pitfalls(const PitfallsOptions& opts) {
   for (const Pitfall& p : list) {
     if (pitfall_has_figure(p)) figures.push_back({"pitfall-" + p.id, pitfall_figure(p)});
   }
-  write_plots(opts.plots, opts.output, image, figures);
+  write_plots(plots, opts.output, figures);
 }
 
 }  // namespace

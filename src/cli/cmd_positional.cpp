@@ -7,6 +7,7 @@
 #include "attn/engine/alibi.hpp"
 #include "attn/io/json_io.hpp"
 #include "attn/engine/positional.hpp"
+#include "attn/engine/rope.hpp"
 #include "attn/render/positional_pictures.hpp"
 #include "attn/render/text_table.hpp"
 #include "commands.hpp"
@@ -31,9 +32,9 @@ std::vector<std::string> numbered(std::size_t n, const std::string& prefix = "")
   return labels;
 }
 
-void write_pictures(const PositionalOptions& o, const ImageOptions& image, const Tensor2& pe,
+void write_pictures(const PositionalOptions& o, OutputFolder& folder, const ImageOptions& image, const Tensor2& pe,
                     const std::vector<double>& slopes, const Tensor3& bias) {
-  save_pictures({{"sinusoidal", sinusoidal_figure(pe, o.base)}, {"alibi", alibi_figure(bias, slopes)}}, o.out, image,
+  save_pictures({{"sinusoidal", sinusoidal_figure(pe, o.base)}, {"alibi", alibi_figure(bias, slopes)}}, folder, image,
                 o.json ? std::cerr : std::cout);
 }
 
@@ -42,7 +43,7 @@ void run_positional(const PositionalOptions& o) {
   const Tensor2 pe = sinusoidal_encoding(o.length, o.d_model, o.base);
   const std::vector<double> slopes = alibi_slopes(o.heads);
   const Tensor3 bias = alibi_bias(slopes, o.length, o.length);
-  prepare_picture_dir(o.out);
+  OutputFolder folder = prepare_picture_dir(o.out);
   if (o.json) {
     const Json out = {
         {"sinusoidal",
@@ -56,7 +57,7 @@ void run_positional(const PositionalOptions& o) {
           {"bias", to_json(bias)}}},
     };
     std::cout << out.dump() << "\n";
-    write_pictures(o, image, pe, slopes, bias);
+    write_pictures(o, folder, image, pe, slopes, bias);
     return;
   }
   char scale[32];
@@ -84,7 +85,7 @@ void run_positional(const PositionalOptions& o) {
                               Tensor2(xt::view(bias, h, xt::all(), xt::all())), 3);
   }
   std::cout << "\n";
-  write_pictures(o, image, pe, slopes, bias);
+  write_pictures(o, folder, image, pe, slopes, bias);
 }
 
 }  // namespace
@@ -97,7 +98,9 @@ void setup_positional(CLI::App& app) {
   cmd->add_option("--d-model", opts->d_model, "embedding width of the encoding")
       ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--heads", opts->heads, "ALiBi heads (one slope each)")->capture_default_str()->check(CLI::Range(1, 1024));
-  cmd->add_option("--base", opts->base, "the 10000 of the sinusoid formula")->capture_default_str();
+  // The same range as RoPE's base (rope.hpp): frequencies base^(-2i/d) that fall with i.
+  cmd->add_option("--base", opts->base, "the 10000 of the sinusoid formula")
+      ->capture_default_str()->check(CLI::Range(kRopeBaseMin, kRopeBaseMax));
   cmd->add_flag("--json", opts->json, "print the matrices as one JSON object (\"Wrote\" lines go to stderr)");
   cmd->add_option("-o,--out", opts->out, "folder for the pictures")->capture_default_str();
   add_image_flags(cmd, opts->image, /*with_colormap=*/false);

@@ -93,7 +93,7 @@ void run_rope(RopeCliOptions opts) {
   opts.config.style = parse_rope_style(opts.style, "--style");
   const ImageOptions image = image_options(opts.image);
   const RopeLesson r = rope_lesson(opts.config);
-  prepare_picture_dir(opts.out);
+  OutputFolder folder = prepare_picture_dir(opts.out);
   if (opts.json) {
     std::cout << rope_lesson_json(r).dump() << "\n";
   } else {
@@ -104,7 +104,7 @@ void run_rope(RopeCliOptions opts) {
                                          {"rope_scores", rope_scores_figure(r)},
                                          {"rope_frequencies", rope_frequencies_figure(r)},
                                          {"rope_styles", rope_styles_figure(r)}};
-  save_pictures(figures, opts.out, image, opts.json ? std::cerr : std::cout);
+  save_pictures(figures, folder, image, opts.json ? std::cerr : std::cout);
 }
 
 }  // namespace
@@ -115,7 +115,8 @@ void setup_rope(CLI::App& app) {
       "rope", "Rotary position embedding in numbers: frequencies, rotation, scores depend on i - j");
   cmd->add_option("--head-dim", opts->config.head_dim, "head dim d (even)")
       ->capture_default_str()->check(CLI::Range(2, 4096));
-  cmd->add_option("--base", opts->config.base, "frequency base (theta_i = base^(-2i/d))")->capture_default_str();
+  cmd->add_option("--base", opts->config.base, "frequency base (theta_i = base^(-2i/d))")
+      ->capture_default_str()->check(CLI::Range(kRopeBaseMin, kRopeBaseMax));
   cmd->add_option("--positions", opts->config.positions, "positions 0..N-1 in the tables")
       ->capture_default_str()->check(CLI::Range(1, 512));
   cmd->add_option("--pair", opts->config.pair, "the pair whose rotation is traced")->capture_default_str();

@@ -44,9 +44,9 @@ std::string temperature_text(const TemperatureResult& r, TableFormat format) {
 
 void run_temperature_command(const TemperatureOptions& opts) {
   const TemperatureResult r = run_temperature(opts.scores, opts.temperatures);
-  const ImageOptions image = prepare_plots(opts.plots);
+  PreparedPlots plots = prepare_plots(opts.plots);
   emit(opts.output, temperature_json(r), [&](TableFormat f) { return temperature_text(r, f); });
-  write_plots(opts.plots, opts.output, image, {{"temperature", temperature_figure(r)}});
+  write_plots(plots, opts.output, {{"temperature", temperature_figure(r)}});
 }
 
 }  // namespace

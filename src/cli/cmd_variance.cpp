@@ -7,6 +7,7 @@
 
 #include "attn/render/experiment_pictures.hpp"
 #include "attn/lessons/variance.hpp"
+#include "budget.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 
@@ -55,7 +56,9 @@ std::string variance_text(const VarianceResult& r, TableFormat format) {
 
 void run_variance_command(VarianceOptions opts) {
   check_variance_config(opts.config);
-  const ImageOptions image = prepare_plots(opts.plots);
+  require_time(variance_draws(opts.config) / kRandomDrawsPerSecond, "variance with these --dk and --samples",
+               "lower --samples or the largest --dk");
+  PreparedPlots plots = prepare_plots(opts.plots);
   // A progress line on stderr, only for a long sweep and only when a person is watching.
   double work = 0;
   for (std::size_t d : opts.config.d_ks) work += static_cast<double>(d) * static_cast<double>(opts.config.samples);
@@ -68,7 +71,7 @@ void run_variance_command(VarianceOptions opts) {
   }
   const VarianceResult r = run_variance(opts.config);
   emit(opts.output, variance_json(r), [&](TableFormat f) { return variance_text(r, f); });
-  write_plots(opts.plots, opts.output, image,
+  write_plots(plots, opts.output,
               {{"variance", variance_figure(r)}, {"saturation", saturation_figure(r)}});
 }
 
@@ -85,6 +88,7 @@ void setup_variance(CLI::App& app) {
   cmd->add_option("--keys", opts->config.keys, "keys per softmax row (rows = samples / keys)")
       ->capture_default_str()->check(CLI::Range(std::size_t{2}, std::size_t{100000}));
   cmd->add_option("--seed", opts->config.seed, "seed of the generator")->capture_default_str();
+  add_time_flag(cmd);
   add_output_options(cmd, opts->output, {"text", "json", "markdown", "csv"});
   add_plot_options(cmd, opts->plots);
   cmd->footer(R"(Pictures written into --plots DIR: variance (Var(q.k) vs d_k on log2-log2 axes beside the

@@ -5,10 +5,13 @@
 
 #include "attn/engine/cuda.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/io/numbers.hpp"
+#include "budget.hpp"
+#include "one_line.hpp"
 
 namespace attn::cli {
 
-void warn(const std::string& message) { std::cerr << "warning: " << message << "\n"; }
+void warn(const std::string& message) { std::cerr << "warning: " << one_line(message) << "\n"; }
 
 void warn_unknown_fields(const Json& in, std::initializer_list<const char*> known) {
   for (const auto& [key, value] : in.items()) {
@@ -38,22 +41,14 @@ bool optional_bool(const Json& in, const char* field, bool fallback) {
   return v.get<bool>();
 }
 
-std::optional<double> optional_number(const Json& in, const char* field) {
+std::optional<double> optional_number(const Json& in, const char* field, double lo, double hi) {
   if (!in.contains(field) || in.at(field).is_null()) return std::nullopt;
-  const Json& v = in.at(field);
-  if (!v.is_number() || !std::isfinite(v.get<double>())) {
-    throw InputError(std::string(field) + ": expected a number, got " + v.dump());
-  }
-  return v.get<double>();
+  return number_field(in.at(field), field, lo, hi);
 }
 
 std::optional<std::size_t> optional_positive_int(const Json& in, const char* field) {
   if (!in.contains(field) || in.at(field).is_null()) return std::nullopt;
-  const Json& v = in.at(field);
-  if (!v.is_number_integer() || v.get<long long>() < 1) {
-    throw InputError(std::string(field) + ": expected an integer >= 1, got " + v.dump());
-  }
-  return static_cast<std::size_t>(v.get<long long>());
+  return count_field(in.at(field), field, 1);
 }
 
 BackendOptions backend_from(const Json& in) {
@@ -97,6 +92,21 @@ Mask3 mask_from(const DenseArray& a) {
                                a.shape.back()});
   std::transform(a.data.begin(), a.data.end(), m.begin(), [](float x) { return x != 0.0f; });
   return m;
+}
+
+void require_weights_memory(std::size_t H, std::size_t Lq, std::size_t Lk, const BackendOptions& backend,
+                            bool print, const char* no_weights_flag) {
+  const bool naive = backend.backend == Backend::naive;
+  if (!naive && !print) return;  // the tiled kernels hold one tile of scores per thread
+  // float64 in the kernel and float32 in the result; printed: a JSON value (16 bytes) and its
+  // text (about 12 characters).
+  const double per_weight = 12.0 + (print ? 28.0 : 0.0);
+  const double n = static_cast<double>(H) * static_cast<double>(Lq) * static_cast<double>(Lk);
+  const std::string what = "the attention weights [" + std::to_string(H) + ", " + std::to_string(Lq) + ", " +
+                           std::to_string(Lk) + "]";
+  const std::string hint = naive ? std::string("try \"backend\": \"flash\" with ") + no_weights_flag
+                                 : std::string("try ") + no_weights_flag;
+  require_memory(n * per_weight, what, hint);
 }
 
 void warn_fully_masked(const Tensor2& lse) {

@@ -6,6 +6,7 @@
 
 #include "attn/engine/attention.hpp"
 #include "attn/io/json_io.hpp"
+#include "attn/io/numbers.hpp"
 #include "attn/engine/sdpa.hpp"
 
 namespace attn::cli {
@@ -23,7 +24,9 @@ void require_object(const Json& in);
 const Json& require_field(const Json& in, const char* field);
 
 bool optional_bool(const Json& in, const char* field, bool fallback);
-std::optional<double> optional_number(const Json& in, const char* field);
+// Numbers through io/numbers.hpp: finite, in [lo, hi], the field named in the error.
+std::optional<double> optional_number(const Json& in, const char* field, double lo = -kMaxFinite,
+                                      double hi = kMaxFinite);
 std::optional<std::size_t> optional_positive_int(const Json& in, const char* field);
 
 // backend / block_size / precision (attention.hpp). "naive" is the float64 reference; "flash"
@@ -36,6 +39,12 @@ SdpaOptions sdpa_options_from(const Json& in);
 
 // Mask as [1, Lq, Lk] or [H, Lq, Lk] from a DenseArray of 0/1 (rank 2 or 3).
 Mask3 mask_from(const DenseArray& a);
+
+// Refuses up front (budget.hpp) a run whose [H, Lq, Lk] attention weights would not fit in
+// memory: the naive kernel always forms them in float64, flash only when they are printed
+// (`print`) or the naive backward pass needs them; printed, each also becomes JSON.
+void require_weights_memory(std::size_t H, std::size_t Lq, std::size_t Lk, const BackendOptions& backend,
+                            bool print, const char* no_weights_flag);
 
 // Warns when some query rows have all keys masked.
 void warn_fully_masked(const Tensor2& lse);

@@ -33,18 +33,17 @@ void add_plot_options(CLI::App* cmd, PlotOptions& opts) {
   add_image_flags(cmd, opts.image, /*with_colormap=*/false, "--image-format");
 }
 
-ImageOptions prepare_plots(const PlotOptions& opts) {
+PreparedPlots prepare_plots(const PlotOptions& opts) {
   if (opts.dir.empty()) return {};
-  const ImageOptions image = image_options(opts.image);
-  prepare_picture_dir(opts.dir, "--plots");
-  return image;
+  PreparedPlots plots{image_options(opts.image), std::nullopt};
+  plots.folder.emplace(prepare_picture_dir(opts.dir, "--plots"));
+  return plots;
 }
 
-void write_plots(const PlotOptions& opts, const OutputOptions& output, const ImageOptions& image,
-                 const std::vector<NamedFigure>& figures) {
-  if (opts.dir.empty()) return;
+void write_plots(PreparedPlots& plots, const OutputOptions& output, const std::vector<NamedFigure>& figures) {
+  if (!plots.folder) return;
   const bool data_on_stdout = output.format == "json" || output.format == "csv";
-  save_pictures(figures, opts.dir, image, data_on_stdout ? std::cerr : std::cout);
+  save_pictures(figures, *plots.folder, plots.image, data_on_stdout ? std::cerr : std::cout);
 }
 
 }  // namespace attn::cli

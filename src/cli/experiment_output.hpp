@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,17 @@ struct PlotOptions {
 
 void add_plot_options(CLI::App* cmd, PlotOptions& opts);
 
-// Checks the image flags and prepares --plots DIR before any work (no-op without --plots).
-ImageOptions prepare_plots(const PlotOptions& opts);
+// --plots DIR made ready: its image options and the folder (absent without --plots).
+struct PreparedPlots {
+  ImageOptions image;
+  std::optional<OutputFolder> folder;
+};
 
-// Writes the figures into --plots DIR; "Wrote" lines go to stderr when stdout carries data
-// (json, csv), to stdout otherwise.
-void write_plots(const PlotOptions& opts, const OutputOptions& output, const ImageOptions& image,
-                 const std::vector<NamedFigure>& figures);
+// Checks the image flags and prepares --plots DIR before any work (no-op without --plots).
+PreparedPlots prepare_plots(const PlotOptions& opts);
+
+// Writes the figures into --plots DIR, as a whole; "Wrote" lines go to stderr when stdout
+// carries data (json, csv), to stdout otherwise.
+void write_plots(PreparedPlots& plots, const OutputOptions& output, const std::vector<NamedFigure>& figures);
 
 }  // namespace attn::cli

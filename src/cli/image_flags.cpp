@@ -30,6 +30,13 @@ void add_image_flags(CLI::App* cmd, ImageFlags& flags, bool with_colormap, const
 }
 
 std::string image_stem(const std::string& out) {
+  // "DIR/" (or an existing folder) would become the hidden file DIR/.png.
+  std::error_code ec;
+  if (out.empty() || out.back() == '/' || std::filesystem::is_directory(out, ec)) {
+    throw InputError("--out: " + (out.empty() ? std::string("nothing") : out) +
+                     " is a folder; give a file name or stem, such as " +
+                     (std::filesystem::path(out) / "picture.png").lexically_normal().string());
+  }
   for (const char* ext : {".png", ".svg"}) {
     if (ends_with(out, ext)) return out.substr(0, out.size() - 4);
   }
@@ -49,31 +56,22 @@ ImageOptions image_options(const ImageFlags& flags, const std::string& out) {
 
 void check_colormap(const std::string& name) { (void)Colormap::by_name(name); }
 
-void prepare_picture_dir(const std::string& dir, const std::string& flag) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw InputError(flag + ": cannot create folder " + dir + ": " +
-                     (ec ? ec.message() : std::string("a file of that name exists")));
-  }
-  const fs::path probe = fs::path(dir) / ".attn-write-test";
-  FILE* f = std::fopen(probe.c_str(), "w");
-  if (!f) throw InputError(flag + ": folder " + dir + " is not writable");
-  std::fclose(f);
-  fs::remove(probe, ec);
+OutputFolder prepare_picture_dir(const std::string& dir, const std::string& flag) {
+  if (dir.empty()) throw InputError(flag + ": expected a folder name, got nothing");
+  return OutputFolder(dir, flag);
 }
 
-std::vector<std::string> save_pictures(const std::vector<NamedFigure>& figures, const std::string& dir,
-                                       const ImageOptions& options, std::ostream& log) {
+void save_pictures(const std::vector<NamedFigure>& figures, OutputFolder& folder, const ImageOptions& options,
+                   std::ostream& log) {
   std::vector<std::string> written;
   for (const NamedFigure& f : figures) {
-    for (const std::string& path : save_figure(f.figure, (std::filesystem::path(dir) / f.name).string(), options)) {
-      log << "Wrote " << path << "\n";
-      written.push_back(path);
+    for (const std::string& path : save_figure(f.figure, (std::filesystem::path(folder.staging()) / f.name).string(),
+                                               options)) {
+      written.push_back(folder.final_path(std::filesystem::path(path).filename().string()));
     }
   }
-  return written;
+  folder.commit();
+  for (const std::string& path : written) log << "Wrote " << path << "\n";
 }
 
 }  // namespace attn::cli

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/io/output_folder.hpp"
 #include "attn/render/canvas.hpp"
 
 namespace attn::cli {
@@ -37,12 +38,12 @@ struct NamedFigure {
   Figure figure;
 };
 
-// Creates DIR (and parents) and checks that a file can be created in it, before any work:
-// InputError naming the flag (`flag`, --out unless told) otherwise.
-void prepare_picture_dir(const std::string& dir, const std::string& flag = "--out");
+// Prepares DIR before any work, to be written as a whole (io/output_folder.hpp): InputError
+// naming the flag (`flag`, --out unless told) when it cannot be.
+OutputFolder prepare_picture_dir(const std::string& dir, const std::string& flag = "--out");
 
-// Saves every figure atomically and says "Wrote PATH" on `log` for each file.
-std::vector<std::string> save_pictures(const std::vector<NamedFigure>& figures, const std::string& dir,
-                                       const ImageOptions& options, std::ostream& log);
+// Saves every figure into the folder, commits it, then says "Wrote PATH" on `log` for each file.
+void save_pictures(const std::vector<NamedFigure>& figures, OutputFolder& folder, const ImageOptions& options,
+                   std::ostream& log);
 
 }  // namespace attn::cli

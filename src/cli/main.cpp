@@ -8,9 +8,12 @@
 #include "attn/version.hpp"
 #include "commands.hpp"
 #include "machine_facts.hpp"
+#include "number_flags.hpp"
+#include "one_line.hpp"
 
 int main(int argc, char** argv) {
   attn::cli::give_openblas_the_right_core();
+  using attn::cli::one_line;  // every "error:" below echoes user text: keep it one line
   CLI::App app{"attn-cli: learn attention by running it for real and seeing what happens.\n"
                "Masks follow PyTorch SDPA's convention: 1/true = the query MAY attend to the key."};
   app.name("attn-cli");
@@ -48,6 +51,7 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_explain(app);
   attn::cli::setup_pitfalls(app);
   attn::cli::setup_doctor(app);
+  attn::cli::check_number_flags(app);
 
   try {
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
@@ -65,19 +69,19 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
-    std::cerr << "error: " << what << " (see attn-cli --help)\n";
+    std::cerr << "error: " << one_line(what) << " (see attn-cli --help)\n";
     return 2;
   } catch (const attn::InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << one_line(e.what()) << "\n";
     return 2;
   } catch (const attn::RuntimeError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << one_line(e.what()) << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory (is the input size possible?)\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << one_line(e.what()) << "\n";
     return 1;
   }
   return 0;

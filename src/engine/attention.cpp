@@ -65,7 +65,8 @@ SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tenso
   detail::check_backward_options(options, backend);
   check_grad_output_shape(shape_of(grad_output), {q.shape(0), q.shape(1), v.shape(2)});
   const detail::TensorD3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
-  const detail::SdpaF64 forward = detail::attend_f64(qd, kd, vd, allowed, options, backend);
+  // Flash's backward needs only the output and lse; naive's uses the weights it always forms.
+  const detail::SdpaF64 forward = detail::attend_f64(qd, kd, vd, allowed, options, backend, /*with_weights=*/false);
   const detail::GradsF64 g = detail::attend_backward_f64(qd, kd, vd, allowed, forward,
                                                          xt::cast<double>(grad_output), options, backend);
   return {xt::cast<float>(g.dq), xt::cast<float>(g.dk), xt::cast<float>(g.dv)};
@@ -88,7 +89,7 @@ GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD
 
 
 SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
-                   const SdpaOptions& options, const BackendOptions& backend) {
+                   const SdpaOptions& options, const BackendOptions& backend, bool with_weights) {
   if (backend.backend == Backend::naive) return sdpa_f64(q, k, v, allowed, options);
   const FlashOptions fo = tiled_options(options, backend, q.shape(2));
   SdpaF64 r;
@@ -104,7 +105,7 @@ SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
     r.lse = xt::cast<double>(f.lse);
   }
   // The kernel never forms the weights: recompute them (rows it found fully masked stay 0).
-  r.weights = recompute_weights_f64(q, k, r.lse, allowed, fo.causal, *fo.scale);
+  if (with_weights) r.weights = recompute_weights_f64(q, k, r.lse, allowed, fo.causal, *fo.scale);
   return r;
 }
 

@@ -1,5 +1,7 @@
 #include "attn/engine/mask.hpp"
 
+#include <algorithm>
+
 #include "attn/engine/error.hpp"
 
 namespace attn {
@@ -24,14 +26,21 @@ Mask3 padding_allowed(std::span<const std::size_t> lengths, std::size_t L) {
 Mask2 sliding_window_allowed(std::size_t Lq, std::size_t Lk, std::size_t left,
                              std::size_t right) {
   Mask2 allowed = xt::zeros<bool>({Lq, Lk});
-  // Work in signed positions: with Lq > Lk the first rows sit before key 0.
-  const long offset = static_cast<long>(Lk) - static_cast<long>(Lq);
+  // Query i sits at position p = i + Lk - Lq, which is negative for the first rows when
+  // Lq > Lk. Stay in unsigned arithmetic with both sides shifted by Lq (a = p + Lq = i + Lk
+  // fits, since the mask itself was allocated) so that no window, however wide (SIZE_MAX is
+  // "unbounded"), wraps to a negative long or overflows p + right.
   for (std::size_t i = 0; i < Lq; ++i) {
-    const long p = static_cast<long>(i) + offset;
-    for (std::size_t j = 0; j < Lk; ++j) {
-      const long jj = static_cast<long>(j);
-      allowed(i, j) = jj >= p - static_cast<long>(left) && jj <= p + static_cast<long>(right);
-    }
+    const std::size_t a = i + Lk;
+    // First key: p - left, or 0 when that is before the sequence.
+    const std::size_t first = a >= Lq && a - Lq >= left ? a - Lq - left : 0;
+    // Last key: p + right, saturated at Lk - 1; none at all when p + right < 0.
+    if (a < Lq && right < Lq - a) continue;
+    const std::size_t reach = a >= Lq ? a - Lq : 0;   // max(p, 0)
+    const std::size_t back = a >= Lq ? 0 : Lq - a;    // max(-p, 0), <= right here
+    const std::size_t room = Lk - 1 - std::min(reach, Lk - 1);
+    const std::size_t last = right - back >= room ? Lk - 1 : reach + (right - back);
+    for (std::size_t j = first; j <= last && j < Lk; ++j) allowed(i, j) = true;
   }
   return allowed;
 }

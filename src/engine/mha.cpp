@@ -101,8 +101,10 @@ MhaResult attend_and_project(const TensorD2& Q, const TensorD2& K, const TensorD
     rotate_heads(k, rope_key_positions(*options.rope, Lq, Lk), *options.rope);
   }
   const detail::SdpaF64 a =
-      detail::attend_f64(q, k, split_heads(V, l.Hkv), allowed, options.attention, options.backend);
+      detail::attend_f64(q, k, split_heads(V, l.Hkv), allowed, options.attention, options.backend,
+                         options.with_weights);
   const TensorD2 y = output_projection(a.output, w_o, b_o);
+  detail::check_lse_fits_float32(a.lse);
   return {xt::cast<float>(y), xt::cast<float>(a.weights), xt::cast<float>(a.lse)};
 }
 
@@ -278,6 +280,7 @@ MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& w, const Mask3* a
         first == 0 ? detail::attend_f64(q, k, v, mask ? &*mask : nullptr, options.attention, options.backend)
                    : detail::attend_f64(q, cache_tensor(cache, true), cache_tensor(cache, false),
                                         mask ? &*mask : nullptr, options.attention, options.backend);
+    detail::check_lse_fits_float32(a.lse);
     const TensorD2 y = output_projection(a.output, w.w_o, w.b_o);
     const std::size_t nk = a.weights.shape(2);
     for (std::size_t i = 0; i < count; ++i) {

@@ -78,7 +78,8 @@ ProjectionGrads backward_f64(const Tensor2& query, const Tensor2& key, const Ten
     detail::rotate_heads(q, q_pos, *options.rope);
     detail::rotate_heads(k, k_pos, *options.rope);
   }
-  const detail::SdpaF64 a = detail::attend_f64(q, k, v, allowed, options.attention, options.backend);
+  const detail::SdpaF64 a =
+      detail::attend_f64(q, k, v, allowed, options.attention, options.backend, /*with_weights=*/false);
   const TensorD2 o = detail::merge_heads(a.output);  // [Lq, D], the input of W_o
 
   // Backward, last step first. y = o W_o^T + b_o:

@@ -19,6 +19,9 @@ std::string rope_style_name(RopeStyle style) {
 }
 
 std::vector<double> rope_frequencies(std::size_t d, double base) {
+  if (!(base >= kRopeBaseMin && base <= kRopeBaseMax)) {  // NaN fails both comparisons
+    throw InputError("rope base: expected a number in [1, 1e12], got " + std::to_string(base));
+  }
   // HF: inv_freq = 1 / base^(arange(0, d, 2) / d); RoFormer eq. 15: theta_i = 10000^(-2(i-1)/d).
   std::vector<double> theta(d / 2);
   for (std::size_t i = 0; i < d / 2; ++i) {

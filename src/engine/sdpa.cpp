@@ -158,6 +158,16 @@ SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const 
   return r;
 }
 
+void check_lse_fits_float32(const TensorD2& lse) {
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  for (double x : lse) {
+    if (std::isfinite(x) && std::fabs(x) > kFloatMax) {
+      throw InputError("the scores overflow float32 (a log-sum-exp of " + std::to_string(x).substr(0, 12) +
+                       "...): scale the inputs (or scale) down");
+    }
+  }
+}
+
 TensorD2 linear_f64(const TensorD2& x, const TensorD2& w, const TensorD1* b) {
   const std::size_t L = x.shape(0), in = x.shape(1), out = w.shape(0);
   TensorD2 y = TensorD2::from_shape({L, out});
@@ -180,6 +190,7 @@ SdpaResult sdpa(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask
 
   const detail::SdpaF64 r = detail::sdpa_f64(xt::cast<double>(q), xt::cast<double>(k),
                                              xt::cast<double>(v), allowed, options);
+  detail::check_lse_fits_float32(r.lse);
   return {xt::cast<float>(r.output), xt::cast<float>(r.weights), xt::cast<float>(r.lse)};
 }
 

@@ -34,7 +34,12 @@ TensorD3 recompute_weights_f64(const TensorD3& q, const TensorD3& k, const Tenso
 
 // attention() (attention.hpp) on float64 tensors: the door mha() goes through.
 SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
-                   const SdpaOptions& options, const BackendOptions& backend);
+                   const SdpaOptions& options, const BackendOptions& backend, bool with_weights = true);
+
+// Before the float64 lse is rounded to float32: a finite lse past float32's range (scores of -1e300
+// after scaling) would round to -inf, which means "every key masked": a false warning and a
+// null in the JSON. That is an overflow of the user's scores, refused as such.
+void check_lse_fits_float32(const TensorD2& lse);
 
 // y = x W^T + b in float64 (torch.nn.Linear): x [L, in], w [out, in], b [out] or null.
 TensorD2 linear_f64(const TensorD2& x, const TensorD2& w, const TensorD1* b);

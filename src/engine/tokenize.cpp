@@ -72,6 +72,11 @@ std::vector<Token> tokenize(std::string_view utf8, std::size_t max_tokens) {
         throw InputError("sentence: more than --max-tokens = " + std::to_string(max_tokens) +
                          " tokens; shorten it or raise --max-tokens");
       }
+      if (static_cast<std::size_t>(piece.countChar32()) > kMaxTokenChars) {
+        throw InputError("sentence: a token of " + std::to_string(piece.countChar32()) + " characters at byte " +
+                         std::to_string(byte_offset) + " (at most " + std::to_string(kMaxTokenChars) +
+                         "); split it with spaces");
+      }
       tokens.push_back({piece8, byte_offset});
     }
     byte_offset += piece8.size();

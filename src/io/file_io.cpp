@@ -16,6 +16,30 @@
 
 namespace attn {
 
+std::string read_input(const std::string& path, std::size_t max_bytes) {
+  const std::string name = path == "-" ? std::string("stdin") : path;
+  std::ifstream file;
+  if (path != "-") {
+    if (std::filesystem::is_directory(path)) throw InputError("cannot read " + path + ": it is a folder");
+    file.open(path, std::ios::binary);
+    // A missing or unreadable input file is the user's to fix: exit 2, like a malformed one.
+    if (!file) throw InputError("cannot read " + path + ": " + std::strerror(errno));
+  }
+  std::istream& in = path == "-" ? std::cin : file;
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_bytes) {
+      const bool mib = max_bytes >= (1u << 20);
+      throw InputError(name + ": input larger than " + std::to_string(mib ? max_bytes >> 20 : max_bytes) +
+                       (mib ? " MiB" : " bytes"));
+    }
+  }
+  if (in.bad()) throw RuntimeError("cannot read " + name + ": " + std::strerror(errno));
+  return text;
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   if (path == "-") {

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "attn/engine/error.hpp"
+#include "attn/io/file_io.hpp"
 
 namespace attn {
 namespace {
@@ -94,26 +95,31 @@ Json nested(const T& t, std::size_t dim, std::size_t offset, bool lse, FloatText
 }  // namespace
 
 Json read_json(const std::string& path) {
-  std::string text;
-  if (path == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    text = ss.str();
-  } else {
-    if (std::filesystem::is_directory(path)) throw InputError("cannot read " + path + ": it is a folder");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw RuntimeError("cannot read " + path + ": " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+  const std::string name = path == "-" ? std::string("stdin") : path;
+  const std::string text = read_input(path, kMaxJsonBytes);
+  // nlohmann's lexer stops at a NUL byte as if the input ended there, so '{...}\0garbage'
+  // would pass as valid JSON: a NUL anywhere is refused (JSON text never contains one).
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    throw InputError("malformed JSON in " + name + ": a NUL byte at offset " + std::to_string(nul));
   }
+  // The DOM is built without recursion, but everything that walks it (flatten, dump, the
+  // destructor of a huge tree) recurses: refuse deep nesting while parsing.
+  const Json::parser_callback_t depth_limit = [&name](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        depth >= static_cast<int>(kMaxJsonDepth)) {
+      throw InputError("malformed JSON in " + name + ": nested deeper than " +
+                       std::to_string(kMaxJsonDepth) + " levels");
+    }
+    return true;
+  };
   try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
+    return Json::parse(text, depth_limit);
+  } catch (const Json::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ...", or
+    // out_of_range.406 "number overflow parsing '1e400'": both are the input's fault.
     std::string what = e.what();
     const auto at = what.find("] ");
-    throw InputError("malformed JSON in " + (path == "-" ? std::string("stdin") : path) + ": " +
+    throw InputError("malformed JSON in " + name + ": " +
                      (at == std::string::npos ? what : what.substr(at + 2)));
   }
 }

@@ -1,6 +1,8 @@
 #include "attn/lessons/variance.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "attn/engine/error.hpp"
@@ -49,12 +51,19 @@ void check_variance_config(const VarianceConfig& c) {
     if (d == 0) throw InputError("--dk: every d_k must be >= 1");
   if (c.samples < 2) throw InputError("--samples: a variance needs at least 2 samples");
   if (c.keys < 2) throw InputError("--keys: a softmax row needs at least 2 keys");
-  const double dims = std::accumulate(c.d_ks.begin(), c.d_ks.end(), 0.0);
-  if (dims * static_cast<double>(c.samples) * 3 > kMaxDraws) {
-    throw InputError("--samples x sum of --dk is too large (" +
-                     std::to_string(static_cast<long long>(dims * static_cast<double>(c.samples))) +
-                     " products); keep it under 1e9");
+  if (variance_draws(c) > kMaxDraws) {
+    char draws[32];
+    std::snprintf(draws, sizeof draws, "%.3g", variance_draws(c));
+    throw InputError(std::string("--samples x sum of --dk is too large (") + draws + " random draws); keep it under 3e9");
   }
+}
+
+double variance_draws(const VarianceConfig& c) {
+  const double S = static_cast<double>(c.samples), n = static_cast<double>(c.keys);
+  const double rows = std::max(1.0, std::floor(S / n));
+  double draws = 0;
+  for (std::size_t d : c.d_ks) draws += static_cast<double>(d) * (2 * S + rows * (n + 1));
+  return draws;
 }
 
 VarianceResult run_variance(const VarianceConfig& config) {

@@ -84,8 +84,11 @@ std::vector<AxisTick> ticks_for(const PlotAxis& axis, double lo, double hi, doub
 }  // namespace render
 
 std::vector<AxisTick> axis_ticks(const PlotAxis& axis, double lo, double hi) {
-  if (!(hi > lo) || (axis.scale != AxisScale::linear && !(lo > 0))) {
-    throw InputError("plot: axis limits must satisfy lo < hi (and lo > 0 on a log axis)");
+  // Finite limits too: the tick loops step from lo to hi, and a log axis reaching 0 or inf
+  // (rope --base 1e-320) had them count exponents forever.
+  if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi) ||
+      (axis.scale != AxisScale::linear && !(lo > 0))) {
+    throw InputError("plot: axis limits must be finite and satisfy lo < hi (and lo > 0 on a log axis)");
   }
   return render::ticks_for(axis, lo, hi, 5);
 }

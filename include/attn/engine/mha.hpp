@@ -44,6 +44,10 @@ struct MhaOptions {
   // The attention kernel (attention.hpp): the naive float64 reference by default, or the
   // tiled flash / CUDA kernel (weights recomputed from q and k).
   BackendOptions backend;
+  // false: flash and CUDA skip recomputing the [H, Lq, Lk] weights (MhaResult::weights stays
+  // empty), so a long sequence needs memory linear in its length. The naive kernel forms them
+  // anyway. mha_decode always keeps them.
+  bool with_weights = true;
 };
 
 struct MhaResult {

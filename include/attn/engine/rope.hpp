@@ -34,6 +34,12 @@ enum class RopeStyle { Half, Interleaved };
 RopeStyle parse_rope_style(std::string_view name, const std::string& field = "rope.style");
 std::string rope_style_name(RopeStyle style);
 
+// The bases the tool accepts: above 1 the frequencies fall with i as RoPE intends; real models
+// use 1e4 to 1e7. Outside this range theta overflows or every pair stops turning (and a
+// frequency plot spans no finite range), so flags and JSON fields refuse it.
+inline constexpr double kRopeBaseMin = 1.0;
+inline constexpr double kRopeBaseMax = 1e12;
+
 struct RopeOptions {
   double base = 10000.0;
   RopeStyle style = RopeStyle::Half;

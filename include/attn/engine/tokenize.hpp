@@ -20,8 +20,12 @@ struct Token {
 };
 
 inline constexpr std::size_t kDefaultMaxTokens = 512;
+// Every token labels a row of a table and an axis of a picture; a longer "word" (a pasted
+// blob without spaces) is refused rather than laid out for seconds.
+inline constexpr std::size_t kMaxTokenChars = 200;
 
-// Throws InputError on invalid UTF-8, an empty sentence, or more than max_tokens tokens.
+// Throws InputError on invalid UTF-8, an empty sentence, more than max_tokens tokens, or a
+// token of more than kMaxTokenChars characters.
 std::vector<Token> tokenize(std::string_view utf8, std::size_t max_tokens = kDefaultMaxTokens);
 
 // Embeddings [L, dim] with N(0, 1) entries, deterministic in (seed, token text).

@@ -12,8 +12,15 @@ namespace attn {
 
 using Json = nlohmann::json;
 
-// Reads one JSON value from a file, or from stdin when path is "-".
-// Malformed JSON -> InputError; an unreadable file -> RuntimeError.
+// Limits of read_json: the largest input it reads (far above any tensor JSON a run could
+// compute with in memory) and the deepest nesting (tensors need 3 levels, mha's rope 3).
+inline constexpr std::size_t kMaxJsonBytes = std::size_t{256} << 20;
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+// Reads one JSON value from a file, or from stdin when path is "-". Malformed JSON, a number
+// out of double range, bytes after the value, a missing or unreadable file, an input past
+// kMaxJsonBytes or nested past kMaxJsonDepth -> InputError naming the file; a read that fails
+// part-way -> RuntimeError.
 Json read_json(const std::string& path);
 
 // A nested JSON array of numbers, flattened row-major, with its shape.

@@ -66,6 +66,9 @@ double sample_variance_se(std::size_t d_k, std::size_t samples);
 // too large to finish in reasonable time.
 void check_variance_config(const VarianceConfig& config);
 
+// The N(0,1) numbers run_variance draws: 2 d_k per pair, and (keys + 1) d_k per softmax row.
+double variance_draws(const VarianceConfig& config);
+
 // Each d_k draws from its own generator seeded by (seed, d_k), so a row does not depend on
 // which other d_k are in the sweep.
 VarianceResult run_variance(const VarianceConfig& config);

@@ -297,6 +297,7 @@ FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v
   }
   detail::FlashF64 f = detail::flash_f64(xt::cast<double>(q), xt::cast<double>(k), xt::cast<double>(v),
                                          allowed, options);
+  detail::check_lse_fits_float32(f.lse);
   r.output = xt::cast<float>(f.output);
   r.lse = xt::cast<float>(f.lse);
   r.lse64 = std::move(f.lse);

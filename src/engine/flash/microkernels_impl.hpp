@@ -101,8 +101,12 @@ struct KernelSet {
   static batch exp2_nonpositive(batch x) {
     if constexpr (std::is_same_v<T, double>) {
       // The float64 kernel serves reference-grade output, not speed: xsimd's own exp2 is
-      // accurate to double precision and returns exactly 0 for -inf.
-      return xsimd::exp2(x);
+      // accurate to double precision. It converts round(x) to an integer inside, though, and
+      // -inf (a masked score) has no integer value: that cast is undefined behaviour. Clamp
+      // first (2^-1100 already rounds to 0, below the smallest subnormal 2^-1074) and give
+      // masked lanes exactly 0 by select, so the -inf trap never reaches the cast.
+      const batch floor(T(-1100));
+      return xsimd::select(x < floor, batch(T(0)), xsimd::exp2(xsimd::max(x, floor)));
     } else {
 #if defined(__AVX512F__)
       if constexpr (std::is_same_v<Arch, xsimd::avx512f>) {

@@ -1,0 +1,124 @@
+#include "attn/io/output_folder.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "attn/engine/error.hpp"
+
+namespace attn {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The folder that holds `path` ("." for a bare name), and path's own name without a trailing '/'.
+fs::path parent_of(const fs::path& path) {
+  const fs::path p = path.lexically_normal();
+  const fs::path clean = p.has_filename() ? p : p.parent_path();
+  return clean.has_parent_path() ? clean.parent_path() : fs::path(".");
+}
+
+std::string name_of(const fs::path& path) {
+  const fs::path p = path.lexically_normal();
+  return (p.has_filename() ? p : p.parent_path()).filename().string();
+}
+
+// An exclusive flock on a folder for as long as it lives.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::string& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY)) {
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
+      const int err = errno;
+      if (fd_ >= 0) ::close(fd_);
+      throw RuntimeError("cannot lock " + dir + ": " + std::strerror(err));
+    }
+  }
+  ~FolderLock() { ::close(fd_); }  // closing releases the lock
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+OutputFolder::OutputFolder(const std::string& path, const std::string& flag) : path_(path) {
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec)) {
+    throw InputError(flag + ": cannot create folder " + path + ": a file of that name exists");
+  }
+  // Missing parents are made now (the staging folder sits beside the result) and remembered.
+  const fs::path parent = parent_of(path);
+  for (fs::path p = parent; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    made_parents_.insert(made_parents_.begin(), p.string());
+  }
+  for (const std::string& p : made_parents_) {
+    if (!fs::create_directory(p, ec) && !fs::is_directory(p)) {
+      made_parents_.clear();
+      throw InputError(flag + ": cannot create folder " + path + ": " + ec.message());
+    }
+  }
+  std::string tmpl = (parent / ("." + name_of(path) + ".tmpXXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) {
+    const int err = errno;
+    discard();  // the parents just made
+    throw InputError(flag + ": cannot create folder " + path + ": " + std::strerror(err));
+  }
+  staging_ = tmpl;
+}
+
+OutputFolder::OutputFolder(OutputFolder&& other) noexcept
+    : path_(std::move(other.path_)),
+      staging_(std::move(other.staging_)),
+      made_parents_(std::move(other.made_parents_)),
+      done_(other.done_) {
+  other.done_ = true;
+}
+
+OutputFolder::~OutputFolder() {
+  if (!done_) discard();
+}
+
+void OutputFolder::discard() noexcept {
+  std::error_code ec;
+  if (!staging_.empty()) fs::remove_all(staging_, ec);
+  for (auto p = made_parents_.rbegin(); p != made_parents_.rend(); ++p) fs::remove(*p, ec);  // only if empty
+}
+
+std::string OutputFolder::final_path(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+void OutputFolder::commit() {
+  // A folder that is not there yet appears whole, in one rename.
+  std::error_code ec;
+  if (!fs::exists(path_, ec) && std::rename(staging_.c_str(), path_.c_str()) == 0) {
+    // mkdtemp made it 0700; give it the usual permissions of a new folder.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::chmod(path_.c_str(), 0777 & ~mask);
+    done_ = true;
+    return;
+  }
+  // It exists (maybe since a concurrent run renamed its own into place): move file by file,
+  // holding the folder's lock so that another run's files never interleave with these.
+  if (!fs::is_directory(path_, ec)) throw InputError("cannot write into " + path_ + ": it is not a folder");
+  {
+    const FolderLock lock(path_);
+    for (const fs::directory_entry& e : fs::directory_iterator(staging_)) {
+      const fs::path to = fs::path(path_) / e.path().filename();
+      if (std::rename(e.path().c_str(), to.c_str()) != 0) {
+        throw RuntimeError("cannot write " + to.string() + ": " + std::strerror(errno));
+      }
+    }
+  }
+  fs::remove_all(staging_, ec);
+  done_ = true;
+}
+
+}  // namespace attn

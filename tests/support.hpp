@@ -158,6 +158,20 @@ inline CliResult run_cli(const std::string& args, const std::string& input = "",
   return r;
 }
 
+// The subcommands attn-cli --help lists (its "Subcommands:" section), so a new one is tested
+// without an edit here.
+inline std::vector<std::string> listed_subcommands() {
+  std::istringstream in(run_cli("--help").out);
+  std::vector<std::string> names;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Subcommands:", 0) == 0) inside = true;
+    else if (inside && line.rfind("  ", 0) == 0) names.push_back(line.substr(2, line.find(' ', 2) - 2));
+    else if (inside) break;
+  }
+  return names;
+}
+
 // Number of lines in text (a trailing newline does not start a new line).
 inline std::size_t line_count(const std::string& text) {
   std::size_t n = 0;

@@ -286,24 +286,10 @@ TEST_CASE("cli: every example in README.md runs") {
   CHECK(examples >= 5);
 }
 
-// The subcommands attn-cli --help lists (its "Subcommands:" section), so a new one is tested
-// without an edit here.
-std::vector<std::string> listed_subcommands() {
-  std::istringstream in(run_cli("--help").out);
-  std::vector<std::string> names;
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("Subcommands:", 0) == 0) inside = true;
-    else if (inside && line.rfind("  ", 0) == 0) names.push_back(line.substr(2, line.find(' ', 2) - 2));
-    else if (inside) break;
-  }
-  return names;
-}
-
 TEST_CASE("cli: every example in --help runs") {
   Scratch s;
   std::size_t examples = 0;
-  std::vector<std::string> subs = listed_subcommands();
+  std::vector<std::string> subs = test::listed_subcommands();
   CHECK(subs.size() >= 16);
   subs.insert(subs.begin(), "");
   for (const std::string& sub : subs) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attn-cli builds with, skipping those already installed.
 # Used by scripts/test.sh, scripts/demo.sh and scripts/bench.sh; safe to run again.
+# Extra package names as arguments are installed too (scripts/sanitize.sh: clang).
 set -euo pipefail
 
 packages=(
@@ -10,6 +11,7 @@ packages=(
   python3-numpy  # scripts/check_fa_rule.py and check_backward.py, run by the tests; the product itself is pure C++
   libexpat1-dev  # the tests parse the SVG output (already pulled in by libfontconfig-dev)
 )
+packages+=("$@")
 
 missing=()
 for p in "${packages[@]}"; do

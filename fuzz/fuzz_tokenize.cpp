@@ -1,0 +1,116 @@
+// Fuzz target: the ICU word tokenizer (include/attn/engine/tokenize.hpp) on arbitrary bytes.
+// Checked against what the header promises, with a UTF-8 decoder of our own (RFC 3629's
+// well-formed sequences) as the independent judge of "valid":
+//   - invalid UTF-8 is refused (an InputError); valid UTF-8 with only whitespace or control
+//     characters is refused; any other valid sentence gives tokens;
+//   - each token is the sentence's own bytes at its byte_offset, in order, without overlap,
+//     and what lies between tokens is whitespace (or control characters) only;
+//   - max_tokens is honoured (one fewer than the count is refused);
+//   - the same text gives the same embedding row, and every entry is finite.
+#include <unicode/uchar.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/engine/error.hpp"
+#include "attn/engine/tokenize.hpp"
+#include "fuzz_support.hpp"
+
+namespace attn::fuzz {
+namespace {
+
+// Code points of well-formed UTF-8 (RFC 3629 section 4), or nothing.
+std::optional<std::vector<char32_t>> decode_utf8(std::string_view s) {
+  std::vector<char32_t> out;
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char b = s[i];
+    const int extra = b < 0x80 ? 0 : (b & 0xe0) == 0xc0 ? 1 : (b & 0xf0) == 0xe0 ? 2 : (b & 0xf8) == 0xf0 ? 3 : -1;
+    if (extra < 0 || i + extra >= s.size()) return std::nullopt;  // unknown lead byte, truncated
+    char32_t c = extra == 0 ? b : b & (0x3f >> extra);
+    for (int k = 1; k <= extra; ++k) {
+      const unsigned char t = s[i + k];
+      if ((t & 0xc0) != 0x80) return std::nullopt;
+      c = (c << 6) | (t & 0x3f);
+    }
+    static constexpr char32_t kSmallest[] = {0, 0x80, 0x800, 0x10000};
+    if (c < kSmallest[extra] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return std::nullopt;
+    out.push_back(c);
+    i += extra + 1;
+  }
+  return out;
+}
+
+bool is_blank(char32_t c) { return u_isUWhiteSpace(UChar32(c)) || u_charType(UChar32(c)) == U_CONTROL_CHAR; }
+
+bool all_blank(std::string_view s) {
+  const auto cps = decode_utf8(s);
+  if (!cps) return false;
+  for (const char32_t c : *cps)
+    if (!is_blank(c)) return false;
+  return true;
+}
+
+void check_refused(std::string_view text, const char* why) {
+  try {
+    tokenize(text, std::numeric_limits<std::size_t>::max());
+  } catch (const InputError&) {
+    return;
+  }
+  finding(std::string("accepted a sentence that ") + why);
+}
+
+std::vector<Token> tokens_of(std::string_view text) {
+  try {
+    return tokenize(text, std::numeric_limits<std::size_t>::max());
+  } catch (const InputError& e) {
+    finding(std::string("refused valid UTF-8 with a word in it: ") + e.what());
+  }
+}
+
+void check_tokens(std::string_view text, const std::vector<Token>& tokens) {
+  std::size_t covered = 0;  // bytes up to the end of the previous token
+  for (const Token& t : tokens) {
+    check(!t.text.empty() && t.byte_offset >= covered && t.byte_offset + t.text.size() <= text.size(),
+          "token out of order or out of the sentence: \"" + t.text + "\"");
+    check(text.substr(t.byte_offset, t.text.size()) == t.text, "token is not the sentence's bytes");
+    check(!all_blank(t.text), "a token of whitespace only");
+    check(all_blank(text.substr(covered, t.byte_offset - covered)), "non-blank bytes dropped before \"" + t.text + "\"");
+    covered = t.byte_offset + t.text.size();
+  }
+  check(all_blank(text.substr(covered)), "non-blank bytes dropped at the end");
+}
+
+void check_embeddings(const std::vector<Token>& tokens) {
+  const Tensor2 e = embed_tokens(tokens, 3, 7);
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    for (std::size_t c = 0; c < 3; ++c) {
+      check(std::isfinite(e(i, c)), "embedding not finite");
+      check(e(i, c) == e(0, c) || tokens[i].text != tokens[0].text, "same token, different embedding");
+    }
+}
+
+}  // namespace
+}  // namespace attn::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace attn::fuzz;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (!decode_utf8(text)) return check_refused(text, "is invalid UTF-8"), 0;
+  if (all_blank(text)) return check_refused(text, "has only whitespace"), 0;
+  const std::vector<attn::Token> tokens = tokens_of(text);
+  check_tokens(text, tokens);
+  if (tokens.size() > 1) {
+    try {
+      attn::tokenize(text, tokens.size() - 1);
+      finding("max_tokens = count - 1 was not refused");
+    } catch (const attn::InputError&) {
+    }
+  }
+  check_embeddings(tokens);
+  return 0;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang), in its own
+# build folder (build-sanitize/, SANITIZE_BUILD_DIR overrides). Every process the tests start --
+# attn-cli spawned by doctest cases and by the Python reference checks included -- runs
+# instrumented; any report, even from a process whose failure a test tolerated, fails the run.
+#   scripts/sanitize.sh [ctest arguments, e.g. -R mask]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${SANITIZE_BUILD_DIR:-$root/build-sanitize}
+
+"$root/scripts/install-deps.sh" clang libclang-rt-14-dev
+
+# -DATTN_FUZZ=ON compiles everything with -fsanitize=address,undefined,float-cast-overflow,
+# float-divide-by-zero -fno-sanitize-recover=all (CMakeLists.txt), and adds the libFuzzer
+# targets, whose fuzz_run_* tests fuzz each one for a few seconds. scripts/fuzz.sh uses the same
+# build. float-divide-by-zero is outside clang's "undefined" group; it is on because no code
+# relies on x / 0 giving inf (infinities are written numeric_limits<>::infinity()).
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DATTN_FUZZ=ON -DATTN_WITH_CUDA=OFF >/dev/null
+cmake --build "$build" --parallel "$(nproc)"
+
+# Reports go to files as well as aborting the process: a test that only checks "it failed"
+# could otherwise swallow one. scripts/lsan.supp names the font caches, nothing of ours.
+logs=$build/sanitizer-logs
+rm -rf "$logs" && mkdir -p "$logs"
+common="halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$logs/report"
+export ASAN_OPTIONS="$common:detect_leaks=1:strict_init_order=1:check_initialization_order=1"
+export UBSAN_OPTIONS="$common:report_error_type=1"
+export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0:log_path=$logs/report"
+
+status=0
+# all_doctest_cases runs every doctest case a second time in one process (a guard against
+# CTest's name splitting, README "Tests"); under the sanitizers it would only double the time.
+(cd "$build" && ctest --output-on-failure --parallel "$(nproc)" -E '^all_doctest_cases$' "$@") || status=$?
+if compgen -G "$logs/report*" >/dev/null; then
+  echo "sanitize: sanitizer reports (one file per process):" >&2
+  for f in "$logs"/report*; do echo "== $f" >&2; cat "$f" >&2; done
+  status=1
+fi
+((status == 0)) && echo "sanitize: the whole suite is clean under ASan + UBSan"
+exit "$status"

@@ -292,7 +292,7 @@ TEST_CASE("cli: every example in --help runs") {
   Scratch s;
   std::size_t examples = 0;
   for (const char* sub : {"", "attend", "mha", "tokenize", "demo", "bench", "heatmap", "mask", "rope", "positional",
-                          "generate", "variance", "temperature", "complexity", "explain", "pitfalls"}) {
+                          "generate", "variance", "temperature", "complexity", "explain", "pitfalls", "train", "forward"}) {
     const CliResult h = run_cli(std::string(sub) + " --help");
     REQUIRE(h.code == 0);
     const auto lines = help_examples(h.out);

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   attn-cli variance --dk 8,64,512 --samples 2000
   attn-cli complexity --n 1024,4096 --d-model 4096 --heads 32
   attn-cli bench --n 512 --heads 2 --repeat 1
+  attn-cli train --steps 20 --out train-quick
 Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
 )");
 
@@ -39,6 +40,8 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_rope(app);
   attn::cli::setup_positional(app);
   attn::cli::setup_generate(app);
+  attn::cli::setup_train(app);
+  attn::cli::setup_forward(app);
   attn::cli::setup_variance(app);
   attn::cli::setup_temperature(app);
   attn::cli::setup_complexity(app);

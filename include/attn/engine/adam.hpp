@@ -13,17 +13,24 @@ struct AdamOptions {
   double eps = 1e-8;
 };
 
+// What Adam carries from step to step: saved and restored to continue a run exactly.
+struct AdamState {
+  ToyModel m, v;       // the moment estimates, shaped like the model
+  std::size_t t = 0;   // steps taken
+};
+
 class Adam {
  public:
   Adam(const ToyConfig& config, const AdamOptions& options);
+  Adam(const AdamOptions& options, AdamState state);  // continues from a saved state
   // One update of `model` from `grads` (shaped like the model).
   void step(ToyModel& model, ToyModel& grads);
-  std::size_t steps_taken() const { return t_; }
+  std::size_t steps_taken() const { return state_.t; }
+  const AdamState& state() const { return state_; }
 
  private:
   AdamOptions options_;
-  ToyModel m_, v_;  // the moment estimates, shaped like the model
-  std::size_t t_ = 0;
+  AdamState state_;
 };
 
 }  // namespace attn

@@ -50,14 +50,14 @@ Figure train_curves_figure(const TrainRun& run, const TrainOptions& o) {
   left.y = {"cross-entropy (nats)", AxisScale::linear, 0.0};
   left.width = 340;
   left.height = 240;
-  left.legend = LegendPlace::upper_right;
+  left.legend = LegendPlace::lower_left;
 
   LinePlotSpec right = left;
   right.title = "Best head of each kind";
   right.series = {curve("previous-token score", steps, prev, 1), curve("induction score", steps, induction, 3)};
   right.references = {};
   right.y = {"mean attention on the target key", AxisScale::linear, 0.0, 1.0};
-  right.legend = LegendPlace::lower_right;
+  right.legend = LegendPlace::upper_left;
   if (run.phase_change_step) {
     const std::string name = "phase change, step " + std::to_string(*run.phase_change_step);
     left.references.push_back(ReferenceLine::vertical(double(*run.phase_change_step), name));

@@ -25,6 +25,7 @@ import shlex
 import struct
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -118,8 +119,10 @@ def main():
     ap.add_argument("--forward-only", action="store_true", help="check only that forward agrees with NumPy")
     args = ap.parse_args()
 
+    start = time.monotonic()
     subprocess.run([args.cli, "train", "--threads", "1", "--out", args.workdir] + shlex.split(args.train_args),
                    check=True, stdout=subprocess.DEVNULL)
+    print(f"attn-cli train --threads 1 {args.train_args}: {time.monotonic() - start:.1f} s wall (the goal: <= 30 s on one thread)")
     model_dir = args.workdir + "/model"
     config = json.load(open(model_dir + "/config.json"))
     model = read_safetensors(model_dir + "/model.safetensors")

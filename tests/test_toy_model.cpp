@@ -32,14 +32,15 @@ Vec matmul_t(const Vec& x, const Vec& w, std::size_t rows, std::size_t in, std::
 }
 
 double reference_loss(const RefModel& m, const TokenBatch& batch) {
-  const std::size_t D = m.c.d_model, H = m.c.heads, d = D / H, V = m.c.vocab, L = batch.length;
-  const std::size_t nl = m.c.layers;
+  // The model reads L ids of each row of n; every id but the first is a target.
+  const std::size_t D = m.c.d_model, H = m.c.heads, d = D / H, V = m.c.vocab, n = batch.length;
+  const std::size_t L = batch.last_is_target ? n - 1 : n, nl = m.c.layers;
   const Vec& embed = m.tensors[0];
   const Vec& pos = m.tensors[1];
   const Vec& unembed = m.tensors[2 + 4 * nl];
   double total = 0;
   for (std::size_t b = 0; b < batch.batch; ++b) {
-    const std::int32_t* t = batch.tokens.data() + b * L;
+    const std::int32_t* t = batch.tokens.data() + b * n;
     Vec x(L * D);
     for (std::size_t i = 0; i < L; ++i)
       for (std::size_t c = 0; c < D; ++c) x[i * D + c] = embed[t[i] * D + c] + pos[i * D + c];
@@ -65,14 +66,14 @@ double reference_loss(const RefModel& m, const TokenBatch& batch) {
       for (std::size_t n = 0; n < x.size(); ++n) x[n] += out[n];
     }
     const Vec logits = matmul_t(x, unembed, L, D, V);
-    for (std::size_t i = 0; i + 1 < L; ++i) {
+    for (std::size_t i = 0; i + 1 < n; ++i) {
       double max = -INFINITY, sum = 0;
       for (std::size_t o = 0; o < V; ++o) max = std::max(max, logits[i * V + o]);
       for (std::size_t o = 0; o < V; ++o) sum += std::exp(logits[i * V + o] - max);
       total += max + std::log(sum) - logits[i * V + t[i + 1]];
     }
   }
-  return total / double(batch.batch * (L - 1));
+  return total / double(batch.batch * (n - 1));
 }
 
 RefModel to_reference(ToyModel& model) {
@@ -92,11 +93,14 @@ TEST_CASE("toy model: loss matches the float64 reference, gradients match finite
   ToyModel model = init_toy_model(config, 3);
   for (ToyLayer& layer : model.layers)  // larger projections: sharper, more informative softmaxes
     for (Tensor2* w : {&layer.w_q, &layer.w_k}) *w *= 3.0f;
-  const TokenBatch batch = tiny_batch();
   RefModel ref = to_reference(model);
 
+  for (const bool last_is_target : {false, true})
   for (Backend backend : {Backend::flash, Backend::naive}) {
     CAPTURE(backend_name(backend));
+    CAPTURE(last_is_target);
+    TokenBatch batch = tiny_batch();
+    batch.last_is_target = last_is_target;
     ToyModel grads = zero_toy_model(config);
     ToyWorkspace ws;
     const double loss = toy_loss_and_gradients(model, batch, &grads, ws, {backend, 1});

@@ -54,6 +54,31 @@ TEST_CASE("train: the tasks' sequences repeat or mirror their first half") {
     }
 }
 
+TEST_CASE("train: training rows are a random prefix, then a repeat to the end, one id past the context") {
+  Rng rng(5);
+  const std::size_t L = 32, n = L + 1, rows = 400;
+  const TokenBatch b = training_batch(TrainTask::induction, rows, L, 64, rng);
+  CHECK(b.last_is_target);
+  REQUIRE(b.tokens.size() == rows * n);
+  std::size_t held_out_layout = 0, late_repeats = 0;
+  for (std::size_t s = 0; s < rows; ++s) {
+    const std::int32_t* row = b.tokens.data() + s * n;
+    // The shortest period p for which the row's tail from some start on repeats: every row has one.
+    std::size_t period = 0, start = 0;
+    for (std::size_t p = 2; p <= L / 2 && !period; ++p) {
+      std::size_t first = n;  // the first index from which row[i] == row[i - p] to the end
+      while (first > p && row[first - 1] == row[first - 1 - p]) --first;
+      if (n - first >= p) period = p, start = first - p;  // at least one whole copy
+    }
+    REQUIRE(period >= 2);
+    held_out_layout += period == L / 2 && start == 0;
+    late_repeats += start >= L / 4;
+  }
+  CHECK(held_out_layout > rows / 4);  // 2 in 5 by design, a few more by chance
+  CHECK(held_out_layout < rows / 2);
+  CHECK(late_repeats > rows / 5);     // repeats that start late in the row are common
+}
+
 TEST_CASE("train: head scores of a perfect previous-token head and a perfect induction head") {
   const std::size_t L = 8, P = 4;
   Tensor3 a = xt::zeros<float>({std::size_t{2}, L, L});

@@ -126,7 +126,7 @@ void setup_train(CLI::App& app) {
   cmd->add_flag("--no-timing", opts->no_timing, "write seconds as 0, so that train.json is byte-identical");
   add_image_flags(cmd, opts->image, true);
   cmd->footer(R"(Defaults: 2 layers x 4 heads, d_model 64, vocab 64, context 32 (16 random tokens repeated
-once), batch 64, Adam lr 1e-3, seed 42, all threads. Writes --out DIR: model/ (config.json and
+once), batch 64, Adam lr 4e-3, 1000 steps, seed 42, all threads. Writes --out DIR: model/ (config.json and
 model.safetensors, for `attn-cli forward --model`), train.json (every --log-every steps: held-out
 loss, best previous-token and induction scores, seconds; per-head final scores; the phase change
 and its rule), checkpoint.safetensors (for --resume) and the pictures curves.png,

@@ -16,6 +16,11 @@ namespace {
 
 struct Dims {
   std::size_t B, L, N, D, H, d, V;  // N = B*L rows, d = D/H
+  std::size_t stride;               // ids per row of the batch: L, or L + 1 with last_is_target
+  bool last_is_target;
+  // The id read at row r = b*L + i, and the id it predicts.
+  std::size_t token_index(std::size_t r) const { return r / L * stride + r % L; }
+  bool predicts(std::size_t r) const { return last_is_target || r % L + 1 < L; }
 };
 
 void ensure(Tensor2& t, std::size_t rows, std::size_t cols) {
@@ -78,19 +83,21 @@ SdpaOptions naive_options(const Dims& s) {
 
 Dims check_batch(const ToyModel& model, const TokenBatch& batch) {
   const ToyConfig& c = model.config;
-  if (batch.batch < 1 || batch.length < 1) throw InputError("tokens: expected at least one token");
+  const std::size_t L = batch.length - (batch.last_is_target ? 1 : 0);
+  if (batch.batch < 1 || batch.length < 1 || L < 1) throw InputError("tokens: expected at least one token");
   if (batch.tokens.size() != batch.batch * batch.length) {
     throw InputError("tokens: expected " + std::to_string(batch.batch * batch.length) + " ids, got " +
                      std::to_string(batch.tokens.size()));
   }
-  if (batch.length > c.context) {
-    throw InputError("tokens: " + std::to_string(batch.length) + " tokens exceed the model's context of " +
+  if (L > c.context) {
+    throw InputError("tokens: " + std::to_string(L) + " tokens exceed the model's context of " +
                      std::to_string(c.context));
   }
   for (std::int32_t t : batch.tokens)
     if (t < 0 || std::size_t(t) >= c.vocab)
       throw InputError("tokens: id " + std::to_string(t) + " out of range [0, " + std::to_string(c.vocab) + ")");
-  return {batch.batch, batch.length, batch.batch * batch.length, c.d_model, c.heads, c.d_model / c.heads, c.vocab};
+  return {batch.batch, L, batch.batch * L, c.d_model, c.heads, c.d_model / c.heads, c.vocab, batch.length,
+          batch.last_is_target};
 }
 
 // The forward of every layer, keeping what the backward needs in ws; leaves the logits.
@@ -106,7 +113,7 @@ void forward(const ToyModel& m, const TokenBatch& batch, ToyWorkspace& ws, const
   // x_0 = embed[t] + pos[i]
   Tensor2& x0 = ws.residual[0];
   for (std::size_t r = 0; r < s.N; ++r) {
-    const float* e = m.embed.data() + std::size_t(batch.tokens[r]) * s.D;
+    const float* e = m.embed.data() + std::size_t(batch.tokens[s.token_index(r)]) * s.D;
     const float* p = m.pos.data() + (r % s.L) * s.D;
     for (std::size_t c = 0; c < s.D; ++c) x0.data()[r * s.D + c] = e[c] + p[c];
   }
@@ -136,27 +143,32 @@ void forward(const ToyModel& m, const TokenBatch& batch, ToyWorkspace& ws, const
 // Cross-entropy of next-token prediction; turns ws.logits into dLoss/dlogits in place when
 // `gradient` (softmax - onehot, divided by the number of predicted positions).
 double cross_entropy(const TokenBatch& batch, Tensor2& logits, const Dims& s, bool gradient) {
-  const double count = double(s.B * (s.L - 1));
+  const double count = double(s.B * (s.last_is_target ? s.L : s.L - 1));
   double total = 0;
   for (std::size_t r = 0; r < s.N; ++r) {
     float* row = logits.data() + r * s.V;
-    const bool predicted = r % s.L + 1 < s.L;  // the last position has no next token
-    if (!predicted) {
+    if (!s.predicts(r)) {  // the last position has no next token
       if (gradient) std::fill(row, row + s.V, 0.0f);
       continue;
     }
-    const std::size_t target = std::size_t(batch.tokens[r + 1]);
-    const double max = *std::max_element(row, row + s.V);
+    const std::size_t target = std::size_t(batch.tokens[s.token_index(r) + 1]);
+    const float max = *std::max_element(row, row + s.V);
+    total += double(max) - double(row[target]);
+    // exp(logit - max) once, in float like the logits (kept in place for the gradient), summed in double.
     double sum = 0;
-    for (std::size_t c = 0; c < s.V; ++c) sum += std::exp(double(row[c]) - max);
-    const double lse = max + std::log(sum);
-    total += lse - double(row[target]);
+    for (std::size_t c = 0; c < s.V; ++c) {
+      const float e = std::exp(row[c] - max);
+      sum += e;
+      if (gradient) row[c] = e;
+    }
+    total += std::log(sum);
     if (gradient) {
-      for (std::size_t c = 0; c < s.V; ++c) row[c] = float(std::exp(double(row[c]) - lse) / count);
+      const float to_probability = float(1.0 / (sum * count));
+      for (std::size_t c = 0; c < s.V; ++c) row[c] *= to_probability;
       row[target] -= float(1.0 / count);
     }
   }
-  return s.L > 1 ? total / count : 0.0;
+  return count > 0 ? total / count : 0.0;
 }
 
 void backward(const ToyModel& m, const TokenBatch& batch, ToyModel& g, ToyWorkspace& ws, const ToyPassOptions& o,
@@ -191,7 +203,7 @@ void backward(const ToyModel& m, const TokenBatch& batch, ToyModel& g, ToyWorksp
   std::fill(g.pos.begin(), g.pos.end(), 0.0f);
   for (std::size_t r = 0; r < s.N; ++r) {
     const float* dx = ws.grad_x.data() + r * s.D;
-    float* e = g.embed.data() + std::size_t(batch.tokens[r]) * s.D;
+    float* e = g.embed.data() + std::size_t(batch.tokens[s.token_index(r)]) * s.D;
     float* p = g.pos.data() + (r % s.L) * s.D;
     for (std::size_t c = 0; c < s.D; ++c) e[c] += dx[c], p[c] += dx[c];
   }

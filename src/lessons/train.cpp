@@ -17,6 +17,8 @@ namespace attn {
 namespace {
 
 constexpr std::size_t kHeldOutSequences = 32;
+// The share of training rows laid out as the held-out sequences (train.hpp).
+constexpr double kHeldOutLayoutShare = 0.4;
 
 // The generator of step `step`'s batch: seeded by (seed, step), so a continued run draws the
 // batches an uninterrupted one draws.
@@ -93,15 +95,26 @@ TokenBatch task_batch(TrainTask task, std::size_t batch, std::size_t length, std
   return b;
 }
 
+namespace {
+
+// One row of what training sees (train.hpp): `n` ids, the last only a target.
+void training_row(std::int32_t* row, std::size_t n, std::size_t length, std::size_t vocab, Rng& rng) {
+  const std::size_t P = length / 2;
+  std::size_t period = P, offset = 0;
+  if (rng.uniform() >= kHeldOutLayoutShare) {
+    period = 2 + std::min(P - 2, std::size_t(rng.uniform() * double(P - 1)));
+    offset = std::min(n - 2 * period, std::size_t(rng.uniform() * double(n - 2 * period + 1)));
+  }
+  for (std::size_t i = 0; i < n; ++i) row[i] = i < offset + period ? random_id(vocab, rng) : row[i - period];
+}
+
+}  // namespace
+
 TokenBatch training_batch(TrainTask task, std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng) {
   if (task != TrainTask::induction) return task_batch(task, batch, length, vocab, rng);
-  TokenBatch b{batch, length, std::vector<std::int32_t>(batch * length)};
-  for (std::size_t s = 0; s < batch; ++s) {
-    // A period drawn from [L/4, L/2]: where the repeat starts differs from row to row.
-    const std::size_t lo = std::max<std::size_t>(1, length / 4), period = lo + std::size_t(rng.uniform() * double(length / 2 - lo + 1));
-    std::int32_t* row = b.tokens.data() + s * length;
-    for (std::size_t i = 0; i < length; ++i) row[i] = i < period ? random_id(vocab, rng) : row[i - period];
-  }
+  const std::size_t n = length + 1;
+  TokenBatch b{batch, n, std::vector<std::int32_t>(batch * n), /*last_is_target=*/true};
+  for (std::size_t s = 0; s < batch; ++s) training_row(b.tokens.data() + s * n, n, length, vocab, rng);
   return b;
 }
 

@@ -20,10 +20,15 @@
 
 namespace attn {
 
-// B sequences of L token ids, row-major [B, L]; every id < vocab and L <= context.
+// B sequences of `length` token ids, row-major [B, length]; every id < vocab. The model reads
+// each row and every position but the last predicts its successor (length <= context); with
+// last_is_target, the model reads the first length - 1 ids and every one of those positions
+// predicts its successor, so a full-context training row trains the context's last position
+// too (as language models are trained: inputs t_0..t_{L-1}, targets t_1..t_L).
 struct TokenBatch {
   std::size_t batch = 0, length = 0;
   std::vector<std::int32_t> tokens;
+  bool last_is_target = false;
 };
 
 struct ToyPassOptions {

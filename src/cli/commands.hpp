@@ -16,6 +16,8 @@ void setup_rope(CLI::App& app);
 void setup_positional(CLI::App& app);
 void setup_generate(CLI::App& app);
 void setup_doctor(CLI::App& app);
+void setup_train(CLI::App& app);
+void setup_forward(CLI::App& app);
 
 // Experiments that prove (or correct) the textbook.
 void setup_variance(CLI::App& app);

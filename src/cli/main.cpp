@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   attn-cli complexity --n 1024,4096 --d-model 4096 --heads 32
   attn-cli bench --n 512 --heads 2 --repeat 1
   attn-cli doctor
+  attn-cli train --steps 20 --out train-quick
 Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
 )");
 
@@ -45,6 +46,8 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_rope(app);
   attn::cli::setup_positional(app);
   attn::cli::setup_generate(app);
+  attn::cli::setup_train(app);
+  attn::cli::setup_forward(app);
   attn::cli::setup_variance(app);
   attn::cli::setup_temperature(app);
   attn::cli::setup_complexity(app);

@@ -1,0 +1,34 @@
+#pragma once
+// safetensors (Hugging Face's tensor file): 8 bytes little-endian N, an N-byte JSON header
+// {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__"?: {str: str}}, then
+// the raw little-endian data; offsets are relative to the end of the header.
+//
+// Reading trusts nothing: the header length, every dtype, shape and offset pair is checked
+// against the file before a byte of data is read, and the tensors must tile the data exactly
+// (no overlap, no hole, nothing after the last one), as the reference Rust reader requires.
+// Any violation is an InputError naming the tensor and what is wrong.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attn/engine/tensor.hpp"
+
+namespace attn {
+
+struct StoredTensor {
+  std::string dtype;  // as in the file: "F32", "F16" or "BF16" (values are converted to float)
+  Shape shape;
+  std::vector<float> values;  // row-major
+};
+
+// name -> tensor, from the file at path. F16 and BF16 are widened to float exactly.
+std::map<std::string, StoredTensor> read_safetensors(const std::string& path);
+
+// The same from the file's bytes (`source` names it in error messages).
+std::map<std::string, StoredTensor> parse_safetensors(const std::string& bytes, const std::string& source);
+
+// The bytes of a float32 safetensors file holding these tensors in this order (the header's
+// keys are sorted by nlohmann; the data follows the given order). Same input, same bytes.
+std::string safetensors_bytes(const std::vector<std::pair<std::string, const Tensor2*>>& tensors);
+
+}  // namespace attn

@@ -1,0 +1,34 @@
+#pragma once
+// `attn-cli forward --model DIR`: one sequence through a toy model folder (io/toy_model_file.hpp),
+// every layer's attention and the logits, as DESIGN.md's forward contract prints them.
+//
+// A toy model was trained on arbitrary ids, so text is mapped to ids by order of first
+// appearance: each distinct word (tokenize.hpp's words) gets the next unused id, and a repeated
+// word gets its earlier id. Induction works on any repeated words.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attn/engine/toy_backprop.hpp"
+#include "attn/io/json_io.hpp"
+
+namespace attn {
+
+struct ToyTokens {
+  std::vector<std::int32_t> ids;
+  std::vector<std::string> texts;  // the word, or the id as text for --tokens
+};
+
+// InputError when the text has more distinct words than the model's vocabulary.
+ToyTokens toy_tokens_from_words(const std::vector<std::string>& words, std::size_t vocab);
+// "3,17,5" -> ids; InputError for anything that is not a comma-separated list of integers in
+// [0, vocab).
+ToyTokens toy_tokens_from_list(const std::string& list, std::size_t vocab);
+
+// InputError for an empty sequence or one longer than the model's context.
+ToyForward run_toy_forward(const ToyModel& model, const ToyTokens& tokens);
+
+// {"tokens": [{"id", "text"}], "attention": [layer][head][n][n], "logits": [n][vocab]}.
+Json forward_json(const ToyTokens& tokens, const ToyForward& forward);
+
+}  // namespace attn

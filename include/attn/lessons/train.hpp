@@ -1,0 +1,125 @@
+#pragma once
+// `attn-cli train`: grow an induction head (Olsson et al. 2022, "In-context learning and
+// induction heads") in a 2-layer attention-only transformer (engine/toy_model.hpp) trained
+// with Adam on sequences of random tokens repeated once, and record how it happens.
+//
+// Scores, measured on held-out repeated sequences (tokens t_0..t_{P-1} then the same again,
+// L = 2P), averaged over them, per head (Olsson et al.'s definitions on repeated sequences):
+//   previous-token score = mean over i in [1, L) of A[i, i-1]
+//   induction score      = mean over i in [P, 2P) of A[i, i-P+1]  (the second occurrence of a
+//                          token attends to the position just after its first occurrence)
+//
+// Every batch is drawn from a generator seeded by (seed, step), so a run continued from a
+// checkpoint (--resume) sees exactly the batches an uninterrupted run sees.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/engine/adam.hpp"
+#include "attn/engine/attention.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/engine/toy_backprop.hpp"
+#include "attn/io/json_io.hpp"
+
+namespace attn {
+
+// induction: P random ids, then the same P again (the next token of the second half is
+//            "what followed this token last time").
+// reverse:   P random ids, then the same P backwards (the next token is fixed by position
+//            alone: the mirror image of where the query sits).
+enum class TrainTask { induction, reverse };
+TrainTask parse_train_task(const std::string& name);  // InputError naming the choices
+const char* train_task_name(TrainTask task);
+
+struct TrainOptions {
+  ToyConfig config{64, 64, 4, 2, 32};
+  TrainTask task = TrainTask::induction;
+  std::size_t steps = 1000, batch = 64;  // steps: where the scores level off, measured (README)
+  double lr = 4e-3;  // the prototype's 1e-3 forms the heads too slowly for a 30-second run (README)
+  std::uint64_t seed = 42;
+  std::size_t threads = 0;  // BLAS and attention threads (0 = all hardware threads)
+  Backend backend = Backend::flash;
+  std::size_t log_every = 10;  // a `steps` entry (and held-out scores) every this many steps
+  bool timing = true;          // false: `seconds` is 0, so train.json is byte-identical
+};
+
+// A batch of the task: each row P = L/2 uniform random ids, then those P again (induction)
+// or reversed (reverse).
+TokenBatch task_batch(TrainTask task, std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng);
+// What training sees. reverse: task_batch. induction: rows of L + 1 ids with last_is_target
+// (every one of the L positions predicts, so the last position is trained like the others and
+// the held-out scores there mean something). 2 rows in 5 have the held-out layout (P = L/2 ids,
+// then again); the others a random prefix of `offset` ids, then `period` ids repeated until the
+// row is full, period uniform in [2, L/2] and offset uniform in [0, L + 1 - 2 period].
+//  - With the fixed layout alone, one layer finds "the token P - 1 places back" by position (we
+//    measured it: no previous-token head ever formed). Rows whose period changes leave only the
+//    content route for them: a previous-token head feeding an induction head.
+//  - A repeat that starts late makes positions late in the row keys that only a sharp
+//    previous-token head can fill; from row start alone every late key has an earlier copy and
+//    the layer-0 head stays blurred there (its score over the whole row fell to about 0.5).
+//  - A token that occurs twice among the P ids (about one query in five for 16 of 64 ids) splits
+//    a purely content-matching induction head between two followers: its score is at most
+//    about 0.87 on the held-out layout. The held-out rows teach the tie-break, "prefer the
+//    match P - 1 back".
+TokenBatch training_batch(TrainTask task, std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng);
+TokenBatch induction_batch(std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng);
+
+struct HeadScore {
+  std::size_t layer, head;
+  double prev_token, induction;
+};
+// Per head, averaged over the sequences: attention[s][l] is sequence s's layer-l weights [H, L, L].
+std::vector<HeadScore> head_scores(const std::vector<std::vector<Tensor3>>& attention, std::size_t period);
+
+struct TrainPoint {
+  std::size_t step;
+  double loss;  // held-out mean next-token loss (nats), every position of the sequence
+  double prev_token_score, induction_score, seconds;  // scores: the best head of each kind
+};
+
+struct TrainRun {
+  ToyModel model;
+  AdamState optimizer;  // to continue the run (--resume)
+  std::vector<TrainPoint> points;
+  std::vector<HeadScore> final_scores;
+  double uniform_loss;       // ln(vocab): a model that guesses uniformly
+  double best_loss;          // the task's floor: positions whose next token is random pay ln(vocab)
+  std::optional<std::size_t> phase_change_step;
+  std::vector<std::int32_t> shown_sequence;  // one held-out sequence, for the pictures
+  // Its attention [layers] of [H, L, L] at every logged point (points[k] <-> shown_attention[k]).
+  std::vector<std::vector<Tensor3>> shown_attention;
+  // ...before training, at the phase change (the end when there is none) and at the end.
+  const std::vector<Tensor3>& attention_before() const { return shown_attention.front(); }
+  const std::vector<Tensor3>& attention_at_phase_change() const;
+  const std::vector<Tensor3>& attention_after() const { return shown_attention.back(); }
+};
+
+// InputError for options out of range (steps, batch, log_every >= 1; lr > 0 and finite;
+// context even and >= 4; the model's own limits, check_toy_config).
+void check_train_options(const TrainOptions& options);
+
+// The whole run, or its continuation from `resume` (a run of the same options, fewer steps)
+// up to options.steps. on_point is called for every logged point (progress bars).
+TrainRun run_training(const TrainOptions& options, const std::function<void(const TrainPoint&)>& on_point = {},
+                      const TrainRun* resume = nullptr);
+
+// The phase change from a loss curve: the first logged step at which the loss, smoothed over 5
+// points, is below the midpoint between ln(vocab) and the final smoothed loss; none when the
+// loss never fell at least 0.5 nats below ln(vocab).
+std::optional<std::size_t> phase_change_step(const std::vector<TrainPoint>& points, double uniform_loss);
+
+// train.json: {config, train, uniform_loss, best_loss, phase_change_step, phase_change_rule,
+// steps: [...], final: [...]}.
+Json train_json(const TrainRun& run, const TrainOptions& options);
+
+// DIR/model/ (the model folder), DIR/train.json and DIR/checkpoint.safetensors (Adam's
+// moments and the shown sequence's attention history, what --resume needs beside the first two).
+void write_train_run(const std::string& dir, const TrainRun& run, const TrainOptions& options);
+
+// A run written by write_train_run, with the options it ran with (threads, backend and
+// log_every as stored). InputError for a folder that is not one.
+TrainRun read_train_run(const std::string& dir, TrainOptions& options);
+
+}  // namespace attn

@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""An independent check of `attn-cli train` and `attn-cli forward`.
+
+Reads model.safetensors with its own parser (struct + json, every offset checked), rebuilds the
+architecture DESIGN.md documents in NumPy float64:
+
+    x = embed[t] + pos[i];  per layer  x += concat_h(softmax_causal(q_h k_h^T / sqrt(d)) v_h) W_o^T
+    with q = x W_q^T, k = x W_k^T, v = x W_v^T;  logits = x unembed^T
+
+checks that `attn-cli forward --json` agrees, and then measures, on fresh repeated sequences
+(P random ids, then the same P again; L = context = 2P):
+  * the second-half loss: mean cross-entropy of predicting tokens P+1 .. L-1, each the successor
+    of a token seen before (token P, the start of the repeat, cannot be known), <= 0.1 ln(vocab);
+  * the best layer-0 previous-token score, mean over i >= 1 of A[i, i-1], >= 0.8;
+  * the best last-layer induction score, mean over i >= P of A[i, i-P+1], >= 0.9.
+
+Usage: check_train.py ATTN_CLI WORKDIR [--train-args "..."] [--expect-failure | --forward-only]
+Trains into WORKDIR (`attn-cli train --threads 1 --out WORKDIR` plus --train-args), then checks.
+--expect-failure: succeed only if the thresholds fail (a model that has not learned must not pass).
+"""
+import argparse
+import json
+import math
+import shlex
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def read_safetensors(path):
+    data = open(path, "rb").read()
+    if len(data) < 8:
+        raise ValueError("shorter than the 8-byte header length")
+    (n,) = struct.unpack("<Q", data[:8])
+    if 8 + n > len(data):
+        raise ValueError("header length past the end of the file")
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    body = data[8 + n:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] != "F32":
+            raise ValueError(f"{name}: dtype {info['dtype']}, expected F32")
+        begin, end = info["data_offsets"]
+        count = math.prod(info["shape"])
+        if not (0 <= begin <= end <= len(body)) or end - begin != 4 * count:
+            raise ValueError(f"{name}: offsets {begin}..{end} do not hold {count} float32 values")
+        tensors[name] = np.frombuffer(body[begin:end], dtype="<f4").astype(np.float64).reshape(info["shape"])
+    return tensors
+
+
+def forward(model, config, tokens):
+    """Logits [n, vocab] and attention [layers][heads][n][n], float64."""
+    D, H = config["d_model"], config["heads"]
+    d, n = D // H, len(tokens)
+    x = model["embed"][tokens] + model["pos"][:n]
+    causal = np.tril(np.ones((n, n), dtype=bool))
+    attention = []
+    for layer in range(config["layers"]):
+        w = {k: model[f"layers.{layer}.{k}"] for k in ("w_q", "w_k", "w_v", "w_o")}
+        q, k, v = (x @ w[name].T for name in ("w_q", "w_k", "w_v"))
+        merged, heads = np.zeros_like(x), []
+        for h in range(H):
+            cols = slice(h * d, (h + 1) * d)
+            s = q[:, cols] @ k[:, cols].T / math.sqrt(d)
+            s = np.where(causal, s, -np.inf)
+            a = np.exp(s - s.max(axis=1, keepdims=True))
+            a /= a.sum(axis=1, keepdims=True)
+            merged[:, cols] = a @ v[:, cols]
+            heads.append(a)
+        x = x + merged @ w["w_o"].T
+        attention.append(np.array(heads))
+    return x @ model["unembed"].T, attention
+
+
+def compare_with_cli(cli, model_dir, model, config, rng):
+    worst_a = worst_l = 0.0
+    for _ in range(3):
+        tokens = rng.integers(0, config["vocab"], size=config["context"]).tolist()
+        out = subprocess.run([cli, "forward", "--model", model_dir, "--tokens", ",".join(map(str, tokens)), "--json"],
+                             check=True, capture_output=True, text=True).stdout
+        got = json.loads(out)
+        logits, attention = forward(model, config, tokens)
+        assert [t["id"] for t in got["tokens"]] == tokens
+        worst_a = max(worst_a, np.abs(np.array(got["attention"]) - np.array(attention)).max())
+        scale = max(1.0, np.abs(logits).max())
+        worst_l = max(worst_l, np.abs(np.array(got["logits"]) - logits).max() / scale)
+    # The CLI multiplies the projections in float32: a few float32 roundings per value.
+    print(f"forward vs NumPy float64: max |attention diff| {worst_a:.2e}, max |logit diff| / scale {worst_l:.2e}")
+    return worst_a < 1e-4 and worst_l < 1e-4
+
+
+def measure(model, config, rng, sequences=200):
+    V, L = config["vocab"], config["context"]
+    P = L // 2
+    losses, prev, induction = [], [], []
+    for _ in range(sequences):
+        half = rng.integers(0, V, size=P)
+        tokens = np.concatenate([half, half])
+        logits, attention = forward(model, config, tokens)
+        lse = np.log(np.exp(logits - logits.max(axis=1, keepdims=True)).sum(axis=1)) + logits.max(axis=1)
+        for i in range(P, L - 1):  # position i predicts token i + 1, a successor of a repeated token
+            losses.append(lse[i] - logits[i, tokens[i + 1]])
+        prev.append([np.mean([a[i, i - 1] for i in range(1, L)]) for a in attention[0]])
+        induction.append([np.mean([a[i, i - P + 1] for i in range(P, L)]) for a in attention[-1]])
+    return float(np.mean(losses)), float(np.mean(prev, axis=0).max()), float(np.mean(induction, axis=0).max())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cli")
+    ap.add_argument("workdir")
+    ap.add_argument("--train-args", default="")
+    ap.add_argument("--expect-failure", action="store_true")
+    ap.add_argument("--forward-only", action="store_true", help="check only that forward agrees with NumPy")
+    args = ap.parse_args()
+
+    start = time.monotonic()
+    subprocess.run([args.cli, "train", "--threads", "1", "--out", args.workdir] + shlex.split(args.train_args),
+                   check=True, stdout=subprocess.DEVNULL)
+    print(f"attn-cli train --threads 1 {args.train_args}: {time.monotonic() - start:.1f} s wall (the goal: <= 30 s on one thread)")
+    model_dir = args.workdir + "/model"
+    config = json.load(open(model_dir + "/config.json"))
+    model = read_safetensors(model_dir + "/model.safetensors")
+    rng = np.random.default_rng(20220308)  # fresh sequences, none of them seen in training
+    if not compare_with_cli(args.cli, model_dir, model, config, rng):
+        print("check_train: FAILED: attn-cli forward disagrees with the NumPy forward")
+        return 1
+
+    if args.forward_only:
+        print("check_train: forward agrees")
+        return 0
+    loss, prev, ind = measure(model, config, rng)
+    bound = 0.1 * math.log(config["vocab"])
+    checks = [(f"second-half loss {loss:.4f} <= 0.1 ln(vocab) = {bound:.4f}", loss <= bound),
+              (f"layer-0 previous-token score {prev:.4f} >= 0.8", prev >= 0.8),
+              (f"last-layer induction score {ind:.4f} >= 0.9", ind >= 0.9)]
+    for text, ok in checks:
+        print(("ok    " if ok else "FAIL  ") + text)
+    passed = all(ok for _, ok in checks)
+    if args.expect_failure:
+        print("check_train: the untrained model fails, as it must" if not passed
+              else "check_train: FAILED: an untrained model passed the thresholds")
+        return 0 if not passed else 1
+    print("check_train: passed" if passed else "check_train: FAILED")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

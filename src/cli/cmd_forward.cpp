@@ -1,0 +1,87 @@
+// attn-cli forward: run a trained toy model folder on a sequence; its attention and predictions.
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "attn/engine/error.hpp"
+#include "attn/engine/tokenize.hpp"
+#include "attn/io/toy_model_file.hpp"
+#include "attn/lessons/forward.hpp"
+#include "attn/lessons/number_format.hpp"
+#include "attn/render/report_table.hpp"
+#include "attn/render/train_pictures.hpp"
+#include "commands.hpp"
+#include "image_flags.hpp"
+
+namespace attn::cli {
+namespace {
+
+struct ForwardOptions {
+  std::string model, tokens, text, out;
+  bool json = false;
+  ImageFlags image;
+};
+
+// Each position's most likely next token, its probability, and the word it stands for.
+void print_predictions(const ToyTokens& t, const ToyForward& f) {
+  std::map<std::int32_t, std::string> word_of;
+  for (std::size_t i = 0; i < t.ids.size(); ++i) word_of.emplace(t.ids[i], t.texts[i]);
+  Table table{{"position", "token", "id", "predicted next id", "p", "which is"}, {}};
+  const std::size_t V = f.logits.shape(1);
+  for (std::size_t i = 0; i < t.ids.size(); ++i) {
+    std::size_t best = 0;
+    double sum = 0;
+    for (std::size_t v = 0; v < V; ++v) best = f.logits(i, v) > f.logits(i, best) ? v : best;
+    for (std::size_t v = 0; v < V; ++v) sum += std::exp(double(f.logits(i, v)) - double(f.logits(i, best)));
+    const auto word = word_of.find(std::int32_t(best));
+    table.rows.push_back({std::to_string(i), t.texts[i], std::to_string(t.ids[i]), std::to_string(best),
+                          format_fixed(1.0 / sum, 3), word == word_of.end() ? "" : "'" + word->second + "'"});
+  }
+  std::cout << render_table(table, TableFormat::text);
+}
+
+void run_forward_command(const ForwardOptions& o) {
+  check_colormap(o.image.colormap);
+  if (o.tokens.empty() == o.text.empty()) throw InputError("forward: give either --tokens I,J,... or TEXT");
+  const ImageOptions image = image_options(o.image);
+  const ToyModel model = read_toy_model(o.model);
+  const ToyTokens tokens = o.tokens.empty() ? toy_tokens_from_words(token_texts(tokenize(o.text)), model.config.vocab)
+                                            : toy_tokens_from_list(o.tokens, model.config.vocab);
+  const ToyForward f = run_toy_forward(model, tokens);
+  if (!o.out.empty()) prepare_picture_dir(o.out);
+  if (o.json) std::cout << forward_json(tokens, f).dump() << "\n";
+  else {
+    std::cout << "Model " << o.model << ": " << model.config.layers << " layers x " << model.config.heads
+              << " heads, vocab " << model.config.vocab << ". Predictions (the argmax of the logits):\n";
+    print_predictions(tokens, f);
+  }
+  if (o.out.empty()) return;
+  const Figure figure = train_heads_figure(f.attention, tokens.texts, "Every head of " + o.model,
+                                           "rows: query (attending), columns: key (attended to) · causal",
+                                           o.image.colormap);
+  for (const std::string& path : save_figure(figure, (std::filesystem::path(o.out) / "heads").string(), image))
+    (o.json ? std::cerr : std::cout) << "Wrote " << path << "\n";
+}
+
+}  // namespace
+
+void setup_forward(CLI::App& app) {
+  auto opts = std::make_shared<ForwardOptions>();
+  CLI::App* cmd = app.add_subcommand("forward", "Run a trained model folder on a sequence: attention and logits");
+  cmd->add_option("--model", opts->model, "a model folder (written by attn-cli train)")->required();
+  cmd->add_option("--tokens", opts->tokens, "comma-separated token ids, e.g. 3,17,5");
+  cmd->add_option("text", opts->text, "text: each distinct word gets the next id, in order of first appearance");
+  cmd->add_flag("--json", opts->json, "print {tokens, attention [layer][head][n][n], logits [n][vocab]}");
+  cmd->add_option("--out", opts->out, "folder for heads.png, every head of every layer");
+  add_image_flags(cmd, opts->image, true);
+  cmd->footer(R"(Examples:
+  attn-cli train --steps 20 --out train-quick
+  attn-cli forward --model train-quick/model --tokens 3,17,5,3,17
+  attn-cli forward --model train-quick/model "the cat sat on the mat . the cat sat on the mat" --out fwd
+  attn-cli forward --model train-quick/model --tokens 1,2,3,1,2 --json
+)");
+  cmd->callback([opts] { run_forward_command(*opts); });
+}
+
+}  // namespace attn::cli

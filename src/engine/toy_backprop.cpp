@@ -1,0 +1,241 @@
+// The toy transformer's passes over a batch (toy_backprop.hpp). Rows of the residual stream
+// are (sequence b, position i) -> row b*L + i; heads are laid out [B*H, L, d] so that one
+// attention call covers the whole batch: head h of sequence b is "head" b*H + h.
+#include "attn/engine/toy_backprop.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/engine/backward.hpp"
+#include "attn/engine/error.hpp"
+
+namespace attn {
+namespace {
+
+struct Dims {
+  std::size_t B, L, N, D, H, d, V;  // N = B*L rows, d = D/H
+  std::size_t stride;               // ids per row of the batch: L, or L + 1 with last_is_target
+  bool last_is_target;
+  // The id read at row r = b*L + i, and the id it predicts.
+  std::size_t token_index(std::size_t r) const { return r / L * stride + r % L; }
+  bool predicts(std::size_t r) const { return last_is_target || r % L + 1 < L; }
+};
+
+void ensure(Tensor2& t, std::size_t rows, std::size_t cols) {
+  if (t.shape(0) != rows || t.shape(1) != cols) t = Tensor2::from_shape({rows, cols});
+}
+void ensure(Tensor3& t, std::size_t a, std::size_t b, std::size_t c) {
+  if (t.shape(0) != a || t.shape(1) != b || t.shape(2) != c) t = Tensor3::from_shape({a, b, c});
+}
+
+// y [M, Out] = x [M, In] W^T (+ y when accumulate): torch.nn.Linear without a bias.
+void linear(const Tensor2& x, const Tensor2& w, Tensor2& y, bool accumulate = false) {
+  const int M = int(x.shape(0)), In = int(x.shape(1)), Out = int(w.shape(0));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, Out, In, 1.0f, x.data(), In, w.data(), In,
+              accumulate ? 1.0f : 0.0f, y.data(), Out);
+}
+// dx [M, In] (+)= dy [M, Out] W: the gradient of linear() with respect to its input.
+void linear_grad_input(const Tensor2& dy, const Tensor2& w, Tensor2& dx, bool accumulate) {
+  const int M = int(dy.shape(0)), Out = int(dy.shape(1)), In = int(w.shape(1));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, In, Out, 1.0f, dy.data(), Out, w.data(), In,
+              accumulate ? 1.0f : 0.0f, dx.data(), In);
+}
+// dW [Out, In] = dy^T x: the gradient of linear() with respect to its weight.
+void linear_grad_weight(const Tensor2& dy, const Tensor2& x, Tensor2& dw) {
+  const int M = int(dy.shape(0)), Out = int(dy.shape(1)), In = int(x.shape(1));
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Out, In, M, 1.0f, dy.data(), Out, x.data(), In, 0.0f,
+              dw.data(), In);
+}
+
+// [B*L, D] -> [B*H, L, d]: row b*L+i, columns h*d..h*d+d  ->  head b*H+h, row i.
+void split_heads(const Tensor2& x, Tensor3& heads, const Dims& s) {
+  ensure(heads, s.B * s.H, s.L, s.d);
+  for (std::size_t b = 0; b < s.B; ++b)
+    for (std::size_t h = 0; h < s.H; ++h)
+      for (std::size_t i = 0; i < s.L; ++i)
+        std::copy_n(x.data() + (b * s.L + i) * s.D + h * s.d, s.d, heads.data() + ((b * s.H + h) * s.L + i) * s.d);
+}
+// The inverse: [B*H, L, d] -> [B*L, D].
+void merge_heads(const Tensor3& heads, Tensor2& x, const Dims& s) {
+  ensure(x, s.N, s.D);
+  for (std::size_t b = 0; b < s.B; ++b)
+    for (std::size_t h = 0; h < s.H; ++h)
+      for (std::size_t i = 0; i < s.L; ++i)
+        std::copy_n(heads.data() + ((b * s.H + h) * s.L + i) * s.d, s.d, x.data() + (b * s.L + i) * s.D + h * s.d);
+}
+
+FlashOptions flash_options(const Dims& s, const ToyPassOptions& o) {
+  FlashOptions f;
+  f.causal = true;
+  f.scale = 1.0 / std::sqrt(double(s.d));
+  f.threads = o.threads;
+  f.precision = FlashPrecision::float32;
+  return f;
+}
+SdpaOptions naive_options(const Dims& s) {
+  SdpaOptions so;
+  so.causal = true;
+  so.scale = 1.0 / std::sqrt(double(s.d));
+  return so;
+}
+
+Dims check_batch(const ToyModel& model, const TokenBatch& batch) {
+  const ToyConfig& c = model.config;
+  const std::size_t L = batch.length - (batch.last_is_target ? 1 : 0);
+  if (batch.batch < 1 || batch.length < 1 || L < 1) throw InputError("tokens: expected at least one token");
+  if (batch.tokens.size() != batch.batch * batch.length) {
+    throw InputError("tokens: expected " + std::to_string(batch.batch * batch.length) + " ids, got " +
+                     std::to_string(batch.tokens.size()));
+  }
+  if (L > c.context) {
+    throw InputError("tokens: " + std::to_string(L) + " tokens exceed the model's context of " +
+                     std::to_string(c.context));
+  }
+  for (std::int32_t t : batch.tokens)
+    if (t < 0 || std::size_t(t) >= c.vocab)
+      throw InputError("tokens: id " + std::to_string(t) + " out of range [0, " + std::to_string(c.vocab) + ")");
+  return {batch.batch, L, batch.batch * L, c.d_model, c.heads, c.d_model / c.heads, c.vocab, batch.length,
+          batch.last_is_target};
+}
+
+// The forward of every layer, keeping what the backward needs in ws; leaves the logits.
+void forward(const ToyModel& m, const TokenBatch& batch, ToyWorkspace& ws, const ToyPassOptions& o,
+             const Dims& s) {
+  const std::size_t n = m.layers.size();
+  ws.residual.resize(n + 1);
+  ws.q.resize(n), ws.k.resize(n), ws.v.resize(n), ws.merged.resize(n);
+  if (o.backend == Backend::flash) ws.flash.resize(n); else ws.naive.resize(n);
+  for (Tensor2& x : ws.residual) ensure(x, s.N, s.D);
+  ensure(ws.grad_proj, s.N, s.D);
+
+  // x_0 = embed[t] + pos[i]
+  Tensor2& x0 = ws.residual[0];
+  for (std::size_t r = 0; r < s.N; ++r) {
+    const float* e = m.embed.data() + std::size_t(batch.tokens[s.token_index(r)]) * s.D;
+    const float* p = m.pos.data() + (r % s.L) * s.D;
+    for (std::size_t c = 0; c < s.D; ++c) x0.data()[r * s.D + c] = e[c] + p[c];
+  }
+  for (std::size_t l = 0; l < n; ++l) {
+    const ToyLayer& w = m.layers[l];
+    const Tensor2& x = ws.residual[l];
+    linear(x, w.w_q, ws.grad_proj), split_heads(ws.grad_proj, ws.q[l], s);
+    linear(x, w.w_k, ws.grad_proj), split_heads(ws.grad_proj, ws.k[l], s);
+    linear(x, w.w_v, ws.grad_proj), split_heads(ws.grad_proj, ws.v[l], s);
+    // Attention is the only place where positions exchange information.
+    if (o.backend == Backend::flash) {
+      ws.flash[l] = flash_attention(ws.q[l], ws.k[l], ws.v[l], nullptr, flash_options(s, o));
+      merge_heads(ws.flash[l].output, ws.merged[l], s);
+    } else {
+      ws.naive[l] = sdpa(ws.q[l], ws.k[l], ws.v[l], nullptr, naive_options(s));
+      merge_heads(ws.naive[l].output, ws.merged[l], s);
+    }
+    // The residual connection: the layer adds what it read to the stream.
+    Tensor2& next = ws.residual[l + 1];
+    std::copy(x.begin(), x.end(), next.begin());
+    linear(ws.merged[l], w.w_o, next, /*accumulate=*/true);
+  }
+  ensure(ws.logits, s.N, s.V);
+  linear(ws.residual[n], m.unembed, ws.logits);
+}
+
+// Cross-entropy of next-token prediction; turns ws.logits into dLoss/dlogits in place when
+// `gradient` (softmax - onehot, divided by the number of predicted positions).
+double cross_entropy(const TokenBatch& batch, Tensor2& logits, const Dims& s, bool gradient) {
+  const double count = double(s.B * (s.last_is_target ? s.L : s.L - 1));
+  double total = 0;
+  for (std::size_t r = 0; r < s.N; ++r) {
+    float* row = logits.data() + r * s.V;
+    if (!s.predicts(r)) {  // the last position has no next token
+      if (gradient) std::fill(row, row + s.V, 0.0f);
+      continue;
+    }
+    const std::size_t target = std::size_t(batch.tokens[s.token_index(r) + 1]);
+    const float max = *std::max_element(row, row + s.V);
+    total += double(max) - double(row[target]);
+    // exp(logit - max) once, in float like the logits (kept in place for the gradient), summed in double.
+    double sum = 0;
+    for (std::size_t c = 0; c < s.V; ++c) {
+      const float e = std::exp(row[c] - max);
+      sum += e;
+      if (gradient) row[c] = e;
+    }
+    total += std::log(sum);
+    if (gradient) {
+      const float to_probability = float(1.0 / (sum * count));
+      for (std::size_t c = 0; c < s.V; ++c) row[c] *= to_probability;
+      row[target] -= float(1.0 / count);
+    }
+  }
+  return count > 0 ? total / count : 0.0;
+}
+
+void backward(const ToyModel& m, const TokenBatch& batch, ToyModel& g, ToyWorkspace& ws, const ToyPassOptions& o,
+              const Dims& s) {
+  const std::size_t n = m.layers.size();
+  ensure(ws.grad_x, s.N, s.D), ensure(ws.grad_merged, s.N, s.D);
+  // logits = x_n unembed^T
+  linear_grad_weight(ws.logits, ws.residual[n], g.unembed);
+  linear_grad_input(ws.logits, m.unembed, ws.grad_x, false);
+  for (std::size_t l = n; l-- > 0;) {
+    const ToyLayer& w = m.layers[l];
+    ToyLayer& gw = g.layers[l];
+    // x_{l+1} = x_l + merged W_o^T: the residual passes grad_x through unchanged, and adds
+    // the attention branch's gradient below.
+    linear_grad_weight(ws.grad_x, ws.merged[l], gw.w_o);
+    linear_grad_input(ws.grad_x, w.w_o, ws.grad_merged, false);
+    split_heads(ws.grad_merged, ws.grad_heads, s);
+    const SdpaGradients a =
+        o.backend == Backend::flash
+            ? flash_backward(ws.q[l], ws.k[l], ws.v[l], nullptr, ws.flash[l], ws.grad_heads, flash_options(s, o))
+            : sdpa_backward(ws.q[l], ws.k[l], ws.v[l], ws.naive[l], ws.grad_heads, naive_options(s));
+    const std::pair<const Tensor3*, std::pair<const Tensor2*, Tensor2*>> projections[] = {
+        {&a.grad_q, {&w.w_q, &gw.w_q}}, {&a.grad_k, {&w.w_k, &gw.w_k}}, {&a.grad_v, {&w.w_v, &gw.w_v}}};
+    for (const auto& [grad_heads, weights] : projections) {
+      merge_heads(*grad_heads, ws.grad_proj, s);
+      linear_grad_weight(ws.grad_proj, ws.residual[l], *weights.second);
+      linear_grad_input(ws.grad_proj, *weights.first, ws.grad_x, /*accumulate=*/true);
+    }
+  }
+  // x_0 = embed[t] + pos[i]: each row's gradient lands on its token's and its position's row.
+  std::fill(g.embed.begin(), g.embed.end(), 0.0f);
+  std::fill(g.pos.begin(), g.pos.end(), 0.0f);
+  for (std::size_t r = 0; r < s.N; ++r) {
+    const float* dx = ws.grad_x.data() + r * s.D;
+    float* e = g.embed.data() + std::size_t(batch.tokens[s.token_index(r)]) * s.D;
+    float* p = g.pos.data() + (r % s.L) * s.D;
+    for (std::size_t c = 0; c < s.D; ++c) e[c] += dx[c], p[c] += dx[c];
+  }
+}
+
+}  // namespace
+
+double toy_loss_and_gradients(const ToyModel& model, const TokenBatch& batch, ToyModel* grads,
+                              ToyWorkspace& ws, const ToyPassOptions& options) {
+  if (options.backend == Backend::cuda) throw InputError("backend: training runs on \"flash\" or \"naive\"");
+  const Dims s = check_batch(model, batch);
+  forward(model, batch, ws, options, s);
+  const double loss = cross_entropy(batch, ws.logits, s, grads != nullptr);
+  if (grads) {
+    if (grads->layers.size() != model.layers.size() || grads->embed.shape() != model.embed.shape() ||
+        grads->pos.shape() != model.pos.shape())
+      *grads = zero_toy_model(model.config);
+    backward(model, batch, *grads, ws, options, s);
+  }
+  return loss;
+}
+
+ToyForward toy_forward(const ToyModel& model, const std::vector<std::int32_t>& tokens) {
+  const TokenBatch batch{1, tokens.size(), tokens};
+  const ToyPassOptions options{Backend::naive, 1};
+  const Dims s = check_batch(model, batch);
+  ToyWorkspace ws;
+  forward(model, batch, ws, options, s);
+  ToyForward out;
+  out.logits = std::move(ws.logits);
+  for (SdpaResult& r : ws.naive) out.attention.push_back(std::move(r.weights));
+  return out;
+}
+
+}  // namespace attn

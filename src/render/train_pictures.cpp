@@ -1,0 +1,137 @@
+// The pictures of `attn-cli train` (train_pictures.hpp).
+#include "attn/render/train_pictures.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "attn/engine/mask.hpp"
+#include "attn/render/head_grid.hpp"
+#include "attn/render/line_plot.hpp"
+
+namespace attn {
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+PlotSeries curve(std::string name, const std::vector<double>& x, std::vector<double> y, std::size_t color) {
+  PlotSeries s;
+  s.name = std::move(name);
+  s.x = x;
+  s.y = std::move(y);
+  s.color = series_color(color);
+  return s;
+}
+
+}  // namespace
+
+Figure train_curves_figure(const TrainRun& run, const TrainOptions& o) {
+  std::vector<double> steps, loss, prev, induction;
+  for (const TrainPoint& p : run.points) {
+    steps.push_back(double(p.step));
+    loss.push_back(p.loss);
+    prev.push_back(p.prev_token_score);
+    induction.push_back(p.induction_score);
+  }
+  const PlotAxis step_axis{"training step", AxisScale::linear, 0.0, double(run.points.back().step), true};
+
+  LinePlotSpec left;
+  left.title = "Held-out loss";
+  left.series = {curve("loss (nats per token)", steps, loss, 0)};
+  left.references = {ReferenceLine::horizontal(run.uniform_loss, "ln(vocab) = " + fixed(run.uniform_loss, 2) +
+                                                                     ": a uniform guess"),
+                     ReferenceLine::horizontal(run.best_loss, "floor " + fixed(run.best_loss, 2) +
+                                                                  ": the first half is random")};
+  left.references[1].color = series_color(2);
+  left.x = step_axis;
+  left.y = {"cross-entropy (nats)", AxisScale::linear, 0.0};
+  left.width = 340;
+  left.height = 240;
+  left.legend = LegendPlace::lower_left;
+
+  LinePlotSpec right = left;
+  right.title = "Best head of each kind";
+  right.series = {curve("previous-token score", steps, prev, 1), curve("induction score", steps, induction, 3)};
+  right.references = {};
+  right.y = {"mean attention on the target key", AxisScale::linear, 0.0, 1.0};
+  right.legend = LegendPlace::upper_left;
+  if (run.phase_change_step) {
+    const std::string name = "phase change, step " + std::to_string(*run.phase_change_step);
+    left.references.push_back(ReferenceLine::vertical(double(*run.phase_change_step), name));
+    right.references.push_back(ReferenceLine::vertical(double(*run.phase_change_step), name));
+    left.references.back().color = right.references.back().color = series_color(3);
+  }
+  const ToyConfig& c = o.config;
+  const std::string subtitle =
+      std::string(train_task_name(o.task)) + " task: " + std::to_string(c.context / 2) + " random tokens, then " +
+      (o.task == TrainTask::induction ? "the same again" : "the same reversed") + " · " + std::to_string(c.layers) +
+      " layers × " + std::to_string(c.heads) + " heads, d_model " + std::to_string(c.d_model) + ", vocab " +
+      std::to_string(c.vocab) + " · Adam lr " + fixed(o.lr, 4) + ", batch " + std::to_string(o.batch) +
+      ", seed " + std::to_string(o.seed) +
+      (run.phase_change_step ? "" : " · no phase change: the loss never fell 0.5 nats below ln(vocab)");
+  return line_plot_row_figure({left, right}, "An attention-only transformer learning in context", subtitle);
+}
+
+Figure train_heads_figure(const std::vector<Tensor3>& attention, const std::vector<std::string>& tokens,
+                          const std::string& title, const std::string& subtitle, const std::string& colormap) {
+  const std::size_t H = attention.front().shape(0), L = attention.front().shape(1);
+  HeadGridSpec spec;
+  spec.weights = Tensor3::from_shape({attention.size() * H, L, L});
+  float* dst = spec.weights.data();
+  for (std::size_t l = 0; l < attention.size(); ++l) {
+    dst = std::copy(attention[l].begin(), attention[l].end(), dst);
+    for (std::size_t h = 0; h < H; ++h)
+      spec.panel_titles.push_back("Layer " + std::to_string(l) + " head " + std::to_string(h));
+  }
+  Mask3 causal = Mask3::from_shape({1, L, L});
+  for (std::size_t i = 0; i < L; ++i)
+    for (std::size_t j = 0; j < L; ++j) causal(0, i, j) = j <= i;
+  spec.allowed = causal;
+  spec.query_tokens = spec.key_tokens = tokens;
+  spec.title = title;
+  spec.subtitle = subtitle;
+  spec.colormap = colormap;
+  spec.vmax = 1.0;
+  spec.show_mean = false;
+  return head_grid_figure(spec);
+}
+
+std::vector<std::string> write_train_pictures(const TrainRun& run, const TrainOptions& o, const std::string& dir,
+                                              const ImageOptions& image, const std::string& colormap) {
+  std::vector<std::string> tokens;
+  for (std::int32_t t : run.shown_sequence) tokens.push_back(std::to_string(t));
+  const std::size_t P = o.config.context / 2;
+  const std::string what =
+      o.task == TrainTask::induction
+          ? "rows: query, columns: key · an induction head lights the stripe " + std::to_string(P - 1) +
+                " cells below the diagonal in the second half (the token after the first occurrence); "
+                "a previous-token head lights the line just below the diagonal"
+          : "rows: query, columns: key · the reverse task is solved by position: the second half's queries "
+            "attend to the mirror image of their position, an anti-diagonal";
+  struct Moment {
+    const char* name;
+    std::string title;
+    const std::vector<Tensor3>* attention;
+  };
+  const std::size_t last = run.points.back().step;
+  const std::vector<Moment> moments = {
+      {"heads_before", "Every head before training (step 0), on a held-out sequence", &run.attention_before()},
+      {"heads_phase_change",
+       run.phase_change_step ? "Every head at the phase change (step " + std::to_string(*run.phase_change_step) + ")"
+                             : "No phase change: every head at the end (step " + std::to_string(last) + ")",
+       &run.attention_at_phase_change()},
+      {"heads_after", "Every head after training (step " + std::to_string(last) + ")", &run.attention_after()}};
+  std::vector<std::string> written =
+      save_figure(train_curves_figure(run, o), (std::filesystem::path(dir) / "curves").string(), image);
+  for (const Moment& m : moments) {
+    const Figure f = train_heads_figure(*m.attention, tokens, m.title, what, colormap);
+    for (const std::string& path : save_figure(f, (std::filesystem::path(dir) / m.name).string(), image))
+      written.push_back(path);
+  }
+  return written;
+}
+
+}  // namespace attn

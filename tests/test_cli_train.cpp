@@ -1,0 +1,101 @@
+// `attn-cli train` and `attn-cli forward` end to end: refused options and model folders (exit 2,
+// one line), byte-identical reruns, --resume equal to an uninterrupted run, forward --json on a
+// hand-made model against the numbers worked out by hand.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "attn/io/json_io.hpp"
+#include "attn/io/toy_model_file.hpp"
+#include "support.hpp"
+
+using namespace attn;
+using namespace attn::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kQuick = "--steps 12 --batch 4 --vocab 8 --d-model 16 --heads 2 --context 8 --log-every 4 "
+                           "--threads 1 --no-timing";
+
+std::string scratch_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("attn-cli-train-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+}  // namespace
+
+TEST_CASE("cli train: options out of range are refused with one line") {
+  check_input_error(run_cli("train --steps 0"), "steps");
+  check_input_error(run_cli("train --lr nan"), "lr");
+  check_input_error(run_cli("train --lr 0"), "lr");
+  check_input_error(run_cli("train --context 7"), "context");
+  check_input_error(run_cli("train --heads 3"), "d_model");
+  check_input_error(run_cli("train --task copy"), "task");
+  check_input_error(run_cli("train --backend cuda"), "backend");
+  check_input_error(run_cli("train --batch 0"), "batch");
+  check_input_error(run_cli("train --resume /nonexistent-run"), "nonexistent-run");
+  check_input_error(run_cli("train --resume x --lr 0.01"), "--lr");
+}
+
+TEST_CASE("cli train: a rerun gives the same bytes; --resume equals the uninterrupted run") {
+  const std::string dir = scratch_dir("runs");
+  REQUIRE(run_cli("train " + kQuick + " --out a", "", dir).code == 0);
+  const CliResult b = run_cli("train " + kQuick + " --out b", "", dir);
+  REQUIRE(b.code == 0);
+  for (const char* file : {"train.json", "model/model.safetensors", "model/config.json", "curves.png",
+                           "heads_after.png", "checkpoint.safetensors"})
+    CHECK(read_text(dir + "/a/" + file) == read_text(dir + "/b/" + file));
+  CHECK(b.out.find("layer") != std::string::npos);  // the per-head table
+  const Json j = read_json(dir + "/a/train.json");
+  CHECK(j["steps"].size() == 4);  // 0, 4, 8, 12
+  CHECK(j["final"].size() == 4);  // 2 layers x 2 heads
+  CHECK(j["uniform_loss"].get<double>() == doctest::Approx(std::log(8.0)));
+
+  // 6 steps, then continued to 12 (6 is not a logging step: its point is dropped and redone).
+  REQUIRE(run_cli("train --steps 6" + kQuick.substr(kQuick.find(" --batch")) + " --out c", "", dir).code == 0);
+  const CliResult resumed = run_cli("train --resume c --steps 12 --threads 1 --no-timing", "", dir);
+  CAPTURE(resumed.err);
+  REQUIRE(resumed.code == 0);
+  CHECK(read_text(dir + "/c/train.json") == read_text(dir + "/a/train.json"));
+  CHECK(read_text(dir + "/c/model/model.safetensors") == read_text(dir + "/a/model/model.safetensors"));
+  check_input_error(run_cli("train --resume c --steps 12 --threads 1", "", dir), "steps");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli forward: a hand-made model, and model folders that are wrong") {
+  // vocab 2, D 2, one head: embed = unembed = W_v = W_o = I, W_q = W_k = 0, pos = 0. Tokens 0, 1:
+  // attention [[1, 0], [0.5, 0.5]]; logits [[2, 0], [0.5, 1.5]] (test_train.cpp works it out).
+  const std::string dir = scratch_dir("forward");
+  ToyModel m = zero_toy_model({2, 2, 1, 1, 2});
+  m.embed = m.unembed = m.layers[0].w_v = m.layers[0].w_o = xt::eye<float>(2);
+  write_toy_model(dir + "/hand", m, {});
+  const CliResult r = run_cli("forward --model hand --tokens 0,1 --json", "", dir);
+  REQUIRE(r.code == 0);
+  const Json j = Json::parse(r.out);
+  CHECK(j["attention"] == Json::parse("[[[[1.0, 0.0], [0.5, 0.5]]]]"));
+  CHECK(j["logits"] == Json::parse("[[2.0, 0.0], [0.5, 1.5]]"));
+  CHECK(j["tokens"][1]["id"] == 1);
+  const CliResult text = run_cli("forward --model hand 'cat mat' --out pics", "", dir);
+  CHECK(text.code == 0);
+  CHECK(fs::exists(dir + "/pics/heads.png"));
+
+  check_input_error(run_cli("forward --model hand --tokens 0,2", "", dir), "out of range");
+  check_input_error(run_cli("forward --model hand --tokens 0,1,0", "", dir), "context");
+  check_input_error(run_cli("forward --model hand 'a b c'", "", dir), "vocabulary");
+  check_input_error(run_cli("forward --model hand", "", dir), "--tokens");
+  check_input_error(run_cli("forward --model nowhere --tokens 0", "", dir), "nowhere");
+  const std::string bytes = read_text(dir + "/hand/model.safetensors");
+  std::ofstream(dir + "/hand/model.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() - 3);
+  check_input_error(run_cli("forward --model hand --tokens 0", "", dir), "model.safetensors");
+  std::string lying = bytes;
+  lying[0] = char(0x7f);  // a header length far past the end of the file
+  std::ofstream(dir + "/hand/model.safetensors", std::ios::binary) << lying;
+  check_input_error(run_cli("forward --model hand --tokens 0", "", dir), "model.safetensors");
+  fs::remove(dir + "/hand/model.safetensors");
+  check_input_error(run_cli("forward --model hand --tokens 0", "", dir), "model.safetensors");
+  fs::remove_all(dir);
+}

@@ -16,6 +16,7 @@
 #include "attn/engine/flash.hpp"
 #include "attn/engine/tile_math.hpp"
 #include "flash_decode.hpp"
+#include "online_row.hpp"
 #include "parallel.hpp"
 #include "sdpa_f64.hpp"
 #include "microkernels.hpp"
@@ -131,14 +132,7 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
         const std::size_t n = visible(r);
         if (p.allowed) mask_row(p, h, i0 + r, j0, n, s);
         // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
-        tile::RowState<T>& st = ws.rows[r];
-        ws.alpha[r] = tile::row_rescale(st, n ? mk.row_max(s, n) : -T(INFINITY));
-        if (st.m == -T(INFINITY)) {
-          std::fill(s, s + g_keys, T(0));  // every key so far masked: contributes nothing yet
-        } else {
-          st.l += n ? mk.exp2_sum(s, n, st.m) : T(0);
-          std::fill(s + n, s + g_keys, T(0));  // keys this row may not see (causal)
-        }
+        ws.alpha[r] = flash::online_row_step(mk, ws.rows[r], s, n, g_keys);
       }
       // Line 12: O_i = diag(alpha) O_i + P_ij V_j.
       if (g_keys > 0) {

@@ -10,6 +10,7 @@
 #include <xsimd/memory/xsimd_aligned_allocator.hpp>
 
 #include "attn/engine/tile_math.hpp"
+#include "online_row.hpp"
 #include "parallel.hpp"
 
 namespace attn::flash {
@@ -80,14 +81,7 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
         for (std::size_t j = 0; j < n; ++j)
           if (!m[j]) s[j] = -T(INFINITY);
       }
-      tile::RowState<T>& st = ws.rows[r];
-      ws.alpha[r] = tile::row_rescale(st, n ? mk.row_max(s, n) : -T(INFINITY));
-      if (st.m == -T(INFINITY)) {
-        std::fill(s, s + nb, T(0));  // every key so far masked: contributes nothing yet
-      } else {
-        st.l += n ? mk.exp2_sum(s, n, st.m) : T(0);
-        std::fill(s + n, s + nb, T(0));
-      }
+      ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
     }
     const T* vb = v + jb * dv;
     if (!v_direct) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/tokenize.hpp"
@@ -49,19 +50,19 @@ void run_forward_command(const ForwardOptions& o) {
   const ToyTokens tokens = o.tokens.empty() ? toy_tokens_from_words(token_texts(tokenize(o.text)), model.config.vocab)
                                             : toy_tokens_from_list(o.tokens, model.config.vocab);
   const ToyForward f = run_toy_forward(model, tokens);
-  if (!o.out.empty()) prepare_picture_dir(o.out);
+  std::optional<OutputFolder> folder;  // checked before the output, written as a whole after it
+  if (!o.out.empty()) folder.emplace(prepare_picture_dir(o.out));
   if (o.json) std::cout << forward_json(tokens, f).dump() << "\n";
   else {
     std::cout << "Model " << o.model << ": " << model.config.layers << " layers x " << model.config.heads
               << " heads, vocab " << model.config.vocab << ". Predictions (the argmax of the logits):\n";
     print_predictions(tokens, f);
   }
-  if (o.out.empty()) return;
+  if (!folder) return;
   const Figure figure = train_heads_figure(f.attention, tokens.texts, "Every head of " + o.model,
                                            "rows: query (attending), columns: key (attended to) · causal",
                                            o.image.colormap);
-  for (const std::string& path : save_figure(figure, (std::filesystem::path(o.out) / "heads").string(), image))
-    (o.json ? std::cerr : std::cout) << "Wrote " << path << "\n";
+  save_pictures({{"heads", figure}}, *folder, image, o.json ? std::cerr : std::cout);
 }
 
 }  // namespace

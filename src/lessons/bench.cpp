@@ -23,6 +23,23 @@ namespace {
 
 using namespace bench_detail;
 
+// One untimed warm-up (first-touch page faults, thread and CUDA start-up), then c.repeat
+// timed runs: their times, the process's peak memory during them, and GFLOP/s for `flops`.
+template <class F>
+BenchRun time_bench(const BenchConfig& c, std::size_t baseline_rss, double flops, F&& run_once) {
+  run_once();
+  reset_peak_rss();
+  const Timings t = time_runs(c.repeat, run_once);
+  BenchRun run{c, 0, 0, 0, 0, 0, 0, std::nullopt};
+  run.peak_rss_bytes = rss_field("VmHWM:");
+  run.baseline_rss_bytes = baseline_rss;
+  run.min_ms = t.wall_ms.front();
+  run.median_ms = t.wall_ms[t.wall_ms.size() / 2];
+  run.min_thread_cpu_ms = t.min_thread_cpu_ms;
+  run.gflops = flops / (run.median_ms * 1e6);
+  return run;
+}
+
 // The backward half of run_bench: inputs and the forward are ready before the clock starts.
 BenchRun run_backward_bench(const BenchConfig& c, const Tensor3& q, const Tensor3& k, const Tensor3& v,
                             Rng& rng) {
@@ -51,16 +68,7 @@ BenchRun run_backward_bench(const BenchConfig& c, const Tensor3& q, const Tensor
     g = naive_forward ? sdpa_backward(q, k, v, *naive_forward, dO, so)
                       : flash_backward(q, k, v, nullptr, *flash_forward, dO, fo);
   };
-  run_once();  // untimed warm-up
-  reset_peak_rss();
-  const Timings t = time_runs(c.repeat, run_once);
-  BenchRun run{c, 0, 0, 0, 0, 0, 0, std::nullopt};
-  run.peak_rss_bytes = rss_field("VmHWM:");
-  run.baseline_rss_bytes = before;
-  run.min_ms = t.wall_ms.front();
-  run.median_ms = t.wall_ms[t.wall_ms.size() / 2];
-  run.min_thread_cpu_ms = t.min_thread_cpu_ms;
-  run.gflops = attention_backward_flops(c.n, c.heads, c.head_dim, c.causal) / (run.median_ms * 1e6);
+  BenchRun run = time_bench(c, before, attention_backward_flops(c.n, c.heads, c.head_dim, c.causal), run_once);
   if (c.check) {  // the largest error of dQ, dK, dV against the naive backward
     const SdpaGradients ref = naive_forward ? g : sdpa_backward(q, k, v, nullptr, dO, so);
     run.max_abs_err_vs_naive = std::max({max_abs_diff(g.grad_q, ref.grad_q), max_abs_diff(g.grad_k, ref.grad_k),
@@ -111,19 +119,10 @@ BenchRun run_bench(const BenchConfig& c) {
       output = attention(q, k, v, nullptr, so, backend, /*with_weights=*/false).output;
     }
   };
-  run_once();  // untimed warm-up: first-touch page faults, thread and (CUDA) context start-up
-  reset_peak_rss();
-  const Timings t = time_runs(c.repeat, run_once);
-  BenchRun run{c, 0, 0, 0, 0, 0, 0, std::nullopt};
-  run.peak_rss_bytes = rss_field("VmHWM:");
-  run.baseline_rss_bytes = before;
-  run.min_ms = t.wall_ms.front();
-  run.median_ms = t.wall_ms[t.wall_ms.size() / 2];
-  run.min_thread_cpu_ms = t.min_thread_cpu_ms;
-  run.gflops = attention_flops(c.n, c.heads, c.head_dim, c.causal) / (run.median_ms * 1e6);
+  BenchRun run = time_bench(c, before, attention_flops(c.n, c.heads, c.head_dim, c.causal), run_once);
   if (c.check) {
     const Tensor3 ref = c.backend == "naive" ? output : sdpa(q, k, v, nullptr, so).output;
-    run.max_abs_err_vs_naive = double(xt::amax(xt::abs(output - ref))());
+    run.max_abs_err_vs_naive = max_abs_diff(output, ref);
   }
   return run;
 }

@@ -7,12 +7,15 @@ architecture DESIGN.md documents in NumPy float64:
     x = embed[t] + pos[i];  per layer  x += concat_h(softmax_causal(q_h k_h^T / sqrt(d)) v_h) W_o^T
     with q = x W_q^T, k = x W_k^T, v = x W_v^T;  logits = x unembed^T
 
-checks that `attn-cli forward --json` agrees, and then measures, on fresh repeated sequences
+checks that `attn-cli forward --json` and `attn-cli demo --model` (its manifest) agree, and then measures, on fresh repeated sequences
 (P random ids, then the same P again; L = context = 2P):
   * the second-half loss: mean cross-entropy of predicting tokens P+1 .. L-1, each the successor
     of a token seen before (token P, the start of the repeat, cannot be known), <= 0.1 ln(vocab);
   * the best layer-0 previous-token score, mean over i >= 1 of A[i, i-1], >= 0.8;
-  * the best last-layer induction score, mean over i >= P of A[i, i-P+1], >= 0.9.
+  * the best last-layer induction score, mean over i >= P of A[i, i-P+1], >= 0.9;
+  * in the demo's sentence "the cat sat on the mat . the cat sat on the mat", the stripe: the
+    head the demo shows as its induction head puts >= 0.5 of the weight of each second "cat",
+    "sat", "on" and "mat" on the word that followed its first copy.
 
 Usage: check_train.py ATTN_CLI WORKDIR [--train-args "..."] [--expect-failure | --forward-only]
 Trains into WORKDIR (`attn-cli train --threads 1 --out WORKDIR` plus --train-args), then checks.
@@ -94,6 +97,43 @@ def compare_with_cli(cli, model_dir, model, config, rng):
     return worst_a < 1e-4 and worst_l < 1e-4
 
 
+def check_demo(cli, workdir, model, config):
+    """attn-cli demo --model: its ids, attention and chosen heads against our own; then the stripe."""
+    model_dir = workdir + "/model"
+    subprocess.run([cli, "demo", "--model", model_dir, "--out", workdir + "/demo"], check=True,
+                   stdout=subprocess.DEVNULL)
+    manifest = json.load(open(workdir + "/demo/manifest.json"))
+    words = manifest["tokens"]
+    first = {}
+    ids = [first.setdefault(w, len(first)) for w in words]
+    got = manifest["results"]["model"]
+    if got["ids"] != ids:
+        raise AssertionError(f"demo ids {got['ids']}, expected {ids}")
+    _, attention = forward(model, config, ids)
+    diff = np.abs(np.array(got["attention"]) - np.array(attention)).max()
+    # Our own induction score (latest earlier copy at j: weight on j + 1), best head after layer 0.
+    seen, target = {}, {}
+    for i, t in enumerate(ids):
+        if t in seen:
+            target[i] = seen[t] + 1
+        seen[t] = i
+    layers = range(1 if config["layers"] > 1 else 0, config["layers"])
+    best = max(((l, h) for l in layers for h in range(config["heads"])),
+               key=lambda lh: np.mean([attention[lh[0]][lh[1]][i, j] for i, j in target.items()]))
+    shown = manifest["results"]["single_head"]
+    if (shown["layer"], shown["head"]) != best:
+        raise AssertionError(f"demo shows layer {shown['layer']} head {shown['head']}, the best is {best}")
+    diff = max(diff, np.abs(np.array(shown["weights"]) - attention[best[0]][best[1]]).max())
+    print(f"demo --model vs NumPy float64: max |attention diff| {diff:.2e}, induction head {best}")
+    if diff >= 1e-4:
+        raise AssertionError("demo --model disagrees with the NumPy forward")
+    # The stripe: second copies of the words that occur once in the first half.
+    half = words.index(".")
+    stripe = {i: j for i, j in target.items() if i > half and words[:half].count(words[i]) == 1}
+    weights = {words[i]: attention[best[0]][best[1]][i, j] for i, j in stripe.items()}
+    return min(weights.values()), weights
+
+
 def measure(model, config, rng, sequences=200):
     V, L = config["vocab"], config["context"]
     P = L // 2
@@ -131,14 +171,17 @@ def main():
         print("check_train: FAILED: attn-cli forward disagrees with the NumPy forward")
         return 1
 
+    stripe, stripe_weights = check_demo(args.cli, args.workdir, model, config)
     if args.forward_only:
         print("check_train: forward agrees")
         return 0
     loss, prev, ind = measure(model, config, rng)
     bound = 0.1 * math.log(config["vocab"])
+    stripe_text = ", ".join(f"{w} {v:.3f}" for w, v in stripe_weights.items())
     checks = [(f"second-half loss {loss:.4f} <= 0.1 ln(vocab) = {bound:.4f}", loss <= bound),
               (f"layer-0 previous-token score {prev:.4f} >= 0.8", prev >= 0.8),
-              (f"last-layer induction score {ind:.4f} >= 0.9", ind >= 0.9)]
+              (f"last-layer induction score {ind:.4f} >= 0.9", ind >= 0.9),
+              (f"demo stripe, weight on the word after the first copy ({stripe_text}) >= 0.5", stripe >= 0.5)]
     for text, ok in checks:
         print(("ok    " if ok else "FAIL  ") + text)
     passed = all(ok for _, ok in checks)

@@ -99,3 +99,34 @@ TEST_CASE("cli forward: a hand-made model, and model folders that are wrong") {
   check_input_error(run_cli("forward --model hand --tokens 0", "", dir), "model.safetensors");
   fs::remove_all(dir);
 }
+
+TEST_CASE("cli demo --model: a hand-made model's heads are the demo's pictures and numbers") {
+  // The same hand-made model as above: on 'cat mat' its one head gives [[1, 0], [0.5, 0.5]].
+  const std::string dir = scratch_dir("demo-model");
+  ToyModel m = zero_toy_model({2, 2, 1, 1, 2});
+  m.embed = m.unembed = m.layers[0].w_v = m.layers[0].w_o = xt::eye<float>(2);
+  write_toy_model(dir + "/hand", m, {});
+  const CliResult r = run_cli("demo 'cat mat' --model hand --out d --no-color", "", dir);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("<- the induction head") != std::string::npos);
+  const Json j = Json::parse(read_text(dir + "/d/manifest.json"));
+  const Json expected = Json::parse("[[1.0, 0.0], [0.5, 0.5]]");
+  CHECK(j["results"]["model"]["attention"] == Json::array({Json::array({expected})}));
+  CHECK(j["results"]["model"]["ids"] == Json::parse("[0, 1]"));
+  CHECK(j["results"]["single_head"]["weights"] == expected);
+  CHECK(j["results"]["causal"]["weights"] == expected);
+  CHECK(j["results"]["single_head"]["induction_score"].is_null());  // no word repeats
+  CHECK(j["results"]["causal"]["prev_token_score"] == 0.5);
+  CHECK(j["config"]["model"]["layers"] == 1);
+  CHECK(j["results"]["decode"]["max_abs_diff_output"].get<double>() < 1e-6);
+  CHECK(j["results"]["flash"]["teaching"]["causal"]["max_abs_diff_output"].get<double>() < 1e-12);
+  for (const char* png : {"attention.png", "attention_causal.png", "heads.png", "flash_tiles.png"})
+    CHECK(fs::exists(dir + "/d/" + png));
+
+  check_input_error(run_cli("demo 'a b a' --model hand --out e", "", dir), "context");
+  check_input_error(run_cli("demo --model hand --rope half --out e", "", dir), "--rope");
+  check_input_error(run_cli("demo 'a b' --model hand --heads 2 --out e", "", dir), "--heads");
+  check_input_error(run_cli("demo --model nowhere --out e", "", dir), "nowhere");
+  CHECK_FALSE(fs::exists(dir + "/e"));
+  fs::remove_all(dir);
+}

@@ -11,6 +11,8 @@
 #include "attn/lessons/demo.hpp"
 #include "attn/render/demo_pictures.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/io/toy_model_file.hpp"
+#include "attn/lessons/number_format.hpp"
 #include "attn/render/report_table.hpp"
 #include "attn/render/terminal_heatmap.hpp"
 #include "attn/render/text_table.hpp"
@@ -26,6 +28,8 @@ struct DemoOptions {
   ImageFlags image;
   bool no_color = false;
   std::string rope;  // "", "half" or "interleaved"
+  std::string model;  // a trained model folder; "" = seeded projections
+  bool sentence_given = false, shape_given = false;
 };
 
 // "1.2e-07"; an exact 0 as "0" (bit-identical after rounding to float32).
@@ -62,7 +66,8 @@ void print_tile_grid(const std::string& name, const std::vector<FlashTile>& tile
 
 void print_checks(const DemoResult& r) {
   const DemoFlashCheck& f = r.flash;
-  std::cout << "\nFlashAttention check: the single head's Q, K, V tile by tile (online softmax), against\n"
+  std::cout << "\nFlashAttention check: " << (r.model ? "the induction head's" : "the single head's")
+            << " Q, K, V tile by tile (online softmax), against\n"
             << "the naive sdpa on the same inputs. max |flash - naive| of the outputs / of the lse:\n"
             << "                precision isa      tiles     non-causal          causal\n";
   print_flash_run("fast kernel", f.fast);
@@ -75,7 +80,8 @@ void print_checks(const DemoResult& r) {
   print_tile_grid("causal", f.causal_tiles);
 
   const DemoDecodeCheck& d = r.decode;
-  std::cout << "\nDecode check: the " << r.config.heads << "-head run, causal"
+  std::cout << "\nDecode check: " << (r.model ? "the model's layer 0 (" : "the ") << r.config.heads
+            << (r.model ? " heads)" : "-head run") << ", causal"
             << (r.rope ? ", RoPE " + rope_style_name(r.rope->style) : std::string()) << ", through a KV cache:\n  "
             << d.prefill << " tokens as the prompt, then " << d.steps - (d.prefill > 0 ? 1 : 0)
             << " one at a time (cache ends at " << d.kv_cache_len << " tokens).\n"
@@ -120,10 +126,40 @@ void print_experiments(const DemoResult& r) {
             << format_g(c.crossover.matmuls, 6) << " tokens.\n";
 }
 
+// With --model: every head's scores on the sentence, then which head the heatmap shows.
+void print_model_heads(const DemoResult& r, const char* scale) {
+  const DemoModel& m = *r.model;
+  std::cout << "Model " << m.path << ": " << m.config.layers << " layers x " << m.config.heads
+            << " heads, trained (each distinct word is the next token id).\n"
+            << "Every head's scores on this sentence (previous-token: weight on the word before; induction: a\n"
+            << "repeated word's weight on the word after its earlier copy):\n";
+  std::cout << "  layer  head  previous-token  induction\n";
+  for (const SequenceHeadScore& s : m.scores) {
+    const bool ind = s.layer == m.induction_head.layer && s.head == m.induction_head.head;
+    const bool prev = s.layer == m.prev_token_head.layer && s.head == m.prev_token_head.head;
+    std::cout << "  " << pad_to_width(std::to_string(s.layer), 5, true) << pad_to_width(std::to_string(s.head), 6, true)
+              << pad_to_width(format_fixed(s.prev_token, 3), 16, true)
+              << pad_to_width(s.induction ? format_fixed(*s.induction, 3) : "-", 11, true)
+              << (ind ? "   <- the induction head (the heatmap below)" : prev ? "   <- the previous-token head" : "")
+              << "\n";
+  }
+  std::cout << "\n";
+  const SequenceHeadScore& ind = m.induction_head;
+  std::cout << "Layer " << ind.layer << ", head " << ind.head << " (head dim " << m.config.d_model / m.config.heads
+            << ", scale = " << scale << "), causal.\n"
+            << "Rows: query (attending). Columns: key (attended to). Each row sums to 1.\n\n";
+}
+
 void run_demo_command(const DemoOptions& opts) {
   check_colormap(opts.image.colormap);
   DemoConfig config = opts.config;
   if (!opts.rope.empty()) config.rope = parse_rope_style(opts.rope, "--rope");
+  if (!opts.model.empty()) {
+    if (opts.shape_given) throw InputError("--model: the model has its own --d-model and --heads; leave them out");
+    config.model = std::make_shared<const ToyModel>(read_toy_model(opts.model));
+    config.model_path = opts.model;
+    if (!opts.sentence_given) config.sentence = kDemoModelSentence;
+  }
   check_demo_config(config);
   const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
   OutputFolder folder = prepare_picture_dir(opts.out);
@@ -137,12 +173,14 @@ void run_demo_command(const DemoOptions& opts) {
 
   char scale[64];
   std::snprintf(scale, sizeof scale, "%.6g", r.scale);
-  std::cout << "Single-head self-attention weights (d_model = " << r.config.d_model
-            << ", seeded untrained projections, scale = 1/sqrt(" << r.config.d_model
-            << ") = " << scale << ")\n"
-            << "Rows: query (attending). Columns: key (attended to). Each row sums to 1.\n\n";
+  if (r.model) print_model_heads(r, scale);
+  else {
+    std::cout << "Single-head self-attention weights (d_model = " << r.config.d_model
+              << ", seeded untrained projections, scale = 1/sqrt(" << r.config.d_model << ") = " << scale << ")\n"
+              << "Rows: query (attending). Columns: key (attended to). Each row sums to 1.\n\n";
+  }
   const ColorMode color = terminal_color_mode(::isatty(STDOUT_FILENO), opts.no_color);
-  TerminalHeatmap table{r.tokens, r.tokens, r.weights, nullptr, opts.image.colormap,
+  TerminalHeatmap table{r.tokens, r.tokens, r.weights, r.model ? &r.causal_allowed : nullptr, opts.image.colormap,
                         color_scale_for({r.weights.data(), r.weights.size()}, std::nullopt)};
   std::cout << render_terminal_heatmap(table, color) << "\n";
 
@@ -205,6 +243,9 @@ void setup_demo(CLI::App& app) {
   add_image_flags(cmd, opts->image, /*with_colormap=*/true);
   cmd->add_option("--rope", opts->rope,
                   "RoPE style for the multi-head run and the RoPE heatmap: half or interleaved (default: none)");
+  cmd->add_option("--model", opts->model,
+                  "a model folder from attn-cli train: its trained heads instead of seeded projections "
+                  "(default sentence then: \"" + std::string(kDemoModelSentence) + "\")");
   cmd->add_flag("--no-color", opts->no_color, "plain numbers in the terminal (also: NO_COLOR=1)");
   cmd->footer(R"(Examples:
   attn-cli demo
@@ -212,8 +253,15 @@ void setup_demo(CLI::App& app) {
   attn-cli demo "我喜欢深度学习" --seed 7
   attn-cli demo "The cat sat on" --heads 2 --format both --colormap viridis --out cat-svg
   attn-cli demo "The cat sat on the mat" --rope half --out cat-rope
+  attn-cli train --steps 20 --out train-quick
+  attn-cli demo --model train-quick/model --out cat-trained
+(A 20-step model has no heads yet; `attn-cli train` with its defaults grows them in about 20 s.)
 )");
-  cmd->callback([opts] { run_demo_command(*opts); });
+  cmd->callback([opts, cmd] {
+    opts->sentence_given = cmd->count("sentence") > 0;
+    opts->shape_given = cmd->count("--heads") + cmd->count("--d-model") > 0;
+    run_demo_command(*opts);
+  });
 }
 
 }  // namespace attn::cli

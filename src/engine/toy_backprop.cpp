@@ -235,6 +235,8 @@ ToyForward toy_forward(const ToyModel& model, const std::vector<std::int32_t>& t
   ToyForward out;
   out.logits = std::move(ws.logits);
   for (SdpaResult& r : ws.naive) out.attention.push_back(std::move(r.weights));
+  out.residual = std::move(ws.residual);
+  out.q = std::move(ws.q), out.k = std::move(ws.k), out.v = std::move(ws.v);
   return out;
 }
 

@@ -129,6 +129,10 @@ ComplexityConfig demo_complexity_config(const DemoConfig& config, std::size_t to
 }
 
 void check_demo_config(const DemoConfig& config) {
+  if (config.model) {
+    if (config.rope) throw InputError("--rope: a trained model has its own learned positions; leave out --rope with --model");
+    return;  // d_model and heads are the model's, checked when it was read
+  }
   const std::size_t D = config.d_model;
   if (config.heads == 0 || D % config.heads != 0) {
     throw InputError("--heads: " + std::to_string(config.heads) + " does not divide --d-model " +
@@ -141,18 +145,28 @@ void check_demo_config(const DemoConfig& config) {
   }
 }
 
-DemoResult run_demo(const DemoConfig& config) {
-  check_demo_config(config);
-  const std::size_t D = config.d_model;
-  const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
-  DemoResult r;
-  r.config = config;
-  r.tokens = token_texts(tokens);
+namespace {
+
+Tensor3 as_head(const Tensor2& t) { return Tensor3(xt::expand_dims(t, 0)); }
+
+// The decode check on any multi-head layer: the causal run through a KV cache, the first half
+// of the sentence as the prompt, then one token at a time; it must equal the one-shot causal run.
+DemoDecodeCheck decode_check(const Tensor2& x, const MhaWeights& w, MhaOptions mo) {
+  mo.attention.causal = true;
+  const MhaResult one_shot = mha(x, x, x, w, nullptr, mo);
+  const std::size_t prefill = (x.shape(0) + 1) / 2;
+  const MhaDecodeResult dec = mha_decode(x, w, nullptr, mo, prefill);
+  return {prefill, dec.steps.size(), dec.kv_cache_len, max_abs_difference(dec.result.output, one_shot.output),
+          max_abs_difference(dec.result.weights, one_shot.weights)};
+}
+
+// Seeded embeddings and untrained projections: the pattern shows the mechanism, not meaning.
+void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
+  const DemoConfig& config = r.config;
+  const std::size_t D = config.d_model, L = r.tokens.size();
   // x [L, D]: one embedding per token, the same vector wherever the same word appears.
   const Tensor2 x = embed_tokens(tokens, D, config.seed);
-  // Untrained projections: the pattern shows the mechanism, not meaning.
   const MhaWeights w = init_mha_weights(D, 1, 1, config.seed + 1);
-  auto as_head = [](const Tensor2& t) { return Tensor3(xt::expand_dims(t, 0)); };
   const Tensor3 q = as_head(linear(x, w.w_q)), k = as_head(linear(x, w.w_k)), v = as_head(linear(x, w.w_v));
   const SdpaResult a = sdpa(q, k, v);
   r.scale = resolved_scale(std::nullopt, D);
@@ -160,8 +174,6 @@ DemoResult run_demo(const DemoConfig& config) {
   r.top = top_per_row(r.weights, config.top_k);
 
   // The same Q, K, V under the causal mask: each token sees only itself and what came before.
-  const std::size_t L = r.tokens.size();
-  r.causal_allowed = causal_allowed(L, L);
   SdpaOptions causal;
   causal.causal = true;
   const SdpaResult c = sdpa(q, k, v, nullptr, causal);
@@ -196,18 +208,80 @@ DemoResult run_demo(const DemoConfig& config) {
   const MhaResult m = mha(x, x, x, wh, nullptr, mo);
   r.head_weights = m.weights;
   r.head_mean = mean_over_heads(m.weights);
+  r.decode = decode_check(x, wh, mo);
+}
 
-  // The decode check: the causal multi-head run through a KV cache, the first half of the
-  // sentence as the prompt, then one token at a time; it must equal the one-shot causal run.
-  mo.attention.causal = true;
-  const MhaResult one_shot = mha(x, x, x, wh, nullptr, mo);
-  const std::size_t prefill = (L + 1) / 2;
-  const MhaDecodeResult dec = mha_decode(x, wh, nullptr, mo, prefill);
-  r.decode = {prefill, dec.steps.size(), dec.kv_cache_len, max_abs_difference(dec.result.output, one_shot.output),
-              max_abs_difference(dec.result.weights, one_shot.weights)};
+// The best head by `score` among those `eligible`; the first eligible one when no score exists.
+template <class Score, class Eligible>
+SequenceHeadScore best_head(const std::vector<SequenceHeadScore>& scores, Score score, Eligible eligible) {
+  const SequenceHeadScore* best = nullptr;
+  for (const SequenceHeadScore& s : scores) {
+    if (!eligible(s)) continue;
+    if (!best || score(s) > score(*best)) best = &s;
+  }
+  return *best;
+}
 
-  r.variance = run_variance(demo_variance_config(config));
-  r.complexity = run_complexity(demo_complexity_config(config, L));
+// The sentence through a trained model: what its heads learned, on words it never saw (the toy
+// was trained on arbitrary ids, so each distinct word is just the next id).
+void model_attention(DemoResult& r) {
+  const ToyModel& model = *r.config.model;
+  const ToyConfig& mc = model.config;
+  r.config.d_model = mc.d_model;
+  r.config.heads = mc.heads;
+  const ToyTokens t = toy_tokens_from_words(r.tokens, mc.vocab);
+  const ToyForward f = run_toy_forward(model, t);
+
+  DemoModel dm{r.config.model_path, mc, t.ids, f.attention, sequence_head_scores(f.attention, t.ids), {}, {}};
+  const std::size_t first_induction_layer = mc.layers > 1 ? 1 : 0;
+  dm.induction_head = best_head(
+      dm.scores, [](const SequenceHeadScore& s) { return s.induction.value_or(-1.0); },
+      [&](const SequenceHeadScore& s) { return s.layer >= first_induction_layer; });
+  dm.prev_token_head = best_head(
+      dm.scores, [](const SequenceHeadScore& s) { return s.prev_token; },
+      [](const SequenceHeadScore& s) { return s.layer == 0; });
+
+  const SequenceHeadScore& ind = dm.induction_head;
+  const SequenceHeadScore& prev = dm.prev_token_head;
+  r.scale = resolved_scale(std::nullopt, mc.d_model / mc.heads);
+  r.weights = xt::view(f.attention[ind.layer], ind.head, xt::all(), xt::all());
+  r.top = top_per_row(r.weights, r.config.top_k, &r.causal_allowed);
+  r.causal_weights = xt::view(f.attention[prev.layer], prev.head, xt::all(), xt::all());
+  r.causal_top = top_per_row(r.causal_weights, r.config.top_k, &r.causal_allowed);
+  r.head_weights = f.attention.back();
+  r.head_mean = mean_over_heads(r.head_weights);
+
+  // The flash check on the induction head's own Q, K, V, as the model computed them.
+  auto head = [&](const std::vector<Tensor3>& per_layer) {
+    return Tensor3(xt::view(per_layer[ind.layer], xt::range(ind.head, ind.head + 1), xt::all(), xt::all()));
+  };
+  const Tensor3 q = head(f.q), k = head(f.k), v = head(f.v);
+  SdpaOptions causal;
+  causal.causal = true;
+  r.flash = flash_check(q, k, v, sdpa(q, k, v), sdpa(q, k, v, nullptr, causal));
+
+  // The decode check on the model's first layer, from its embedded sentence.
+  const ToyLayer& l0 = model.layers.front();
+  MhaOptions mo;
+  mo.num_heads = mc.heads;
+  r.decode = decode_check(f.residual.front(), MhaWeights{l0.w_q, l0.w_k, l0.w_v, l0.w_o, {}, {}, {}, {}}, mo);
+  r.model = std::move(dm);
+}
+
+}  // namespace
+
+DemoResult run_demo(const DemoConfig& config) {
+  check_demo_config(config);
+  const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
+  DemoResult r;
+  r.config = config;
+  r.tokens = token_texts(tokens);
+  const std::size_t L = r.tokens.size();
+  r.causal_allowed = causal_allowed(L, L);
+  if (config.model) model_attention(r);
+  else seeded_attention(r, tokens);
+  r.variance = run_variance(demo_variance_config(r.config));
+  r.complexity = run_complexity(demo_complexity_config(r.config, L));
   return r;
 }
 
@@ -246,6 +320,45 @@ Json flash_json(const DemoFlashCheck& f) {
   // on the terminal only: manifest.json stays byte-identical on every machine (DESIGN.md).
   return {{"reference", "naive sdpa on the same single-head Q, K, V (float64 inside)"},
           {"teaching", teaching}};
+}
+
+Json optional_score(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+// With --model: where every picture's attention came from, and every head's scores.
+void add_model_json(Json& m, const DemoModel& dm) {
+  const ToyConfig& c = dm.config;
+  Json& config = m["config"];
+  config["model"] = {{"path", dm.path}, {"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads},
+                     {"layers", c.layers}, {"context", c.context}};
+  config["embeddings"] = "the model's embed[id] + pos[i]; each distinct word gets the next id in order of first appearance";
+  config["projections"] = "the model's trained weights: single_head is its induction head, causal its previous-token head";
+  config["multi_head_projections"] = "the model's trained weights: multi_head is its last layer";
+  Json& results = m["results"];
+  const SequenceHeadScore& ind = dm.induction_head;
+  const SequenceHeadScore& prev = dm.prev_token_head;
+  results["single_head"]["layer"] = ind.layer;
+  results["single_head"]["head"] = ind.head;
+  results["single_head"]["induction_score"] = optional_score(ind.induction);
+  results["causal"]["layer"] = prev.layer;
+  results["causal"]["head"] = prev.head;
+  results["causal"]["prev_token_score"] = prev.prev_token;
+  results["multi_head"]["layer"] = c.layers - 1;
+  results["decode"]["layer"] = 0;
+  Json scores = Json::array(), attention = Json::array();
+  for (const SequenceHeadScore& s : dm.scores) {
+    scores.push_back({{"layer", s.layer}, {"head", s.head}, {"prev_token_score", s.prev_token},
+                      {"induction_score", optional_score(s.induction)}});
+  }
+  for (const Tensor3& a : dm.attention) attention.push_back(to_json(a, FloatText::shortest));
+  results["model"] = {{"ids", dm.ids},
+                      {"score_rules",
+                       {{"prev_token_score", "mean over queries i >= 1 of A[i, i-1]"},
+                        {"induction_score",
+                         "mean over queries whose token occurred before (latest at j) of A[i, j+1]; null when no token repeats"}}},
+                      {"scores", scores},
+                      {"induction_head", {{"layer", ind.layer}, {"head", ind.head}}},
+                      {"prev_token_head", {{"layer", prev.layer}, {"head", prev.head}}},
+                      {"attention", attention}};
 }
 
 }  // namespace
@@ -299,6 +412,7 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
           {"max_abs_diff_output", r.decode.output},
           {"max_abs_diff_weights", r.decode.weights}}}}},
   };
+  if (r.model) add_model_json(m, *r.model);
   if (r.rope) {
     m["results"]["rope"] = {{"style", rope_style_name(r.rope->style)},
                             {"base", 10000.0},

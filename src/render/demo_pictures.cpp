@@ -9,6 +9,7 @@
 #include "attn/render/head_grid.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/render/mask_diagram.hpp"
+#include "attn/render/train_pictures.hpp"
 
 namespace attn {
 namespace {
@@ -55,13 +56,29 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
   single.title = "Self-attention weights: " + quoted;
   single.subtitle = "one head, d_model = " + d + ", seeded untrained projections · each row sums to 1";
   single.colormap = o.colormap;
-  save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
-
   HeatmapSpec causal = single;
   causal.weights = r.causal_weights;
   causal.allowed = r.causal_allowed;
   causal.title = "Masked (causal) self-attention: " + quoted;
   causal.subtitle = "the same Q, K, V; each token sees only itself and the tokens before it";
+  if (r.model) {
+    // Both heads are the trained model's own, causal as it was trained.
+    const SequenceHeadScore& ind = r.model->induction_head;
+    const SequenceHeadScore& prev = r.model->prev_token_head;
+    const std::string trained = "trained model " + r.model->path + " · ";
+    single.allowed = r.causal_allowed;
+    single.title = "Induction head (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) +
+                   "): " + quoted;
+    single.subtitle =
+        trained + (ind.induction ? "induction score " + fixed(*ind.induction) +
+                                       ": a repeated word attends to the word that followed its earlier copy"
+                                 : std::string("no word repeats here, so no head can show induction"));
+    causal.title = "Previous-token head (layer " + std::to_string(prev.layer) + ", head " +
+                   std::to_string(prev.head) + "): " + quoted;
+    causal.subtitle = trained + "previous-token score " + fixed(prev.prev_token) +
+                      ": each word attends to the word just before it";
+  }
+  save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
   save(heatmap_figure(causal), dir, "attention_causal", "heatmap", causal.title, o, artifacts);
 
   MaskDiagramSpec mask;
@@ -72,15 +89,25 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
   mask.subtitle = "query t=i may attend to keys t ≤ i: no looking at the future";
   save(mask_figure(mask), dir, "mask_causal", "mask", mask.title, o, artifacts);
 
-  HeadGridSpec heads;
-  heads.weights = r.head_weights;
-  heads.query_tokens = heads.key_tokens = r.tokens;
-  heads.title = std::to_string(r.config.heads) + "-head self-attention: " + quoted;
-  heads.subtitle = "d_model = " + d + ", head dim " + std::to_string(r.config.d_model / r.config.heads) +
-                   (r.rope ? ", RoPE (" + rope_style_name(r.rope->style) + ")" : std::string()) +
-                   " · rows: query (attending), columns: key (attended to) · one colour scale";
-  heads.colormap = o.colormap;
-  save(head_grid_figure(heads), dir, "heads", "heads", heads.title, o, artifacts);
+  if (r.model) {
+    const ToyConfig& c = r.model->config;
+    const std::string title = "Every head of " + r.model->path + ": " + quoted;
+    const std::string subtitle = std::to_string(c.layers) + " layers × " + std::to_string(c.heads) +
+                                 " heads, head dim " + std::to_string(c.d_model / c.heads) +
+                                 " · rows: query (attending), columns: key (attended to) · causal · one colour scale";
+    save(train_heads_figure(r.model->attention, r.tokens, title, subtitle, o.colormap), dir, "heads", "heads", title,
+         o, artifacts);
+  } else {
+    HeadGridSpec heads;
+    heads.weights = r.head_weights;
+    heads.query_tokens = heads.key_tokens = r.tokens;
+    heads.title = std::to_string(r.config.heads) + "-head self-attention: " + quoted;
+    heads.subtitle = "d_model = " + d + ", head dim " + std::to_string(r.config.d_model / r.config.heads) +
+                     (r.rope ? ", RoPE (" + rope_style_name(r.rope->style) + ")" : std::string()) +
+                     " · rows: query (attending), columns: key (attended to) · one colour scale";
+    heads.colormap = o.colormap;
+    save(head_grid_figure(heads), dir, "heads", "heads", heads.title, o, artifacts);
+  }
 
   const DemoFlashCheck& fl = r.flash;
   FlashTilesSpec tiles;

@@ -56,10 +56,14 @@ double toy_loss_and_gradients(const ToyModel& model, const TokenBatch& batch, To
                               ToyWorkspace& workspace, const ToyPassOptions& options = {});
 
 // One sequence through the model, for looking at it: logits [L, vocab] and every layer's
-// attention weights [H, L, L] (the naive float64 kernel, so the weights are exact).
+// attention weights [H, L, L] (the naive float64 kernel, so the weights are exact), with the
+// residual stream entering each layer and each layer's per-head Q, K, V (to run one head or one
+// layer again, e.g. through the flash kernel or a KV cache).
 struct ToyForward {
   Tensor2 logits;
   std::vector<Tensor3> attention;  // [layers] of [H, L, L]
+  std::vector<Tensor2> residual;   // [layers + 1] of [L, D]: x_l entering layer l, then x_n
+  std::vector<Tensor3> q, k, v;    // [layers] of [H, L, D/H]
 };
 ToyForward toy_forward(const ToyModel& model, const std::vector<std::int32_t>& tokens);
 

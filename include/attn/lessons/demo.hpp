@@ -6,7 +6,12 @@
 // the decode check (the multi-head run through a KV cache, against the one-shot causal run);
 // with --rope, RoPE in the multi-head run and a single-head causal run with RoPE. Then the
 // pictures and manifest.json (DESIGN.md).
+//
+// With a trained toy model (attn-cli train), the attention comes from the model instead: its
+// induction head and its previous-token head on the sentence are the two heatmaps, every head of
+// every layer is the head grid, and the flash and decode checks run on the model's own Q, K, V.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +22,8 @@
 #include "attn/engine/rope.hpp"
 #include "attn/engine/sdpa.hpp"
 #include "attn/engine/tokenize.hpp"
+#include "attn/engine/toy_model.hpp"
+#include "attn/lessons/forward.hpp"
 #include "attn/lessons/variance.hpp"
 
 namespace attn {
@@ -29,6 +36,24 @@ struct DemoConfig {
   std::size_t heads = 4;  // of the multi-head run; must divide d_model
   std::size_t max_tokens = kDefaultMaxTokens;
   std::optional<RopeStyle> rope;  // RoPE (base 10000) on q and k; absent = no positions at all
+  // A trained toy model: d_model and heads are its own, words map to ids in order of first
+  // appearance (forward.hpp), and RoPE is refused (the toy learned positions of its own).
+  std::shared_ptr<const ToyModel> model;
+  std::string model_path;  // how the manifest and the pictures name it
+};
+
+// The sentence through a trained model. The two heads shown as heatmaps are picked by their
+// scores on this sentence (forward.hpp's sequence_head_scores): the induction head is the best
+// one after layer 0 (it needs a previous-token head before it; any layer for a 1-layer model),
+// the previous-token head the best one of layer 0.
+inline const char* kDemoModelSentence = "the cat sat on the mat . the cat sat on the mat";
+struct DemoModel {
+  std::string path;
+  ToyConfig config;
+  std::vector<std::int32_t> ids;
+  std::vector<Tensor3> attention;  // [layers] of [H, L, L]
+  std::vector<SequenceHeadScore> scores;
+  SequenceHeadScore induction_head, prev_token_head;
 };
 
 // max |flash - naive| on the same inputs (lse: rows with a visible key; none is fully masked).
@@ -80,6 +105,9 @@ struct DemoResult {
   DemoConfig config;
   std::vector<std::string> tokens;
   double scale = 0;
+  // Without a model: seeded projections, and weights is non-causal. With one: weights is the
+  // model's induction head and causal_weights its previous-token head (both causal), and
+  // head_weights its last layer.
   Tensor2 weights;  // [L, L] single-head self-attention weights
   std::vector<std::vector<std::size_t>> top;  // top-k key indices per query
   Mask2 causal_allowed;   // [L, L] lower triangle
@@ -90,6 +118,7 @@ struct DemoResult {
   DemoFlashCheck flash;
   DemoDecodeCheck decode;
   std::optional<DemoRope> rope;  // with config.rope
+  std::optional<DemoModel> model;  // with config.model
   // The variance and complexity experiments at the demo's size: a small seeded Var(q.k) sweep (demo_variance_config)
   // and the FLOPs table for the sentence's length and a few standard ones (demo_complexity_config).
   VarianceResult variance;
@@ -101,8 +130,10 @@ VarianceConfig demo_variance_config(const DemoConfig& config);
 ComplexityConfig demo_complexity_config(const DemoConfig& config, std::size_t tokens);
 
 // InputError for a configuration run_demo refuses (heads not dividing d_model, RoPE on an odd
-// head dim), so that a caller can check before it creates anything.
+// head dim, RoPE with a model), so that a caller can check before it creates anything.
 void check_demo_config(const DemoConfig& config);
+// InputError also for a sentence a model cannot read (more tokens than its context, more
+// distinct words than its vocabulary).
 DemoResult run_demo(const DemoConfig& config);
 
 // manifest.json as DESIGN.md describes it; artifacts lists the files written beside it.

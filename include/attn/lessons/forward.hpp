@@ -6,6 +6,7 @@
 // appearance: each distinct word (tokenize.hpp's words) gets the next unused id, and a repeated
 // word gets its earlier id. Induction works on any repeated words.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,20 @@ ToyTokens toy_tokens_from_list(const std::string& list, std::size_t vocab);
 
 // InputError for an empty sequence or one longer than the model's context.
 ToyForward run_toy_forward(const ToyModel& model, const ToyTokens& tokens);
+
+// Each head's scores on one sequence of any content (train.hpp's head_scores needs the exact
+// "P ids, then again" layout; this one works for a sentence):
+//   previous-token score = mean over i in [1, n) of A[i, i-1]
+//   induction score      = mean, over the positions i whose token occurred before (latest at
+//                          j < i), of A[i, j+1]: the weight on what followed the earlier copy;
+//                          absent when no token repeats.
+struct SequenceHeadScore {
+  std::size_t layer, head;
+  double prev_token;
+  std::optional<double> induction;
+};
+std::vector<SequenceHeadScore> sequence_head_scores(const std::vector<Tensor3>& attention,
+                                                    const std::vector<std::int32_t>& ids);
 
 // {"tokens": [{"id", "text"}], "attention": [layer][head][n][n], "logits": [n][vocab]}.
 Json forward_json(const ToyTokens& tokens, const ToyForward& forward);

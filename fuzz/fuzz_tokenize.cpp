@@ -64,10 +64,22 @@ void check_refused(std::string_view text, const char* why) {
   finding(std::string("accepted a sentence that ") + why);
 }
 
-std::vector<Token> tokens_of(std::string_view text) {
+// The longest run of non-blank code points: a token lies inside one run.
+std::size_t longest_word_run(std::string_view s) {
+  std::size_t best = 0, run = 0;
+  for (const char32_t c : *decode_utf8(s)) best = std::max(best, run = is_blank(c) ? 0 : run + 1);
+  return best;
+}
+
+// The tokens, or nothing when tokenize refused a token longer than kMaxTokenChars (a refusal
+// this text must earn: some run of non-blank characters is that long).
+std::optional<std::vector<Token>> tokens_of(std::string_view text) {
   try {
     return tokenize(text, std::numeric_limits<std::size_t>::max());
   } catch (const InputError& e) {
+    const bool too_long = std::string_view(e.what()).find("(at most " + std::to_string(kMaxTokenChars)) !=
+                          std::string_view::npos;
+    if (too_long && longest_word_run(text) > kMaxTokenChars) return std::nullopt;
     finding(std::string("refused valid UTF-8 with a word in it: ") + e.what());
   }
 }
@@ -102,7 +114,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (!decode_utf8(text)) return check_refused(text, "is invalid UTF-8"), 0;
   if (all_blank(text)) return check_refused(text, "has only whitespace"), 0;
-  const std::vector<attn::Token> tokens = tokens_of(text);
+  const std::optional<std::vector<attn::Token>> refused_or_tokens = tokens_of(text);
+  if (!refused_or_tokens) return 0;
+  const std::vector<attn::Token>& tokens = *refused_or_tokens;
   check_tokens(text, tokens);
   if (tokens.size() > 1) {
     try {

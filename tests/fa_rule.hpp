@@ -38,4 +38,49 @@ inline Tensor3 plain_float32_output(const Tensor3& q, const Tensor3& k, const Te
   return o;
 }
 
+// Plain float32 backward of the same attention (the baseline of the rule for gradients): the
+// weights from float scores, D = rowsum(P o dP), every product accumulated in float.
+struct PlainGrads {
+  Tensor3 dq, dk, dv;
+};
+inline PlainGrads plain_float32_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                                         bool causal, float scale, const Tensor3& dO) {
+  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1), dv = v.shape(2);
+  const std::size_t group = H / k.shape(0);
+  PlainGrads g{xt::zeros<float>(q.shape()), xt::zeros<float>(k.shape()), xt::zeros<float>(v.shape())};
+  std::vector<float> p(Lk), dp(Lk);
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < Lq; ++i) {
+      const std::size_t kh = h / group;
+      float m = -INFINITY;
+      for (std::size_t j = 0; j < Lk; ++j) {
+        float acc = 0;
+        for (std::size_t c = 0; c < d; ++c) acc += q(h, i, c) * k(kh, j, c);
+        const bool ok = (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
+                        (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
+        p[j] = ok ? acc * scale : -INFINITY;
+        m = std::max(m, p[j]);
+      }
+      if (m == -INFINITY) continue;
+      float z = 0, D = 0;
+      for (std::size_t j = 0; j < Lk; ++j) z += (p[j] = std::exp(p[j] - m));
+      for (std::size_t j = 0; j < Lk; ++j) {
+        p[j] /= z;
+        float acc = 0;
+        for (std::size_t c = 0; c < dv; ++c) acc += dO(h, i, c) * v(kh, j, c);
+        dp[j] = acc;
+        D += p[j] * acc;
+      }
+      for (std::size_t j = 0; j < Lk; ++j) {
+        const float ds = p[j] * (dp[j] - D) * scale;
+        for (std::size_t c = 0; c < d; ++c) {
+          g.dq(h, i, c) += ds * k(kh, j, c);
+          g.dk(kh, j, c) += ds * q(h, i, c);
+        }
+        for (std::size_t c = 0; c < dv; ++c) g.dv(kh, j, c) += p[j] * dO(h, i, c);
+      }
+    }
+  return g;
+}
+
 }  // namespace attn::test

@@ -11,6 +11,7 @@
 #include "attn/engine/error.hpp"
 #include "attn/engine/random.hpp"
 #include "engine/backward_f64.hpp"  // the float64 cores, tested without float32 rounding
+#include "fa_rule.hpp"
 #include "support.hpp"
 
 using namespace attn;
@@ -178,6 +179,65 @@ TEST_CASE("backward: flash (Algorithm 2) matches the naive reference on odd shap
     CAPTURE(c.block_k);
     check_flash_against_naive(c, seed++);
   }
+}
+
+TEST_CASE("backward: float32 flash meets FlashAttention's accuracy rule on every instruction set") {
+  // Rule (Dao et al.): |flash - float64| <= 2 |plain float32 - float64| per gradient, the
+  // float64 reference computed from the same float32-rounded inputs.
+  const Case cases[] = {
+      {1, 1, 1, 1, 1, 1},
+      {2, 2, 7, 13, 5, 3, false, false, {}, 1.0, 3, 4},
+      {3, 3, 17, 9, 1, 2, true, false, {}, 1.0, 4, 4},
+      {2, 2, 9, 30, 4, 4, true, false, {}, 1.0, 4, 7},
+      {4, 2, 21, 21, 6, 5, true, false, {}, 1.0, 5, 3},
+      {4, 1, 10, 14, 3, 3, false, false, {}, 1.0, 1, 1},
+      {2, 2, 12, 15, 4, 3, false, true, {}, 1.0, 4, 4},
+      {2, 2, 12, 15, 4, 3, true, true, 0.37, 2.5, 5, 2},
+      {8, 8, 32, 32, 16, 16, true},     // a head of the toy transformer, one tile
+      {2, 2, 70, 130, 40, 24, true},    // default tiles, d past one AVX-512 register
+  };
+  auto to_f32 = [](const TensorD3& t) { return Tensor3(xt::cast<float>(t)); };
+  auto to_f64 = [](const Tensor3& t) { return TensorD3(xt::cast<double>(t)); };
+  auto err = [&](const Tensor3& a, const TensorD3& ref) { return max_abs(to_f64(a), ref); };
+  std::size_t checked = 0;
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    FlashOptions probe;
+    probe.isa = isa;
+    try {
+      flash_tiling(4, 4, probe);
+    } catch (const InputError&) {
+      continue;  // not on this CPU
+    }
+    std::uint64_t seed = 300;
+    for (const Case& c : cases) {
+      CAPTURE(isa);
+      CAPTURE(c.Lq);
+      CAPTURE(c.Lk);
+      CAPTURE(c.d);
+      CAPTURE(c.causal);
+      CAPTURE(c.mask);
+      Inputs in = make_inputs(c, seed++);
+      const Tensor3 q = to_f32(in.q), k = to_f32(in.k), v = to_f32(in.v), dO = to_f32(in.grad_output);
+      in.q = to_f64(q), in.k = to_f64(k), in.v = to_f64(v), in.grad_output = to_f64(dO);
+      const detail::SdpaF64 f = detail::sdpa_f64(in.q, in.k, in.v, in.allowed, in.options);
+      const detail::GradsF64 ref = detail::sdpa_backward_f64(in.q, in.k, in.v, f.weights, in.grad_output, alpha_of(in));
+      const test::PlainGrads plain =
+          test::plain_float32_backward(q, k, v, in.allowed, c.causal, float(alpha_of(in)), dO);
+      FlashOptions fo;
+      fo.causal = c.causal;
+      fo.scale = alpha_of(in);
+      fo.block_q = c.block_q;
+      fo.block_k = c.block_k;
+      fo.isa = isa;
+      fo.precision = FlashPrecision::float32;
+      const SdpaGradients g = flash_backward(q, k, v, in.allowed, flash_attention(q, k, v, in.allowed, fo), dO, fo);
+      CHECK(err(g.grad_q, ref.dq) <= 2 * err(plain.dq, ref.dq) + 1e-6);
+      CHECK(err(g.grad_k, ref.dk) <= 2 * err(plain.dk, ref.dk) + 1e-6);
+      CHECK(err(g.grad_v, ref.dv) <= 2 * err(plain.dv, ref.dv) + 1e-6);
+      ++checked;
+    }
+  }
+  CHECK(checked >= std::size(cases));  // at least the generic set
 }
 
 TEST_CASE("backward: flash's result does not depend on the thread count") {

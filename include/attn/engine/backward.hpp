@@ -45,8 +45,11 @@ SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v
 // FlashAttention-2's backward (Algorithm 2): the weights are recomputed tile by tile from q, k
 // and the forward's lse, never stored. `forward` is what flash_attention() returned for the
 // same inputs and options (its lse64 is used when present: a float32 lse of 1e4 is off by
-// 1e-3, and every recomputed weight of its row by as much). Float64 inside whatever
-// options.precision says; block_q / block_k / threads as in the forward (0 = defaults).
+// 1e-3, and every recomputed weight of its row by as much). options.precision float64: float64
+// inside (the reference attend and mha use). float32: float32 tiles from the float lse, on this
+// CPU's widest instruction set or options.isa (what training uses; FlashAttention's accuracy
+// rule holds, tests/test_backward.cpp). block_q / block_k / threads as in the forward (0 =
+// defaults).
 SdpaGradients flash_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                              const Mask3* allowed, const FlashResult& forward,
                              const Tensor3& grad_output, const FlashOptions& options);

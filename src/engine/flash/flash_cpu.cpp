@@ -160,10 +160,7 @@ FlashTiling tiling_for(const Microkernels<T>& mk, std::size_t Lq, std::size_t Lk
 
 template <class T>
 const Microkernels<T>& kernels_for(const FlashOptions& options) {
-  const Microkernels<T>* chosen =
-      options.isa.empty() ? &flash::best_microkernels<T>() : flash::microkernels_named<T>(options.isa);
-  if (!chosen) throw InputError("isa: \"" + options.isa + "\" is not available on this CPU or build");
-  return *chosen;
+  return flash::microkernels_for<T>(options.isa);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "backward_tile.hpp"
+
 namespace attn::flash {
 
 template <class T>
@@ -41,6 +43,9 @@ struct Microkernels {
   // The sum of x[0..n): a streaming read at the widest loads this ISA has (stream_read(), the
   // memory-bandwidth yardstick the decode benchmark sets beside the kernel).
   T (*sum)(const T* x, std::size_t n);
+
+  // One query head of FlashAttention-2's backward (backward_tile.hpp).
+  BackwardHeadFn<T> backward_head;
 };
 
 // Instantiated for float and double in the per-ISA files.
@@ -59,5 +64,10 @@ const Microkernels<T>& best_microkernels();
 // CPU lacks the instructions.
 template <class T>
 const Microkernels<T>* microkernels_named(const std::string& isa);
+
+// What FlashOptions::isa asks for: the best set when isa is empty, else the named one;
+// InputError when that set is not available.
+template <class T>
+const Microkernels<T>& microkernels_for(const std::string& isa);
 
 }  // namespace attn::flash

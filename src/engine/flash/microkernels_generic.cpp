@@ -2,6 +2,8 @@
 // the run-time choice among the compiled sets.
 #include "microkernels_prelude.hpp"
 
+#include "attn/engine/error.hpp"
+
 namespace attn::flash::generic {
 #include "microkernels_impl.hpp"
 // In double, one register of 2 lanes per key panel: 2-key panels let a teaching run (demo)
@@ -44,6 +46,15 @@ const Microkernels<T>* microkernels_named(const std::string& isa) {
   return nullptr;
 }
 
+template <class T>
+const Microkernels<T>& microkernels_for(const std::string& isa) {
+  const Microkernels<T>* chosen = isa.empty() ? &best_microkernels<T>() : microkernels_named<T>(isa);
+  if (!chosen) throw InputError("isa: \"" + isa + "\" is not available on this CPU or build");
+  return *chosen;
+}
+
+template const Microkernels<float>& microkernels_for<float>(const std::string&);
+template const Microkernels<double>& microkernels_for<double>(const std::string&);
 template const Microkernels<float>* microkernels_named<float>(const std::string&);
 template const Microkernels<double>* microkernels_named<double>(const std::string&);
 template const Microkernels<float>& microkernels_generic<float>();

@@ -239,7 +239,118 @@ struct KernelSet {
     return total;
   }
 
+  // FlashAttention-2's backward for one query head (Algorithm 2, lines 5-19). Its products are
+  // small GEMMs of a tile (32 x 32 x 16 for the toy transformer's heads), too small to pack
+  // for: block_gemm keeps MR output rows in registers and shares each load of B among them.
+  //
+  //   Y[r, 0..n) (+)= sum_t alpha A(r, t) B[t, 0..n)     r < R, t < count
+  //
+  // A(r, t) = a[r * ar + t * at] (strided both ways, so that P and dS serve untransposed and
+  // transposed). Each output element sums its terms in t order, alpha applied per term.
+  template <std::size_t MR>
+  static void gemm_rows(std::size_t count, std::size_t n, const T* a, std::size_t ar, std::size_t at, T alpha,
+                        const T* b, std::size_t ldb, T* y, std::size_t ldy, bool accumulate) {
+    std::size_t c = 0;
+    for (; c + W <= n; c += W) {
+      batch acc[MR];
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < MR; ++r) acc[r] = accumulate ? batch::load_unaligned(y + r * ldy + c) : batch(T(0));
+      for (std::size_t t = 0; t < count; ++t) {
+        const batch bt = batch::load_unaligned(b + t * ldb + c);
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < MR; ++r) acc[r] = xsimd::fma(batch(alpha * a[r * ar + t * at]), bt, acc[r]);
+      }
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < MR; ++r) acc[r].store_unaligned(y + r * ldy + c);
+    }
+    for (; c < n; ++c)  // n not a multiple of W
+      for (std::size_t r = 0; r < MR; ++r) {
+        T s = accumulate ? y[r * ldy + c] : T(0);
+        for (std::size_t t = 0; t < count; ++t) s += alpha * a[r * ar + t * at] * b[t * ldb + c];
+        y[r * ldy + c] = s;
+      }
+  }
+
+  static void block_gemm(std::size_t R, std::size_t count, std::size_t n, const T* a, std::size_t ar, std::size_t at,
+                         T alpha, const T* b, std::size_t ldb, T* y, std::size_t ldy, bool accumulate) {
+    constexpr std::size_t MR = 4;
+    std::size_t r = 0;
+    for (; r + MR <= R; r += MR) gemm_rows<MR>(count, n, a + r * ar, ar, at, alpha, b, ldb, y + r * ldy, ldy, accumulate);
+    for (; r < R; ++r) gemm_rows<1>(count, n, a + r * ar, ar, at, alpha, b, ldb, y + r * ldy, ldy, accumulate);
+  }
+
+  // Whether query i of head h may see key j: the explicit mask, and causal by index (on the
+  // diagonal tiles only; `full` says the tile lies entirely below it).
+  static bool visible(const BackwardProblem& p, std::size_t h, std::size_t i, std::size_t j, bool full) {
+    if (!full && !tile::causal_visible(long(i), long(j), long(p.Lq), long(p.Lk))) return false;
+    return !p.allowed || (*p.allowed)(p.allowed->shape(0) == 1 ? 0 : h, i, j);
+  }
+
+  // Line 11 for one row: P = exp(scale S - lse), 0 where the key is hidden. Float: as
+  // exp2(log2(e) (scale S - lse)) on exp2_nonpositive's vectors (hidden keys are -inf there,
+  // and come out exactly 0). Float64: std::exp, the reference's own rounding on every CPU.
+  static void softmax_row(const BackwardProblem& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t cols,
+                          bool full, T lse, T* pr) {
+    if constexpr (std::is_same_v<T, double>) {
+      for (std::size_t c = 0; c < cols; ++c) pr[c] = visible(p, h, i, j0 + c, full) ? std::exp(p.scale * pr[c] - lse) : 0.0;
+    } else {
+      constexpr double kLog2e = 1.4426950408889634;
+      const T a = T(p.scale * kLog2e), m = T(double(lse) * kLog2e);
+      for (std::size_t c = 0; c < cols; ++c) pr[c] = visible(p, h, i, j0 + c, full) ? a * pr[c] - m : -INFINITY;
+      std::size_t c = 0;
+      for (; c + W <= cols; c += W) exp2_nonpositive(batch::load_unaligned(pr + c)).store_unaligned(pr + c);
+      for (; c < cols; ++c) pr[c] = pr[c] == -INFINITY ? T(0) : std::exp2(pr[c]);
+    }
+  }
+
+  static void backward_head(const BackwardProblem& p, std::size_t h, const T* q, const T* k, const T* v, const T* dO,
+                            const T* lse, const T* D, T* dq, T* dk, T* dv, BackwardTiles<T>& t) {
+    const std::size_t Bc = p.Bc;
+    const T scale = T(p.scale);
+    for (std::size_t j0 = 0; j0 < p.Lk; j0 += Bc) {  // line 5: for each key block K_j, V_j
+      const std::size_t cols = std::min(Bc, p.Lk - j0);
+      // Line 6: load K_j, V_j (transposed, so that S and dP below are rows along the keys).
+      // Line 7: dK_j, dV_j are rows [j0, j0 + cols) of dk, dv, accumulated in place.
+      for (std::size_t c = 0; c < cols; ++c) {
+        for (std::size_t x = 0; x < p.d; ++x) t.kt[x * Bc + c] = k[(j0 + c) * p.d + x];
+        for (std::size_t x = 0; x < p.dv; ++x) t.vt[x * Bc + c] = v[(j0 + c) * p.dv + x];
+      }
+      for (std::size_t i0 = 0; i0 < p.Lq; i0 += p.Br) {  // line 8: for each query block Q_i
+        const std::size_t rows = std::min(p.Br, p.Lq - i0);
+        // Causal: no row of this block sees key j0 or later, so the tile is above the diagonal
+        // and is skipped without being read. Tiles wholly below it need no per-element test.
+        if (p.causal && std::size_t(tile::causal_key_end(long(i0 + rows), long(p.Lq), long(p.Lk))) <= j0) continue;
+        const bool full = !p.causal || tile::causal_tile_full(long(i0), long(j0 + cols), long(p.Lq), long(p.Lk));
+        T* P = t.p.data();
+        T* dS = t.ds.data();
+        // Line 10: S_ij = Q_i K_j^T (the scale is applied inside softmax_row). Line 13: dP_ij = dO_i V_j^T.
+        block_gemm(rows, p.d, cols, q + i0 * p.d, p.d, 1, T(1), t.kt.data(), Bc, P, Bc, false);
+        block_gemm(rows, p.dv, cols, dO + i0 * p.dv, p.dv, 1, T(1), t.vt.data(), Bc, dS, Bc, false);
+        for (std::size_t r = 0; r < rows; ++r) {
+          const std::size_t i = i0 + r;
+          T* pr = P + r * Bc;
+          T* dsr = dS + r * Bc;
+          // A fully masked row (lse = -inf) attends to nothing: P = 0 and no gradient. Testing
+          // it here also avoids exp(-inf - (-inf)) = NaN.
+          if (lse[i] == -INFINITY) {
+            std::fill(pr, pr + cols, T(0));
+            std::fill(dsr, dsr + cols, T(0));
+            continue;
+          }
+          // Line 11: P_ij = exp(S_ij - L_i); masked keys have P = 0.
+          softmax_row(p, h, i, j0, cols, full, lse[i], pr);
+          // Line 14: dS_ij = P_ij o (dP_ij - D_i).
+          for (std::size_t c = 0; c < cols; ++c) dsr[c] = pr[c] * (dsr[c] - D[i]);
+        }
+        // Line 12: dV_j += P_ij^T dO_i. Line 15: dQ_i += scale dS_ij K_j. Line 16: dK_j += scale dS_ij^T Q_i.
+        block_gemm(cols, rows, p.dv, P, 1, Bc, T(1), dO + i0 * p.dv, p.dv, dv + j0 * p.dv, p.dv, true);
+        block_gemm(rows, cols, p.d, dS, Bc, 1, scale, k + j0 * p.d, p.d, dq + i0 * p.d, p.d, true);
+        block_gemm(cols, rows, p.d, dS, 1, Bc, scale, q + i0 * p.d, p.d, dk + j0 * p.d, p.d, true);
+      }
+    }
+  }
+
   static attn::flash::Microkernels<T> make(const char* isa) {
-    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &row_max, &exp2_sum, &pv, &qk_unpacked, &sum};
+    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &row_max, &exp2_sum, &pv, &qk_unpacked, &sum, &backward_head};
   }
 };

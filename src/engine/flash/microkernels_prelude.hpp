@@ -8,4 +8,5 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "attn/engine/tile_math.hpp"
 #include "microkernels.hpp"

@@ -130,3 +130,26 @@ TEST_CASE("cli demo --model: a hand-made model's heads are the demo's pictures a
   CHECK_FALSE(fs::exists(dir + "/e"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("cli bench --mode train: steps per second of the default model, FLOPs worked out by hand") {
+  const CliResult r = run_cli("bench --mode train --steps 3 --repeat 2 --threads 1 --json");
+  REQUIRE(r.code == 0);
+  const Json j = Json::parse(r.out);
+  REQUIRE(j["runs"].size() == 1);
+  const Json& run = j["runs"][0];
+  CHECK(run["mode"] == "train");
+  CHECK(run["backend"] == "flash");
+  CHECK(run["steps"] == 3);
+  CHECK(run["batch"] == 64);
+  CHECK(run["model"]["layers"] == 2);
+  // 3 x matmuls 2 B L (layers 4 D^2 + V D) + 3.5 x attention layers 4 B H L^2 d / 2, with
+  // B 64, L 32, D 64, V 64, H 4, d 16, 2 layers: 3 x 150994944 + 3.5 x 16777216.
+  CHECK(run["flops_per_step"].get<double>() == 511705088.0);
+  const double min_ms = run["min_ms_per_step"];
+  CHECK(min_ms > 0);
+  CHECK(min_ms <= run["median_ms_per_step"].get<double>());
+  CHECK(run["steps_per_s"].get<double>() == doctest::Approx(1e3 / min_ms));
+  CHECK(run["gflops"].get<double>() == doctest::Approx(511705088.0 / (min_ms * 1e6)));
+  check_input_error(run_cli("bench --mode train --steps 3 --backend blas"), "flash or naive");
+  check_input_error(run_cli("bench --mode train --steps 0"), "--steps");
+}

@@ -8,6 +8,7 @@
 
 #include "attn/lessons/bench.hpp"
 #include "attn/lessons/bench_decode.hpp"
+#include "attn/lessons/bench_train.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/io/json_io.hpp"
@@ -29,6 +30,7 @@ struct BenchOptions {
   std::string mode = "prefill", kv_dtype = "f32";
   std::vector<std::size_t> kv{1024, 16384};
   std::size_t queries = 1, kv_heads = 0;  // 0: as many as --heads
+  std::size_t steps = 100;                 // --mode train
   bool backend_given = false;
 };
 
@@ -227,6 +229,54 @@ void run_decode_command(const BenchOptions& o) {
   }
 }
 
+// --mode train: Adam steps of the default `attn-cli train` model per thread count.
+void run_train_command(const BenchOptions& o) {
+  TrainBenchConfig c;
+  c.repeat = o.repeat;
+  c.train.steps = o.steps;
+  if (o.backend_given) {
+    if (o.backends.size() != 1 || (o.backends[0] != "flash" && o.backends[0] != "naive"))
+      throw InputError("--backend: --mode train times one of flash or naive");
+    c.train.backend = o.backends[0] == "naive" ? Backend::naive : Backend::flash;
+  }
+  const double flops = train_step_flops(c.train.config, c.train.batch);
+  require_time(double(o.threads.size()) * double(o.repeat) * double(o.steps) * flops / kFlopsPerSecond,
+               "bench --mode train with these --steps, --repeat and --threads", "lower them");
+  const bool progress = isatty(STDERR_FILENO);
+  Json runs = Json::array();
+  std::vector<TrainBenchRun> results;
+  for (std::size_t t : o.threads) {
+    c.train.threads = t;
+    if (progress) std::cerr << "training " << o.steps << " steps on " << t << " thread(s)...   \r" << std::flush;
+    const TrainBenchRun r = run_train_bench(c);
+    results.push_back(r);
+    const ToyConfig& m = r.config.train.config;
+    runs.push_back({{"mode", "train"}, {"backend", r.config.train.backend == Backend::naive ? "naive" : "flash"},
+                    {"threads", t}, {"steps", o.steps}, {"batch", r.config.train.batch},
+                    {"model", {{"vocab", m.vocab}, {"d_model", m.d_model}, {"heads", m.heads}, {"layers", m.layers},
+                               {"context", m.context}}},
+                    {"median_ms_per_step", r.median_ms_per_step}, {"min_ms_per_step", r.min_ms_per_step},
+                    {"steps_per_s", r.steps_per_s}, {"flops_per_step", r.flops_per_step}, {"gflops", r.gflops}});
+  }
+  if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
+  if (o.json) {
+    std::cout << Json{{"mode", "train"},
+                      {"timing", "forward + backward + Adam per step, inside run_training; held-out scoring not counted"},
+                      {"flops_convention", "3 x the forward's matmuls + 3.5 x its attention (4 B H L^2 d per layer, "
+                                           "halved: causal); FLOPs = 2 x multiply-adds"},
+                      {"isa", flash_isa()}, {"machine", machine_json()}, {"runs", runs}}.dump(2) << "\n";
+    return;
+  }
+  const ToyConfig& m = c.train.config;
+  std::printf("train: the default model (%zu layers x %zu heads, d_model %zu, vocab %zu, context %zu), batch %zu,\n"
+              "Adam; %zu steps per run, best of %zu; flash kernel ISA: %s\n\n",
+              m.layers, m.heads, m.d_model, m.vocab, m.context, c.train.batch, o.steps, o.repeat, flash_isa().c_str());
+  std::printf("%-7s %7s %12s %12s %11s %9s\n", "backend", "threads", "min ms/step", "median ms", "steps/s", "GFLOP/s");
+  for (const TrainBenchRun& r : results)
+    std::printf("%-7s %7zu %12.2f %12.2f %11.1f %9.1f\n", r.config.train.backend == Backend::naive ? "naive" : "flash",
+                r.config.train.threads, r.min_ms_per_step, r.median_ms_per_step, r.steps_per_s, r.gflops);
+}
+
 }  // namespace
 
 void setup_bench(CLI::App& app) {
@@ -254,8 +304,12 @@ void setup_bench(CLI::App& app) {
   cmd->add_flag("--json", o->json, "print JSON (DESIGN.md) instead of a table");
   add_memory_flag(cmd);
   add_time_flag(cmd);
-  cmd->add_option("--mode", o->mode, "prefill (n queries, n keys) or decode (--queries rows against a --kv cache)")
-      ->check(CLI::IsMember({"prefill", "decode"}))->capture_default_str();
+  cmd->add_option("--mode", o->mode,
+                  "prefill (n queries, n keys), decode (--queries rows against a --kv cache) or train (Adam steps "
+                  "of the default `attn-cli train` model)")
+      ->check(CLI::IsMember({"prefill", "decode", "train"}))->capture_default_str();
+  cmd->add_option("--steps", o->steps, "train: Adam steps per timed run")->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--kv", o->kv, "decode: KV cache lengths (comma-separated)")->delimiter(',')
       ->capture_default_str()->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--queries", o->queries, "decode: query rows per head")->capture_default_str()
@@ -272,10 +326,13 @@ Examples:
   attn-cli bench --backward --n 256 --heads 2 --repeat 1
   attn-cli bench --mode decode --kv 1024,4096 --heads 8 --repeat 3
   attn-cli bench --mode decode --kv 16384 --heads 8 --kv-heads 1 --threads 1,2 --json
+  attn-cli bench --mode train --steps 20 --repeat 1
 )");
   cmd->callback([o, cmd] {
     o->backend_given = cmd->count("--backend") > 0;
-    o->mode == "decode" ? run_decode_command(*o) : run_bench_command(*o);
+    if (o->mode == "decode") run_decode_command(*o);
+    else if (o->mode == "train") run_train_command(*o);
+    else run_bench_command(*o);
   });
 }
 

@@ -39,9 +39,35 @@ std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m;
 // so at most about one head per thread is packed at a time.
 template <class T>
 struct PackedHead {
-  std::once_flag once;
+  // 0 unpacked, 1 being packed, 2 packed. Not a std::once_flag: glibc's call_once makes a futex
+  // system call on every first call, and a training step of the toy transformer packs 512 heads
+  // of 32 keys (the calls cost as much as the packing).
+  std::atomic<int> state{0};
   std::atomic<std::size_t> blocks_left{0};
   Aligned<T> k_panels, v_rows;
+
+  // Runs pack() once, in whichever thread gets here first; the others wait for it. If pack()
+  // throws, the head is unpacked again and the next thread to arrive tries.
+  template <class Pack>
+  void ensure_packed(Pack&& pack) {
+    for (;;) {
+      int seen = state.load(std::memory_order_acquire);
+      if (seen == 2) return;
+      if (seen == 0 && state.compare_exchange_strong(seen, 1, std::memory_order_acq_rel)) {
+        try {
+          pack();
+        } catch (...) {
+          state.store(0, std::memory_order_release);
+          state.notify_all();
+          throw;
+        }
+        state.store(2, std::memory_order_release);
+        state.notify_all();
+        return;
+      }
+      state.wait(1, std::memory_order_acquire);  // returns at once unless another thread is packing
+    }
+  }
 };
 
 template <class T>
@@ -249,7 +275,7 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
     const auto [h, b] = items[n];
     const std::size_t g = h / p.group;
     PackedHead<T>& kv = packed[g];
-    std::call_once(kv.once, [&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
+    kv.ensure_packed([&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
     attend_query_block(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv, lse + h * p.Lq,
                        workspaces[worker]);
     if (--kv.blocks_left == 0) {

@@ -65,6 +65,26 @@ TEST_CASE("output folder: nothing appears until commit, and a run that fails lea
   fs::remove_all(root);
 }
 
+TEST_CASE("output folder: a staged subfolder replaces the one already there whole; other files stay") {
+  const fs::path root = fresh_dir("attn-folder-sub");
+  const fs::path out = root / "run";
+  fs::create_directories(out / "model");
+  write_file_atomically((out / "model" / "old.bin").string(), "old");
+  write_file_atomically((out / "notes.txt").string(), "mine");
+  {
+    OutputFolder folder(out.string(), "--out");
+    fs::create_directories(fs::path(folder.staging()) / "model");
+    write_file_atomically((fs::path(folder.staging()) / "model" / "new.bin").string(), "new");
+    write_file_atomically((fs::path(folder.staging()) / "train.json").string(), "{}");
+    CHECK(names_in(out / "model") == std::vector<std::string>{"old.bin"});
+    folder.commit();
+  }
+  CHECK(names_in(out / "model") == std::vector<std::string>{"new.bin"});
+  CHECK(names_in(out) == std::vector<std::string>{"model", "notes.txt", "train.json"});
+  CHECK(names_in(root) == std::vector<std::string>{"run"});  // no staging or replaced folder left
+  fs::remove_all(root);
+}
+
 TEST_CASE("cli: concurrent demos into one --out leave the files of one run, and a refused one leaves none") {
   const fs::path cwd = fresh_dir("attn-folder-cli-test");
   const std::vector<std::string> sentences{"The cat sat", "A dog ran far", "Birds fly south today", "Fish swim"};

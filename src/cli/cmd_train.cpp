@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -87,12 +88,16 @@ void run_train_command(TrainCliOptions o) {
   }
   check_train_options(options);
   if (o.out.empty()) o.out = o.resume.empty() ? "train-out" : o.resume;
-  prepare_picture_dir(o.out);
+  // Everything is written into a staging folder and put in place at the end, as a whole: an
+  // interrupted or failed run leaves no half a model (a resumed folder stays as it was).
+  OutputFolder folder = prepare_picture_dir(o.out);
   const TrainRun run = run_training(options, Progress(options.steps, options.log_every), resumed ? &*resumed : nullptr);
-  write_train_run(o.out, run, options);
+  write_train_run(folder.staging(), run, options);
+  const std::vector<std::string> pictures = write_train_pictures(run, options, folder.staging(), image, o.image.colormap);
+  folder.commit();
   print_summary(run, options, o.out);
-  for (const std::string& path : write_train_pictures(run, options, o.out, image, o.image.colormap))
-    std::cout << "Wrote " << path << "\n";
+  for (const std::string& path : pictures)
+    std::cout << "Wrote " << folder.final_path(std::filesystem::path(path).filename().string()) << "\n";
 }
 
 }  // namespace

@@ -110,9 +110,18 @@ void OutputFolder::commit() {
   if (!fs::is_directory(path_, ec)) throw InputError("cannot write into " + path_ + ": it is not a folder");
   {
     const FolderLock lock(path_);
-    for (const fs::directory_entry& e : fs::directory_iterator(staging_)) {
-      const fs::path to = fs::path(path_) / e.path().filename();
-      if (std::rename(e.path().c_str(), to.c_str()) != 0) {
+    std::vector<fs::path> entries;
+    for (const fs::directory_entry& e : fs::directory_iterator(staging_)) entries.push_back(e.path());
+    for (const fs::path& from : entries) {
+      const fs::path to = fs::path(path_) / from.filename();
+      // A staged folder (a model/) replaces the one already there whole: rename cannot put a
+      // folder onto a non-empty one, so the old one moves into the staging folder first and
+      // leaves with it.
+      if (fs::is_directory(from, ec) && fs::is_directory(to, ec) &&
+          std::rename(to.c_str(), (fs::path(staging_) / (".replaced-" + from.filename().string())).c_str()) != 0) {
+        throw RuntimeError("cannot replace " + to.string() + ": " + std::strerror(errno));
+      }
+      if (std::rename(from.c_str(), to.c_str()) != 0) {
         throw RuntimeError("cannot write " + to.string() + ": " + std::strerror(errno));
       }
     }

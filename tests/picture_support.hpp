@@ -95,6 +95,24 @@ class DecodedPng {
 
   // A point near the top-left corner of cell (i, j): inside the cell, clear of separators
   // and of the value written at its centre.
+  // Pixels within `ring` pixels of the image's edges that are not the white background: ink
+  // there is a label, legend or title running off the picture.
+  int ink_on_border(int ring) const {
+    cairo_surface_flush(surface_.get());
+    int ink = 0;
+    for (int y = 0; y < height(); ++y) {
+      const unsigned char* row = cairo_image_surface_get_data(surface_.get()) +
+                                 static_cast<std::ptrdiff_t>(y) * cairo_image_surface_get_stride(surface_.get());
+      for (int x = 0; x < width(); ++x) {
+        if (x >= ring && x < width() - ring && y >= ring && y < height() - ring) continue;
+        std::uint32_t p;
+        std::memcpy(&p, row + 4 * x, 4);
+        if ((p & 0xffffff) != 0xffffff) ++ink;
+      }
+    }
+    return ink;
+  }
+
   Rgb8 cell_corner(const CellGrid& g, std::size_t i, std::size_t j, double scale) const {
     return pixel(g.cell_x(j) + 0.15 * g.cell_w, g.cell_y(i) + 0.15 * g.cell_h, scale);
   }

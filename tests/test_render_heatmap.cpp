@@ -18,6 +18,14 @@ namespace {
 const Rgb8 kBlues0{0xf7, 0xfb, 0xff}, kBlues25{0xc6, 0xdb, 0xef}, kBlues50{0x6b, 0xae, 0xd6},
     kBlues75{0x21, 0x71, 0xb5}, kBlues100{0x08, 0x30, 0x6b};
 
+// Uniform causal weights: row i spreads 1 over keys 0..i.
+Tensor2 causal_softmax_rows(std::size_t L) {
+  Tensor2 w = xt::zeros<float>({L, L});
+  for (std::size_t i = 0; i < L; ++i)
+    for (std::size_t j = 0; j <= i; ++j) w(i, j) = 1.0f / float(i + 1);
+  return w;
+}
+
 HeatmapSpec two_by_two() {
   HeatmapSpec s;
   s.weights = Tensor2{{0.25f, 0.75f}, {1.0f, 0.0f}};
@@ -135,4 +143,22 @@ TEST_CASE("head grid: a per-head mask hatches that head's cells; the mean is mas
   CHECK(near(img.cell_corner(f.grids[2], 0, 1, 2), to_rgb8(Colormap::by_name("Blues").at(0.25))));
   s.allowed = Mask3(xt::ones<bool>({3, 2, 2}));
   CHECK_THROWS_AS(head_grid_figure(s), InputError);
+}
+
+TEST_CASE("heatmap and head grid: a causal map of 1 to 3 tokens keeps its legend inside the picture") {
+  // The masked-cells legend starts under the grid and is wider than a small grid: the figure
+  // must grow to hold it (it used to end in "(not a weigh").
+  for (std::size_t L : {1, 2, 3}) {
+    CAPTURE(L);
+    HeatmapSpec s;
+    s.weights = causal_softmax_rows(L);
+    s.query_tokens = s.key_tokens = std::vector<std::string>(L, "a");
+    s.allowed = causal_allowed(L, L);
+    CHECK(DecodedPng::from_bytes(render_png(heatmap_figure(s), 1)).ink_on_border(4) == 0);
+    HeadGridSpec g;
+    g.weights = Tensor3(xt::expand_dims(s.weights, 0));
+    g.query_tokens = g.key_tokens = s.query_tokens;
+    g.allowed = Mask3(xt::expand_dims(causal_allowed(L, L), 0));
+    CHECK(DecodedPng::from_bytes(render_png(head_grid_figure(g), 1)).ink_on_border(4) == 0);
+  }
 }

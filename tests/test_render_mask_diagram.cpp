@@ -75,3 +75,11 @@ TEST_CASE("mask diagram: padding (one row per sequence), window, graph and recta
   two_colours(DecodedPng::from_bytes(render_png(g, 2)), g.grids[1], graph.rows[0].allowed);
   CHECK(time_labels(2, 4) == std::vector<std::string>{"t=4", "t=5"});
 }
+
+TEST_CASE("mask diagram: two query rows still show the whole rotated axis title") {
+  // "Query position — attending" is longer than a grid of 2 rows is tall: the panel grows
+  // above and below so that the title is not cut at the picture's edges.
+  MaskDiagramSpec s;
+  s.rows.push_back({causal_allowed(2, 6), time_labels(2, 4), {}, ""});
+  CHECK(DecodedPng::from_bytes(render_png(mask_figure(s), 1)).ink_on_border(4) == 0);
+}

@@ -113,7 +113,13 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   }
   l.grid_x -= left;
   l.width = right - left;
-  l.height = l.grid_y + p.cell * static_cast<double>(p.rows);
+  // The row title is drawn rotated, centred on the grid: a grid shorter than the title (a mask
+  // of 2 queries) gets room above and below so that the title is never clipped.
+  const double grid_h = p.cell * static_cast<double>(p.rows);
+  const double row_title_len = p.row_title.empty() ? 0 : m.measure(p.row_title, axis_style(p.label_size)).width;
+  const double overhang = std::max(0.0, (row_title_len - grid_h) / 2);
+  l.grid_y = std::max(l.grid_y, overhang);
+  l.height = l.grid_y + grid_h + overhang;
   return l;
 }
 

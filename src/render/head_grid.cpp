@@ -95,7 +95,8 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   const double panels_h = static_cast<double>(nrows) * slot_h + static_cast<double>(nrows - 1) * gap;
   const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label);
   const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
-  const double body_w = panels_w + gap + bar_w;
+  // The legend starts under the first grid's left edge, so the body must reach past its end too.
+  const double body_w = std::max(panels_w + gap + bar_w, grid_x + legend.width);
   const render::FigureFrame frame =
       render::frame_figure(m, s->title, s->subtitle, {body_w, legend.width}, 0, margin);
 

@@ -68,7 +68,8 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   const double bar_h = std::max(grid_h, 120.0);
 
   Figure f;
-  const double body_w = pl.width + gap + bar_w;
+  // The legend starts under the grid's left edge, so the body must reach past its end too.
+  const double body_w = std::max(pl.width + gap + bar_w, pl.grid_x + legend.width);
   const render::TitleBlock titles{s->title, s->subtitle, std::max({body_w, legend.width, 480.0})};
   const TextSize title = render::title_block_size(m, titles);
   const double title_h = title.height;

@@ -399,3 +399,18 @@ TEST_CASE("cli: a long sentence keeps the demo's tile grid readable and its mani
     }
   }
 }
+
+TEST_CASE("cli: a one-token run says 1 token, 1 query, never \"1 tokens\"") {
+  Scratch s;
+  const CliResult r = run_cli("demo Hi --out one --no-color", "", s.dir.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1 query x 2 keys") != std::string::npos);
+  CHECK(r.out.find("1 token as the prompt") != std::string::npos);
+  const Json m = read_json((s.dir / "one/manifest.json").string());
+  bool titled = false;
+  for (const Json& a : m["artifacts"]) titled |= a["title"] == "Causal mask for 1 token";
+  CHECK(titled);
+  for (const char* wrong : {"1 tokens", "1 queries"}) CHECK(r.out.find(wrong) == std::string::npos);
+  const CliResult e = run_cli("explain Hi --out ex", "", s.dir.string());
+  CHECK(e.out.find("1 token;") != std::string::npos);
+}

@@ -73,8 +73,8 @@ void print_checks(const DemoResult& r) {
   print_flash_run("fast kernel", f.fast);
   print_flash_run("teaching run", f.teaching);
   std::cout << "  Teaching tiles: asked for " << f.requested_block_q << " x " << f.requested_block_k << ", got "
-            << f.teaching.tiling.block_q << " queries x " << f.teaching.tiling.block_k
-            << " keys (a key tile is whole micro-kernel panels).\n"
+            << count_of(f.teaching.tiling.block_q, "query", "queries") << " x "
+            << count_of(f.teaching.tiling.block_k, "key") << " (a key tile is whole micro-kernel panels).\n"
             << "  Tiles row by row (F computed in full, D diagonal: index-tested, . skipped: never read):\n";
   print_tile_grid("non-causal", f.tiles);
   print_tile_grid("causal", f.causal_tiles);
@@ -83,8 +83,8 @@ void print_checks(const DemoResult& r) {
   std::cout << "\nDecode check: " << (r.model ? "the model's layer 0 (" : "the ") << r.config.heads
             << (r.model ? " heads)" : "-head run") << ", causal"
             << (r.rope ? ", RoPE " + rope_style_name(r.rope->style) : std::string()) << ", through a KV cache:\n  "
-            << d.prefill << " tokens as the prompt, then " << d.steps - (d.prefill > 0 ? 1 : 0)
-            << " one at a time (cache ends at " << d.kv_cache_len << " tokens).\n"
+            << count_of(d.prefill, "token") << " as the prompt, then " << d.steps - (d.prefill > 0 ? 1 : 0)
+            << " one at a time (cache ends at " << count_of(d.kv_cache_len, "token") << ").\n"
             << "  max |cached - one-shot causal run|: output " << sci(d.output) << ", weights " << sci(d.weights)
             << "\n";
   if (r.rope) {

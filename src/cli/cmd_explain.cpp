@@ -11,6 +11,7 @@
 #include "attn/lessons/explain.hpp"
 #include "attn/render/explain_pictures.hpp"
 #include "attn/render/text_table.hpp"
+#include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 
@@ -37,8 +38,8 @@ std::string explain_text(const ExplainResult& r) {
   std::vector<std::string> dims;
   for (std::size_t c = 0; c < D; ++c) dims.push_back("d" + std::to_string(c));
   const auto& t = r.tokens;
-  std::string out = "Sentence: \"" + r.config.sentence + "\"  ->  " + std::to_string(t.size()) +
-                    " tokens; one head, d = " + std::to_string(D) + " (seeded, untrained: the steps, not meaning).\n\n";
+  std::string out = "Sentence: \"" + r.config.sentence + "\"  ->  " + count_of(t.size(), "token") +
+                    "; one head, d = " + std::to_string(D) + " (seeded, untrained: the steps, not meaning).\n\n";
   out += "Q = x W_q^T  [L, d]\n" + matrix_table(t, dims, r.q) + "\n";
   out += "K = x W_k^T  [L, d]\n" + matrix_table(t, dims, r.k) + "\n";
   out += "V = x W_v^T  [L, d]\n" + matrix_table(t, dims, r.v) + "\n";

@@ -7,6 +7,7 @@
 #include "attn/lessons/generate.hpp"
 #include "attn/render/kv_cache_picture.hpp"
 #include "attn/render/text_table.hpp"
+#include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 
@@ -30,7 +31,7 @@ std::string quoted_tokens(const std::vector<std::string>& tokens, std::size_t fi
 void print_generate(const GenerateResult& r) {
   const GenerateConfig& c = r.config;
   const std::size_t L = r.tokens.size(), H = c.num_heads;
-  std::cout << "Sentence: \"" << c.sentence << "\" (" << L << " tokens)\n"
+  std::cout << "Sentence: \"" << c.sentence << "\" (" << count_of(L, "token") << ")\n"
             << "Causal self-attention: d_model " << c.d_model << ", " << H << " heads over "
             << r.num_kv_heads << " kv heads (head dim " << r.head_dim << "), seeded untrained weights";
   if (c.rope) std::cout << ", RoPE " << rope_style_name(*c.rope);
@@ -47,7 +48,7 @@ void print_generate(const GenerateResult& r) {
     char diff[32];
     std::snprintf(diff, sizeof diff, "%.1e", s.max_diff);
     std::cout << "\n" << (s.prefill ? "prefill" : "step " + std::to_string(last)) << ": "
-              << quoted_tokens(r.tokens, s.first, s.count) << " -> cache " << s.cache_len << " tokens, "
+              << quoted_tokens(r.tokens, s.first, s.count) << " -> cache " << count_of(s.cache_len, "token") << ", "
               << s.cache_bytes << " bytes; max |decoded - full recomputation| = " << diff << "\n"
               << "  attention of '" << r.tokens[last] << "' (rows: head, columns: key):\n";
     Tensor2 row = Tensor2::from_shape({H, last + 1});
@@ -59,7 +60,7 @@ void print_generate(const GenerateResult& r) {
   }
   char diff[32];
   std::snprintf(diff, sizeof diff, "%.1e", r.max_diff);
-  std::cout << "\nKV cache at the end: " << r.decoded.kv_cache_len << " tokens. Largest difference from "
+  std::cout << "\nKV cache at the end: " << count_of(r.decoded.kv_cache_len, "token") << ". Largest difference from "
             << "recomputing everything: " << diff << " (float32 rounding).\n";
 }
 

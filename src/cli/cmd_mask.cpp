@@ -5,6 +5,7 @@
 #include "attn/engine/error.hpp"
 #include "attn/engine/mask.hpp"
 #include "attn/render/mask_diagram.hpp"
+#include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 
@@ -50,7 +51,8 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
     spec.rows.push_back({causal_allowed(Lq, Lk), query_t, {}, ""});
     spec.title = "Causal mask, " + std::to_string(Lk) + " positions";
     spec.subtitle = "query t=i may attend to keys t ≤ i: no looking at the future";
-    if (Lq < Lk) spec.subtitle += " (the " + std::to_string(Lq) + " queries are the last positions)";
+    if (Lq < Lk) spec.subtitle += (Lq == 1 ? std::string(" (the query is the last position)")
+                                  : " (the " + count_of(Lq, "query", "queries") + " are the last positions)");
   } else if (o.kind == "window") {
     if (o.window < 1) throw InputError("--window: expected at least 1");
     spec.rows.push_back({sliding_window_allowed(Lq, Lk, o.window - 1, o.right), query_t, {}, ""});

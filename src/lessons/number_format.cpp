@@ -51,4 +51,8 @@ std::string format_bytes(double bytes) {
   return scaled(bytes, 1024.0, kPrefixes, 6, " ");
 }
 
+std::string count_of(std::size_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many.empty() ? one + "s" : many);
+}
+
 }  // namespace attn

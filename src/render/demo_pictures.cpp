@@ -10,6 +10,7 @@
 #include "attn/render/heatmap.hpp"
 #include "attn/render/mask_diagram.hpp"
 #include "attn/render/train_pictures.hpp"
+#include "attn/lessons/number_format.hpp"
 
 namespace attn {
 namespace {
@@ -85,7 +86,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
   std::vector<std::string> labels = time_labels(L);
   for (std::size_t i = 0; i < L; ++i) labels[i] += " " + r.tokens[i];
   mask.rows.push_back({r.causal_allowed, labels, time_labels(L), ""});
-  mask.title = "Causal mask for " + std::to_string(L) + " tokens";
+  mask.title = "Causal mask for " + count_of(L, "token");
   mask.subtitle = "query t=i may attend to keys t ≤ i: no looking at the future";
   save(mask_figure(mask), dir, "mask_causal", "mask", mask.title, o, artifacts);
 
@@ -117,8 +118,9 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
                   {fl.causal_tiles, true, tile_panel_title("causal", fl.causal_tiles)}};
   tiles.title = "FlashAttention tiles: " + quoted;
   tiles.subtitle =
-      "the score matrix as the tiled kernel walks it, in tiles of " + std::to_string(fl.teaching.tiling.block_q) +
-      " queries × " + std::to_string(fl.teaching.tiling.block_k) + " keys (asked for " +
+      "the score matrix as the tiled kernel walks it, in tiles of " +
+      count_of(fl.teaching.tiling.block_q, "query", "queries") + " × " + count_of(fl.teaching.tiling.block_k, "key") +
+      " (asked for " +
       std::to_string(fl.requested_block_q) + " × " + std::to_string(fl.requested_block_k) +
       "; key tiles are rounded up to whole packed key panels of the micro-kernel)" +
       " · this run's max |flash − naive| on the outputs: " +

@@ -8,6 +8,7 @@
 #include "attn/engine/error.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/render/report_table.hpp"
+#include "attn/lessons/number_format.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {
@@ -35,7 +36,7 @@ HeatmapSpec signed_spec(const Tensor2& m, const ExplainResult& r, const Mask2* a
 }
 
 std::string sentence_line(const ExplainResult& r) {
-  return "\"" + r.config.sentence + "\": " + std::to_string(r.tokens.size()) + " tokens, one head, d = " +
+  return "\"" + r.config.sentence + "\": " + count_of(r.tokens.size(), "token") + ", one head, d = " +
          std::to_string(r.config.d_model) + ", seed " + std::to_string(r.config.seed) + " (untrained)";
 }
 

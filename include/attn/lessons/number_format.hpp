@@ -15,6 +15,9 @@ std::string format_fixed(double x, int decimals);
 // 137438953472 -> "137 G" (decimal SI prefixes k, M, G, T, P; 3 significant digits).
 std::string format_si(double x);
 
+// "1 token", "3 tokens"; "1 query", "2 queries" with the plural given.
+std::string count_of(std::size_t n, const std::string& one, const std::string& many = "");
+
 // 1073741824 -> "1 GiB" (binary prefixes, 3 significant digits): memory sizes.
 std::string format_bytes(double bytes);
 

@@ -67,7 +67,8 @@ void check_refused(std::string_view text, const char* why) {
 // The longest run of non-blank code points: a token lies inside one run.
 std::size_t longest_word_run(std::string_view s) {
   std::size_t best = 0, run = 0;
-  for (const char32_t c : *decode_utf8(s)) best = std::max(best, run = is_blank(c) ? 0 : run + 1);
+  const std::optional<std::vector<char32_t>> cps = decode_utf8(s);  // named: a range-for over *decode_utf8(s) dangles
+  for (const char32_t c : *cps) best = std::max(best, run = is_blank(c) ? 0 : run + 1);
   return best;
 }
 

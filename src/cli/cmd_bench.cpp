@@ -239,9 +239,9 @@ void run_train_command(const BenchOptions& o) {
       throw InputError("--backend: --mode train times one of flash or naive");
     c.train.backend = o.backends[0] == "naive" ? Backend::naive : Backend::flash;
   }
-  // A training step runs at a few tens of GFLOP/s (46 measured on one Zen 5 core); the estimate
-  // takes 10, slow enough to refuse only runs that are truly long.
-  constexpr double kTrainFlopsPerSecond = 1e10;
+  // A training step runs at a few tens of GFLOP/s (50 measured on one Zen 5 core); the estimate
+  // takes 20, slow enough to refuse only runs that are truly long.
+  constexpr double kTrainFlopsPerSecond = 2e10;
   const double flops = train_step_flops(c.train.config, c.train.batch);
   require_time(double(o.threads.size()) * double(o.repeat) * double(o.steps) * flops / kTrainFlopsPerSecond,
                "bench --mode train with these --steps, --repeat and --threads", "lower them");

@@ -1,6 +1,7 @@
 // End-to-end tests: the attn-cli binary as a user runs it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <regex>
@@ -231,7 +232,12 @@ TEST_CASE("cli: demo prints tokens and the top-2 table and writes manifest.json,
   const CliResult r = run_cli("demo 'The cat sat on the mat' --out run1", "", s.dir.string());
   REQUIRE(r.code == 0);
   CHECK(r.out.find("[5] mat") != std::string::npos);
-  CHECK(r.out.find("'cat' attends most to:") != std::string::npos);
+  CHECK(r.out.find("'cat' [1] attends most to:") != std::string::npos);
+  // "the" at 4 is not "The" at 0: every listed key carries its position.
+  const auto row = r.out.find("'the' [4] attends most to:");
+  REQUIRE(row != std::string::npos);
+  const std::string line = r.out.substr(row, r.out.find('\n', row) - row);
+  CHECK(std::count(line.begin(), line.end(), '[') == 3);  // the query and its top 2 keys
   // The flash check and its tile grid (2 x 4 tiles; by hand from the causal rule), the decode check.
   CHECK(r.out.find("FlashAttention check") != std::string::npos);
   CHECK(r.out.find("causal      D . . | F D . | F F D   3 of 9 tiles skipped") != std::string::npos);

@@ -184,16 +184,15 @@ void run_demo_command(const DemoOptions& opts) {
                         color_scale_for({r.weights.data(), r.weights.size()}, std::nullopt)};
   std::cout << render_terminal_heatmap(table, color) << "\n";
 
+  // Each token with its position, as in the token list above: a repeated word ("the" [0] and
+  // "the" [4]) is two different keys.
+  auto at = [&](std::size_t i) { return "'" + r.tokens[i] + "' [" + std::to_string(i) + "]"; };
   std::cout << "Top-" << r.config.top_k << " attended tokens per query:\n";
   std::size_t label_w = 0;
-  for (const auto& t : r.tokens) label_w = std::max(label_w, display_width(t) + 2);
+  for (std::size_t i = 0; i < L; ++i) label_w = std::max(label_w, display_width(at(i)));
   for (std::size_t i = 0; i < L; ++i) {
-    std::cout << "  " << pad_to_width("'" + r.tokens[i] + "'", label_w) << " attends most to:";
-    for (std::size_t j : r.top[i]) {
-      char w[32];
-      std::snprintf(w, sizeof w, "%.3f", static_cast<double>(r.weights(i, j)));
-      std::cout << "  '" << r.tokens[j] << "' (" << w << ")";
-    }
+    std::cout << "  " << pad_to_width(at(i), label_w) << " attends most to:";
+    for (std::size_t j : r.top[i]) std::cout << "  " << at(j) << " " << format_fixed(r.weights(i, j), 3);
     std::cout << "\n";
   }
   print_checks(r);

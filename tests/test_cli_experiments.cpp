@@ -71,6 +71,11 @@ TEST_CASE("cli temperature: entropy rises with T in the JSON, errors exit 2") {
   const CliResult text = run_cli("temperature");
   CHECK(text.code == 0);
   CHECK(text.out.find("Entropy rises at every step of T: yes") != std::string::npos);
+  // Equal scores: uniform at every T, and the text says so instead of "Entropy rises: no".
+  const CliResult equal = run_cli("temperature --scores 1,1,1");
+  CHECK(equal.out.find("All 3 scores are equal") != std::string::npos);
+  CHECK(equal.out.find("Entropy rises") == std::string::npos);
+  CHECK(equal.out.find("the opposite") == std::string::npos);
   check_input_error(run_cli("temperature --t 0"), "temperature");
   check_input_error(run_cli("temperature --scores 1"), "at least 2");
 }

@@ -33,6 +33,11 @@ std::string temperature_text(const TemperatureResult& r, TableFormat format) {
                     format_fixed(r.entropy_at_infinity, 4) + " (T -> infinity).\n\n";
   out += render_table(t, format) + "\n";
   if (r.points.size() < 2) return out;
+  if (r.entropy_at_zero == r.entropy_at_infinity) {  // every score is the maximum
+    return out + "All " + std::to_string(r.scores.size()) + " scores are equal, so softmax is uniform at every T " +
+           "(entropy ln " + std::to_string(r.scores.size()) + " = " + format_fixed(r.entropy_at_infinity, 4) +
+           "): temperature only rescales differences between scores, and there are none. Give scores that differ.\n";
+  }
   out += std::string("Entropy rises at every step of T: ") + (r.entropy_increasing ? "yes" : "no") +
          " (dH/dT = Var_p(s) / T^3 >= 0). The largest weight falls from " + format_fixed(lo.max_weight, 4) +
          " at T = " + format_g(lo.temperature) + " to " + format_fixed(hi.max_weight, 4) + " at T = " +

@@ -116,6 +116,13 @@ TEST_CASE("cli complexity: JSON as DESIGN.md's contract, numbers equal the close
   CHECK(j["kv_cache"][2]["layers"] == 32);
 }
 
+TEST_CASE("cli complexity: the crossover is a whole number of tokens, 2 D for the matmuls") {
+  const CliResult r = run_cli("complexity --n 128 --d-model 8192 --heads 64");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("projections at n = 16384 (") != std::string::npos);  // 2 x 8192
+  CHECK(r.out.find("e+0") == std::string::npos);
+}
+
 TEST_CASE("cli complexity: formats, custom KV model, --measure, errors") {
   const CliResult md = run_cli("complexity --n 512 --format markdown");
   REQUIRE(md.code == 0);

@@ -1,5 +1,6 @@
 // attn-cli complexity: FLOPs, memory and KV-cache bytes of attention, counted in closed form
 // (complexity.hpp), and optionally the engine timed over n (scaling.hpp).
+#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -51,10 +52,12 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
   }
   out += render_table(rows, f) + "\n";
   if (prose) {
+    // n is a count of tokens: the crossover is written as the nearest whole one ("16384", not "1.638e+04").
+    auto tokens = [](double n) { return format_fixed(std::round(n), 0); };
     out += "Crossover (the textbook O(n d^2 + n^2 d)): the n^2 terms overtake the n D^2 projections at n = " +
-           format_g(r.crossover.matmuls) + " (Q K^T + P V vs the Q, K, V and output projections), n = " +
-           format_g(r.crossover.matmuls_without_out) + " without the output projection (the four steps textbooks count), n = " +
-           format_g(r.crossover.with_softmax) + " with softmax counted too. The textbook \"when n > d\" is the "
+           tokens(r.crossover.matmuls) + " (Q K^T + P V vs the Q, K, V and output projections), n = " +
+           tokens(r.crossover.matmuls_without_out) + " without the output projection (the four steps textbooks count), n = " +
+           tokens(r.crossover.with_softmax) + " with softmax counted too. The textbook \"when n > d\" is the "
            "order of magnitude; the constants move it.\n\n";
     out += "Long-sequence methods (FlashAttention, sparse, linear, local), attention core only (Q K^T and P V; projections "
            "excluded), at n = " + std::to_string(r.methods.front().at.back().n) + ":\n";

@@ -123,7 +123,7 @@ void print_experiments(const DemoResult& r) {
               << "\n";
   }
   std::cout << "  * this sentence. The n^2 matmuls overtake the projections at n* = "
-            << format_g(c.crossover.matmuls, 6) << " tokens.\n";
+            << format_fixed(std::round(c.crossover.matmuls), 0) << " tokens.\n";
 }
 
 // With --model: every head's scores on the sentence, then which head the heatmap shows.

@@ -50,7 +50,7 @@ TokenId id_in_vocab(const SymbolIds& ids, const std::string& symbol, const std::
 
 // merges.txt: an optional "#version: ..." first line, then "left right" per line, in rank order.
 std::vector<BpeMerge> read_merges(const std::string& path, const SymbolIds& ids) {
-  const std::string text = read_input(path, kMaxVocabFileBytes);
+  const std::string text = read_input(path, kMaxMergesBytes);
   std::vector<BpeMerge> merges;
   std::unordered_map<std::uint64_t, std::size_t> first_line;  // (left, right) -> its line
   std::size_t line_no = 0;

@@ -9,8 +9,9 @@
 
 namespace attn {
 
-// Limits far above GPT-2's (50,257 tokens, 50,000 merges; 1 MB and 456 kB of files).
-inline constexpr std::size_t kMaxVocabFileBytes = std::size_t{64} << 20;
+// Limits far above GPT-2's (50,257 tokens, 50,000 merges in 456 kB); vocab.json is held to
+// read_json's kMaxJsonBytes.
+inline constexpr std::size_t kMaxMergesBytes = std::size_t{64} << 20;
 inline constexpr std::size_t kMaxVocabTokens = 4'000'000;
 
 // Everything wrong with the files is an InputError naming the file and the problem: a missing

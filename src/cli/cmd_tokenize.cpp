@@ -1,21 +1,27 @@
-// attn-cli tokenize: how attn-cli splits a sentence into tokens (ICU word boundaries).
+// attn-cli tokenize: how a sentence is split into tokens: ICU word boundaries (the tokens the
+// lessons use), or with --model DIR, GPT-2's byte-level BPE from a Hugging Face folder.
 #include <iostream>
 #include <memory>
 
-#include "attn/io/json_io.hpp"
+#include "attn/engine/error.hpp"
 #include "attn/engine/tokenize.hpp"
+#include "attn/io/gpt2_tokenizer_file.hpp"
+#include "attn/io/json_io.hpp"
+#include "attn/render/text_table.hpp"
 #include "commands.hpp"
+#include "one_line.hpp"
 
 namespace attn::cli {
 namespace {
 
 struct TokenizeOptions {
   std::string sentence;
+  std::string model;
   bool json = false;
   std::size_t max_tokens = kDefaultMaxTokens;
 };
 
-void run_tokenize(const TokenizeOptions& opts) {
+void print_words(const TokenizeOptions& opts) {
   const std::vector<Token> tokens = tokenize(opts.sentence, opts.max_tokens);
   if (opts.json) {
     Json offsets = Json::array();
@@ -28,21 +34,65 @@ void run_tokenize(const TokenizeOptions& opts) {
   for (std::size_t i = 0; i < tokens.size(); ++i) std::cout << i << "\t" << tokens[i].text << "\n";
 }
 
+// A token's text for the terminal: spaces as "␣", newlines and tabs as \n and \t.
+std::string visible(const std::string& text) {
+  std::string shown;
+  for (char c : text) shown += c == ' ' ? std::string("␣") : std::string(1, c);
+  return one_line(shown);
+}
+
+void print_gpt2_tokens(const TokenizeOptions& opts) {
+  const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(opts.model);
+  const std::vector<TokenId> ids = tokenizer.encode(opts.sentence);
+  if (ids.size() > opts.max_tokens) {
+    throw InputError("sentence: " + std::to_string(ids.size()) + " tokens, more than --max-tokens = " +
+                     std::to_string(opts.max_tokens) + "; shorten it or raise --max-tokens");
+  }
+  if (opts.json) {
+    Json tokens = Json::array();
+    for (TokenId id : ids) tokens.push_back({{"id", id}, {"text", tokenizer.token_text(id)}});
+    std::cout << Json{{"tokens", tokens}}.dump() << "\n";
+    return;
+  }
+  std::cout << pad_to_width("index", 6, true) << "  " << pad_to_width("id", 6, true) << "  text\n";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    std::cout << pad_to_width(std::to_string(i), 6, true) << "  " << pad_to_width(std::to_string(ids[i]), 6, true)
+              << "  " << visible(tokenizer.token_text(ids[i])) << "\n";
+  }
+}
+
 }  // namespace
 
 void setup_tokenize(CLI::App& app) {
   auto opts = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "tokenize", "Split a sentence into tokens (words and punctuation; Chinese by dictionary)");
+      "tokenize", "Split a sentence into tokens: words and punctuation (Chinese by dictionary), or GPT-2's BPE");
   cmd->add_option("sentence", opts->sentence, "the sentence (UTF-8)")->required();
-  cmd->add_flag("--json", opts->json, "print {\"tokens\": [...], \"byte_offsets\": [...]}");
+  cmd->add_option("--model", opts->model,
+                  "a Hugging Face GPT-2 folder (vocab.json + merges.txt): GPT-2's byte-level BPE ids");
+  cmd->add_flag("--json", opts->json,
+                "print {\"tokens\": [...], \"byte_offsets\": [...]}; with --model {\"tokens\": [{\"id\", \"text\"}]}");
   cmd->add_option("--max-tokens", opts->max_tokens, "refuse sentences with more tokens")
       ->capture_default_str()->check(CLI::Range(1, 1000000));
-  cmd->footer(R"(Examples:
+  cmd->footer(R"(Without --model, tokens are ICU's word boundaries (whitespace dropped), as the lessons use.
+With --model, a token's "text" is its bytes as UTF-8; a token holding part of a character
+(an emoji is often split over two) shows U+FFFD for the bytes it cannot spell alone. In the
+table a space is shown as ␣, a newline as \n. data/gpt2_tokenizer/tiny is a toy vocabulary
+(the 256 bytes and a few merges); point --model at GPT-2's own folder for its real ids.
+
+Examples:
   attn-cli tokenize "The cat sat on the mat."
   attn-cli tokenize "我喜欢深度学习" --json
+  attn-cli tokenize --model data/gpt2_tokenizer/tiny "the cat sat on the mat"
+  attn-cli tokenize --model data/gpt2_tokenizer/tiny " don't" --json
 )");
-  cmd->callback([opts] { run_tokenize(*opts); });
+  cmd->callback([opts] {
+    if (opts->model.empty()) {
+      print_words(*opts);
+    } else {
+      print_gpt2_tokens(*opts);
+    }
+  });
 }
 
 }  // namespace attn::cli

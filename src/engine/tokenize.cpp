@@ -3,36 +3,15 @@
 #include <unicode/brkiter.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
-#include <unicode/ustring.h>
 
 #include <memory>
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/random.hpp"
+#include "icu_text.hpp"
 
 namespace attn {
 namespace {
-
-// Strict UTF-8 -> UTF-16: u_strFromUTF8 without a substitution character fails on any
-// ill-formed sequence (overlongs, surrogates, truncation), which is what we want to report.
-icu::UnicodeString decode_utf8_strictly(std::string_view utf8) {
-  UErrorCode status = U_ZERO_ERROR;
-  int32_t length16 = 0;
-  u_strFromUTF8(nullptr, 0, &length16, utf8.data(), static_cast<int32_t>(utf8.size()), &status);
-  if (status != U_BUFFER_OVERFLOW_ERROR && U_FAILURE(status)) {
-    throw InputError("sentence: invalid UTF-8 (" + std::string(u_errorName(status)) + ")");
-  }
-  icu::UnicodeString text;
-  status = U_ZERO_ERROR;
-  UChar* buffer = text.getBuffer(length16);
-  u_strFromUTF8(buffer, length16, nullptr, utf8.data(), static_cast<int32_t>(utf8.size()),
-                &status);
-  text.releaseBuffer(length16);
-  if (U_FAILURE(status)) {
-    throw InputError("sentence: invalid UTF-8 (" + std::string(u_errorName(status)) + ")");
-  }
-  return text;
-}
 
 bool is_all_whitespace(const icu::UnicodeString& s) {
   for (int32_t i = 0; i < s.length();) {
@@ -46,9 +25,6 @@ bool is_all_whitespace(const icu::UnicodeString& s) {
 }  // namespace
 
 std::vector<Token> tokenize(std::string_view utf8, std::size_t max_tokens) {
-  if (utf8.size() > static_cast<std::size_t>(INT32_MAX / 2)) {
-    throw InputError("sentence: too long (" + std::to_string(utf8.size()) + " bytes)");
-  }
   const icu::UnicodeString text = decode_utf8_strictly(utf8);
 
   UErrorCode status = U_ZERO_ERROR;

@@ -1,0 +1,43 @@
+#include "icu_text.hpp"
+
+#include <unicode/ustring.h>
+
+#include <cstdint>
+
+#include "attn/engine/error.hpp"
+
+namespace attn {
+
+// u_strFromUTF8 without a substitution character fails on any ill-formed sequence, which is
+// what we want to report.
+icu::UnicodeString decode_utf8_strictly(std::string_view utf8) {
+  if (utf8.size() > static_cast<std::size_t>(INT32_MAX / 2)) {
+    throw InputError("sentence: too long (" + std::to_string(utf8.size()) + " bytes)");
+  }
+  UErrorCode status = U_ZERO_ERROR;
+  int32_t length16 = 0;
+  u_strFromUTF8(nullptr, 0, &length16, utf8.data(), static_cast<int32_t>(utf8.size()), &status);
+  if (status != U_BUFFER_OVERFLOW_ERROR && U_FAILURE(status)) {
+    throw InputError("sentence: invalid UTF-8 (" + std::string(u_errorName(status)) + ")");
+  }
+  icu::UnicodeString text;
+  status = U_ZERO_ERROR;
+  UChar* buffer = text.getBuffer(length16);
+  u_strFromUTF8(buffer, length16, nullptr, utf8.data(), static_cast<int32_t>(utf8.size()),
+                &status);
+  text.releaseBuffer(length16);
+  if (U_FAILURE(status)) {
+    throw InputError("sentence: invalid UTF-8 (" + std::string(u_errorName(status)) + ")");
+  }
+  return text;
+}
+
+std::string utf8_with_replacement(std::string_view bytes) {
+  // fromUTF8 substitutes U+FFFD for every ill-formed sequence; a token is a few bytes long.
+  std::string out;
+  icu::UnicodeString::fromUTF8(icu::StringPiece(bytes.data(), static_cast<int32_t>(bytes.size())))
+      .toUTF8String(out);
+  return out;
+}
+
+}  // namespace attn

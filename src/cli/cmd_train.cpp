@@ -120,7 +120,7 @@ void setup_train(CLI::App& app) {
       cmd->add_option("--log-every", t.log_every, "held-out loss and scores every this many steps")
           ->capture_default_str()};
   cmd->add_option("--steps", t.steps, "training steps in all (with --resume: the new total)")->capture_default_str();
-  cmd->add_option("--threads", t.threads, "BLAS and attention threads (0 = all)")->capture_default_str();
+  cmd->add_option("--threads", t.threads, "BLAS and attention threads (0 = all; 1 is fastest for the default model)")->capture_default_str();
   cmd->add_option("--backend", opts->backend, "attention kernel: flash (float32 tiles) | naive (float64)")
       ->capture_default_str();
   cmd->add_option("--out", opts->out, "folder for model/, train.json and the pictures (default train-out; with "
@@ -131,7 +131,7 @@ void setup_train(CLI::App& app) {
   cmd->add_flag("--no-timing", opts->no_timing, "write seconds as 0, so that train.json is byte-identical");
   add_image_flags(cmd, opts->image, true);
   cmd->footer(R"(Defaults: 2 layers x 4 heads, d_model 64, vocab 64, context 32 (16 random tokens repeated
-once), batch 64, Adam lr 4e-3, 1000 steps, seed 42, all threads. Writes --out DIR: model/ (config.json and
+once), batch 64, Adam lr 4e-3, 1000 steps, seed 42, one thread. Writes --out DIR: model/ (config.json and
 model.safetensors, for `attn-cli forward --model`), train.json (every --log-every steps: held-out
 loss, best previous-token and induction scores, seconds; per-head final scores; the phase change
 and its rule), checkpoint.safetensors (for --resume) and the pictures curves.png,

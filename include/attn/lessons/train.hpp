@@ -39,7 +39,10 @@ struct TrainOptions {
   std::size_t steps = 1000, batch = 64;  // steps: where the scores level off, measured (README)
   double lr = 4e-3;  // the prototype's 1e-3 forms the heads too slowly for a 30-second run (README)
   std::uint64_t seed = 42;
-  std::size_t threads = 0;  // BLAS and attention threads (0 = all hardware threads)
+  // BLAS and attention threads (0 = all hardware threads). One by default: the default model's
+  // products are too small to share (2 threads measured 15 % slower per step on 2 idle cores,
+  // and several times slower on a busy machine, where OpenBLAS's waiting threads spin).
+  std::size_t threads = 1;
   Backend backend = Backend::flash;
   std::size_t log_every = 10;  // a `steps` entry (and held-out scores) every this many steps
   bool timing = true;          // false: `seconds` is 0, so train.json is byte-identical

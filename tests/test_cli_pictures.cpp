@@ -240,6 +240,27 @@ TEST_CASE("cli pictures: heatmap renders a bare [L, L] array, an attend output a
   CHECK(DecodedPng::from_file(dir / "from-attend.png").ok());
 }
 
+TEST_CASE("cli pictures: attend | heatmap hatches what attend masked, as a heatmap given the mask does") {
+  // attend_mask.json hides key 2 from query 0 and every key from query 1 (a fully masked row):
+  // drawn from attend's output, those cells must be the hatched "masked" cells, not weights of 0.
+  TempDir dir;
+  const std::string cwd = dir.path.string();
+  REQUIRE(run_cli("attend --input " + data_path("examples/attend_mask.json") + " --output a.json", "", cwd).code == 0);
+  const Json a = Json::parse(read_text(dir / "a.json"));
+  CHECK(a["mask"] == Json::parse("[[1, 1, 0], [0, 0, 0]]"));
+  REQUIRE(run_cli("heatmap --input a.json --out from-attend", "", cwd).code == 0);
+  Json explicit_mask = {{"weights", a["weights"]}, {"mask", a["mask"]}};
+  Json no_mask = {{"weights", a["weights"]}};
+  REQUIRE(run_cli("heatmap --input - --out given", explicit_mask.dump(), cwd).code == 0);
+  REQUIRE(run_cli("heatmap --input - --out unmasked", no_mask.dump(), cwd).code == 0);
+  CHECK(read_text(dir / "from-attend.png") == read_text(dir / "given.png"));
+  CHECK(read_text(dir / "from-attend.png") != read_text(dir / "unmasked.png"));
+  // causal comes through too.
+  REQUIRE(run_cli("attend --input - --output c.json", R"({"q": [[1], [2]], "k": [[1], [2]], "v": [[1], [2]], "causal": true})",
+                  cwd).code == 0);
+  CHECK(Json::parse(read_text(dir / "c.json"))["causal"] == true);
+}
+
 TEST_CASE("cli pictures: heatmap refuses bad input with one error line and writes nothing") {
   TempDir dir;
   const std::string cwd = dir.path.string();

@@ -79,16 +79,16 @@ TEST_CASE("positional pictures: PE uses a diverging scale from -1 (blue) through
   CHECK(near(img.cell_corner(g, 3, 1, 1), kRdBuBlue, 12));
 }
 
-TEST_CASE("positional pictures: ALiBi has one panel per head, the diagonal (bias 0) darkest") {
+TEST_CASE("positional pictures: ALiBi draws the penalty: none on the diagonal is white, the largest darkest") {
   const std::vector<double> slopes = alibi_slopes(4);
   const Tensor3 bias = alibi_bias(slopes, 5, 5);
   const Figure f = alibi_figure(bias, slopes);
   REQUIRE(f.grids.size() == 4);  // no mean panel: a mean of biases means nothing
   const DecodedPng img = DecodedPng::from_bytes(render_png(f, 1));
-  const Rgb8 darkest = to_rgb8(Colormap::by_name("Blues").at(1));
-  CHECK(near(img.cell_corner(f.grids[0], 2, 2, 1), darkest));
-  // Head 0's farthest key has the largest penalty of all heads: the light end of the scale.
-  CHECK(near(img.cell_corner(f.grids[0], 4, 0, 1), to_rgb8(Colormap::by_name("Blues").at(0))));
+  // Like a weight of 0 everywhere else, no penalty is the light end of the scale.
+  CHECK(near(img.cell_corner(f.grids[0], 2, 2, 1), to_rgb8(Colormap::by_name("Reds").at(0))));
+  // Head 0's farthest key has the largest penalty of all heads: the dark end.
+  CHECK(near(img.cell_corner(f.grids[0], 4, 0, 1), to_rgb8(Colormap::by_name("Reds").at(1))));
 }
 
 TEST_CASE("kv cache picture: prefill block, the causal triangle, masked and not-yet-cached keys") {

@@ -99,6 +99,10 @@ void run_attend(const AttendOptions& opts) {
   out["output"] = in_rank(r.output);
   if (!opts.no_weights) out["weights"] = in_rank(r.weights);
   out["lse"] = rank2 ? lse_to_json(Tensor1(xt::view(r.lse, 0, xt::all()))) : lse_to_json(r.lse);
+  // What hid which keys, as given: `attn-cli heatmap --input` reads them back and hatches the
+  // masked cells instead of drawing them as weights of 0.
+  if (mask) out["mask"] = in.at("mask");
+  if (options.causal) out["causal"] = true;
   if (grad_output) {
     const SdpaGradients g = attention_backward(q3, k3, v3, allowed_ptr, as_heads(*grad_output), options, backend);
     out["grad_q"] = in_rank(g.grad_q);
@@ -130,6 +134,7 @@ void setup_attend(CLI::App& app) {
          "block_size"?: flash tile edge, "precision"?: "float64" (default) | "float32" (flash),
          "grad_output"?: [Lq,dv] or [H,Lq,dv] = dLoss/dOutput (runs the backward pass)}
 Output: {"output": [Lq,dv], "weights": [Lq,Lk], "lse": [Lq] (null = every key masked),
+         "mask" and "causal" as given (so `heatmap --input` hatches the masked cells),
          with grad_output: "grad_q", "grad_k", "grad_v" (each the shape of q, k, v)}
 The backward pass (naive: through the stored weights; flash: FlashAttention-2's Algorithm 2,
 weights recomputed tile by tile) runs in float64. With GQA, grad_k and grad_v are summed over

@@ -52,7 +52,7 @@ WeightsInput read_weights(const std::string& path, bool causal_flag) {
   bool causal = causal_flag;
   if (in.is_object()) {
     warn_unknown_fields(in, {"weights", "tokens", "query_tokens", "key_tokens", "mask", "causal",
-                             "title", "output", "lse"});
+                             "title", "output", "lse", "grad_q", "grad_k", "grad_v"});
     weights = &require_field(in, "weights");
     w.key_tokens = string_list(in, "tokens");
     w.query_tokens = w.key_tokens;

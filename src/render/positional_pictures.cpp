@@ -46,11 +46,14 @@ Figure sinusoidal_figure(const Tensor2& pe, double base) {
 Figure alibi_figure(const Tensor3& bias, std::span<const double> slopes) {
   const std::size_t H = bias.shape(0);
   HeadGridSpec s;
-  s.weights = bias;
-  s.colormap = "Blues";  // 0 (no penalty) darkest, the largest penalty lightest
+  // Drawn as the penalty m·|i − j| >= 0 on a red scale: no penalty is white and a larger penalty
+  // darker, as a larger weight is darker everywhere else (drawing the bias itself, <= 0, made
+  // "no penalty" the darkest cell).
+  s.weights = 0.0f - bias;  // not -bias: the diagonal would read "-0.00"
+  s.colormap = "Reds";
   s.show_mean = false;
-  s.value_label = "bias added to the score";
-  s.title = "ALiBi: each head adds −m·|i − j| to the score of query i and key j";
+  s.value_label = "penalty m·|i − j| subtracted from the score";
+  s.title = "ALiBi: each head subtracts m·|i − j| from the score of query i and key j";
   const bool power_of_two = (H & (H - 1)) == 0;
   s.subtitle = std::string("slopes m = ") + (power_of_two ? "2^(−8(h+1)/H)" : "the ALiBi paper's interpolation for H not a power of two") +
                " · rows: query position, columns: key position · one colour scale: a head with a small slope "

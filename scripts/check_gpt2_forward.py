@@ -44,6 +44,7 @@ def read_safetensors(path):
         else:
             raise SystemExit(f"check_gpt2_forward: unexpected dtype {info['dtype']}")
         name = name[len("transformer."):] if name.startswith("transformer.") else name
+        name = name + ".weight" if name in ("wte", "wpe") else name  # the short names some exports use
         tensors[name] = values.astype(np.float64).reshape(info["shape"])
     return tensors
 
@@ -62,7 +63,7 @@ def gpt2_forward(t, config, ids):
     """Returns (attention [layer][head][n][n], logits [n][vocab]) in float64."""
     n, D, H = len(ids), config["n_embd"], config["n_head"]
     d, eps = D // H, config["layer_norm_epsilon"]
-    x = t["wte"][ids] + t["wpe"][:n]
+    x = t["wte.weight"][ids] + t["wpe.weight"][:n]
     future = np.triu(np.ones((n, n), dtype=bool), k=1)
     attention = []
     for i in range(config["n_layer"]):
@@ -80,7 +81,7 @@ def gpt2_forward(t, config, ids):
         m = layer_norm(x, p("ln_2.weight"), p("ln_2.bias"), eps)
         x = x + gelu_new(m @ p("mlp.c_fc.weight") + p("mlp.c_fc.bias")) @ p("mlp.c_proj.weight") + p("mlp.c_proj.bias")
     x = layer_norm(x, t["ln_f.weight"], t["ln_f.bias"], eps)
-    return np.array(attention), x @ t["wte"].T
+    return np.array(attention), x @ t["wte.weight"].T
 
 
 def main():

@@ -4,7 +4,7 @@ config.json, model.safetensors, vocab.json and merges.txt (copied from a tokeniz
 by default the tiny fixture data/gpt2_tokenizer/tiny; vocab_size is its number of tokens).
 
 Two layouts, as real checkpoints come:
-  --dtype f32                 bare names (wte, h.0.attn.c_attn.weight, ...)
+  --dtype f32                 bare names (wte.weight, h.0.attn.c_attn.weight, ...), as in GPT-2 on the Hub
   --dtype f16 --hf-extras     "transformer." names plus lm_head.weight (= wte) and the
                               h.{i}.attn.bias causal-mask buffers that older checkpoints carry
 Broken folders for the error tests: --omit NAME drops a tensor, --transpose NAME writes a
@@ -31,7 +31,7 @@ def parameters(rng, vocab, positions, layers, embd):
     def normal(shape, std):
         return rng.normal(0.0, std, shape)
 
-    out = [("wte", normal((vocab, D), 0.3)), ("wpe", normal((positions, D), 0.3))]
+    out = [("wte.weight", normal((vocab, D), 0.3)), ("wpe.weight", normal((positions, D), 0.3))]
     for i in range(layers):
         h = f"h.{i}."
         out += [

@@ -93,6 +93,15 @@ TEST_CASE("cli forward gpt2: folders that are wrong get one error line naming wh
   write_text(dir + "/model.safetensors", weights);
   edit_header(dir, [](Json& h) { h["h.0.attn.c_attn.weight"]["shape"] = {48, 16}; });
   check_input_error(run_cli("forward" + model), "\"h.0.attn.c_attn.weight\": expected shape [16, 48], got [48, 16]");
+  write_text(dir + "/model.safetensors", weights);
+  edit_header(dir, [](Json& h) { h["transformer.wte.weight"] = h["wte.weight"]; });  // two names, one byte range
+  check_input_error(run_cli("forward" + model), "model.safetensors");
+  write_text(dir + "/model.safetensors", weights);
+  edit_header(dir, [](Json& h) { h["lm_head.weight"] = h["wpe.weight"]; h.erase("wpe.weight"); });
+  check_input_error(run_cli("forward" + model), "missing tensor \"wpe.weight\"");
+  write_text(dir + "/model.safetensors", weights);
+  edit_header(dir, [](Json& h) { h["wte"] = h["wte.weight"]; h.erase("wte.weight"); });
+  CHECK(run_cli("forward" + model).code == 0);  // the short name some exports use
   write_text(dir + "/model.safetensors", weights.substr(0, weights.size() - 5));
   check_input_error(run_cli("forward" + model), "model.safetensors");
   write_text(dir + "/model.safetensors", weights);

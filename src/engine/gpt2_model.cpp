@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <numbers>
 
 #include "attn/engine/attention.hpp"
 #include "attn/engine/error.hpp"
@@ -114,8 +115,8 @@ Gpt2Model zero_gpt2_model(const Gpt2Config& c) {
 std::vector<Gpt2Parameter> gpt2_parameters(Gpt2Model& m) {
   std::vector<Gpt2Parameter> out;
   auto add = [&out](std::string name, auto& t) { out.push_back({std::move(name), shape_of(t), t.data()}); };
-  add("wte", m.wte);
-  add("wpe", m.wpe);
+  add("wte.weight", m.wte);
+  add("wpe.weight", m.wpe);
   for (std::size_t l = 0; l < m.blocks.size(); ++l) {
     Gpt2Block& b = m.blocks[l];
     const std::string h = "h." + std::to_string(l) + ".";
@@ -153,7 +154,7 @@ Tensor2 layer_norm(const Tensor2& x, const Tensor1& gamma, const Tensor1& beta, 
 }
 
 float gelu_new(float x) {
-  const double c = std::sqrt(2.0 / M_PI), xd = x;
+  const double c = std::sqrt(2.0 / std::numbers::pi), xd = x;
   return float(0.5 * xd * (1.0 + std::tanh(c * (xd + 0.044715 * xd * xd * xd))));
 }
 

@@ -24,15 +24,31 @@ bool is_mask_buffer(const std::string& name) {
   return std::regex_match(name, buffer);
 }
 
-// The stored tensor for a parameter, under its bare or its "transformer." name.
+// The names a parameter may be stored under: bare or with "transformer.", and for the
+// embeddings also without ".weight" ("wte"), as some hand-written exports name them.
+std::vector<std::string> stored_names(const std::string& name) {
+  std::vector<std::string> names{name, "transformer." + name};
+  if (name == "wte.weight" || name == "wpe.weight") {
+    const std::string short_name = name.substr(0, 3);
+    names.insert(names.end(), {short_name, "transformer." + short_name});
+  }
+  return names;
+}
+
+// The stored tensor for a parameter, under exactly one of its names.
 std::map<std::string, StoredTensor>::iterator find_parameter(std::map<std::string, StoredTensor>& stored,
                                                             const std::string& name, const std::string& source) {
-  auto bare = stored.find(name), prefixed = stored.find("transformer." + name);
-  if (bare != stored.end() && prefixed != stored.end())
-    throw InputError(source + ": tensor \"" + name + "\" is stored twice, with and without \"transformer.\"");
-  if (bare == stored.end() && prefixed == stored.end())
+  auto found = stored.end();
+  for (const std::string& candidate : stored_names(name)) {
+    auto it = stored.find(candidate);
+    if (it == stored.end()) continue;
+    if (found != stored.end())
+      throw InputError(source + ": tensor \"" + name + "\" is stored twice, as \"" + found->first + "\" and \"" + candidate + "\"");
+    found = it;
+  }
+  if (found == stored.end())
     throw InputError(source + ": missing tensor \"" + name + "\" (or \"transformer." + name + "\")");
-  return bare != stored.end() ? bare : prefixed;
+  return found;
 }
 
 void check_finite(const StoredTensor& t, const std::string& name, const std::string& source) {

@@ -50,7 +50,7 @@ void check_gpt2_config(const Gpt2Config& config);
 // A model of this config with every tensor zero.
 Gpt2Model zero_gpt2_model(const Gpt2Config& config);
 
-// Every parameter with its Hugging Face name without the "transformer." prefix ("wte",
+// Every parameter with its Hugging Face name without the "transformer." prefix ("wte.weight",
 // "h.0.ln_1.weight", "h.0.attn.c_attn.weight", ..., "ln_f.bias"), its shape and its storage
 // (pointing into `model`).
 struct Gpt2Parameter {

@@ -3,8 +3,9 @@
 // folder written by save_pretrained): config.json {n_layer, n_head, n_embd, vocab_size,
 // n_positions, layer_norm_epsilon, model_type: "gpt2"} and model.safetensors (F32, F16 or
 // BF16) with the tensors of gpt2_model.hpp's gpt2_parameters(), named with or without the
-// "transformer." prefix. lm_head.weight, when present, must equal wte (GPT-2 ties them); the
-// causal-mask buffers h.{i}.attn.bias and h.{i}.attn.masked_bias are ignored.
+// "transformer." prefix (wte.weight and wpe.weight also as plain wte and wpe). lm_head.weight,
+// when present, must equal wte (GPT-2 ties them); the causal-mask buffers h.{i}.attn.bias and
+// h.{i}.attn.masked_bias are ignored.
 #include <string>
 
 #include "attn/engine/gpt2_model.hpp"

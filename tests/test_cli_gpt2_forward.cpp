@@ -72,7 +72,8 @@ TEST_CASE("cli forward gpt2: the terminal shows the top 5 next tokens, most like
   CHECK(r.out.find("2 layers x 2 heads") != std::string::npos);
   CHECK(r.out.find("Most likely next tokens") != std::string::npos);
   // The same ids as --json: the table's first id is the argmax of the last row of logits.
-  const Json j = Json::parse(run_cli("forward --model '" + data_path("gpt2_tiny") + "' --tokens 72,101,108 --json").out);
+  const std::string json = run_cli("forward --model '" + data_path("gpt2_tiny") + "' --tokens 72,101,108 --json").out;
+  const Json j = Json::parse(json);
   const Json& last = j["logits"][2];
   std::size_t best = 0;
   for (std::size_t v = 0; v < last.size(); ++v) best = last[v] > last[best] ? v : best;

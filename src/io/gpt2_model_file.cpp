@@ -43,7 +43,8 @@ std::map<std::string, StoredTensor>::iterator find_parameter(std::map<std::strin
     auto it = stored.find(candidate);
     if (it == stored.end()) continue;
     if (found != stored.end())
-      throw InputError(source + ": tensor \"" + name + "\" is stored twice, as \"" + found->first + "\" and \"" + candidate + "\"");
+      throw InputError(source + ": tensor \"" + name + "\" is stored twice, as \"" + found->first + "\" and \"" +
+                       candidate + "\"");
     found = it;
   }
   if (found == stored.end())
@@ -65,7 +66,8 @@ void check_lm_head(std::map<std::string, StoredTensor>& stored, const Tensor2& w
                      " (tied to wte), got " + shape_string(it->second.shape));
   }
   if (!std::equal(it->second.values.begin(), it->second.values.end(), wte.begin()))
-    throw InputError(source + ": tensor \"lm_head.weight\" differs from wte; GPT-2 ties them (untied heads are not supported)");
+    throw InputError(source + ": tensor \"lm_head.weight\" differs from wte.weight; GPT-2 ties them "
+                     "(untied heads are not supported)");
   stored.erase(it);
 }
 

@@ -26,12 +26,16 @@ struct Gpt2Config {
 };
 
 struct Gpt2Block {
-  Tensor1 ln_1_weight, ln_1_bias;          // [D]
-  Tensor2 attn_weight;  Tensor1 attn_bias;  // c_attn [D, 3D], [3D]
-  Tensor2 attn_proj_weight;  Tensor1 attn_proj_bias;  // attn.c_proj [D, D], [D]
-  Tensor1 ln_2_weight, ln_2_bias;          // [D]
-  Tensor2 fc_weight;  Tensor1 fc_bias;      // mlp.c_fc [D, 4D], [4D]
-  Tensor2 mlp_proj_weight;  Tensor1 mlp_proj_bias;    // mlp.c_proj [4D, D], [D]
+  Tensor1 ln_1_weight, ln_1_bias;  // [D]
+  Tensor2 attn_weight;  // attn.c_attn.weight [D, 3D]
+  Tensor1 attn_bias;  // attn.c_attn.bias [3D]
+  Tensor2 attn_proj_weight;  // attn.c_proj.weight [D, D]
+  Tensor1 attn_proj_bias;  // attn.c_proj.bias [D]
+  Tensor1 ln_2_weight, ln_2_bias;  // [D]
+  Tensor2 fc_weight;  // mlp.c_fc.weight [D, 4D]
+  Tensor1 fc_bias;  // mlp.c_fc.bias [4D]
+  Tensor2 mlp_proj_weight;  // mlp.c_proj.weight [4D, D]
+  Tensor1 mlp_proj_bias;  // mlp.c_proj.bias [D]
 };
 
 struct Gpt2Model {
@@ -69,7 +73,7 @@ Tensor2 layer_norm(const Tensor2& x, const Tensor1& gamma, const Tensor1& beta, 
 float gelu_new(float x);
 
 struct Gpt2Forward {
-  Tensor2 logits;                  // [L, vocab]
+  Tensor2 logits;  // [L, vocab]
   std::vector<Tensor3> attention;  // [n_layer] of [H, L, L], post-softmax
 };
 

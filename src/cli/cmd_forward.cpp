@@ -1,4 +1,5 @@
-// attn-cli forward: run a trained toy model folder on a sequence; its attention and predictions.
+// attn-cli forward: run a model folder (a trained toy model, or GPT-2 from Hugging Face) on a
+// sequence; its attention and predictions.
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -7,13 +8,17 @@
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/tokenize.hpp"
+#include "attn/io/gpt2_model_file.hpp"
+#include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/forward.hpp"
+#include "attn/lessons/gpt2_forward.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/report_table.hpp"
 #include "attn/render/train_pictures.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
+#include "one_line.hpp"
 
 namespace attn::cli {
 namespace {
@@ -42,9 +47,36 @@ void print_predictions(const ToyTokens& t, const ToyForward& f) {
   std::cout << render_table(table, TableFormat::text);
 }
 
+// GPT-2 from a Hugging Face folder: its own tokenizer, its top-5 next tokens on the terminal.
+void run_gpt2_forward(const ForwardOptions& o) {
+  if (!o.out.empty()) throw InputError("--out: pictures are drawn for toy model folders only, not GPT-2 yet");
+  const Gpt2Model model = read_gpt2_model(o.model);
+  const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(o.model);
+  const ToyTokens tokens = o.tokens.empty() ? gpt2_tokens_from_text(tokenizer, o.text)
+                                            : gpt2_tokens_from_list(tokenizer, o.tokens, model.config.vocab_size);
+  const Gpt2Forward f = gpt2_forward(model, tokens.ids);
+  if (o.json) {
+    std::cout << forward_json(tokens, f.attention, f.logits).dump() << "\n";
+    return;
+  }
+  const Gpt2Config& c = model.config;
+  std::cout << "GPT-2 model " << o.model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
+            << c.n_embd << ", vocab " << c.vocab_size << ". " << tokens.ids.size() << " tokens:";
+  for (const std::string& t : tokens.texts) std::cout << " [" << one_line(t) << "]";
+  std::cout << "\nMost likely next tokens (softmax of the last position's logits):\n";
+  Table table{{"rank", "id", "token", "p"}, {}};
+  const std::vector<NextToken> next = top_next_tokens(f.logits, tokenizer, 5);
+  for (std::size_t r = 0; r < next.size(); ++r) {
+    table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + one_line(next[r].text) + "]",
+                          format_fixed(next[r].probability, 4)});
+  }
+  std::cout << render_table(table, TableFormat::text);
+}
+
 void run_forward_command(const ForwardOptions& o) {
   check_colormap(o.image.colormap);
   if (o.tokens.empty() == o.text.empty()) throw InputError("forward: give either --tokens I,J,... or TEXT");
+  if (is_gpt2_folder(o.model)) return run_gpt2_forward(o);
   const ImageOptions image = image_options(o.image);
   const ToyModel model = read_toy_model(o.model);
   const ToyTokens tokens = o.tokens.empty() ? toy_tokens_from_words(token_texts(tokenize(o.text)), model.config.vocab)
@@ -69,10 +101,14 @@ void run_forward_command(const ForwardOptions& o) {
 
 void setup_forward(CLI::App& app) {
   auto opts = std::make_shared<ForwardOptions>();
-  CLI::App* cmd = app.add_subcommand("forward", "Run a trained model folder on a sequence: attention and logits");
-  cmd->add_option("--model", opts->model, "a model folder (written by attn-cli train)")->required();
+  CLI::App* cmd = app.add_subcommand("forward", "Run a model folder on a sequence: attention and logits");
+  cmd->add_option("--model", opts->model,
+                  "a model folder: written by attn-cli train, or a GPT-2 folder from Hugging Face "
+                  "(config.json, model.safetensors, vocab.json, merges.txt)")->required();
   cmd->add_option("--tokens", opts->tokens, "comma-separated token ids, e.g. 3,17,5");
-  cmd->add_option("text", opts->text, "text: each distinct word gets the next id, in order of first appearance");
+  cmd->add_option("text", opts->text,
+                  "text: GPT-2's own BPE tokens for a GPT-2 folder; for a toy model each distinct word "
+                  "gets the next id, in order of first appearance");
   cmd->add_flag("--json", opts->json, "print {tokens, attention [layer][head][n][n], logits [n][vocab]}");
   cmd->add_option("--out", opts->out, "folder for heads.png, every head of every layer");
   add_image_flags(cmd, opts->image, true);
@@ -81,6 +117,8 @@ void setup_forward(CLI::App& app) {
   attn-cli forward --model train-quick/model --tokens 3,17,5,3,17
   attn-cli forward --model train-quick/model "the cat sat on the mat . the cat sat on the mat" --out fwd
   attn-cli forward --model train-quick/model --tokens 1,2,3,1,2 --json
+  attn-cli forward --model data/gpt2_tiny "the cat sat on the mat"
+  attn-cli forward --model data/gpt2_tiny --tokens 72,101,108 --json
 )");
   cmd->callback([opts] { run_forward_command(*opts); });
 }

@@ -78,10 +78,14 @@ std::vector<SequenceHeadScore> sequence_head_scores(const std::vector<Tensor3>& 
 }
 
 Json forward_json(const ToyTokens& tokens, const ToyForward& forward) {
-  Json list = Json::array(), attention = Json::array();
+  return forward_json(tokens, forward.attention, forward.logits);
+}
+
+Json forward_json(const ToyTokens& tokens, const std::vector<Tensor3>& attention, const Tensor2& logits) {
+  Json list = Json::array(), layers = Json::array();
   for (std::size_t i = 0; i < tokens.ids.size(); ++i) list.push_back({{"id", tokens.ids[i]}, {"text", tokens.texts[i]}});
-  for (const Tensor3& layer : forward.attention) attention.push_back(to_json(layer));
-  return {{"tokens", list}, {"attention", attention}, {"logits", to_json(forward.logits)}};
+  for (const Tensor3& layer : attention) layers.push_back(to_json(layer));
+  return {{"tokens", list}, {"attention", layers}, {"logits", to_json(logits)}};
 }
 
 }  // namespace attn

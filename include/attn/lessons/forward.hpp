@@ -44,6 +44,8 @@ std::vector<SequenceHeadScore> sequence_head_scores(const std::vector<Tensor3>& 
                                                     const std::vector<std::int32_t>& ids);
 
 // {"tokens": [{"id", "text"}], "attention": [layer][head][n][n], "logits": [n][vocab]}.
+// The same for any model's attention and logits (GPT-2's too).
 Json forward_json(const ToyTokens& tokens, const ToyForward& forward);
+Json forward_json(const ToyTokens& tokens, const std::vector<Tensor3>& attention, const Tensor2& logits);
 
 }  // namespace attn

@@ -1,0 +1,28 @@
+#pragma once
+// A GPT-2 model folder as Hugging Face writes it (a snapshot in ~/.cache/huggingface/hub/ or a
+// folder written by save_pretrained): config.json {n_layer, n_head, n_embd, vocab_size,
+// n_positions, layer_norm_epsilon, model_type: "gpt2"} and model.safetensors (F32, F16 or
+// BF16) with the tensors of gpt2_model.hpp's gpt2_parameters(), named with or without the
+// "transformer." prefix (wte.weight and wpe.weight also as plain wte and wpe). lm_head.weight,
+// when present, must equal wte (GPT-2 ties them); the causal-mask buffers h.{i}.attn.bias and
+// h.{i}.attn.masked_bias are ignored.
+#include <string>
+
+#include "attn/engine/gpt2_model.hpp"
+
+namespace attn {
+
+// True when DIR/config.json is a JSON object with "model_type": "gpt2", or with the keys
+// n_layer and n_embd (older folders have no model_type). False otherwise, also when the file
+// is missing or unreadable: the caller then reads the folder as a toy model.
+bool is_gpt2_folder(const std::string& dir);
+
+// InputError naming the field for a missing, non-integer or absurd value (check_gpt2_config).
+Gpt2Config read_gpt2_config(const std::string& dir);
+
+// InputError naming the tensor for a missing tensor, a wrong shape (expected and actual), a
+// non-finite value, an lm_head.weight that differs from wte, or an unexpected tensor; the
+// safetensors reader's own errors for a truncated or lying file.
+Gpt2Model read_gpt2_model(const std::string& dir);
+
+}  // namespace attn

@@ -1,0 +1,28 @@
+#pragma once
+// `attn-cli forward --model DIR` on a GPT-2 folder (io/gpt2_model_file.hpp): the text is
+// tokenized by GPT-2's own BPE from the same folder, run through the model, and the terminal
+// shows what the model expects next.
+#include <string>
+#include <vector>
+
+#include "attn/engine/gpt2_bpe.hpp"
+#include "attn/engine/gpt2_model.hpp"
+#include "attn/lessons/forward.hpp"
+
+namespace attn {
+
+// Text -> GPT-2's ids, each with its token's text.
+ToyTokens gpt2_tokens_from_text(const Gpt2Tokenizer& tokenizer, const std::string& text);
+// "464,3290" -> ids in [0, vocab), each with its token's text (InputError as toy_tokens_from_list).
+ToyTokens gpt2_tokens_from_list(const Gpt2Tokenizer& tokenizer, const std::string& list, std::size_t vocab);
+
+// The k most likely tokens after the last position, most likely first: softmax of the last
+// row of the logits (in float64), with each token's text.
+struct NextToken {
+  TokenId id;
+  std::string text;
+  double probability;
+};
+std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenizer& tokenizer, std::size_t k);
+
+}  // namespace attn

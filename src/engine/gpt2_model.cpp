@@ -1,0 +1,193 @@
+// GPT-2's forward pass (gpt2_model.hpp), top-down: embed, blocks, final LayerNorm, logits.
+#include "attn/engine/gpt2_model.hpp"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "attn/engine/attention.hpp"
+#include "attn/engine/error.hpp"
+
+namespace attn {
+namespace {
+
+void check_size(const char* field, std::size_t value, std::size_t max) {
+  if (value < 1 || value > max) {
+    throw InputError(std::string(field) + ": expected 1.." + std::to_string(max) + ", got " +
+                     std::to_string(value));
+  }
+}
+
+// y [L, Out] = x [L, In] W [In, Out] + b [Out]: Hugging Face's Conv1D.
+Tensor2 conv1d(const Tensor2& x, const Tensor2& w, const Tensor1& b) {
+  const std::size_t L = x.shape(0), In = x.shape(1), Out = w.shape(1);
+  Tensor2 y = Tensor2::from_shape({L, Out});
+  for (std::size_t i = 0; i < L; ++i) std::copy(b.begin(), b.end(), y.data() + i * Out);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(L), int(Out), int(In), 1.0f, x.data(), int(In),
+              w.data(), int(Out), 1.0f, y.data(), int(Out));
+  return y;
+}
+
+// qkv [L, 3D] -> q, k, v [H, L, d]: head h of q is columns h*d.., of k D + h*d.., of v 2D + h*d...
+void split_qkv(const Tensor2& qkv, std::size_t H, Tensor3& q, Tensor3& k, Tensor3& v) {
+  const std::size_t L = qkv.shape(0), D = qkv.shape(1) / 3, d = D / H;
+  Tensor3* parts[3] = {&q, &k, &v};
+  for (std::size_t part = 0; part < 3; ++part) {
+    *parts[part] = Tensor3::from_shape({H, L, d});
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t i = 0; i < L; ++i)
+        std::copy_n(qkv.data() + i * 3 * D + part * D + h * d, d, parts[part]->data() + (h * L + i) * d);
+  }
+}
+
+// heads [H, L, d] -> [L, D], head h in columns h*d .. h*d + d.
+Tensor2 merge_heads(const Tensor3& heads) {
+  const std::size_t H = heads.shape(0), L = heads.shape(1), d = heads.shape(2);
+  Tensor2 x = Tensor2::from_shape({L, H * d});
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < L; ++i) std::copy_n(heads.data() + (h * L + i) * d, d, x.data() + i * H * d + h * d);
+  return x;
+}
+
+// Attention is the only part of a block that mixes information across positions.
+Tensor2 attention_branch(const Gpt2Block& b, const Tensor2& x, std::size_t H, std::size_t threads,
+                         Tensor3& weights) {
+  Tensor3 q, k, v;
+  split_qkv(conv1d(x, b.attn_weight, b.attn_bias), H, q, k, v);
+  SdpaOptions so;
+  so.causal = true;  // scale 1/sqrt(d), the default
+  BackendOptions bo;
+  bo.backend = Backend::flash;
+  bo.precision = FlashPrecision::float32;
+  bo.threads = threads;
+  SdpaResult r = attention(q, k, v, nullptr, so, bo, /*with_weights=*/true);
+  weights = std::move(r.weights);
+  return conv1d(merge_heads(r.output), b.attn_proj_weight, b.attn_proj_bias);
+}
+
+// The MLP works on each position alone: widen to 4D, GELU, project back.
+Tensor2 mlp_branch(const Gpt2Block& b, const Tensor2& x) {
+  Tensor2 hidden = conv1d(x, b.fc_weight, b.fc_bias);
+  for (float& h : hidden) h = gelu_new(h);
+  return conv1d(hidden, b.mlp_proj_weight, b.mlp_proj_bias);
+}
+
+}  // namespace
+
+void check_gpt2_config(const Gpt2Config& c) {
+  check_size("n_layer", c.n_layer, 256);
+  check_size("n_embd", c.n_embd, 16384);
+  check_size("n_head", c.n_head, c.n_embd);
+  check_size("vocab_size", c.vocab_size, 1'000'000);
+  check_size("n_positions", c.n_positions, 131072);
+  if (c.n_embd % c.n_head) {
+    throw InputError("n_embd: expected a multiple of n_head (" + std::to_string(c.n_head) + "), got " +
+                     std::to_string(c.n_embd));
+  }
+  if (!std::isfinite(c.layer_norm_epsilon) || c.layer_norm_epsilon <= 0 || c.layer_norm_epsilon >= 1)
+    throw InputError("layer_norm_epsilon: expected a number in (0, 1), got " + std::to_string(c.layer_norm_epsilon));
+}
+
+Gpt2Model zero_gpt2_model(const Gpt2Config& c) {
+  check_gpt2_config(c);
+  const std::size_t D = c.n_embd;
+  Gpt2Model m;
+  m.config = c;
+  m.wte = xt::zeros<float>({c.vocab_size, D});
+  m.wpe = xt::zeros<float>({c.n_positions, D});
+  m.blocks.resize(c.n_layer);
+  for (Gpt2Block& b : m.blocks) {
+    for (Tensor1* t : {&b.ln_1_weight, &b.ln_1_bias, &b.attn_proj_bias, &b.ln_2_weight, &b.ln_2_bias, &b.mlp_proj_bias})
+      *t = xt::zeros<float>({D});
+    b.attn_weight = xt::zeros<float>({D, 3 * D});
+    b.attn_bias = xt::zeros<float>({3 * D});
+    b.attn_proj_weight = xt::zeros<float>({D, D});
+    b.fc_weight = xt::zeros<float>({D, 4 * D});
+    b.fc_bias = xt::zeros<float>({4 * D});
+    b.mlp_proj_weight = xt::zeros<float>({4 * D, D});
+  }
+  m.ln_f_weight = xt::zeros<float>({D});
+  m.ln_f_bias = xt::zeros<float>({D});
+  return m;
+}
+
+std::vector<Gpt2Parameter> gpt2_parameters(Gpt2Model& m) {
+  std::vector<Gpt2Parameter> out;
+  auto add = [&out](std::string name, auto& t) { out.push_back({std::move(name), shape_of(t), t.data()}); };
+  add("wte.weight", m.wte);
+  add("wpe.weight", m.wpe);
+  for (std::size_t l = 0; l < m.blocks.size(); ++l) {
+    Gpt2Block& b = m.blocks[l];
+    const std::string h = "h." + std::to_string(l) + ".";
+    add(h + "ln_1.weight", b.ln_1_weight);
+    add(h + "ln_1.bias", b.ln_1_bias);
+    add(h + "attn.c_attn.weight", b.attn_weight);
+    add(h + "attn.c_attn.bias", b.attn_bias);
+    add(h + "attn.c_proj.weight", b.attn_proj_weight);
+    add(h + "attn.c_proj.bias", b.attn_proj_bias);
+    add(h + "ln_2.weight", b.ln_2_weight);
+    add(h + "ln_2.bias", b.ln_2_bias);
+    add(h + "mlp.c_fc.weight", b.fc_weight);
+    add(h + "mlp.c_fc.bias", b.fc_bias);
+    add(h + "mlp.c_proj.weight", b.mlp_proj_weight);
+    add(h + "mlp.c_proj.bias", b.mlp_proj_bias);
+  }
+  add("ln_f.weight", m.ln_f_weight);
+  add("ln_f.bias", m.ln_f_bias);
+  return out;
+}
+
+Tensor2 layer_norm(const Tensor2& x, const Tensor1& gamma, const Tensor1& beta, double eps) {
+  const std::size_t L = x.shape(0), D = x.shape(1);
+  Tensor2 y = Tensor2::from_shape({L, D});
+  for (std::size_t i = 0; i < L; ++i) {
+    const float* row = x.data() + i * D;
+    double mean = 0, var = 0;  // float64 sums: the rows of GPT-2's residual stream grow large
+    for (std::size_t j = 0; j < D; ++j) mean += row[j];
+    mean /= double(D);
+    for (std::size_t j = 0; j < D; ++j) var += (row[j] - mean) * (row[j] - mean);
+    const double inv = 1.0 / std::sqrt(var / double(D) + eps);
+    for (std::size_t j = 0; j < D; ++j) y(i, j) = float((row[j] - mean) * inv * gamma(j) + beta(j));
+  }
+  return y;
+}
+
+float gelu_new(float x) {
+  const double c = std::sqrt(2.0 / std::numbers::pi), xd = x;
+  return float(0.5 * xd * (1.0 + std::tanh(c * (xd + 0.044715 * xd * xd * xd))));
+}
+
+Gpt2Forward gpt2_forward(const Gpt2Model& model, const std::vector<std::int32_t>& ids, std::size_t threads) {
+  const Gpt2Config& c = model.config;
+  const std::size_t L = ids.size(), D = c.n_embd;
+  if (L == 0) throw InputError("tokens: expected at least one token");
+  if (L > c.n_positions) {
+    throw InputError("tokens: " + std::to_string(L) + " tokens exceed the model's n_positions of " +
+                     std::to_string(c.n_positions));
+  }
+  Tensor2 x = Tensor2::from_shape({L, D});
+  for (std::size_t i = 0; i < L; ++i) {
+    if (ids[i] < 0 || std::size_t(ids[i]) >= c.vocab_size) {
+      throw InputError("tokens: id " + std::to_string(ids[i]) + " out of range [0, " + std::to_string(c.vocab_size) +
+                       ")");
+    }
+    for (std::size_t j = 0; j < D; ++j) x(i, j) = model.wte(std::size_t(ids[i]), j) + model.wpe(i, j);
+  }
+  Gpt2Forward out;
+  out.attention.resize(c.n_layer);
+  for (std::size_t l = 0; l < c.n_layer; ++l) {
+    const Gpt2Block& b = model.blocks[l];
+    x += attention_branch(b, layer_norm(x, b.ln_1_weight, b.ln_1_bias, c.layer_norm_epsilon), c.n_head, threads,
+                          out.attention[l]);
+    x += mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon));
+  }
+  const Tensor2 final_x = layer_norm(x, model.ln_f_weight, model.ln_f_bias, c.layer_norm_epsilon);
+  // logits [L, vocab] = x [L, D] wte^T: the unembedding is the token embedding, transposed.
+  out.logits = Tensor2::from_shape({L, c.vocab_size});
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(L), int(c.vocab_size), int(D), 1.0f, final_x.data(),
+              int(D), model.wte.data(), int(D), 0.0f, out.logits.data(), int(c.vocab_size));
+  return out;
+}
+
+}  // namespace attn

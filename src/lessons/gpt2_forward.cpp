@@ -1,0 +1,46 @@
+// `attn-cli forward` on a GPT-2 folder as a library call (gpt2_forward.hpp).
+#include "attn/lessons/gpt2_forward.hpp"
+
+#include <cmath>
+
+#include "attn/engine/topk.hpp"
+
+namespace attn {
+namespace {
+
+// A token's text, or "<id N>" for an id the model has but the tokenizer's vocabulary lacks.
+std::string text_of(const Gpt2Tokenizer& tokenizer, TokenId id) {
+  return std::size_t(id) < tokenizer.vocab_size() ? tokenizer.token_text(id) : "<id " + std::to_string(id) + ">";
+}
+
+}  // namespace
+
+ToyTokens gpt2_tokens_from_text(const Gpt2Tokenizer& tokenizer, const std::string& text) {
+  ToyTokens t;
+  for (TokenId id : tokenizer.encode(text)) {
+    t.ids.push_back(id);
+    t.texts.push_back(tokenizer.token_text(id));
+  }
+  return t;
+}
+
+ToyTokens gpt2_tokens_from_list(const Gpt2Tokenizer& tokenizer, const std::string& list, std::size_t vocab) {
+  ToyTokens t = toy_tokens_from_list(list, vocab);
+  for (std::size_t i = 0; i < t.ids.size(); ++i) t.texts[i] = text_of(tokenizer, t.ids[i]);
+  return t;
+}
+
+std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenizer& tokenizer, std::size_t k) {
+  const std::size_t last = logits.shape(0) - 1, V = logits.shape(1);
+  std::vector<double> row(V);
+  for (std::size_t v = 0; v < V; ++v) row[v] = logits(last, v);
+  const std::vector<std::size_t> best = top_k_indices(row, k);
+  double sum = 0;  // softmax(row)[v] = exp(row[v] - max) / sum over all v of exp(row[v] - max)
+  for (double x : row) sum += std::exp(x - row[best[0]]);
+  std::vector<NextToken> out;
+  for (std::size_t v : best)
+    out.push_back({TokenId(v), text_of(tokenizer, TokenId(v)), std::exp(row[v] - row[best[0]]) / sum});
+  return out;
+}
+
+}  // namespace attn

@@ -1,0 +1,77 @@
+// GPT-2's pieces against values worked out by hand: GELU (tanh form), LayerNorm, and a whole
+// forward pass of a model whose blocks write nothing, so that only the embeddings, the causal
+// softmax of equal scores and the final LayerNorm remain.
+#include "attn/engine/gpt2_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "attn/engine/error.hpp"
+
+using namespace attn;
+
+TEST_CASE("gelu_new: the tanh form at hand-computed points") {
+  // gelu_new(1) = 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)) = 0.5 (1 + tanh(0.833562)) = 0.841192
+  CHECK(gelu_new(0.0f) == 0.0f);
+  CHECK(gelu_new(1.0f) == doctest::Approx(0.8411920).epsilon(1e-6));
+  // The tanh is odd, so gelu(x) - gelu(-x) = x: gelu(-1) = 0.841192 - 1.
+  CHECK(gelu_new(-1.0f) == doctest::Approx(-0.1588080).epsilon(1e-5));
+  CHECK(gelu_new(2.0f) - gelu_new(-2.0f) == doctest::Approx(2.0f).epsilon(1e-6));
+  // Far from 0 the tanh saturates: the identity on the right, zero on the left.
+  CHECK(gelu_new(10.0f) == doctest::Approx(10.0f));
+  CHECK(std::abs(gelu_new(-10.0f)) < 1e-6f);
+}
+
+TEST_CASE("layer_norm: one row by hand, a constant row, gamma and beta") {
+  // [1, 2, 3, 4]: mean 2.5, biased variance (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25,
+  // so y = [-1.5, -0.5, 0.5, 1.5] / sqrt(1.25) = [-1.341641, -0.447214, 0.447214, 1.341641].
+  Tensor2 x = {{1, 2, 3, 4}, {3, 3, 3, 3}};
+  const Tensor1 gamma = {1, 2, 1, 1}, beta = {0, 0, 0, 1};
+  const Tensor2 y = layer_norm(x, gamma, beta, 0.0);
+  CHECK(y(0, 0) == doctest::Approx(-1.341641));
+  CHECK(y(0, 1) == doctest::Approx(-0.894427));  // -0.447214 x gamma 2
+  CHECK(y(0, 2) == doctest::Approx(0.447214));
+  CHECK(y(0, 3) == doctest::Approx(2.341641));   // 1.341641 + beta 1
+  // A constant row has variance 0: eps keeps it finite, and the output is beta.
+  const Tensor2 c = layer_norm(x, gamma, beta, 1e-5);
+  for (std::size_t j = 0; j < 4; ++j) CHECK(c(1, j) == doctest::Approx(beta(j)));
+}
+
+TEST_CASE("gpt2_forward: blocks that write nothing leave equal causal weights and ln_f(wte) logits") {
+  // vocab 2, D 2, one head. Every block weight and bias is 0 and so are the LayerNorm gammas of
+  // the blocks: q = k = v = 0, so query i spreads 1/(i+1) over keys 0..i, and both branches add
+  // 0. The residual stays x = wte[t] (wpe = 0); ln_f (gamma 1) maps [1, -1] to itself / sqrt(1
+  // + eps), and the logits are that times wte^T: token 0 -> [2, -2] / sqrt(1 + 1e-5).
+  Gpt2Config c;
+  c.n_layer = 1, c.n_head = 1, c.n_embd = 2, c.vocab_size = 2, c.n_positions = 3;
+  Gpt2Model m = zero_gpt2_model(c);
+  m.wte = {{1, -1}, {-1, 1}};
+  m.ln_f_weight = {1, 1};
+  const Gpt2Forward f = gpt2_forward(m, {0, 1, 0});
+  const double third = 1.0 / 3.0, expected[3][3] = {{1, 0, 0}, {0.5, 0.5, 0}, {third, third, third}};
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j) CHECK(f.attention[0](0, i, j) == doctest::Approx(expected[i][j]));
+  const double two = 2.0 / std::sqrt(1.0 + 1e-5);
+  CHECK(f.logits(0, 0) == doctest::Approx(two));
+  CHECK(f.logits(0, 1) == doctest::Approx(-two));
+  CHECK(f.logits(1, 0) == doctest::Approx(-two));
+  CHECK(f.logits(2, 1) == doctest::Approx(-two));
+
+  CHECK_THROWS_WITH_AS(gpt2_forward(m, {0, 1, 0, 1}), doctest::Contains("n_positions"), InputError);
+  CHECK_THROWS_WITH_AS(gpt2_forward(m, {2}), doctest::Contains("out of range"), InputError);
+  CHECK_THROWS_AS(gpt2_forward(m, {}), InputError);
+}
+
+TEST_CASE("check_gpt2_config: each absurd value is refused by its name") {
+  Gpt2Config c;
+  c.n_head = 5;  // 768 % 5 != 0
+  CHECK_THROWS_WITH_AS(check_gpt2_config(c), doctest::Contains("n_embd"), InputError);
+  c = {};
+  c.n_layer = 0;
+  CHECK_THROWS_WITH_AS(check_gpt2_config(c), doctest::Contains("n_layer"), InputError);
+  c = {};
+  c.layer_norm_epsilon = -1;
+  CHECK_THROWS_WITH_AS(check_gpt2_config(c), doctest::Contains("layer_norm_epsilon"), InputError);
+  CHECK_NOTHROW(check_gpt2_config(Gpt2Config{}));  // GPT-2 small itself
+}

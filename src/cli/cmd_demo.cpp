@@ -254,7 +254,7 @@ void setup_demo(CLI::App& app) {
   attn-cli demo "The cat sat on the mat" --rope half --out cat-rope
   attn-cli train --steps 20 --out train-quick
   attn-cli demo --model train-quick/model --out cat-trained
-(A 20-step model has no heads yet; `attn-cli train` with its defaults grows them in about 20 s.)
+(A 20-step model has no heads yet; `attn-cli train` with its defaults grows them in seconds.)
 )");
   cmd->callback([opts, cmd] {
     opts->sentence_given = cmd->count("sentence") > 0;

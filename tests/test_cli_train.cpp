@@ -38,6 +38,8 @@ TEST_CASE("cli train: options out of range are refused with one line") {
   check_input_error(run_cli("train --backend cuda"), "backend");
   check_input_error(run_cli("train --batch 0"), "batch");
   check_input_error(run_cli("train --resume /nonexistent-run"), "nonexistent-run");
+  // 32 held-out sequences x 4 heads x 8192^2 float64 scores would be tens of GiB: refused up front.
+  check_input_error(run_cli("train --context 8192 --steps 1 --batch 1"), "lower --context");
   check_input_error(run_cli("train --resume x --lr 0.01"), "--lr");
 }
 

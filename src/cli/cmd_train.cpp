@@ -11,6 +11,7 @@
 #include "attn/lessons/train.hpp"
 #include "attn/render/report_table.hpp"
 #include "attn/render/train_pictures.hpp"
+#include "budget.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 
@@ -87,6 +88,8 @@ void run_train_command(TrainCliOptions o) {
     options.steps = steps;
   }
   check_train_options(options);
+  require_memory(train_memory_bytes(options), "train with these --context, --heads, --layers, --batch and --steps",
+                 "lower --context first (the scoring's attention grows as its square), or raise --log-every");
   if (o.out.empty()) o.out = o.resume.empty() ? "train-out" : o.resume;
   // Everything is written into a staging folder and put in place at the end, as a whole: an
   // interrupted or failed run leaves no half a model (a resumed folder stays as it was).
@@ -130,6 +133,7 @@ void setup_train(CLI::App& app) {
   for (CLI::Option* option : fixed_by_resume) resume->excludes(option);
   cmd->add_flag("--no-timing", opts->no_timing, "write seconds as 0, so that train.json is byte-identical");
   add_image_flags(cmd, opts->image, true);
+  add_memory_flag(cmd);
   cmd->footer(R"(Defaults: 2 layers x 4 heads, d_model 64, vocab 64, context 32 (16 random tokens repeated
 once), batch 64, Adam lr 4e-3, 1000 steps, seed 42, one thread. Writes --out DIR: model/ (config.json and
 model.safetensors, for `attn-cli forward --model`), train.json (every --log-every steps: held-out

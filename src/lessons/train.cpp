@@ -165,6 +165,20 @@ void check_train_options(const TrainOptions& o) {
   if (o.threads > 1024) throw InputError("threads: expected 0..1024, got " + std::to_string(o.threads));
 }
 
+double train_memory_bytes(const TrainOptions& o) {
+  const ToyConfig& c = o.config;
+  const double L = double(c.context), H = double(c.heads), layers = double(c.layers);
+  const double per_sequence_attention = H * L * L;
+  // Scoring: float64 scores and weights of one layer, every layer's float32 weights kept, and
+  // their per-sequence copies.
+  const double scoring = double(kHeldOutSequences) * per_sequence_attention * (16 + 8 * layers);
+  const double history = double(o.steps / o.log_every + 2) * layers * per_sequence_attention * 4;
+  const double rows = double(o.batch) * L, width = double(std::max(c.vocab, c.d_model));
+  const double activations = rows * width * 4 * (3 * layers + 8);  // residuals, Q K V, merged, logits, scratch
+  const double parameters = double(toy_parameter_count(c)) * 4 * 4;  // model, gradients, Adam's m and v
+  return scoring + history + activations + parameters;
+}
+
 const std::vector<Tensor3>& TrainRun::attention_at_phase_change() const {
   for (std::size_t k = 0; k < points.size(); ++k)
     if (phase_change_step && points[k].step == *phase_change_step) return shown_attention[k];

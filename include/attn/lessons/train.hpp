@@ -103,6 +103,12 @@ struct TrainRun {
 // context even and >= 4; the model's own limits, check_toy_config).
 void check_train_options(const TrainOptions& options);
 
+// About the most memory a run holds at once, in bytes, for a budget check before it starts: the
+// held-out scoring on the naive float64 kernel (its scores and weights for every held-out
+// sequence and layer), the shown sequence's attention at every logged point, the batch's
+// activations, and the model with its gradients and Adam's two moments.
+double train_memory_bytes(const TrainOptions& options);
+
 // The whole run, or its continuation from `resume` (a run of the same options, fewer steps)
 // up to options.steps. on_point is called for every logged point (progress bars).
 TrainRun run_training(const TrainOptions& options, const std::function<void(const TrainPoint&)>& on_point = {},

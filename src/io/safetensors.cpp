@@ -131,7 +131,7 @@ std::map<std::string, StoredTensor> parse_safetensors(const std::string& bytes, 
     t.values.resize(count);
     // One loop per dtype, the dtype tested once: GPT-2 small is 124M values.
     if (e.dtype == "F32") {
-      std::memcpy(t.values.data(), p, 4 * count);
+      if (count > 0) std::memcpy(t.values.data(), p, 4 * count);  // an empty vector's data() may be null
     } else {
       const bool f16 = e.dtype == "F16";
       for (std::size_t i = 0; i < count; ++i) {

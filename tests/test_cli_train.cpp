@@ -26,6 +26,14 @@ std::string scratch_dir(const std::string& name) {
   return dir.string();
 }
 
+// vocab 2, D 2, one head: embed = unembed = W_v = W_o = I, W_q = W_k = 0, pos = 0. Tokens 0, 1:
+// attention [[1, 0], [0.5, 0.5]]; logits [[2, 0], [0.5, 1.5]] (test_train.cpp works it out).
+void write_hand_model(const std::string& dir) {
+  ToyModel m = zero_toy_model({2, 2, 1, 1, 2});
+  m.embed = m.unembed = m.layers[0].w_v = m.layers[0].w_o = xt::eye<float>(2);
+  write_toy_model(dir, m, {});
+}
+
 }  // namespace
 
 TEST_CASE("cli train: options out of range are refused with one line") {
@@ -69,12 +77,8 @@ TEST_CASE("cli train: a rerun gives the same bytes; --resume equals the uninterr
 }
 
 TEST_CASE("cli forward: a hand-made model, and model folders that are wrong") {
-  // vocab 2, D 2, one head: embed = unembed = W_v = W_o = I, W_q = W_k = 0, pos = 0. Tokens 0, 1:
-  // attention [[1, 0], [0.5, 0.5]]; logits [[2, 0], [0.5, 1.5]] (test_train.cpp works it out).
   const std::string dir = scratch_dir("forward");
-  ToyModel m = zero_toy_model({2, 2, 1, 1, 2});
-  m.embed = m.unembed = m.layers[0].w_v = m.layers[0].w_o = xt::eye<float>(2);
-  write_toy_model(dir + "/hand", m, {});
+  write_hand_model(dir + "/hand");
   const CliResult r = run_cli("forward --model hand --tokens 0,1 --json", "", dir);
   REQUIRE(r.code == 0);
   const Json j = Json::parse(r.out);
@@ -103,11 +107,9 @@ TEST_CASE("cli forward: a hand-made model, and model folders that are wrong") {
 }
 
 TEST_CASE("cli demo --model: a hand-made model's heads are the demo's pictures and numbers") {
-  // The same hand-made model as above: on 'cat mat' its one head gives [[1, 0], [0.5, 0.5]].
+  // The hand-made model: on 'cat mat' its one head gives [[1, 0], [0.5, 0.5]].
   const std::string dir = scratch_dir("demo-model");
-  ToyModel m = zero_toy_model({2, 2, 1, 1, 2});
-  m.embed = m.unembed = m.layers[0].w_v = m.layers[0].w_o = xt::eye<float>(2);
-  write_toy_model(dir + "/hand", m, {});
+  write_hand_model(dir + "/hand");
   const CliResult r = run_cli("demo 'cat mat' --model hand --out d --no-color", "", dir);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("<- the induction head") != std::string::npos);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "attn/lessons/number_format.hpp"
 #include "attn/render/report_table.hpp"
 
 using namespace attn;
@@ -35,4 +36,12 @@ TEST_CASE("report_table: number formats, and no NaN can reach a printout") {
   CHECK(format_fixed(3.14159, 3) == "3.142");
   CHECK_THROWS_AS(format_g(std::nan("")), std::logic_error);
   CHECK_THROWS_AS(format_fixed(INFINITY, 2), std::logic_error);
+}
+
+TEST_CASE("count_of: singular for exactly one, the given or +s plural otherwise") {
+  CHECK(count_of(1, "token") == "1 token");
+  CHECK(count_of(0, "token") == "0 tokens");
+  CHECK(count_of(3, "tile") == "3 tiles");
+  CHECK(count_of(1, "query", "queries") == "1 query");
+  CHECK(count_of(2, "query", "queries") == "2 queries");
 }

@@ -31,7 +31,7 @@ std::string tile_panel_title(const std::string& run, const std::vector<FlashTile
   const std::string of = " of " + std::to_string(n.total()) + " tiles ";
   if (n.skipped > 0) return run + ": " + std::to_string(n.skipped) + of + "skipped";
   if (n.diagonal > 0) return run + ": " + std::to_string(n.diagonal) + of + "index-tested, none skipped";
-  return run + ": all " + std::to_string(n.total()) + " tiles computed in full";
+  return run + (n.total() == 1 ? ": the one tile computed in full" : ": all " + count_of(n.total(), "tile") + " computed in full");
 }
 
 std::string formatted(const char* format, double v) {

@@ -9,6 +9,7 @@
 #include "attn/render/heatmap.hpp"
 #include "attn/engine/mask.hpp"
 #include "attn/engine/sdpa.hpp"
+#include "attn/lessons/number_format.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {
@@ -38,7 +39,7 @@ std::string scientific(double x) {
 }
 
 std::string step_text(const GenerateStep& s) {
-  const std::string cache = std::to_string(s.cache_len) + (s.cache_len == 1 ? " token · " : " tokens · ") + bytes_text(s.cache_bytes);
+  const std::string cache = count_of(s.cache_len, "token") + " · " + bytes_text(s.cache_bytes);
   if (s.prefill) return "prefill " + std::to_string(s.count) + " → " + cache;
   return "+1 → " + cache;
 }
@@ -51,7 +52,7 @@ struct CacheLegend {
 };
 
 CacheLegend cache_legend(Canvas& m, std::size_t prefill) {
-  CacheLegend l{"prefill: " + std::to_string(prefill) + " prompt tokens in one step (causal among themselves)",
+  CacheLegend l{"prefill: " + count_of(prefill, "prompt token") + " in one step (causal among themselves)",
                 "decode: one token per step; its query reads every cached key",
                 "·  key not in the cache yet (that token has not been fed)"};
   const TextSize masked = render::masked_legend_size(m);

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "attn/engine/backward.hpp"
 #include "attn/engine/error.hpp"
+#include "flash/microkernels.hpp"  // the flash kernel's vector row max and exp2, for the cross-entropy
 
 namespace attn {
 namespace {
@@ -141,10 +143,14 @@ void forward(const ToyModel& m, const TokenBatch& batch, ToyWorkspace& ws, const
 }
 
 // Cross-entropy of next-token prediction; turns ws.logits into dLoss/dlogits in place when
-// `gradient` (softmax - onehot, divided by the number of predicted positions).
+// `gradient` (softmax - onehot, divided by the number of predicted positions). exp(logit - max)
+// is the flash kernel's vector exp2 of log2(e) (logit - max), kept in place for the gradient.
 double cross_entropy(const TokenBatch& batch, Tensor2& logits, const Dims& s, bool gradient) {
+  const flash::Microkernels<float>& mk = flash::best_microkernels<float>();
+  constexpr float kLog2e = 1.44269504088896341f;
   const double count = double(s.B * (s.last_is_target ? s.L : s.L - 1));
   double total = 0;
+  std::vector<float> scratch(gradient ? 0 : s.V);
   for (std::size_t r = 0; r < s.N; ++r) {
     float* row = logits.data() + r * s.V;
     if (!s.predicts(r)) {  // the last position has no next token
@@ -152,18 +158,14 @@ double cross_entropy(const TokenBatch& batch, Tensor2& logits, const Dims& s, bo
       continue;
     }
     const std::size_t target = std::size_t(batch.tokens[s.token_index(r) + 1]);
-    const float max = *std::max_element(row, row + s.V);
+    const float max = mk.row_max(row, s.V);
     total += double(max) - double(row[target]);
-    // exp(logit - max) once, in float like the logits (kept in place for the gradient), summed in double.
-    double sum = 0;
-    for (std::size_t c = 0; c < s.V; ++c) {
-      const float e = std::exp(row[c] - max);
-      sum += e;
-      if (gradient) row[c] = e;
-    }
-    total += std::log(sum);
+    float* e = gradient ? row : scratch.data();  // the loss alone leaves the logits as they are
+    for (std::size_t c = 0; c < s.V; ++c) e[c] = row[c] * kLog2e;
+    const float sum = mk.exp2_sum(e, s.V, max * kLog2e);
+    total += std::log(double(sum));
     if (gradient) {
-      const float to_probability = float(1.0 / (sum * count));
+      const float to_probability = float(1.0 / (double(sum) * count));
       for (std::size_t c = 0; c < s.V; ++c) row[c] *= to_probability;
       row[target] -= float(1.0 / count);
     }

@@ -23,8 +23,10 @@ template <class T>
 struct BackwardTiles {
   std::vector<T> kt, vt;  // K_j^T [d][Bc], V_j^T [dv][Bc]: products run along keys
   std::vector<T> p, ds;   // P_ij and dP_ij -> dS_ij, [Br][Bc]
+  // Causal trimming of a tile: row r sees keys [0, vis[r]); key c is seen by rows [first[c], Br).
+  std::vector<std::size_t> vis, first;
   explicit BackwardTiles(const BackwardProblem& pb)
-      : kt(pb.d * pb.Bc), vt(pb.dv * pb.Bc), p(pb.Br * pb.Bc), ds(pb.Br * pb.Bc) {}
+      : kt(pb.d * pb.Bc), vt(pb.dv * pb.Bc), p(pb.Br * pb.Bc), ds(pb.Br * pb.Bc), vis(pb.Br), first(pb.Bc) {}
 };
 
 // Query head h: q, dO, lse, D, dq are this head's rows; k, v its key/value head's; dk, dv this

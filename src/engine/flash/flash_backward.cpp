@@ -16,6 +16,7 @@
 // depend on the number of threads (a training run stays byte-identical).
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "attn/engine/backward.hpp"
@@ -86,8 +87,8 @@ BackwardProblem problem(const Shape& q, const Shape& k, const Shape& v, const Ma
 
 // GQA: a key/value head's gradient is the sum over the query heads that read it, in head order.
 template <class Tensor>
-Tensor sum_groups(const Tensor& per_head, std::size_t group) {
-  if (group == 1) return per_head;
+Tensor sum_groups(Tensor per_head, std::size_t group) {
+  if (group == 1) return per_head;  // moved, not copied
   Tensor sum = xt::zeros<typename Tensor::value_type>({per_head.shape(0) / group, per_head.shape(1), per_head.shape(2)});
   for (std::size_t h = 0; h < per_head.shape(0); ++h) xt::view(sum, h / group) += xt::view(per_head, h);
   return sum;
@@ -112,8 +113,8 @@ GradsF64 flash_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3
   run_backward<double>(p, flash::microkernels_generic<double>().backward_head, options.threads, q.data(), k.data(),
                        v.data(), output.data(), lse.data(), grad_output.data(), g.dq.data(), g.dk.data(),
                        g.dv.data());
-  g.dk = sum_groups(g.dk, p.group);
-  g.dv = sum_groups(g.dv, p.group);
+  g.dk = sum_groups(std::move(g.dk), p.group);
+  g.dv = sum_groups(std::move(g.dv), p.group);
   return g;
 }
 
@@ -132,8 +133,8 @@ SdpaGradients flash_backward(const Tensor3& q, const Tensor3& k, const Tensor3& 
     run_backward<float>(p, flash::microkernels_for<float>(o.isa).backward_head, o.threads, q.data(), k.data(), v.data(),
                         forward.output.data(), forward.lse.data(), grad_output.data(), g.grad_q.data(), g.grad_k.data(),
                         g.grad_v.data());
-    g.grad_k = sum_groups(g.grad_k, p.group);
-    g.grad_v = sum_groups(g.grad_v, p.group);
+    g.grad_k = sum_groups(std::move(g.grad_k), p.group);
+    g.grad_v = sum_groups(std::move(g.grad_v), p.group);
     return g;
   }
   const detail::TensorD2 lse = forward.lse64.size() ? forward.lse64 : detail::TensorD2(xt::cast<double>(forward.lse));

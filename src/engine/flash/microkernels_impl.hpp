@@ -136,11 +136,18 @@ struct KernelSet {
       e.store_unaligned(s + j);
       sum += e;
     }
+    if (j < n) {  // the last n - j values, in one register padded with -inf (exp2 gives 0 there)
+      alignas(64) T tail[W];
+      for (std::size_t t = 0; t < W; ++t) tail[t] = j + t < n ? s[j + t] : -T(INFINITY);
+      const batch e = exp2_nonpositive(batch::load_aligned(tail) - mb);
+      e.store_aligned(tail);
+      std::copy(tail, tail + (n - j), s + j);
+      sum += e;
+    }
     alignas(64) T lanes[W];
     sum.store_aligned(lanes);
     T total = 0;
     for (std::size_t t = 0; t < W; ++t) total += lanes[t];
-    for (; j < n; ++j) total += (s[j] = std::exp2(s[j] - m));
     return total;
   }
 
@@ -271,38 +278,65 @@ struct KernelSet {
       }
   }
 
-  static void block_gemm(std::size_t R, std::size_t count, std::size_t n, const T* a, std::size_t ar, std::size_t at,
-                         T alpha, const T* b, std::size_t ldb, T* y, std::size_t ldy, bool accumulate) {
-    constexpr std::size_t MR = 4;
+  static constexpr std::size_t GEMM_ROWS = 4;  // block_gemm's MR
+
+  // Which part of the product a block of MR output rows [r, r + MR) needs: terms [t0, t1) of
+  // the sum (terms outside are exact zeros, skipped), and output columns [0, n).
+  struct Span {
+    std::size_t t0, t1, n;
+  };
+
+  // Y = alpha A B over whole row blocks; span(r, rows) trims each block (see Span). A block
+  // with no terms is still written (zero, or left as it was when accumulating).
+  template <class SpanFn>
+  static void block_gemm(std::size_t R, const T* a, std::size_t ar, std::size_t at, T alpha, const T* b,
+                         std::size_t ldb, T* y, std::size_t ldy, bool accumulate, SpanFn span) {
+    constexpr std::size_t MR = GEMM_ROWS;
+    auto rows = [&]<std::size_t M>(std::size_t r) {
+      const Span s = span(r, M);
+      const std::size_t count = s.t1 > s.t0 ? s.t1 - s.t0 : 0;
+      gemm_rows<M>(count, s.n, a + r * ar + s.t0 * at, ar, at, alpha, b + s.t0 * ldb, ldb, y + r * ldy, ldy,
+                   accumulate);
+    };
     std::size_t r = 0;
-    for (; r + MR <= R; r += MR) gemm_rows<MR>(count, n, a + r * ar, ar, at, alpha, b, ldb, y + r * ldy, ldy, accumulate);
-    for (; r < R; ++r) gemm_rows<1>(count, n, a + r * ar, ar, at, alpha, b, ldb, y + r * ldy, ldy, accumulate);
+    for (; r + MR <= R; r += MR) rows.template operator()<MR>(r);
+    for (; r < R; ++r) rows.template operator()<1>(r);
   }
 
-  // Whether query i of head h may see key j: the explicit mask, and causal by index (on the
-  // diagonal tiles only; `full` says the tile lies entirely below it).
-  static bool visible(const BackwardProblem& p, std::size_t h, std::size_t i, std::size_t j, bool full) {
-    if (!full && !tile::causal_visible(long(i), long(j), long(p.Lq), long(p.Lk))) return false;
+  // Whether query i of head h may see key j by the explicit mask (causal is a row's prefix,
+  // handled by the caller's visible count).
+  static bool allowed(const BackwardProblem& p, std::size_t h, std::size_t i, std::size_t j) {
     return !p.allowed || (*p.allowed)(p.allowed->shape(0) == 1 ? 0 : h, i, j);
   }
 
-  // Line 11 for one row: P = exp(scale S - lse), 0 where the key is hidden. Float: as
-  // exp2(log2(e) (scale S - lse)) on exp2_nonpositive's vectors (hidden keys are -inf there,
-  // and come out exactly 0). Float64: std::exp, the reference's own rounding on every CPU.
-  static void softmax_row(const BackwardProblem& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t cols,
-                          bool full, T lse, T* pr) {
+  // Line 11 for one row: P = exp(scale S - lse) on the row's first n keys (the causally visible
+  // ones), 0 where the mask hides a key. Float: as exp2(log2(e) (scale S - lse)) on
+  // exp2_nonpositive's vectors, over whole registers (S is computed that far; the lanes past n
+  // are overwritten by the caller); hidden keys are -inf there, and come out exactly 0.
+  // Float64: std::exp, the reference's own rounding on every CPU.
+  static void softmax_row(const BackwardProblem& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t n,
+                          std::size_t cols, T lse, T* pr) {
     if constexpr (std::is_same_v<T, double>) {
-      for (std::size_t c = 0; c < cols; ++c) pr[c] = visible(p, h, i, j0 + c, full) ? std::exp(p.scale * pr[c] - lse) : 0.0;
+      for (std::size_t c = 0; c < n; ++c) pr[c] = allowed(p, h, i, j0 + c) ? std::exp(p.scale * pr[c] - lse) : 0.0;
     } else {
       constexpr double kLog2e = 1.4426950408889634;
       const T a = T(p.scale * kLog2e), m = T(double(lse) * kLog2e);
-      for (std::size_t c = 0; c < cols; ++c) pr[c] = visible(p, h, i, j0 + c, full) ? a * pr[c] - m : -INFINITY;
+      const std::size_t whole = std::min(cols, (n + W - 1) / W * W);
+      if (p.allowed)
+        for (std::size_t c = 0; c < n; ++c) pr[c] = allowed(p, h, i, j0 + c) ? a * pr[c] - m : -INFINITY;
+      const batch ab(p.allowed ? T(1) : a), mb(p.allowed ? T(0) : m), zero(T(0));
       std::size_t c = 0;
-      for (; c + W <= cols; c += W) exp2_nonpositive(batch::load_unaligned(pr + c)).store_unaligned(pr + c);
-      for (; c < cols; ++c) pr[c] = pr[c] == -INFINITY ? T(0) : std::exp2(pr[c]);
+      for (; c + W <= whole; c += W)
+        exp2_nonpositive(xsimd::min(xsimd::fms(ab, batch::load_unaligned(pr + c), mb), zero)).store_unaligned(pr + c);
+      for (; c < n; ++c) pr[c] = p.allowed ? (pr[c] == -INFINITY ? T(0) : std::exp2(pr[c])) : std::exp2(a * pr[c] - m);
     }
   }
 
+  // FlashAttention-2's backward for one query head (Algorithm 2, lines 5-19). Causal tiles on
+  // the diagonal are trimmed at register-block granularity: query row r of the tile sees keys
+  // [0, vis[r]), key c is seen by rows [first[c], rows), and each of the five products skips
+  // the terms and columns where P and dS are zero by causality (the float64 reference too: a
+  // skipped term adds an exact zero, so its sums are unchanged).
   static void backward_head(const BackwardProblem& p, std::size_t h, const T* q, const T* k, const T* v, const T* dO,
                             const T* lse, const T* D, T* dq, T* dk, T* dv, BackwardTiles<T>& t) {
     const std::size_t Bc = p.Bc;
@@ -318,34 +352,53 @@ struct KernelSet {
       for (std::size_t i0 = 0; i0 < p.Lq; i0 += p.Br) {  // line 8: for each query block Q_i
         const std::size_t rows = std::min(p.Br, p.Lq - i0);
         // Causal: no row of this block sees key j0 or later, so the tile is above the diagonal
-        // and is skipped without being read. Tiles wholly below it need no per-element test.
+        // and is skipped without being read.
         if (p.causal && std::size_t(tile::causal_key_end(long(i0 + rows), long(p.Lq), long(p.Lk))) <= j0) continue;
-        const bool full = !p.causal || tile::causal_tile_full(long(i0), long(j0 + cols), long(p.Lq), long(p.Lk));
+        std::size_t* vis = t.vis.data();
+        std::size_t* first = t.first.data();
+        for (std::size_t r = 0; r < rows; ++r) {
+          const long end = p.causal ? tile::causal_key_end(long(i0 + r) + 1, long(p.Lq), long(p.Lk)) - long(j0) : long(cols);
+          vis[r] = std::size_t(std::clamp(end, 0L, long(cols)));
+        }
+        for (std::size_t c = 0, r = 0; c < cols; ++c) {  // vis is non-decreasing in r
+          while (r < rows && vis[r] <= c) ++r;
+          first[c] = r;
+        }
+        // A block of query rows needs the keys its last row sees (S and dP: in whole registers);
+        // a block of keys needs the query rows from its first key's first viewer on.
+        auto query_keys = [&](std::size_t r, std::size_t mr) { return vis[r + mr - 1]; };
+        auto score_columns = [&](std::size_t r, std::size_t mr) {
+          return std::min(cols, (query_keys(r, mr) + W - 1) / W * W);
+        };
         T* P = t.p.data();
         T* dS = t.ds.data();
         // Line 10: S_ij = Q_i K_j^T (the scale is applied inside softmax_row). Line 13: dP_ij = dO_i V_j^T.
-        block_gemm(rows, p.d, cols, q + i0 * p.d, p.d, 1, T(1), t.kt.data(), Bc, P, Bc, false);
-        block_gemm(rows, p.dv, cols, dO + i0 * p.dv, p.dv, 1, T(1), t.vt.data(), Bc, dS, Bc, false);
+        block_gemm(rows, q + i0 * p.d, p.d, 1, T(1), t.kt.data(), Bc, P, Bc, false,
+                   [&](std::size_t r, std::size_t mr) { return Span{0, p.d, score_columns(r, mr)}; });
+        block_gemm(rows, dO + i0 * p.dv, p.dv, 1, T(1), t.vt.data(), Bc, dS, Bc, false,
+                   [&](std::size_t r, std::size_t mr) { return Span{0, p.dv, score_columns(r, mr)}; });
         for (std::size_t r = 0; r < rows; ++r) {
           const std::size_t i = i0 + r;
           T* pr = P + r * Bc;
           T* dsr = dS + r * Bc;
           // A fully masked row (lse = -inf) attends to nothing: P = 0 and no gradient. Testing
           // it here also avoids exp(-inf - (-inf)) = NaN.
-          if (lse[i] == -INFINITY) {
-            std::fill(pr, pr + cols, T(0));
-            std::fill(dsr, dsr + cols, T(0));
-            continue;
-          }
+          const std::size_t n = lse[i] == -INFINITY ? 0 : vis[r];
           // Line 11: P_ij = exp(S_ij - L_i); masked keys have P = 0.
-          softmax_row(p, h, i, j0, cols, full, lse[i], pr);
+          softmax_row(p, h, i, j0, n, cols, lse[i], pr);
           // Line 14: dS_ij = P_ij o (dP_ij - D_i).
-          for (std::size_t c = 0; c < cols; ++c) dsr[c] = pr[c] * (dsr[c] - D[i]);
+          for (std::size_t c = 0; c < n; ++c) dsr[c] = pr[c] * (dsr[c] - D[i]);
+          // Zeros where a trimmed block still reads: up to GEMM_ROWS - 1 keys past the row's
+          // visible ones (a block of GEMM_ROWS rows or keys advances the bound by at most that).
+          for (std::size_t c = n; c < std::min(cols, vis[r] + GEMM_ROWS - 1); ++c) pr[c] = dsr[c] = T(0);
         }
         // Line 12: dV_j += P_ij^T dO_i. Line 15: dQ_i += scale dS_ij K_j. Line 16: dK_j += scale dS_ij^T Q_i.
-        block_gemm(cols, rows, p.dv, P, 1, Bc, T(1), dO + i0 * p.dv, p.dv, dv + j0 * p.dv, p.dv, true);
-        block_gemm(rows, cols, p.d, dS, Bc, 1, scale, k + j0 * p.d, p.d, dq + i0 * p.d, p.d, true);
-        block_gemm(cols, rows, p.d, dS, 1, Bc, scale, q + i0 * p.d, p.d, dk + j0 * p.d, p.d, true);
+        block_gemm(cols, P, 1, Bc, T(1), dO + i0 * p.dv, p.dv, dv + j0 * p.dv, p.dv, true,
+                   [&](std::size_t c, std::size_t) { return Span{first[c], rows, p.dv}; });
+        block_gemm(rows, dS, Bc, 1, scale, k + j0 * p.d, p.d, dq + i0 * p.d, p.d, true,
+                   [&](std::size_t r, std::size_t mr) { return Span{0, query_keys(r, mr), p.d}; });
+        block_gemm(cols, dS, 1, Bc, scale, q + i0 * p.d, p.d, dk + j0 * p.d, p.d, true,
+                   [&](std::size_t c, std::size_t) { return Span{first[c], rows, p.d}; });
       }
     }
   }

@@ -127,6 +127,40 @@ TEST_CASE("toy model: loss matches the float64 reference, gradients match finite
   }
 }
 
+TEST_CASE("toy model: gradients at sizes off the kernels' blocks match finite differences") {
+  // The linear layers run on the flash kernel's register-blocked product: 160 rows (not a
+  // multiple of any ISA's row block; more than one depth chunk for the weight gradients), vocab
+  // 70 and d_model 24 (whole key panels and partial ones), so every edge path is exercised.
+  const ToyConfig config{70, 24, 2, 1, 40};
+  ToyModel model = init_toy_model(config, 5);
+  RefModel ref = to_reference(model);
+  TokenBatch batch{4, 40, {}};
+  for (std::size_t n = 0; n < 160; ++n) batch.tokens.push_back(std::int32_t((n * 29 + 3) % 70));
+  ToyModel grads = zero_toy_model(config);
+  ToyWorkspace ws;
+  const double loss = toy_loss_and_gradients(model, batch, &grads, ws, {Backend::flash, 1});
+  CHECK(loss == doctest::Approx(reference_loss(ref, batch)).epsilon(1e-5));
+  const std::vector<NamedTensor> g = toy_parameters(grads);
+  for (std::size_t n = 0; n < g.size(); ++n) {
+    CAPTURE(g[n].name);
+    double worst = 0, largest = 0;
+    const std::size_t size = ref.tensors[n].size();
+    for (std::size_t i = 7 % size; i < size; i += size / 23 + 1) {  // a spread of entries, first and last rows included
+      const double saved = ref.tensors[n][i], h = 1e-5;
+      ref.tensors[n][i] = saved + h;
+      const double up = reference_loss(ref, batch);
+      ref.tensors[n][i] = saved - h;
+      const double down = reference_loss(ref, batch);
+      ref.tensors[n][i] = saved;
+      const double numeric = (up - down) / (2 * h);
+      worst = std::max(worst, std::abs(numeric - double(g[n].tensor->data()[i])));
+      largest = std::max(largest, std::abs(numeric));
+    }
+    CHECK(largest > 1e-5);
+    CHECK(worst <= 1e-3 * largest + 1e-6);
+  }
+}
+
 TEST_CASE("toy model: flash and naive backends agree on a default-sized batch") {
   const ToyConfig config;  // vocab 64, D 64, 4 heads, 2 layers, context 32
   ToyModel model = init_toy_model(config, 42);

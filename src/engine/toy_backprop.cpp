@@ -3,15 +3,14 @@
 // attention call covers the whole batch: head h of sequence b is "head" b*H + h.
 #include "attn/engine/toy_backprop.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "attn/engine/backward.hpp"
 #include "attn/engine/error.hpp"
-#include "flash/microkernels.hpp"  // the flash kernel's vector row max and exp2, for the cross-entropy
+#include "flash/microkernels.hpp"
+#include "parallel.hpp"  // the flash kernel's vector row max and exp2, for the cross-entropy
 
 namespace attn {
 namespace {
@@ -32,23 +31,80 @@ void ensure(Tensor3& t, std::size_t a, std::size_t b, std::size_t c) {
   if (t.shape(0) != a || t.shape(1) != b || t.shape(2) != c) t = Tensor3::from_shape({a, b, c});
 }
 
+// A matrix operand read in place: element (r, c) = p[r * rs + c * cs].
+struct View {
+  const float* p;
+  std::size_t rs, cs;
+  float operator()(std::size_t r, std::size_t c) const { return p[r * rs + c * cs]; }
+};
+
+// C [M, N] = A [M, K] B [K, N] (+ C when accumulate), C row-major with row stride ldc, on the
+// flash kernel's register-blocked product (Microkernels::gemm) rather than BLAS: the linear
+// layers here are small (64 x 64 weights), the kernel keeps 6 x 64 outputs in AVX-512
+// registers, and a training run's bytes then depend on the instruction set's FMA, not on which
+// kernels OpenBLAS picked for this CPU (OPENBLAS_CORETYPE). B is packed in depth chunks of
+// kDepth (a 32 KiB panel stays in L1); rows run in blocks of the kernel's height, the last
+// partial block and the last partial panel of columns through ws.edge.
+void product(std::size_t M, std::size_t N, std::size_t K, View A, View B, float* C, std::size_t ldc, bool accumulate,
+             ToyWorkspace& ws, std::size_t threads) {
+  const flash::Microkernels<float>& mk = flash::best_microkernels<float>();
+  constexpr std::size_t kDepth = 128, kRowsPerItem = 16;
+  const std::size_t PW = mk.key_panel, MR = mk.qk_rows;
+  const std::size_t full_panels = N / PW, panels = (N + PW - 1) / PW, main_rows = M / MR * MR;
+  const std::size_t row_items = (main_rows / MR + kRowsPerItem - 1) / kRowsPerItem;
+  ws.panels.resize(panels * std::min(K, kDepth) * PW);
+  for (std::size_t k0 = 0; k0 < K; k0 += kDepth) {
+    const std::size_t depth = std::min(kDepth, K - k0);
+    const bool add = accumulate || k0 > 0;
+    for (std::size_t p = 0; p < panels; ++p)
+      for (std::size_t k = 0; k < depth; ++k) {
+        float* row = ws.panels.data() + (p * depth + k) * PW;
+        for (std::size_t t = 0; t < PW; ++t) row[t] = p * PW + t < N ? B(k0 + k, p * PW + t) : 0.0f;
+      }
+    const float* a = A.p + k0 * A.cs;
+    // Whole row blocks and whole panels straight into C, split over threads by row blocks.
+    detail::parallel_items(row_items, detail::thread_count(threads, row_items), [&](std::size_t, std::size_t item) {
+      const std::size_t r0 = item * kRowsPerItem * MR, rows = std::min(kRowsPerItem * MR, main_rows - r0);
+      if (full_panels) mk.gemm(a + r0 * A.rs, A.rs, A.cs, depth, rows, ws.panels.data(), full_panels, C + r0 * ldc, ldc, add);
+    });
+    // The edges through a padded block: columns past the last whole panel, rows past the last
+    // whole block (zero rows of A).
+    auto edge = [&](std::size_t r0, std::size_t rows, std::size_t p0, const float* ea, std::size_t ers,
+                    std::size_t ecs) {
+      const std::size_t width = (panels - p0) * PW, cols = N - p0 * PW, padded = (rows + MR - 1) / MR * MR;
+      ws.edge.assign(padded * width, 0.0f);
+      if (add)
+        for (std::size_t r = 0; r < rows; ++r) std::copy_n(C + (r0 + r) * ldc + p0 * PW, cols, ws.edge.data() + r * width);
+      mk.gemm(ea, ers, ecs, depth, padded, ws.panels.data() + p0 * depth * PW, panels - p0,
+              ws.edge.data(), width, true);
+      for (std::size_t r = 0; r < rows; ++r) std::copy_n(ws.edge.data() + r * width, cols, C + (r0 + r) * ldc + p0 * PW);
+    };
+    if (full_panels < panels && main_rows) edge(0, main_rows, full_panels, a, A.rs, A.cs);
+    if (main_rows < M) {
+      std::vector<float> rows_of_a(MR * depth, 0.0f);  // the last rows of A, contiguous, zero-padded
+      for (std::size_t r = main_rows; r < M; ++r)
+        for (std::size_t k = 0; k < depth; ++k) rows_of_a[(r - main_rows) * depth + k] = A(r, k0 + k);
+      edge(main_rows, M - main_rows, 0, rows_of_a.data(), depth, 1);
+    }
+  }
+}
+
 // y [M, Out] = x [M, In] W^T (+ y when accumulate): torch.nn.Linear without a bias.
-void linear(const Tensor2& x, const Tensor2& w, Tensor2& y, bool accumulate = false) {
-  const int M = int(x.shape(0)), In = int(x.shape(1)), Out = int(w.shape(0));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, Out, In, 1.0f, x.data(), In, w.data(), In,
-              accumulate ? 1.0f : 0.0f, y.data(), Out);
+void linear(const Tensor2& x, const Tensor2& w, Tensor2& y, ToyWorkspace& ws, std::size_t threads,
+            bool accumulate = false) {
+  const std::size_t M = x.shape(0), In = x.shape(1), Out = w.shape(0);
+  product(M, Out, In, {x.data(), In, 1}, {w.data(), 1, In}, y.data(), Out, accumulate, ws, threads);
 }
 // dx [M, In] (+)= dy [M, Out] W: the gradient of linear() with respect to its input.
-void linear_grad_input(const Tensor2& dy, const Tensor2& w, Tensor2& dx, bool accumulate) {
-  const int M = int(dy.shape(0)), Out = int(dy.shape(1)), In = int(w.shape(1));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, In, Out, 1.0f, dy.data(), Out, w.data(), In,
-              accumulate ? 1.0f : 0.0f, dx.data(), In);
+void linear_grad_input(const Tensor2& dy, const Tensor2& w, Tensor2& dx, bool accumulate, ToyWorkspace& ws,
+                       std::size_t threads) {
+  const std::size_t M = dy.shape(0), Out = dy.shape(1), In = w.shape(1);
+  product(M, In, Out, {dy.data(), Out, 1}, {w.data(), In, 1}, dx.data(), In, accumulate, ws, threads);
 }
 // dW [Out, In] = dy^T x: the gradient of linear() with respect to its weight.
-void linear_grad_weight(const Tensor2& dy, const Tensor2& x, Tensor2& dw) {
-  const int M = int(dy.shape(0)), Out = int(dy.shape(1)), In = int(x.shape(1));
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Out, In, M, 1.0f, dy.data(), Out, x.data(), In, 0.0f,
-              dw.data(), In);
+void linear_grad_weight(const Tensor2& dy, const Tensor2& x, Tensor2& dw, ToyWorkspace& ws, std::size_t threads) {
+  const std::size_t M = dy.shape(0), Out = dy.shape(1), In = x.shape(1);
+  product(Out, In, M, {dy.data(), 1, Out}, {x.data(), In, 1}, dw.data(), In, false, ws, threads);
 }
 
 // [B*L, D] -> [B*H, L, d]: row b*L+i, columns h*d..h*d+d  ->  head b*H+h, row i.
@@ -122,9 +178,9 @@ void forward(const ToyModel& m, const TokenBatch& batch, ToyWorkspace& ws, const
   for (std::size_t l = 0; l < n; ++l) {
     const ToyLayer& w = m.layers[l];
     const Tensor2& x = ws.residual[l];
-    linear(x, w.w_q, ws.grad_proj), split_heads(ws.grad_proj, ws.q[l], s);
-    linear(x, w.w_k, ws.grad_proj), split_heads(ws.grad_proj, ws.k[l], s);
-    linear(x, w.w_v, ws.grad_proj), split_heads(ws.grad_proj, ws.v[l], s);
+    linear(x, w.w_q, ws.grad_proj, ws, o.threads), split_heads(ws.grad_proj, ws.q[l], s);
+    linear(x, w.w_k, ws.grad_proj, ws, o.threads), split_heads(ws.grad_proj, ws.k[l], s);
+    linear(x, w.w_v, ws.grad_proj, ws, o.threads), split_heads(ws.grad_proj, ws.v[l], s);
     // Attention is the only place where positions exchange information.
     if (o.backend == Backend::flash) {
       ws.flash[l] = flash_attention(ws.q[l], ws.k[l], ws.v[l], nullptr, flash_options(s, o));
@@ -136,10 +192,10 @@ void forward(const ToyModel& m, const TokenBatch& batch, ToyWorkspace& ws, const
     // The residual connection: the layer adds what it read to the stream.
     Tensor2& next = ws.residual[l + 1];
     std::copy(x.begin(), x.end(), next.begin());
-    linear(ws.merged[l], w.w_o, next, /*accumulate=*/true);
+    linear(ws.merged[l], w.w_o, next, ws, o.threads, /*accumulate=*/true);
   }
   ensure(ws.logits, s.N, s.V);
-  linear(ws.residual[n], m.unembed, ws.logits);
+  linear(ws.residual[n], m.unembed, ws.logits, ws, o.threads);
 }
 
 // Cross-entropy of next-token prediction; turns ws.logits into dLoss/dlogits in place when
@@ -178,15 +234,15 @@ void backward(const ToyModel& m, const TokenBatch& batch, ToyModel& g, ToyWorksp
   const std::size_t n = m.layers.size();
   ensure(ws.grad_x, s.N, s.D), ensure(ws.grad_merged, s.N, s.D);
   // logits = x_n unembed^T
-  linear_grad_weight(ws.logits, ws.residual[n], g.unembed);
-  linear_grad_input(ws.logits, m.unembed, ws.grad_x, false);
+  linear_grad_weight(ws.logits, ws.residual[n], g.unembed, ws, o.threads);
+  linear_grad_input(ws.logits, m.unembed, ws.grad_x, false, ws, o.threads);
   for (std::size_t l = n; l-- > 0;) {
     const ToyLayer& w = m.layers[l];
     ToyLayer& gw = g.layers[l];
     // x_{l+1} = x_l + merged W_o^T: the residual passes grad_x through unchanged, and adds
     // the attention branch's gradient below.
-    linear_grad_weight(ws.grad_x, ws.merged[l], gw.w_o);
-    linear_grad_input(ws.grad_x, w.w_o, ws.grad_merged, false);
+    linear_grad_weight(ws.grad_x, ws.merged[l], gw.w_o, ws, o.threads);
+    linear_grad_input(ws.grad_x, w.w_o, ws.grad_merged, false, ws, o.threads);
     split_heads(ws.grad_merged, ws.grad_heads, s);
     const SdpaGradients a =
         o.backend == Backend::flash
@@ -196,8 +252,8 @@ void backward(const ToyModel& m, const TokenBatch& batch, ToyModel& g, ToyWorksp
         {&a.grad_q, {&w.w_q, &gw.w_q}}, {&a.grad_k, {&w.w_k, &gw.w_k}}, {&a.grad_v, {&w.w_v, &gw.w_v}}};
     for (const auto& [grad_heads, weights] : projections) {
       merge_heads(*grad_heads, ws.grad_proj, s);
-      linear_grad_weight(ws.grad_proj, ws.residual[l], *weights.second);
-      linear_grad_input(ws.grad_proj, *weights.first, ws.grad_x, /*accumulate=*/true);
+      linear_grad_weight(ws.grad_proj, ws.residual[l], *weights.second, ws, o.threads);
+      linear_grad_input(ws.grad_proj, *weights.first, ws.grad_x, /*accumulate=*/true, ws, o.threads);
     }
   }
   // x_0 = embed[t] + pos[i]: each row's gradient lands on its token's and its position's row.

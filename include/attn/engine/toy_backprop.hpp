@@ -47,6 +47,7 @@ struct ToyWorkspace {
   Tensor2 logits;                 // [B*L, vocab], then dLoss/dlogits in the backward
   Tensor2 grad_x, grad_merged, grad_proj;  // [B*L, D] scratch
   Tensor3 grad_heads;             // [B*H, L, d] scratch
+  std::vector<float> panels, edge;  // the linear layers' packed operand and edge rows (toy_backprop.cpp)
 };
 
 // Mean next-token cross-entropy of the batch (natural log). With grads non-null, also writes

@@ -25,6 +25,12 @@ struct Microkernels {
   void (*qk)(const T* q, std::size_t d, std::size_t rows, const T* panels,
              std::size_t npanels, T* s, std::size_t lds);
 
+  // The same kernel as a general product: C[rows, npanels*key_panel] (+ C when accumulate) =
+  // A . B with A(r, c) = a[r * ars + c * acs] for c < depth and B packed by pack_k (B[c, j] =
+  // the packed "key" j's element c); rows a multiple of qk_rows.
+  void (*gemm)(const T* a, std::size_t ars, std::size_t acs, std::size_t depth, std::size_t rows,
+               const T* panels, std::size_t npanels, T* c, std::size_t ldc, bool accumulate);
+
   // Online-softmax step for a tile row: returns the row max over s[0..n) (n >= 1).
   T (*row_max)(const T* s, std::size_t n);
   // s[j] = exp2(s[j] - m) in place; returns their sum. m is finite.

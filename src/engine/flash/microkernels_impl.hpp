@@ -40,24 +40,30 @@ struct KernelSet {
         }
   }
 
-  static void qk(const T* q, std::size_t d, std::size_t rows, const T* panels,
-                 std::size_t npanels, T* s, std::size_t lds) {
+  // The Q K^T kernel as a general product (the toy transformer's linear layers run on it too):
+  //   C[r, 0..npanels*PW) (+)= sum_c A(r, c) B[c, ..]   r < rows (a multiple of QK_MR), c < depth
+  // A(r, c) = a[r * ars + c * acs]; B is packed as pack_k's panels [npanels][depth][PW]. Each
+  // output sums its terms in c order, whatever the ISA.
+  static void gemm(const T* a, std::size_t ars, std::size_t acs, std::size_t depth, std::size_t rows,
+                   const T* panels, std::size_t npanels, T* out, std::size_t ldo, bool accumulate) {
     for (std::size_t p = 0; p < npanels; ++p) {
-      const T* kp = panels + p * d * PW;
+      const T* kp = panels + p * depth * PW;
       for (std::size_t i0 = 0; i0 < rows; i0 += QK_MR) {
+        T* o = out + i0 * ldo + p * PW;
         batch acc[QK_MR][QK_NR];
 #pragma GCC unroll 8
         for (std::size_t r = 0; r < QK_MR; ++r)
 #pragma GCC unroll 4
-          for (std::size_t v = 0; v < QK_NR; ++v) acc[r][v] = batch(T(0));
-        const T* qr = q + i0 * d;
-        for (std::size_t c = 0; c < d; ++c) {
+          for (std::size_t v = 0; v < QK_NR; ++v)
+            acc[r][v] = accumulate ? batch::load_unaligned(o + r * ldo + v * W) : batch(T(0));
+        const T* ar = a + i0 * ars;
+        for (std::size_t c = 0; c < depth; ++c) {
           batch kb[QK_NR];
 #pragma GCC unroll 4
           for (std::size_t v = 0; v < QK_NR; ++v) kb[v] = batch::load_unaligned(kp + c * PW + v * W);
 #pragma GCC unroll 8
           for (std::size_t r = 0; r < QK_MR; ++r) {
-            const batch qb(qr[r * d + c]);
+            const batch qb(ar[r * ars + c * acs]);
 #pragma GCC unroll 4
             for (std::size_t v = 0; v < QK_NR; ++v) acc[r][v] = xsimd::fma(qb, kb[v], acc[r][v]);
           }
@@ -65,10 +71,14 @@ struct KernelSet {
 #pragma GCC unroll 8
         for (std::size_t r = 0; r < QK_MR; ++r)
 #pragma GCC unroll 4
-          for (std::size_t v = 0; v < QK_NR; ++v)
-            acc[r][v].store_unaligned(s + (i0 + r) * lds + p * PW + v * W);
+          for (std::size_t v = 0; v < QK_NR; ++v) acc[r][v].store_unaligned(o + r * ldo + v * W);
       }
     }
+  }
+
+  static void qk(const T* q, std::size_t d, std::size_t rows, const T* panels,
+                 std::size_t npanels, T* s, std::size_t lds) {
+    gemm(q, d, 1, d, rows, panels, npanels, s, lds, false);
   }
 
   static T row_max(const T* s, std::size_t n) {
@@ -404,6 +414,6 @@ struct KernelSet {
   }
 
   static attn::flash::Microkernels<T> make(const char* isa) {
-    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &row_max, &exp2_sum, &pv, &qk_unpacked, &sum, &backward_head};
+    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &gemm, &row_max, &exp2_sum, &pv, &qk_unpacked, &sum, &backward_head};
   }
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "attn/engine/backward.hpp"
@@ -59,7 +60,13 @@ void product(std::size_t M, std::size_t N, std::size_t K, View A, View B, float*
     for (std::size_t p = 0; p < panels; ++p)
       for (std::size_t k = 0; k < depth; ++k) {
         float* row = ws.panels.data() + (p * depth + k) * PW;
-        for (std::size_t t = 0; t < PW; ++t) row[t] = p * PW + t < N ? B(k0 + k, p * PW + t) : 0.0f;
+        const std::size_t width = std::min(PW, N - p * PW);
+        if (B.cs == 1) {
+          std::copy_n(B.p + (k0 + k) * B.rs + p * PW, width, row);
+        } else {
+          for (std::size_t t = 0; t < width; ++t) row[t] = B(k0 + k, p * PW + t);
+        }
+        std::fill(row + width, row + PW, 0.0f);
       }
     const float* a = A.p + k0 * A.cs;
     // Whole row blocks and whole panels straight into C, split over threads by row blocks.
@@ -107,13 +114,22 @@ void linear_grad_weight(const Tensor2& dy, const Tensor2& x, Tensor2& dw, ToyWor
   product(Out, In, M, {dy.data(), 1, Out}, {x.data(), In, 1}, dw.data(), In, false, ws, threads);
 }
 
+// n floats from src to dst. The head split moves rows of d = 16 floats: in whole 64-byte
+// blocks of constant size the compiler emits the moves inline, where a memcpy call per row
+// cost as much as the copying.
+void copy_floats(const float* src, std::size_t n, float* dst) {
+  std::size_t c = 0;
+  for (; c + 16 <= n; c += 16) std::memcpy(dst + c, src + c, 16 * sizeof(float));
+  for (; c < n; ++c) dst[c] = src[c];
+}
+
 // [B*L, D] -> [B*H, L, d]: row b*L+i, columns h*d..h*d+d  ->  head b*H+h, row i.
 void split_heads(const Tensor2& x, Tensor3& heads, const Dims& s) {
   ensure(heads, s.B * s.H, s.L, s.d);
   for (std::size_t b = 0; b < s.B; ++b)
     for (std::size_t h = 0; h < s.H; ++h)
       for (std::size_t i = 0; i < s.L; ++i)
-        std::copy_n(x.data() + (b * s.L + i) * s.D + h * s.d, s.d, heads.data() + ((b * s.H + h) * s.L + i) * s.d);
+        copy_floats(x.data() + (b * s.L + i) * s.D + h * s.d, s.d, heads.data() + ((b * s.H + h) * s.L + i) * s.d);
 }
 // The inverse: [B*H, L, d] -> [B*L, D].
 void merge_heads(const Tensor3& heads, Tensor2& x, const Dims& s) {
@@ -121,7 +137,7 @@ void merge_heads(const Tensor3& heads, Tensor2& x, const Dims& s) {
   for (std::size_t b = 0; b < s.B; ++b)
     for (std::size_t h = 0; h < s.H; ++h)
       for (std::size_t i = 0; i < s.L; ++i)
-        std::copy_n(heads.data() + ((b * s.H + h) * s.L + i) * s.d, s.d, x.data() + (b * s.L + i) * s.D + h * s.d);
+        copy_floats(heads.data() + ((b * s.H + h) * s.L + i) * s.d, s.d, x.data() + (b * s.L + i) * s.D + h * s.d);
 }
 
 FlashOptions flash_options(const Dims& s, const ToyPassOptions& o) {

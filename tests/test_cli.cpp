@@ -320,6 +320,12 @@ TEST_CASE("cli: overflowing scores are an error, never a null or NaN in the JSON
   check_input_error(run_cli("attend --input -", big + "}"), "overflow");
   check_input_error(run_cli("attend --input -", big + R"(,"backend":"flash","precision":"float32"})"), "overflow");
   check_input_error(run_cli("attend --input -", R"({"q":[[1,1]],"k":[[1,1]],"v":[[1]],"scale":1e300})"), "overflow");
+  // 16 keys fill whole vector registers, where exp2(inf - inf) used to come out 0 ("every key masked").
+  std::string keys, values;
+  for (int j = 0; j < 16; ++j) keys += std::string(j ? "," : "") + "[1e30,1e30]", values += std::string(j ? "," : "") + "[1]";
+  check_input_error(run_cli("attend --input -", R"({"q":[[1e30,1e30]],"k":[)" + keys + R"(],"v":[)" + values +
+                                                    R"(],"backend":"flash","precision":"float32"})"),
+                    "overflow");
 }
 
 TEST_CASE("cli: output that cannot be written is a runtime error; /dev/stdout works") {

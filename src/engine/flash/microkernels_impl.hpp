@@ -321,8 +321,9 @@ struct KernelSet {
 
   // Line 11 for one row: P = exp(scale S - lse) on the row's first n keys (the causally visible
   // ones), 0 where the mask hides a key. Float: as exp2(log2(e) (scale S - lse)) on
-  // exp2_nonpositive's vectors, over whole registers (S is computed that far; the lanes past n
-  // are overwritten by the caller); hidden keys are -inf there, and come out exactly 0.
+  // exp2_nonpositive's vectors, over whole registers (S is computed that far; what lands past n
+  // is junk that the caller zeroes where the products read); hidden keys are -inf there, and
+  // come out exactly 0.
   // Float64: std::exp, the reference's own rounding on every CPU.
   static void softmax_row(const BackwardProblem& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t n,
                           std::size_t cols, T lse, T* pr) {

@@ -17,6 +17,13 @@ namespace attn::flash {
 template <class T>
 T online_row_step(const Microkernels<T>& mk, tile::RowState<T>& st, T* s, std::size_t n, std::size_t width) {
   const T alpha = tile::row_rescale(st, n ? mk.row_max(s, n) : -T(INFINITY));
+  if (std::isnan(st.m) || st.m == T(INFINITY)) {
+    // The scores overflow (float32 scores of 1e30 squared): exp2(inf - inf) has no value, and
+    // the vector exp2 would flush it to 0, as if every key were masked. P = NaN carries the
+    // overflow into the output, where the caller reports it.
+    std::fill(s, s + width, T(NAN));
+    return T(NAN);
+  }
   if (st.m == -T(INFINITY)) {
     std::fill(s, s + width, T(0));  // every key so far masked: contributes nothing yet
   } else {

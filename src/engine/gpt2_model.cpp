@@ -89,26 +89,36 @@ void check_gpt2_config(const Gpt2Config& c) {
     throw InputError("layer_norm_epsilon: expected a number in (0, 1), got " + std::to_string(c.layer_norm_epsilon));
 }
 
-Gpt2Model zero_gpt2_model(const Gpt2Config& c) {
+Gpt2Model unfilled_gpt2_model(const Gpt2Config& c) {
   check_gpt2_config(c);
   const std::size_t D = c.n_embd;
   Gpt2Model m;
   m.config = c;
-  m.wte = xt::zeros<float>({c.vocab_size, D});
-  m.wpe = xt::zeros<float>({c.n_positions, D});
+  m.wte = Tensor2::from_shape({c.vocab_size, D});
+  m.wpe = Tensor2::from_shape({c.n_positions, D});
   m.blocks.resize(c.n_layer);
   for (Gpt2Block& b : m.blocks) {
     for (Tensor1* t : {&b.ln_1_weight, &b.ln_1_bias, &b.attn_proj_bias, &b.ln_2_weight, &b.ln_2_bias, &b.mlp_proj_bias})
-      *t = xt::zeros<float>({D});
-    b.attn_weight = xt::zeros<float>({D, 3 * D});
-    b.attn_bias = xt::zeros<float>({3 * D});
-    b.attn_proj_weight = xt::zeros<float>({D, D});
-    b.fc_weight = xt::zeros<float>({D, 4 * D});
-    b.fc_bias = xt::zeros<float>({4 * D});
-    b.mlp_proj_weight = xt::zeros<float>({4 * D, D});
+      *t = Tensor1::from_shape({D});
+    b.attn_weight = Tensor2::from_shape({D, 3 * D});
+    b.attn_bias = Tensor1::from_shape({3 * D});
+    b.attn_proj_weight = Tensor2::from_shape({D, D});
+    b.fc_weight = Tensor2::from_shape({D, 4 * D});
+    b.fc_bias = Tensor1::from_shape({4 * D});
+    b.mlp_proj_weight = Tensor2::from_shape({4 * D, D});
   }
-  m.ln_f_weight = xt::zeros<float>({D});
-  m.ln_f_bias = xt::zeros<float>({D});
+  m.ln_f_weight = Tensor1::from_shape({D});
+  m.ln_f_bias = Tensor1::from_shape({D});
+  return m;
+}
+
+Gpt2Model zero_gpt2_model(const Gpt2Config& c) {
+  Gpt2Model m = unfilled_gpt2_model(c);
+  for (const Gpt2Parameter& p : gpt2_parameters(m)) {
+    std::size_t count = 1;
+    for (std::size_t n : p.shape) count *= n;
+    std::fill_n(p.data, count, 0.0f);
+  }
   return m;
 }
 

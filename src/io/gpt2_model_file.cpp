@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <regex>
+#include <set>
+#include <vector>
 
 #include "attn/engine/error.hpp"
 #include "attn/io/json_io.hpp"
@@ -35,9 +37,10 @@ std::vector<std::string> stored_names(const std::string& name) {
   return names;
 }
 
+using Entries = std::map<std::string, SafetensorsEntry>;
+
 // The stored tensor for a parameter, under exactly one of its names.
-std::map<std::string, StoredTensor>::iterator find_parameter(std::map<std::string, StoredTensor>& stored,
-                                                            const std::string& name, const std::string& source) {
+Entries::const_iterator find_parameter(const Entries& stored, const std::string& name, const std::string& source) {
   auto found = stored.end();
   for (const std::string& candidate : stored_names(name)) {
     auto it = stored.find(candidate);
@@ -52,23 +55,26 @@ std::map<std::string, StoredTensor>::iterator find_parameter(std::map<std::strin
   return found;
 }
 
-void check_finite(const StoredTensor& t, const std::string& name, const std::string& source) {
-  for (float x : t.values)
-    if (!std::isfinite(x)) throw InputError(source + ": tensor \"" + name + "\" holds a non-finite value");
-}
-
 // GPT-2 ties its unembedding to wte; an lm_head that differs would make our logits wrong.
-void check_lm_head(std::map<std::string, StoredTensor>& stored, const Tensor2& wte, const std::string& source) {
+// Compared as widened values, a block at a time (no second copy of the vocabulary matrix).
+void check_lm_head(const Entries& stored, const Tensor2& wte, const std::string& source) {
   auto it = stored.find("lm_head.weight");
   if (it == stored.end()) return;
-  if (it->second.shape != shape_of(wte)) {
+  const SafetensorsEntry& head = it->second;
+  if (head.shape != shape_of(wte)) {
     throw InputError(source + ": tensor \"lm_head.weight\": expected shape " + shape_string(shape_of(wte)) +
-                     " (tied to wte), got " + shape_string(it->second.shape));
+                     " (tied to wte), got " + shape_string(head.shape));
   }
-  if (!std::equal(it->second.values.begin(), it->second.values.end(), wte.begin()))
-    throw InputError(source + ": tensor \"lm_head.weight\" differs from wte.weight; GPT-2 ties them "
-                     "(untied heads are not supported)");
-  stored.erase(it);
+  constexpr std::size_t kBlock = 1 << 16;
+  std::vector<float> block(kBlock);
+  const std::size_t width = head.dtype == "F32" ? 4 : 2;
+  for (std::size_t i = 0; i < head.count; i += kBlock) {
+    const SafetensorsEntry part{head.dtype, {}, head.data + i * width, std::min(kBlock, head.count - i)};
+    widen_to_float(part, block.data());
+    if (!std::equal(block.begin(), block.begin() + long(part.count), wte.data() + i))
+      throw InputError(source + ": tensor \"lm_head.weight\" differs from wte.weight; GPT-2 ties them "
+                       "(untied heads are not supported)");
+  }
 }
 
 }  // namespace
@@ -109,22 +115,26 @@ Gpt2Config read_gpt2_config(const std::string& dir) {
 }
 
 Gpt2Model read_gpt2_model(const std::string& dir) {
-  Gpt2Model model = zero_gpt2_model(read_gpt2_config(dir));
+  Gpt2Model model = unfilled_gpt2_model(read_gpt2_config(dir));
   const std::string source = dir + "/model.safetensors";
-  std::map<std::string, StoredTensor> stored = read_safetensors(source);
+  const MappedSafetensors file(source);
+  const Entries& stored = file.tensors();
+  std::set<std::string> used;
   for (const Gpt2Parameter& p : gpt2_parameters(model)) {
     auto it = find_parameter(stored, p.name, source);
     if (it->second.shape != p.shape) {
       throw InputError(source + ": tensor \"" + it->first + "\": expected shape " + shape_string(p.shape) + ", got " +
                        shape_string(it->second.shape));
     }
-    check_finite(it->second, it->first, source);
-    std::copy(it->second.values.begin(), it->second.values.end(), p.data);
-    stored.erase(it);
+    // Widened straight into the model: the file's pages are mapped, never copied whole.
+    if (!widen_to_float(it->second, p.data))
+      throw InputError(source + ": tensor \"" + it->first + "\" holds a non-finite value");
+    used.insert(it->first);
   }
   check_lm_head(stored, model.wte, source);
   for (const auto& [name, tensor] : stored)
-    if (!is_mask_buffer(name)) throw InputError(source + ": unexpected tensor \"" + name + "\"");
+    if (!used.count(name) && name != "lm_head.weight" && !is_mask_buffer(name))
+      throw InputError(source + ": unexpected tensor \"" + name + "\"");
   return model;
 }
 

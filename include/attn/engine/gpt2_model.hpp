@@ -53,6 +53,9 @@ void check_gpt2_config(const Gpt2Config& config);
 
 // A model of this config with every tensor zero.
 Gpt2Model zero_gpt2_model(const Gpt2Config& config);
+// The same shapes with the values unset, for a loader that writes every parameter (a GPT-2
+// small is 500 MB of float: zeroing it first would cost a pass over all of it).
+Gpt2Model unfilled_gpt2_model(const Gpt2Config& config);
 
 // Every parameter with its Hugging Face name without the "transformer." prefix ("wte.weight",
 // "h.0.ln_1.weight", "h.0.attn.c_attn.weight", ..., "ln_f.bias"), its shape and its storage

@@ -9,11 +9,44 @@
 // Any violation is an InputError naming the tensor and what is wrong.
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attn/engine/tensor.hpp"
 
 namespace attn {
+
+// One tensor's place in the file's bytes, checked against the header and the file.
+struct SafetensorsEntry {
+  std::string dtype;  // "F32", "F16" or "BF16"
+  Shape shape;
+  const unsigned char* data;  // count values of the dtype's width, little-endian
+  std::size_t count;
+};
+
+// name -> entry, every check above done, pointing into `bytes` (which must outlive the map).
+std::map<std::string, SafetensorsEntry> index_safetensors(std::string_view bytes, const std::string& source);
+
+// out[0..e.count) = the entry's values as float; F16 and BF16 are widened exactly (F16 with
+// the CPU's F16C conversion instructions when it has them). Returns false when a value is not
+// finite (the rest is still written).
+bool widen_to_float(const SafetensorsEntry& e, float* out);
+
+// The file mapped read-only (mmap: nothing is copied until a tensor is widened) and indexed.
+// The entries point into the mapping and live as long as this object.
+class MappedSafetensors {
+ public:
+  explicit MappedSafetensors(const std::string& path);  // InputError as read_safetensors
+  ~MappedSafetensors();
+  MappedSafetensors(const MappedSafetensors&) = delete;
+  MappedSafetensors& operator=(const MappedSafetensors&) = delete;
+  const std::map<std::string, SafetensorsEntry>& tensors() const { return tensors_; }
+
+ private:
+  void* map_ = nullptr;
+  std::size_t size_ = 0;
+  std::map<std::string, SafetensorsEntry> tensors_;
+};
 
 struct StoredTensor {
   std::string dtype;  // as in the file: "F32", "F16" or "BF16" (values are converted to float)
@@ -25,7 +58,7 @@ struct StoredTensor {
 std::map<std::string, StoredTensor> read_safetensors(const std::string& path);
 
 // The same from the file's bytes (`source` names it in error messages).
-std::map<std::string, StoredTensor> parse_safetensors(const std::string& bytes, const std::string& source);
+std::map<std::string, StoredTensor> parse_safetensors(std::string_view bytes, const std::string& source);
 
 // The bytes of a float32 safetensors file holding these tensors in this order (the header's
 // keys are sorted by nlohmann; the data follows the given order). Same input, same bytes.

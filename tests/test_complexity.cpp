@@ -68,6 +68,36 @@ TEST_CASE("complexity: KV-cache bytes of the presets, from their real configurat
   CHECK_THROWS_WITH_AS(kv_preset("gpt-5"), doctest::Contains("llama-3-8b"), InputError);
 }
 
+TEST_CASE("complexity: Mistral 7B v0.1's rolling buffer keeps 4096 tokens: 512 MiB at 32k tokens, not 4 GiB") {
+  const std::uint64_t MiB = 1 << 20;
+  const KvModel& mistral = kv_preset("mistral-7b");
+  CHECK(kv_cache_bytes(mistral, 32768, 2) == 4096 * MiB);           // every token cached (v0.2 and later)
+  CHECK(kv_rolling_buffer_bytes(mistral, 32768, 2) == 512 * MiB);   // the last 4096 (v0.1)
+  CHECK(kv_rolling_buffer_bytes(mistral, 1000, 2) == kv_cache_bytes(mistral, 1000, 2));  // shorter than w
+  CHECK_THROWS_AS(kv_rolling_buffer_bytes(kv_preset("llama-7b"), 10, 2), InputError);
+}
+
+TEST_CASE("complexity: causal method counts are the visible key-query pairs, counted one by one") {
+  const std::size_t D = 64, H = 4, w = 3, B = 4;
+  for (std::size_t n : {1, 2, 3, 8, 9, 10, 50}) {
+    CAPTURE(n);
+    const std::size_t l = std::size_t(std::ceil(std::sqrt(double(n))));
+    double strided = 0, local = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j <= i; ++j) {
+        strided += (i - j < l || (i - j) % l == 0) ? 1 : 0;
+        local += i - j < w ? 1 : 0;
+      }
+    const auto m = method_table({n}, D, H, w, B, /*causal=*/true);
+    CHECK(m[0].at[0].flops == 4 * double(n) * double(n) / 2 * D);  // halved, as count_attention
+    CHECK(m[0].at[0].memory_bytes == H * double(n * n) * B);       // the full matrix is stored
+    CHECK(m[2].at[0].flops == 4 * strided * D);
+    CHECK(m[2].at[0].memory_bytes == H * strided * B);
+    CHECK(m[4].at[0].flops == 4 * local * D);
+    CHECK(m[3].at[0].flops == method_table({n}, D, H, w, B, false)[3].at[0].flops);  // linear: the same
+  }
+}
+
 TEST_CASE("complexity: the tutorial's LLaMA-7B KV cache uses 24 layers (805 MB) - 32 layers give 1 GiB") {
   const KvClaimCheck c = tutorial_kv_claim_check();
   CHECK(c.claimed_bytes == 24ull * 1 * 2048 * 32 * 128 * 2 * 2);  // the tutorial's own product

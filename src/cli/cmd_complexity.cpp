@@ -60,7 +60,8 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
            tokens(r.crossover.with_softmax) + " with softmax counted too. The textbook \"when n > d\" is the "
            "order of magnitude; the constants move it.\n\n";
     out += "Long-sequence methods (FlashAttention, sparse, linear, local), attention core only (Q K^T and P V; projections "
-           "excluded), at n = " + std::to_string(r.methods.front().at.back().n) + ":\n";
+           "excluded), at n = " + std::to_string(r.methods.front().at.back().n) +
+           (c.causal ? ", causal (each query sees only earlier keys)" : "") + ":\n";
   }
   Table methods{{"method", "time", "memory", "FLOPs", "score memory", "idea", "source"}, {}};
   for (const MethodCost& mc : r.methods) {
@@ -76,15 +77,21 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
   if (prose) {
     for (const MethodCost& mc : r.methods) out += "  " + mc.name + ": " + mc.idea + " (" + mc.source + ")\n";
     out += "\nKV cache = 2 x layers x kv_heads x head_dim x tokens x bytes (" + std::to_string(c.tokens) +
-           " tokens, " + std::to_string(c.dtype_bytes) + "-byte numbers, batch 1):\n";
+           " tokens, " + std::to_string(c.dtype_bytes) + "-byte numbers, batch 1); a model with a sliding "
+           "window w can keep a rolling buffer of min(tokens, w) tokens instead:\n";
   }
-  Table kv{{"model", "layers", "kv_heads", "head_dim", "tokens", "bytes"}, {}};
+  Table kv{{"model", "layers", "kv_heads", "head_dim", "tokens", "bytes", "window", "rolling buffer"}, {}};
   for (const auto& [model, bytes] : r.kv_cache) {
     kv.rows.push_back({model.name, std::to_string(model.layers), std::to_string(model.kv_heads),
-                       std::to_string(model.head_dim), std::to_string(c.tokens), bytes_cell(double(bytes), f)});
+                       std::to_string(model.head_dim), std::to_string(c.tokens), bytes_cell(double(bytes), f),
+                       model.window ? std::to_string(model.window) : "-",
+                       model.window ? bytes_cell(double(kv_rolling_buffer_bytes(model, c.tokens, c.dtype_bytes)), f)
+                                    : "-"});
   }
   out += render_table(kv, f);
   if (prose) {
+    for (const auto& [model, bytes] : r.kv_cache)
+      if (model.window) out += "\n" + model.name + ": " + model.source + ".\n";
     const KvClaimCheck& s = r.kv_claim;
     out += "\nA widely shared KV-cache tutorial gives LLaMA-7B " + std::to_string(s.claimed.layers) + " layers: " +
            std::to_string(s.claimed_bytes) + " bytes (" + format_si(double(s.claimed_bytes)) + "B = " +

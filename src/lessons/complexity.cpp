@@ -1,5 +1,6 @@
 #include "attn/lessons/complexity.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -79,38 +80,60 @@ Crossover crossover_length(std::size_t d_model, std::size_t heads, bool causal) 
           linear / (quad_matmul + quad_softmax)};
 }
 
+namespace {
+
+// Query i (0-based) of a causal row sees min(i + 1, w) keys of a window of w ending at itself;
+// summed over the n queries.
+double causal_window_pairs(double n, double w) {
+  return n <= w ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w;
+}
+
+// Child et al.'s strided pattern with stride l, causal: query i sees its l latest keys (itself
+// included) and every l-th key before them, i - l, i - 2l, ..., 0 <= j: floor(i / l) more.
+double causal_strided_pairs(double n, double l) {
+  const double q = std::floor(n / l), r = n - q * l;  // sum of floor(i / l) for i < n
+  return causal_window_pairs(n, l) + l * q * (q - 1) / 2 + r * q;
+}
+
+}  // namespace
+
 std::vector<MethodCost> method_table(const std::vector<std::size_t>& ns, std::size_t d_model,
-                                     std::size_t heads, std::size_t window, std::size_t dtype_bytes) {
+                                     std::size_t heads, std::size_t window, std::size_t dtype_bytes, bool causal) {
   if (window == 0) throw InputError("--window: expected >= 1");
   const double D = double(d_model), H = double(heads), d = D / H, B = double(dtype_bytes);
-  // Each method as "keys each query reads" (k_eff) where that is what it changes: the core
-  // then costs 4 n k_eff D FLOPs (Q K^T and P V) and H n k_eff scores of memory.
+  const std::string w = std::to_string(window);
+  // Each method as the key-query pairs it computes, where that is what it changes: the core
+  // then costs 4 D FLOPs per pair (Q K^T and P V) and H scores of memory per pair.
   std::vector<MethodCost> m = {
       {"standard", "O(n^2 d)", "O(n^2)", "every query reads every key; the n x n matrix is stored",
        "Vaswani et al. 2017, arXiv 1706.03762", {}},
       {"flash", "O(n^2 d)", "O(n)", "exact attention in tiles with an online softmax: same FLOPs, "
        "the n x n matrix never leaves on-chip memory", "Dao et al. 2022, arXiv 2205.14135", {}},
       {"sparse (strided)", "O(n sqrt(n) d)", "O(n sqrt(n))",
-       "each query reads a local window of sqrt(n) keys and every sqrt(n)-th key: 2 sqrt(n) keys",
+       causal ? "each query reads its sqrt(n) latest keys and every sqrt(n)-th key before them"
+              : "each query reads a local window of sqrt(n) keys and every sqrt(n)-th key: 2 sqrt(n) keys",
        "Child et al. 2019, arXiv 1904.10509", {}},
       {"linear", "O(n d^2)", "O(d^2) per head",
-       "softmax replaced by a kernel phi: phi(Q) (phi(K)^T V), a d x d state per head",
+       causal ? "softmax replaced by a kernel phi; causal: running sums of phi(k_j)^T v_j, a d x d state per head"
+              : "softmax replaced by a kernel phi: phi(Q) (phi(K)^T V), a d x d state per head",
        "Katharopoulos et al. 2020, arXiv 2006.16236", {}},
       {"sliding window", "O(n w d)", "O(n w)",
-       "each query reads the w = " + std::to_string(window) + " keys around it (Mistral-7B: w = 4096)",
+       causal ? "each query reads the w = " + w + " latest keys, itself included (Mistral 7B v0.1: w = 4096)"
+              : "each query reads the w = " + w + " keys around it (Mistral 7B v0.1, causal: w = 4096)",
        "Beltagy et al. 2020 (Longformer), arXiv 2004.05150", {}},
   };
   for (std::size_t n_int : ns) {
     check_sizes(n_int, d_model, heads, dtype_bytes);
-    const double n = double(n_int);
-    const double sparse_keys = std::min(n, 2.0 * std::ceil(std::sqrt(n)));
-    const double window_keys = std::min(n, double(window));
-    m[0].at.push_back({n_int, 4 * n * n * D, H * n * n * B});
-    m[1].at.push_back({n_int, 4 * n * n * D, 2 * H * n * B});
-    m[2].at.push_back({n_int, 4 * n * sparse_keys * D, H * n * sparse_keys * B});
+    const double n = double(n_int), l = std::ceil(std::sqrt(n));
+    const double full = causal ? n * n / 2 : n * n;
+    const double sparse = causal ? causal_strided_pairs(n, l) : n * std::min(n, 2 * l);
+    const double local = causal ? causal_window_pairs(n, double(window)) : n * std::min(n, double(window));
+    m[0].at.push_back({n_int, 4 * full * D, H * n * n * B});  // the whole matrix is stored, causal or not
+    m[1].at.push_back({n_int, 4 * full * D, 2 * H * n * B});
+    m[2].at.push_back({n_int, 4 * sparse * D, H * sparse * B});
     // phi(K)^T V: [d, n] x [n, d] and phi(Q) S: [n, d] x [d, d], 2 n d^2 FLOPs each, per head.
     m[3].at.push_back({n_int, H * 4 * n * d * d, H * d * d * B});
-    m[4].at.push_back({n_int, 4 * n * window_keys * D, H * n * window_keys * B});
+    m[4].at.push_back({n_int, 4 * local * D, H * local * B});
   }
   return m;
 }
@@ -123,7 +146,11 @@ const std::vector<KvModel>& kv_presets() {
       {"llama-7b", 32, 32, 128, "Touvron et al. 2023, arXiv 2302.13971, Table 2: 32 layers, 32 heads, dim 4096"},
       {"llama-2-7b", 32, 32, 128, "Touvron et al. 2023, arXiv 2307.09288; HF config: 32 layers, 32 heads, hidden 4096"},
       {"llama-3-8b", 32, 8, 128, "Meta Llama 3 8B config: 32 layers, 32 heads, num_key_value_heads 8 (GQA), hidden 4096"},
-      {"mistral-7b", 32, 8, 128, "Jiang et al. 2023, arXiv 2310.06825, Table 1: 32 layers, 32 heads, 8 kv heads, head_dim 128"},
+      {"mistral-7b", 32, 8, 128,
+       "Jiang et al. 2023, arXiv 2310.06825, Table 1: 32 layers, 32 heads, 8 kv heads, head_dim 128, window 4096. "
+       "v0.1 keeps a rolling buffer of the last 4096 tokens (section 2); v0.2 and later have no sliding window "
+       "(their release notes) and cache every token",
+       4096},
   };
   return presets;
 }
@@ -142,6 +169,11 @@ std::uint64_t kv_cache_bytes(const KvModel& m, std::size_t tokens, std::size_t d
     throw InputError("KV cache: layers, kv heads, head dim and tokens must be >= 1");
   }
   return fit64(u128(2) * m.layers * m.kv_heads * m.head_dim * tokens * dtype_bytes, "KV cache bytes");
+}
+
+std::uint64_t kv_rolling_buffer_bytes(const KvModel& m, std::size_t tokens, std::size_t dtype_bytes) {
+  if (m.window == 0) throw InputError("KV cache: a rolling buffer needs a window >= 1");
+  return kv_cache_bytes(m, std::min(tokens, m.window), dtype_bytes);
 }
 
 KvClaimCheck tutorial_kv_claim_check() {
@@ -164,7 +196,7 @@ ComplexityReport run_complexity(const ComplexityConfig& config) {
   for (std::size_t n : config.ns)
     r.rows.push_back(count_attention(n, config.d_model, config.heads, config.causal, config.dtype_bytes));
   r.crossover = crossover_length(config.d_model, config.heads, config.causal);
-  r.methods = method_table(config.ns, config.d_model, config.heads, config.window, config.dtype_bytes);
+  r.methods = method_table(config.ns, config.d_model, config.heads, config.window, config.dtype_bytes, config.causal);
   std::vector<KvModel> models;
   if (config.models.empty()) {
     models = kv_presets();
@@ -196,6 +228,9 @@ Json complexity_json(const ComplexityReport& r) {
   for (const auto& [m, bytes] : r.kv_cache) {
     kv.push_back({{"model", m.name}, {"layers", m.layers}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
                   {"tokens", r.config.tokens}, {"dtype_bytes", r.config.dtype_bytes}, {"bytes", bytes},
+                  {"window", m.window ? Json(m.window) : Json(nullptr)},
+                  {"rolling_buffer_bytes",
+                   m.window ? Json(kv_rolling_buffer_bytes(m, r.config.tokens, r.config.dtype_bytes)) : Json(nullptr)},
                   {"source", m.source}});
   }
   Json methods = Json::array();
@@ -210,7 +245,8 @@ Json complexity_json(const ComplexityReport& r) {
       {"convention", flops_convention()},
       {"rows", rows},
       {"kv_cache", kv},
-      {"kv_cache_formula", "bytes = 2 (K and V) x layers x kv_heads x head_dim x tokens x dtype_bytes, batch 1"},
+      {"kv_cache_formula", "bytes = 2 (K and V) x layers x kv_heads x head_dim x tokens x dtype_bytes, batch 1; "
+                           "rolling_buffer_bytes: the same with min(tokens, window) tokens"},
       {"crossover",
        {{"matmuls", r.crossover.matmuls},
         {"matmuls_without_out_proj", r.crossover.matmuls_without_out},
@@ -218,7 +254,10 @@ Json complexity_json(const ComplexityReport& r) {
         {"meaning", "n at which the n^2 terms equal the n d_model^2 terms"}}},
       {"methods",
        {{"convention", "attention core only (Q K^T and P V FLOPs, score memory); projections excluded; "
-                       "window = " + std::to_string(r.config.window)},
+                       "window = " + std::to_string(r.config.window) +
+                       (r.config.causal ? "; causal: standard and flash halved, sparse and sliding window count "
+                                          "the earlier keys each query sees"
+                                        : "")},
         {"table", methods}}},
       {"kv_cache_claim_check",
        {{"claim", "a teaching note gives LLaMA-7B 24 layers"}, {"model", c.actual.name}, {"tokens", c.tokens}, {"dtype_bytes", c.dtype_bytes},

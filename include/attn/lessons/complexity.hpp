@@ -61,18 +61,27 @@ struct MethodCost {
   std::string name, time, memory, idea, source;
   std::vector<MethodAt> at;  // one per n
 };
+// causal: standard and flash are halved as count_attention halves them (FlashAttention's rule);
+// sparse and sliding window count exactly the keys each query may see, earlier ones only; linear
+// attention's causal form (running prefix sums of phi(K)^T V) costs what the full one does.
 std::vector<MethodCost> method_table(const std::vector<std::size_t>& ns, std::size_t d_model,
-                                     std::size_t heads, std::size_t window, std::size_t dtype_bytes);
+                                     std::size_t heads, std::size_t window, std::size_t dtype_bytes,
+                                     bool causal = false);
 
-// KV cache = 2 (K and V) x layers x kv_heads x head_dim x tokens x dtype_bytes, batch 1.
+// KV cache = 2 (K and V) x layers x kv_heads x head_dim x tokens x dtype_bytes, batch 1. A model
+// with sliding-window attention can keep only the last `window` tokens instead (Mistral 7B
+// v0.1's rolling buffer cache, Jiang et al. 2023, arXiv 2310.06825, section 2).
 struct KvModel {
   std::string name;
   std::size_t layers = 0, kv_heads = 0, head_dim = 0;
   std::string source;
+  std::size_t window = 0;  // 0 = no sliding window
 };
 const std::vector<KvModel>& kv_presets();
 const KvModel& kv_preset(const std::string& name);  // InputError naming the presets when unknown
 std::uint64_t kv_cache_bytes(const KvModel& model, std::size_t tokens, std::size_t dtype_bytes);
+// The rolling buffer's bytes: the same formula with min(tokens, window) tokens (window > 0).
+std::uint64_t kv_rolling_buffer_bytes(const KvModel& model, std::size_t tokens, std::size_t dtype_bytes);
 
 struct ComplexityConfig {
   std::vector<std::size_t> ns = {128, 256, 512, 1024, 2048, 4096, 8192};

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -64,9 +65,10 @@ __attribute__((target("avx,f16c"))) void widen_half_f16c(const unsigned char* in
 
 void widen_half(const unsigned char* in, std::size_t count, float* out) {
 #if defined(__x86_64__)
-  static const bool f16c = [] {
+  static const bool f16c = [] {  // clang has no "f16c" for __builtin_cpu_supports: CPUID leaf 1 says it
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
   }();
   if (f16c) return widen_half_f16c(in, count, out);
 #endif

@@ -148,12 +148,23 @@ TEST_CASE("cli complexity: formats, custom KV model, --measure, errors") {
   check_input_error(run_cli("complexity --measure --measure-n 64"), "measure-n");
 }
 
-TEST_CASE("cli explain: five labelled steps, row sums, the sdpa check - --input - errors") {
+TEST_CASE("cli explain: six labelled steps, row sums, the sdpa check - --input - errors") {
   const CliResult r = run_cli("explain");
   REQUIRE(r.code == 0);
   check_no_nan(r.out);
-  for (const char* s : {"Step 1.", "Step 2.", "Step 3.", "Step 4.", "Step 5.", "row sum", "喜欢", "attn::sdpa"})
+  for (const char* s : {"Step 1.", "Step 2.", "Step 3.", "Step 4.", "row max", "Step 5.", "Step 6.", "row sum", "喜欢",
+                        "attn::sdpa"})
     CHECK(r.out.find(s) != std::string::npos);
+  CHECK(r.out.find("Online softmax") == std::string::npos);  // the extra lessons only when asked
+  const CliResult more = run_cli("explain 'The cat sat on the mat' --online --row 2 --jacobian --symmetry");
+  CAPTURE(more.err);
+  REQUIRE(more.code == 0);
+  check_no_nan(more.out);
+  for (const char* s : {"Online softmax on row 2 ('sat')", "rescale", "(masked)", "Softmax Jacobian of row 2",
+                        "p - onehot(y)", "max |S - S^T| = 0 (exactly 0)"})
+    CHECK(more.out.find(s) != std::string::npos);
+  check_input_error(run_cli("explain --online --row 4"), "--row 4");
+  check_input_error(run_cli("explain --jacobian --row 1 --target 3"), "--target 3");
   const CliResult j = run_cli("explain --input - --format json --mask none", "Thinking strictly is hard\n");
   REQUIRE(j.code == 0);
   const Json out = Json::parse(j.out);
@@ -167,13 +178,13 @@ TEST_CASE("cli explain: five labelled steps, row sums, the sdpa check - --input 
   check_input_error(run_cli("explain --input /nonexistent/s.txt"), "cannot read /nonexistent/s.txt");  // DESIGN.md: exit 2
 }
 
-TEST_CASE("cli pitfalls: seven lessons, one by id, JSON, errors") {
+TEST_CASE("cli pitfalls: fourteen lessons, one by id, JSON, errors") {
   const CliResult r = run_cli("pitfalls");
   REQUIRE(r.code == 0);
   check_no_nan(r.out);
   std::size_t lessons = 0;
   for (std::size_t at = r.out.find("Lesson:"); at != std::string::npos; at = r.out.find("Lesson:", at + 1)) ++lessons;
-  CHECK(lessons == 7);
+  CHECK(lessons == 14);
   const CliResult one = run_cli("pitfalls causal-alignment --format json");
   REQUIRE(one.code == 0);
   const Json j = Json::parse(one.out);

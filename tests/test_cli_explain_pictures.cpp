@@ -28,10 +28,11 @@ TEST_CASE("cli explain/pitfalls pictures: files exist, decode, and reruns are by
     CHECK(p.out.find("Wrote " + out + "/pitfall-causal-alignment.png") != std::string::npos);
   }
   const std::vector<std::string> names = {"explain-1-scores", "explain-2-scaled", "explain-3-masked",
-                                          "explain-4-weights", "explain-5-output", "pitfall-mask-polarity",
+                                          "explain-4-shifted", "explain-5-weights", "explain-6-output",
+                                          "pitfall-mask-polarity",
                                           "pitfall-causal-alignment", "pitfall-fully-masked-row"};
-  CHECK(files_in(dir.path / "p-a") == 12);  // 5 steps + 7 pitfalls, no temporary files left
-  CHECK(files_in(dir.path / "p-b") == 12);
+  CHECK(files_in(dir.path / "p-a") == 14);  // 6 steps + the 8 pitfalls with matrices, no temporary files left
+  CHECK(files_in(dir.path / "p-b") == 14);
   for (const std::string& name : names) {
     CAPTURE(name);
     const DecodedPng img = DecodedPng::from_file(dir / ("p-a/" + name + ".png"));
@@ -46,7 +47,7 @@ TEST_CASE("explain pictures: a masked cell is drawn unlike an unmasked cell of w
   REQUIRE(!r.allowed(0, 1));  // causal: query 0 may not see key 1
   // Make an allowed cell carry exactly weight 0, the colour a masked cell must not share.
   r.weights(1, 0) = 0;
-  const Figure f = explain_step_figure(r, 4);
+  const Figure f = explain_step_figure(r, 5);
   const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
   REQUIRE(img.ok());
   const Rgb8 masked = img.cell_mean(f.grids[0], 0, 1, 2);
@@ -57,7 +58,47 @@ TEST_CASE("explain pictures: a masked cell is drawn unlike an unmasked cell of w
   // A corner of the cell, away from its "0.000", is the colormap's own 0.
   const CellGrid& g = f.grids[0];
   CHECK(near(img.pixel(g.cell_x(0) + 4, g.cell_y(1) + 4, 2), to_rgb8(Colormap::by_name("Blues").at(0)), 3));
-  CHECK_THROWS_AS(explain_step_figure(r, 6), InputError);
+  CHECK_THROWS_AS(explain_step_figure(r, 7), InputError);
+  CHECK_THROWS_AS(explain_jacobian_figure(r), InputError);  // not computed
+}
+
+TEST_CASE("explain pictures: steps 1 to 4 share one colour scale, so scaling shows and a score keeps its colour") {
+  ExplainConfig c;
+  c.d_model = 16;  // scale 1/4: step 2 is plainly paler
+  const ExplainResult r = explain_attention(c);
+  // The cell of the largest |score|, allowed by the causal mask.
+  std::size_t bi = 0, bj = 0;
+  for (std::size_t i = 0; i < r.tokens.size(); ++i)
+    for (std::size_t j = 0; j <= i; ++j)
+      if (std::fabs(r.scores(i, j)) > std::fabs(r.scores(bi, bj))) bi = i, bj = j;
+  auto colour = [&](int step, std::size_t i, std::size_t j) {
+    const Figure f = explain_step_figure(r, step);
+    const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+    REQUIRE(img.ok());
+    const CellGrid& g = f.grids[0];
+    return img.pixel(g.cell_x(j) + 3, g.cell_y(i) + 3, 2);  // a corner, away from the printed value
+  };
+  const Rgb8 white{255, 255, 255};
+  const Rgb8 s1 = colour(1, bi, bj), s2 = colour(2, bi, bj), s3 = colour(3, bi, bj);
+  CAPTURE(s1);
+  CAPTURE(s2);
+  auto distance = [](Rgb8 a, Rgb8 b) { return std::abs(a.r - b.r) + std::abs(a.g - b.g) + std::abs(a.b - b.b); };
+  CHECK(distance(s2, white) + 60 < distance(s1, white));  // a quarter of the score, a much paler cell
+  CHECK(near(s2, s3, 2));                                 // the mask leaves an allowed score alone
+}
+
+TEST_CASE("explain pictures: step 6 draws V beside the output; --jacobian draws the Jacobian") {
+  ExplainConfig c;
+  c.jacobian = true;
+  const ExplainResult r = explain_attention(c);
+  const Figure f = explain_step_figure(r, 6);
+  REQUIRE(f.grids.size() == 2);
+  CHECK(f.grids[0].rows == r.tokens.size());
+  CHECK(f.grids[0].cols == r.config.d_model);
+  CHECK(f.grids[1].x > f.grids[0].x + f.grids[0].cell_w * double(r.config.d_model));
+  const Figure jf = explain_jacobian_figure(r);
+  CHECK(jf.grids[0].rows == r.tokens.size());
+  CHECK(DecodedPng::from_bytes(render_png(jf, 1)).ok());
 }
 
 TEST_CASE("pitfall pictures: wrong | right panels, two per table") {

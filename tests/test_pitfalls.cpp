@@ -67,6 +67,11 @@ TEST_CASE("pitfalls: eps after softmax gives each masked key eps / (1 + n eps)")
   CHECK(fact(p, "weight on each masked").right == 0.0);
   CHECK(fact(p, "total weight on masked").wrong == doctest::Approx(3 * eps / (1 + n * eps)).epsilon(1e-9));
   check_row(p.tables[0].wrong, 0, {(1 + eps) / (1 + n * eps), eps, eps, eps}, 1e-5);
+  // The leak made visible: divided by eps, each future key's weight is 1 / (1 + n eps), not 0.000.
+  REQUIRE(p.tables.size() == 2);
+  check_row(p.tables[1].wrong, 0, {1 / (1 + n * eps), 1 / (1 + n * eps), 1 / (1 + n * eps)}, 1e-6);
+  check_row(p.tables[1].right, 0, {0, 0, 0});
+  CHECK(p.tables[1].col_labels == std::vector<std::string>{"k1", "k2", "k3"});
 }
 
 TEST_CASE("pitfalls: without 1/sqrt(d_k) the row saturates and its Jacobian vanishes") {
@@ -95,6 +100,15 @@ TEST_CASE("pitfalls: temperature direction - T = 2 flattens, T = 0.5 sharpens (b
   CHECK(fact(p, "max weight").wrong == doctest::Approx(top(2.0)));
   CHECK(fact(p, "max weight").right == doctest::Approx(top(0.5)));
   CHECK(fact(p, "entropy").wrong > fact(p, "entropy").right);
+  // Both panels start from the same T = 1 row and name the new T.
+  CHECK(fact(p, "new T").wrong == 2.0);
+  CHECK(fact(p, "new T").right == 0.5);
+  REQUIRE(p.tables[0].wrong.shape(0) == 2);
+  CHECK(double(p.tables[0].wrong(0, 0)) == doctest::Approx(top(1.0)).epsilon(1e-6));
+  CHECK(double(p.tables[0].right(0, 0)) == doctest::Approx(top(1.0)).epsilon(1e-6));
+  CHECK(double(p.tables[0].wrong(1, 0)) == doctest::Approx(top(2.0)).epsilon(1e-6));
+  CHECK(p.tables[0].wrong_title.find("T = 2") != std::string::npos);
+  CHECK(p.tables[0].right_title.find("T = 0.5") != std::string::npos);
 }
 
 TEST_CASE("pitfalls: RoPE with cos/sin of width d/2 - interleaved fix is not a rotation") {
@@ -123,13 +137,26 @@ TEST_CASE("pitfalls: RoPE with cos/sin of width d/2 - interleaved fix is not a r
   CHECK(std::fabs(fact(p, "|RoPE(q)|").wrong - 1.0) > 1e-3);
   CHECK(std::fabs(fact(p, "q.k at positions").right) < 1e-12);
   CHECK(std::fabs(fact(p, "q.k at positions").wrong) > 1e-2);
+  // Across positions: the rotation keeps every length and gives one q.k for one distance.
+  REQUIRE(p.tables.size() == 3);
+  double norm_spread = 0, dot_spread_right = 0, dot_spread_wrong = 0;
+  for (std::size_t m = 0; m < p.tables[1].right.shape(1); ++m) {
+    CHECK(p.tables[1].right(0, m) == doctest::Approx(1.0).epsilon(1e-6));
+    norm_spread = std::max(norm_spread, std::fabs(double(p.tables[1].wrong(0, m)) - 1.0));
+    dot_spread_right = std::max(dot_spread_right, std::fabs(double(p.tables[2].right(0, m) - p.tables[2].right(0, 0))));
+    dot_spread_wrong = std::max(dot_spread_wrong, std::fabs(double(p.tables[2].wrong(0, m) - p.tables[2].wrong(0, 0))));
+  }
+  CHECK(p.tables[1].wrong(0, 0) == doctest::Approx(1.0));  // position 0: no rotation either way
+  CHECK(norm_spread > 1e-2);
+  CHECK(dot_spread_right < 1e-5);
+  CHECK(dot_spread_wrong > 1e-2);
   CHECK(fact(p, "broadcasts").wrong == 0.0);  // 4 against 8: neither equal nor 1
   CHECK(fact(p, "broadcasts").right == 1.0);
 }
 
 TEST_CASE("pitfalls: the list, lookup by id, and no non-finite number anywhere") {
   const std::vector<Pitfall> all = all_pitfalls(42);
-  CHECK(all.size() == 7);
+  CHECK(all.size() == 14);
   for (const Pitfall& p : all) {
     CAPTURE(p.id);
     CHECK(!p.lesson.empty());
@@ -142,5 +169,30 @@ TEST_CASE("pitfalls: the list, lookup by id, and no non-finite number anywhere")
     }
   }
   CHECK_THROWS_WITH_AS(find_pitfall("nope", 42), doctest::Contains("mask-polarity"), InputError);
-  CHECK(pitfalls_json(all)["pitfalls"].size() == 7);
+  CHECK(pitfalls_json(all)["pitfalls"].size() == 14);
+}
+
+TEST_CASE("pitfalls: the teaching notes' errata, each against numbers known by hand") {
+  // binary16's largest finite value, 65504 = (2 - 2^-10) 2^15, is a textbook constant.
+  const Pitfall half = pitfall_mask_value_float16();
+  CHECK(fact(half, "largest finite float16").right == 65504.0);
+  CHECK(fact(half, "the fill is exact").wrong == 0.0);
+  CHECK(fact(half, "|fill value|").wrong == doctest::Approx(1e9 / 65504.0));
+  // A 0/1 float mask is added: scores (2, 1, 0.5, 3) + (1, 1, 1, 0) = (3, 2, 1.5, 3).
+  const Pitfall fm = pitfall_float_mask_sdpa();
+  const double z = 2 * std::exp(3.0) + std::exp(2.0) + std::exp(1.5);
+  CHECK(fact(fm, "weight on the masked key").wrong == doctest::Approx(std::exp(3.0) / z));
+  CHECK(fact(fm, "weight on the masked key").right == 0.0);
+  check_row(fm.tables[0].right, 0, {std::exp(2.0) / (std::exp(2.0) + std::exp(1.0) + std::exp(0.5)),
+                                    std::exp(1.0) / (std::exp(2.0) + std::exp(1.0) + std::exp(0.5)),
+                                    std::exp(0.5) / (std::exp(2.0) + std::exp(1.0) + std::exp(0.5)), 0.0});
+  // Vaswani et al. 2017: d_model 512, h 8, d_k 64.
+  CHECK(fact(pitfall_paper_dk(), "d_k").right == 64.0);
+  CHECK(fact(pitfall_paper_dk(), "standard deviation").right == 8.0);
+  CHECK(fact(pitfall_softmax_cost(), "operations").right == 130816.0);  // 256 x 511
+  CHECK(fact(pitfall_mha_bias(), "parameters").right == 1050624.0);     // 4 x 512^2 + 4 x 512
+  CHECK(fact(pitfall_mha_bias(), "of which biases").right == 2048.0);
+  CHECK(fact(pitfall_flash_memory(), "saving").right == 4096.0);        // n^2 floats against n
+  CHECK(fact(pitfall_mb_mib(), "printed").wrong == 2048.0);             // 2^31 bytes / 2^20
+  CHECK(fact(pitfall_mb_mib(), "printed").right == doctest::Approx(2147.483648));
 }

@@ -53,3 +53,21 @@ TEST_CASE("softmax_stats: softmax_of applies the factor before the softmax") {
   CHECK(p[1] == doctest::Approx(0.75));
   CHECK(half[1] == doctest::Approx(std::sqrt(3.0) / (1 + std::sqrt(3.0))));
 }
+
+TEST_CASE("softmax_stats: the Jacobian norm from the scores stays exact when the top weight rounds to 1") {
+  // Scores (0, -60): p1 = e^-60 / (1 + e^-60) ~ 8.8e-27 and p0 rounds to 1.0 in double. By hand
+  // J = [[a, -a], [-a, a]] with a = p0 p1, so ||J||F = 2a. From the rounded weights the diagonal
+  // p0 (1 - p0) is 0 and the norm comes out sqrt(3) a: 13 % low.
+  const double e = std::exp(-60.0), a = e / ((1 + e) * (1 + e));
+  const std::vector<double> scores = {0.0, -60.0};
+  CHECK(softmax_jacobian_frobenius_of_scores(scores) == doctest::Approx(2 * a).epsilon(1e-12));
+  CHECK(softmax_jacobian_frobenius(softmax_of(scores)) == doctest::Approx(std::sqrt(3.0) * a).epsilon(1e-12));
+  // The factor scales the scores: (0, -60) at factor 1/2 is (0, -30).
+  const double e2 = std::exp(-30.0);
+  CHECK(softmax_jacobian_frobenius_of_scores(scores, 0.5) == doctest::Approx(2 * e2 / ((1 + e2) * (1 + e2))));
+  // Away from saturation both ways agree.
+  Rng rng(3);
+  std::vector<double> s(9);
+  for (double& x : s) x = rng.normal();
+  CHECK(softmax_jacobian_frobenius_of_scores(s, 0.7) == doctest::Approx(softmax_jacobian_frobenius(softmax_of(s, 0.7))));
+}

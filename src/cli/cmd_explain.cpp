@@ -1,4 +1,5 @@
-// attn-cli explain: the five steps of attention on a small sentence, every matrix labelled.
+// attn-cli explain: the steps of attention on a small sentence, every matrix labelled, and on request
+// the online softmax, the softmax Jacobian and the symmetry lesson.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "attn/io/file_io.hpp"
 #include "attn/lessons/explain.hpp"
 #include "attn/render/explain_pictures.hpp"
+#include "attn/render/report_table.hpp"
 #include "attn/render/text_table.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
@@ -33,6 +35,69 @@ std::string read_sentence_file(const std::string& path) {
   return text;
 }
 
+std::string vector_text(const std::vector<double>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + format_fixed(v[i], 4);
+  return s + "]";
+}
+
+std::string online_text(const ExplainResult& r) {
+  const OnlineTrace& o = *r.online;
+  const std::string q = "'" + r.tokens[o.row] + "'";
+  std::string out = "Online softmax on row " + std::to_string(o.row) + " (" + q +
+                    "), one key at a time, as FlashAttention does a tile at a time:\n"
+                    "  m = max so far, l = sum of exp(s - m) so far, o = sum of exp(s - m) v so far.\n"
+                    "  A new key with score s: m' = max(m, s); l and o are multiplied by exp(m - m') (the rescale),\n"
+                    "  then l += exp(s - m'), o += exp(s - m') v. The whole row is never held at once.\n";
+  Table table{{"key", "score s", "m", "rescale", "l", "o"}, {}};
+  auto& rows = table.rows;
+  for (const OnlineStep& s : o.steps) {
+    if (s.masked) {
+      rows.push_back({std::to_string(s.key) + " '" + r.tokens[s.key] + "'", "-inf (masked)", "", "", "", "skipped"});
+      continue;
+    }
+    const bool first = s.l == std::exp(0.0) && s.rescale == 0;  // the first visible key: nothing to rescale yet
+    rows.push_back({std::to_string(s.key) + " '" + r.tokens[s.key] + "'", format_fixed(s.score, 4),
+                    format_fixed(s.m, 4), first ? "-" : format_fixed(s.rescale, 4), format_fixed(s.l, 4),
+                    vector_text(s.o)});
+  }
+  out += render_table(table, TableFormat::text);
+  out += "At the end: weights exp(s - m) / l = " + vector_text(o.weights) + "\n" +
+         "            output o / l = " + vector_text(o.output) + "\n" +
+         "Against step 5's softmax row: max |difference| = " + format_g(o.max_weight_diff, 3) +
+         "; against step 6's output row: " + format_g(o.max_output_diff, 3) + " (float32 rounding of the steps).\n";
+  return out;
+}
+
+std::string jacobian_text(const ExplainResult& r) {
+  const JacobianLesson& J = *r.jacobian;
+  std::vector<std::string> p_labels, s_labels;
+  for (const std::string& tok : r.tokens) {
+    p_labels.push_back("p(" + tok + ")");
+    s_labels.push_back("s(" + tok + ")");
+  }
+  std::string out = "Softmax Jacobian of row " + std::to_string(J.row) + " ('" + r.tokens[J.row] +
+                    "'): d p_j / d s_k = p_j (1[j = k] - p_k), i.e. diag(p) - p p^T\n" +
+                    matrix_table(p_labels, s_labels, J.jacobian, 4) + "\n";
+  out += "Checked by central differences in float64: max |difference| = " + format_g(J.max_fd_diff, 3) +
+         ". Every row sums to 0 (max |sum| " + format_g(J.max_row_sum, 3) +
+         "): adding one number to all scores changes no weight. Symmetric: max |J - J^T| = " +
+         format_g(J.max_asymmetry, 3) + ". A masked key's row and column are 0.\n";
+  out += "Cross-entropy -log p_y with target y = " + std::to_string(J.target) + " ('" + r.tokens[J.target] +
+         "'): its gradient with respect to the scores is p - onehot(y) = " + vector_text(J.grad_ce) +
+         "\n(checked by central differences: max |difference| = " + format_g(J.max_ce_fd_diff, 3) +
+         "). The Jacobian's product collapses to this: no L x L matrix is needed in training.\n";
+  return out;
+}
+
+std::string symmetry_text(const SymmetryLesson& y) {
+  return "Why W_q and W_k: without them the scores are x x^T / sqrt(d), a symmetric matrix: max |S - S^T| = " +
+         format_g(y.scores_no_projection, 3) + (y.scores_no_projection == 0 ? " (exactly 0)" : "") + ",\nso token a would match b exactly as much as b " +
+         "matches a. With the projections, Q K^T / sqrt(d): max |S - S^T| = " + format_g(y.scores_with_projection, 3) +
+         ".\nThe weights are not symmetric even without projections, since each row is normalized on its own: "
+         "max |P - P^T| = " + format_g(y.weights_no_projection, 3) + " (no mask).\n";
+}
+
 std::string explain_text(const ExplainResult& r) {
   const std::size_t D = r.config.d_model;
   std::vector<std::string> dims;
@@ -50,14 +115,23 @@ std::string explain_text(const ExplainResult& r) {
   out += std::string("Step 3. masked: ") + (r.config.causal ? "causal mask" : "no mask") +
          " (1 = may attend), blocked scores become -inf\n" + matrix_table(t, t, mask, 0) + "\n" +
          matrix_table(t, t, r.masked) + "\n";
+  std::vector<std::string> max_cols = t;
+  max_cols.push_back("row max");
+  Tensor2 with_max = xt::concatenate(xt::xtuple(r.shifted, xt::view(r.row_max, xt::all(), xt::newaxis())), 1);
+  out += "Step 4. shifted = masked - the row's max: every exp is then in (0, 1], so none overflows\n"
+         "        (float32's exp overflows above 88.7), and the softmax is the same: exp(s - c) / sum exp(s - c) = exp(s) / sum exp(s)\n" +
+         matrix_table(t, max_cols, with_max) + "\n";
   std::vector<std::string> cols = t;
   cols.push_back("row sum");
   Tensor2 with_sums = xt::concatenate(xt::xtuple(r.weights, xt::view(r.row_sums, xt::all(), xt::newaxis())), 1);
-  out += "Step 4. weights = softmax of each row (exp(-inf) = 0: blocked keys get exactly 0)\n" +
+  out += "Step 5. weights = softmax of each row (exp(-inf) = 0: blocked keys get exactly 0)\n" +
          matrix_table(t, cols, with_sums) + "\n";
-  out += "Step 5. output = weights V  [L, d]\n" + matrix_table(t, dims, r.output) + "\n";
+  out += "Step 6. output = weights V  [L, d]\n" + matrix_table(t, dims, r.output) + "\n";
   out += "Check: attn::sdpa on the same Q, K, V in one call gives the same output: max |difference| = " +
          format_g(r.max_abs_diff, 3) + " (float32 rounding between the steps).\n";
+  if (r.online) out += "\n" + online_text(r);
+  if (r.jacobian) out += "\n" + jacobian_text(r);
+  if (r.symmetry) out += "\n" + symmetry_text(*r.symmetry);
   return out;
 }
 
@@ -71,7 +145,8 @@ void run_explain(ExplainOptions opts) {
   emit(opts.output, explain_json(r), [&](TableFormat) { return explain_text(r); });
   if (opts.plots.dir.empty()) return;
   std::vector<NamedFigure> figures;
-  for (int step = 1; step <= 5; ++step) figures.push_back({kExplainSteps[step - 1], explain_step_figure(r, step)});
+  for (int step = 1; step <= 6; ++step) figures.push_back({kExplainSteps[step - 1], explain_step_figure(r, step)});
+  if (r.jacobian) figures.push_back({"explain-jacobian", explain_jacobian_figure(r)});
   write_plots(plots, opts.output, figures);
 }
 
@@ -80,7 +155,7 @@ void run_explain(ExplainOptions opts) {
 void setup_explain(CLI::App& app) {
   auto opts = std::make_shared<ExplainOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "explain", "The five steps of attention (scores, scale, mask, softmax, weighted sum), each printed");
+      "explain", "The steps of attention (scores, scale, mask, subtract the max, softmax, weighted sum), each printed");
   cmd->add_option("sentence", opts->sentence, "the sentence (default \"" + opts->config.sentence + "\")");
   cmd->add_option("-i,--input", opts->input, "read the sentence from a text file (- = stdin)");
   cmd->add_option("--d-model", opts->config.d_model, "width of Q, K, V (one head)")
@@ -90,15 +165,26 @@ void setup_explain(CLI::App& app) {
   cmd->add_option("--seed", opts->config.seed, "seed for embeddings and projections")->capture_default_str();
   cmd->add_option("--max-tokens", opts->config.max_tokens, "refuse longer sentences")
       ->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_flag("--online", opts->config.online,
+                "the online softmax (running max m, running sum l, rescaling) on one row, key by key");
+  cmd->add_flag("--jacobian", opts->config.jacobian,
+                "the softmax Jacobian diag(p) - p p^T of one row, and cross-entropy's gradient p - y");
+  cmd->add_flag("--symmetry", opts->config.symmetry,
+                "why the projections matter: x x^T is symmetric, Q K^T is not (computed)");
+  cmd->add_option("--row", opts->config.row, "the query row of --online and --jacobian (default: the last)");
+  cmd->add_option("--target", opts->config.target, "the cross-entropy target key of --jacobian (default: the row itself)");
   add_output_options(cmd, opts->output, {"text", "json"});
   add_plot_options(cmd, opts->plots);
-  cmd->footer(R"(Pictures written into --plots DIR, one heatmap per step, tokens on both axes:
-explain-1-scores (Q K^T) and explain-2-scaled (/ sqrt(d)) on a red-blue map centred on 0,
-explain-3-masked (blocked cells hatched, from the mask itself), explain-4-weights (softmax,
-row sums in the subtitle), explain-5-output (weights V, one row per query).
+  cmd->footer(R"(Pictures written into --plots DIR, one per step, tokens on both axes:
+explain-1-scores (Q K^T), explain-2-scaled (/ sqrt(d)), explain-3-masked (blocked cells
+hatched, from the mask itself) and explain-4-shifted (minus each row's max) on ONE red-blue
+scale centred on 0; explain-5-weights (softmax on [0, 1], row sums in the subtitle);
+explain-6-output (V beside weights V, one scale); explain-jacobian with --jacobian.
 
 Examples:
   attn-cli explain
+  attn-cli explain "The cat sat on the mat" --online --row 3
+  attn-cli explain --jacobian --target 1 --symmetry
   attn-cli explain "The cat sat on the mat" --mask none --d-model 3
   echo "Thinking strictly is hard" | attn-cli explain --input - --format json
   attn-cli explain --plots explain-plots --image-format both

@@ -73,8 +73,9 @@ void run_pitfalls(const PitfallsOptions& opts) {
 void setup_pitfalls(CLI::App& app) {
   auto opts = std::make_shared<PitfallsOptions>();
   CLI::App* cmd = app.add_subcommand("pitfalls", "Common attention mistakes, computed beside the right way");
-  cmd->add_option("id", opts->id, "show one pitfall: mask-polarity, causal-alignment, fully-masked-row, "
-                  "eps-after-softmax, missing-scale, temperature-direction, rope-half-width");
+  std::string ids;
+  for (const Pitfall& p : all_pitfalls(opts->seed)) ids += (ids.empty() ? "" : ", ") + p.id;
+  cmd->add_option("id", opts->id, "show one pitfall: " + ids);
   cmd->add_option("--seed", opts->seed, "seed of the random example (missing-scale)")->capture_default_str();
   add_output_options(cmd, opts->output, {"text", "json", "markdown"});
   add_plot_options(cmd, opts->plots);
@@ -84,6 +85,7 @@ tables side by side ("wrong | right"), the lesson as subtitle.
 Examples:
   attn-cli pitfalls
   attn-cli pitfalls fully-masked-row
+  attn-cli pitfalls float-mask-sdpa
   attn-cli pitfalls causal-alignment --format json
   attn-cli pitfalls fully-masked-row --plots pitfall-plots
 )");

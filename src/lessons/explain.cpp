@@ -1,7 +1,9 @@
 #include "attn/lessons/explain.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/mask.hpp"
@@ -14,6 +16,130 @@ namespace attn {
 namespace {
 
 Tensor3 as_head(const Tensor2& t) { return Tensor3(xt::expand_dims(t, 0)); }
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// softmax of one row in float64, the max subtracted; -inf entries get 0.
+std::vector<double> softmax64(const std::vector<double>& s) {
+  double m = -kInf;
+  for (double x : s) m = std::max(m, x);
+  std::vector<double> p(s.size(), 0.0);
+  if (m == -kInf) return p;
+  double z = 0;
+  for (std::size_t j = 0; j < s.size(); ++j) z += (p[j] = std::exp(s[j] - m));
+  for (double& x : p) x /= z;
+  return p;
+}
+
+std::vector<double> row64(const Tensor2& t, std::size_t i) {
+  std::vector<double> r(t.shape(1));
+  for (std::size_t j = 0; j < r.size(); ++j) r[j] = t(i, j);
+  return r;
+}
+
+// The recurrence of FlashAttention's forward on one row, one key at a time (tile_math.hpp does it a
+// tile at a time): m' = max(m, s_j); l' = l e^(m - m') + e^(s_j - m'); o' = o e^(m - m') + e^(s_j - m') v_j.
+OnlineTrace online_softmax_row(const ExplainResult& r, std::size_t i) {
+  const std::size_t L = r.masked.shape(1), d = r.v.shape(1);
+  OnlineTrace t;
+  t.row = i;
+  double m = -kInf, l = 0;
+  std::vector<double> o(d, 0.0);
+  for (std::size_t j = 0; j < L; ++j) {
+    OnlineStep step;
+    step.key = j;
+    step.score = r.scaled(i, j);
+    step.masked = !r.allowed(i, j);
+    if (!step.masked) {
+      const double m_new = std::max(m, step.score);
+      step.rescale = m == -kInf ? 0.0 : std::exp(m - m_new);  // nothing to rescale before the first key
+      const double e = std::exp(step.score - m_new);
+      l = l * step.rescale + e;
+      for (std::size_t c = 0; c < d; ++c) o[c] = o[c] * step.rescale + e * double(r.v(j, c));
+      m = m_new;
+    }
+    step.m = m;
+    step.l = l;
+    step.o = o;
+    t.steps.push_back(std::move(step));
+  }
+  for (std::size_t j = 0; j < L; ++j) {
+    const double w = r.allowed(i, j) ? std::exp(double(r.scaled(i, j)) - m) / l : 0.0;
+    t.weights.push_back(w);
+    t.max_weight_diff = std::max(t.max_weight_diff, std::fabs(w - double(r.weights(i, j))));
+  }
+  for (std::size_t c = 0; c < d; ++c) {
+    t.output.push_back(o[c] / l);
+    t.max_output_diff = std::max(t.max_output_diff, std::fabs(o[c] / l - double(r.output(i, c))));
+  }
+  return t;
+}
+
+JacobianLesson softmax_jacobian(const ExplainResult& r, std::size_t i, std::size_t target) {
+  const std::vector<double> s = row64(r.masked, i);
+  const std::vector<double> p = softmax64(s);
+  const std::size_t L = s.size();
+  JacobianLesson J;
+  J.row = i;
+  J.target = target;
+  J.jacobian = Tensor2::from_shape({L, L});
+  const double h = 1e-5;
+  for (std::size_t k = 0; k < L; ++k) {
+    // Column k by central differences: nudge score k (a masked score stays -inf: no column).
+    std::vector<double> up = s, down = s;
+    up[k] += h;
+    down[k] -= h;
+    const std::vector<double> pu = softmax64(up), pd = softmax64(down);
+    for (std::size_t j = 0; j < L; ++j) {
+      const double exact = (j == k ? p[j] : 0.0) - p[j] * p[k];
+      J.jacobian(j, k) = static_cast<float>(exact);
+      const double fd = std::isinf(s[k]) ? 0.0 : (pu[j] - pd[j]) / (2 * h);
+      J.max_fd_diff = std::max(J.max_fd_diff, std::fabs(exact - fd));
+    }
+    const double ce = (k == target ? p[k] - 1.0 : p[k]);
+    J.grad_ce.push_back(ce);
+    const double fd_ce = std::isinf(s[k]) ? 0.0 : (-std::log(pu[target]) + std::log(pd[target])) / (2 * h);
+    J.max_ce_fd_diff = std::max(J.max_ce_fd_diff, std::fabs(ce - fd_ce));
+  }
+  for (std::size_t j = 0; j < L; ++j) {
+    double sum = 0;
+    for (std::size_t k = 0; k < L; ++k) {
+      sum += (j == k ? p[j] : 0.0) - p[j] * p[k];
+      J.max_asymmetry = std::max(J.max_asymmetry, std::fabs(double(J.jacobian(j, k)) - double(J.jacobian(k, j))));
+    }
+    J.max_row_sum = std::max(J.max_row_sum, std::fabs(sum));
+  }
+  return J;
+}
+
+double max_asymmetry(const std::vector<std::vector<double>>& m) {
+  double a = 0;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    for (std::size_t j = 0; j < m.size(); ++j) a = std::max(a, std::fabs(m[i][j] - m[j][i]));
+  return a;
+}
+
+// Scores of every pair without a mask, in float64: a_i . b_j * scale.
+std::vector<std::vector<double>> all_scores(const Tensor2& a, const Tensor2& b, double scale) {
+  std::vector<std::vector<double>> s(a.shape(0), std::vector<double>(b.shape(0)));
+  for (std::size_t i = 0; i < a.shape(0); ++i)
+    for (std::size_t j = 0; j < b.shape(0); ++j) {
+      double dot = 0;
+      for (std::size_t c = 0; c < a.shape(1); ++c) dot += double(a(i, c)) * double(b(j, c));
+      s[i][j] = dot * scale;
+    }
+  return s;
+}
+
+SymmetryLesson symmetry_lesson(const ExplainResult& r) {
+  SymmetryLesson y;
+  std::vector<std::vector<double>> bare = all_scores(r.x, r.x, r.scale);
+  y.scores_no_projection = max_asymmetry(bare);
+  y.scores_with_projection = max_asymmetry(all_scores(r.q, r.k, r.scale));
+  for (auto& row : bare) row = softmax64(row);
+  y.weights_no_projection = max_asymmetry(bare);
+  return y;
+}
 
 }  // namespace
 
@@ -43,7 +169,17 @@ ExplainResult explain_attention(const ExplainConfig& config) {
   for (std::size_t i = 0; i < L; ++i)
     for (std::size_t j = 0; j < L; ++j)
       if (!r.allowed(i, j)) r.masked(i, j) = -std::numeric_limits<float>::infinity();
-  // Step 4: softmax of each row.
+  // Step 4: subtract each row's largest allowed score. softmax(s) = softmax(s - c) for any c; with
+  // c = max every exp is at most 1, so nothing overflows (exp(89) already does in float32).
+  r.row_max = Tensor1::from_shape({L});
+  r.shifted = r.masked;
+  for (std::size_t i = 0; i < L; ++i) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::size_t j = 0; j < L; ++j) m = std::max(m, r.masked(i, j));
+    r.row_max(i) = m;
+    for (std::size_t j = 0; j < L; ++j) r.shifted(i, j) -= m;
+  }
+  // Step 5: softmax of each row.
   r.weights = softmax_rows(r.masked);
   r.row_sums = Tensor1::from_shape({L});
   for (std::size_t i = 0; i < L; ++i) {
@@ -51,7 +187,7 @@ ExplainResult explain_attention(const ExplainConfig& config) {
     for (std::size_t j = 0; j < L; ++j) sum += r.weights(i, j);
     r.row_sums(i) = static_cast<float>(sum);
   }
-  // Step 5: O = P V, again as a Linear: P (V^T)^T.
+  // Step 6: O = P V, again as a Linear: P (V^T)^T.
   r.output = linear(r.weights, Tensor2(xt::transpose(r.v)));
 
   // The check: the engine in one call on the same Q, K, V.
@@ -63,6 +199,19 @@ ExplainResult explain_attention(const ExplainConfig& config) {
     r.max_abs_diff = std::max(r.max_abs_diff, std::fabs(static_cast<double>(r.output.flat(i)) -
                                                         static_cast<double>(r.sdpa_output.flat(i))));
   }
+
+  const std::size_t row = config.row.value_or(L - 1);
+  if ((config.online || config.jacobian) && row >= L)
+    throw InputError("--row " + std::to_string(row) + ": the sentence has rows 0 to " + std::to_string(L - 1));
+  if (config.online) r.online = online_softmax_row(r, row);
+  if (config.jacobian) {
+    const std::size_t target = config.target.value_or(row);
+    if (target >= L || !r.allowed(row, target))
+      throw InputError("--target " + std::to_string(target) + ": row " + std::to_string(row) + " attends to keys 0 to " +
+                       std::to_string(config.causal ? row : L - 1));
+    r.jacobian = softmax_jacobian(r, row, target);
+  }
+  if (config.symmetry) r.symmetry = symmetry_lesson(r);
   return r;
 }
 
@@ -83,11 +232,14 @@ Json explain_json(const ExplainResult& r) {
   Json masked = step(3, "masked", "-inf where mask = 0 (null in JSON)", lse_to_json(r.masked));
   masked["mask"] = mask;
   steps.push_back(masked);
-  Json soft = step(4, "softmax", "softmax of each row", to_json(r.weights));
+  Json shifted = step(4, "shifted", "masked - max of each row (null in JSON: -inf)", lse_to_json(r.shifted));
+  shifted["row_max"] = to_json(r.row_max);
+  steps.push_back(shifted);
+  Json soft = step(5, "softmax", "softmax of each row", to_json(r.weights));
   soft["row_sums"] = to_json(r.row_sums);
   steps.push_back(soft);
-  steps.push_back(step(5, "output", "softmax(...) V", to_json(r.output)));
-  return {{"sentence", r.config.sentence},
+  steps.push_back(step(6, "output", "softmax(...) V", to_json(r.output)));
+  Json j = {{"sentence", r.config.sentence},
           {"tokens", r.tokens},
           {"seed", r.config.seed},
           {"d_model", r.config.d_model},
@@ -96,6 +248,29 @@ Json explain_json(const ExplainResult& r) {
           {"inputs", {{"x", to_json(r.x)}, {"q", to_json(r.q)}, {"k", to_json(r.k)}, {"v", to_json(r.v)}}},
           {"steps", steps},
           {"check", {{"sdpa_output", to_json(r.sdpa_output)}, {"max_abs_diff", r.max_abs_diff}}}};
+  if (r.online) {
+    Json keys = Json::array();
+    for (const OnlineStep& s : r.online->steps) {
+      keys.push_back({{"key", s.key}, {"masked", s.masked}, {"score", s.masked ? Json(nullptr) : Json(s.score)},
+                      {"m", s.m == -kInf ? Json(nullptr) : Json(s.m)}, {"l", s.l}, {"rescale", s.rescale}, {"o", s.o}});
+    }
+    j["online"] = {{"row", r.online->row}, {"steps", keys}, {"weights", r.online->weights},
+                   {"output", r.online->output}, {"max_weight_diff", r.online->max_weight_diff},
+                   {"max_output_diff", r.online->max_output_diff}};
+  }
+  if (r.jacobian) {
+    const JacobianLesson& J = *r.jacobian;
+    j["jacobian"] = {{"row", J.row}, {"target", J.target}, {"matrix", to_json(J.jacobian)},
+                     {"max_finite_difference_diff", J.max_fd_diff}, {"max_row_sum", J.max_row_sum},
+                     {"max_asymmetry", J.max_asymmetry}, {"cross_entropy_grad", J.grad_ce},
+                     {"cross_entropy_max_finite_difference_diff", J.max_ce_fd_diff}};
+  }
+  if (r.symmetry) {
+    j["symmetry"] = {{"scores_no_projection_max_asymmetry", r.symmetry->scores_no_projection},
+                     {"scores_with_projection_max_asymmetry", r.symmetry->scores_with_projection},
+                     {"weights_no_projection_max_asymmetry", r.symmetry->weights_no_projection}};
+  }
+  return j;
 }
 
 }  // namespace attn

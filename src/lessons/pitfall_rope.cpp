@@ -93,6 +93,25 @@ Pitfall pitfall_rope_half_width() {
     right(0, i) = static_cast<float>(r[i]);
   }
   p.tables.push_back({"q = (1, 0.5, -0.3, 0.8, 0.2, -1, 0.7, 0.1) at position 3", {"RoPE(q, 3)"}, dims, wrong, right});
+  // The two properties a rotation guarantees, across positions: the length of q is kept, and
+  // q.k depends only on the distance (here 2) between the two positions.
+  const std::size_t positions = 8;
+  std::vector<std::string> pos_labels, pair_labels;
+  Tensor2 norm_wrong = Tensor2::from_shape({1, positions}), norm_right = Tensor2::from_shape({1, positions});
+  Tensor2 dot_wrong = Tensor2::from_shape({1, positions}), dot_right = Tensor2::from_shape({1, positions});
+  for (std::size_t m = 0; m < positions; ++m) {
+    pos_labels.push_back("m=" + std::to_string(m));
+    pair_labels.push_back("(" + std::to_string(m + 2) + "," + std::to_string(m) + ")");
+    for (bool ok : {false, true}) {
+      const std::vector<double> rq = rope(q, double(m), ok);
+      (ok ? norm_right : norm_wrong)(0, m) = static_cast<float>(std::sqrt(dot(rq, rq) / dot(q, q)));
+      (ok ? dot_right : dot_wrong)(0, m) = static_cast<float>(dot(rope(q, double(m + 2), ok), rope(k, double(m), ok)));
+    }
+  }
+  p.tables.push_back({"|RoPE(q, m)| / |q| at positions m (a rotation keeps 1)", {"length ratio"}, pos_labels,
+                      norm_wrong, norm_right});
+  p.tables.push_back({"q.k with q at m + 2, k at m: distance 2 every time (equal if relative)", {"q.k"}, pair_labels,
+                      dot_wrong, dot_right});
   p.facts.push_back({"cos/sin width for a head of width 8", double(d / 2), double(d)});
   p.facts.push_back({"broadcasts against the head as written (1 = yes)", double(broadcastable(d / 2, d)),
                      double(broadcastable(d, d))});

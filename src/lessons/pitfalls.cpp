@@ -151,6 +151,16 @@ Pitfall pitfall_eps_after_softmax() {
             "a little, and gradients reach keys that must not matter.",
             "a \"robust attention\" recipe (attention_weights + eps)", {}, {}};
   p.tables.push_back({"weights of the first query of a causal row", {"query"}, key_labels(n), as_row(wrong), right});
+  // At 3 decimals both rows above read 0.000 on the future keys: divided by eps, the leak shows.
+  Tensor2 wrong_leak = Tensor2::from_shape({1, n - 1}), right_leak = Tensor2::from_shape({1, n - 1});
+  std::vector<std::string> future = key_labels(n);
+  future.erase(future.begin());
+  for (std::size_t j = 1; j < n; ++j) {
+    wrong_leak(0, j - 1) = static_cast<float>(wrong[j] / eps);
+    right_leak(0, j - 1) = static_cast<float>(double(right(0, j)) / eps);
+  }
+  p.tables.push_back({"the future keys' weights divided by eps = 1e-8 (both read 0.000 above)", {"query"},
+                      future, wrong_leak, right_leak});
   p.facts.push_back({"weight on each masked (future) key", wrong[1], right(0, 1)});
   p.facts.push_back({"total weight on masked keys", wrong[1] + wrong[2] + wrong[3],
                      double(right(0, 1) + right(0, 2) + right(0, 3))});
@@ -177,31 +187,46 @@ Pitfall pitfall_missing_scale(std::uint64_t seed) {
   p.tables.push_back({"weights of one query, 8 random keys, d_k = 512", {"query"}, key_labels(n), as_row(wrong), as_row(right)});
   p.facts.push_back({"max weight", max_weight(wrong), max_weight(right)});
   p.facts.push_back({"entropy (nats)", entropy_nats(wrong), entropy_nats(right)});
-  p.facts.push_back({"Jacobian Frobenius norm", softmax_jacobian_frobenius(wrong), softmax_jacobian_frobenius(right)});
+  // From the scores, not the weights: the wrong row's largest weight rounds to 1.0 in double, and
+  // p (1 - p) computed from it would drop the diagonal (a 13 % error in the norm).
+  p.facts.push_back({"Jacobian Frobenius norm", softmax_jacobian_frobenius_of_scores(scores),
+                     softmax_jacobian_frobenius_of_scores(scores, 1.0 / std::sqrt(double(d)))});
   return p;
 }
 
 Pitfall pitfall_temperature_direction() {
   // Someone wants sharper attention and, following a tutorial, raises T to 2; lowering it to 0.5
   // is what sharpens.
-  const TemperatureResult r = run_temperature(kDefaultScores, {0.5, 2.0});
-  const TemperaturePoint &sharp = r.points[0], &flat = r.points[1];
+  const TemperatureResult r = run_temperature(kDefaultScores, {0.5, 1.0, 2.0});
+  const TemperaturePoint &sharp = r.points[0], &start = r.points[1], &flat = r.points[2];
   std::vector<std::string> cols;
   for (double s : kDefaultScores) cols.push_back("s=" + format_g(s));
   Pitfall p{"temperature-direction", "Which way does temperature go?",
             "to sharpen attention, raise T (T = 2)", "to sharpen attention, lower T (T = 0.5)",
             "softmax(s / T): a larger T flattens (entropy rises, dH/dT = Var_p(s) / T^3 > 0), a smaller T sharpens.",
             "a tutorial's \"T越大 ... 让高值更多权重\" (larger T, more weight to high values: backwards)", {}, {}};
-  p.tables.push_back({"weights of one row of scores", {"query"}, cols, as_row(flat.weights), as_row(sharp.weights)});
-  p.facts.push_back({"max weight", flat.max_weight, sharp.max_weight});
-  p.facts.push_back({"entropy (nats)", flat.entropy, sharp.entropy});
+  auto two_rows = [&](const TemperaturePoint& changed) {
+    Tensor2 t = Tensor2::from_shape({2, kDefaultScores.size()});
+    for (std::size_t j = 0; j < kDefaultScores.size(); ++j) {
+      t(0, j) = static_cast<float>(start.weights[j]);
+      t(1, j) = static_cast<float>(changed.weights[j]);
+    }
+    return t;
+  };
+  p.tables.push_back({"weights of one row of scores, from T = 1 to the new T", {"T = 1 (start)", "new T"}, cols,
+                      two_rows(flat), two_rows(sharp), "✗ wrong: T = 2", "✓ right: T = 0.5"});
+  p.facts.push_back({"new T", flat.temperature, sharp.temperature});
+  p.facts.push_back({"max weight (" + format_g(start.max_weight, 4) + " at T = 1)", flat.max_weight, sharp.max_weight});
+  p.facts.push_back({"entropy (nats; " + format_g(start.entropy, 4) + " at T = 1)", flat.entropy, sharp.entropy});
   return p;
 }
 
 std::vector<Pitfall> all_pitfalls(std::uint64_t seed) {
   return {pitfall_mask_polarity(),     pitfall_causal_alignment(),   pitfall_fully_masked_row(),
           pitfall_eps_after_softmax(), pitfall_missing_scale(seed),  pitfall_temperature_direction(),
-          pitfall_rope_half_width()};
+          pitfall_rope_half_width(),   pitfall_mask_value_float16(), pitfall_float_mask_sdpa(),
+          pitfall_paper_dk(),          pitfall_softmax_cost(),       pitfall_mha_bias(),
+          pitfall_flash_memory(),      pitfall_mb_mib()};
 }
 
 Pitfall find_pitfall(const std::string& id, std::uint64_t seed) {

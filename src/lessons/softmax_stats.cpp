@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "attn/engine/softmax.hpp"
 
@@ -27,6 +29,25 @@ double softmax_jacobian_frobenius(std::span<const double> p) {
       const double J = p[i] * ((i == j ? 1.0 : 0.0) - p[j]);
       sum_sq += J * J;
     }
+  return std::sqrt(sum_sq);
+}
+
+double softmax_jacobian_frobenius_of_scores(std::span<const double> scores, double factor) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (double s : scores) m = std::max(m, s * factor);
+  std::vector<double> z(scores.size());  // exp(f s - max): the largest is 1, none overflows
+  double total = 0;
+  for (std::size_t j = 0; j < z.size(); ++j) total += (z[j] = std::exp(scores[j] * factor - m));
+  double sum_sq = 0;
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    double others = 0;  // Z - z_i summed term by term: 1 - p_i = others / Z without cancellation
+    for (std::size_t j = 0; j < z.size(); ++j)
+      if (j != i) others += z[j];
+    for (std::size_t j = 0; j < z.size(); ++j) {
+      const double J = i == j ? (z[i] / total) * (others / total) : -(z[i] / total) * (z[j] / total);
+      sum_sq += J * J;
+    }
+  }
   return std::sqrt(sum_sq);
 }
 

@@ -14,26 +14,36 @@
 namespace attn {
 namespace {
 
-// The largest |v| over the finite values (and the allowed cells, when a mask is given): the
-// half-width of a diverging scale centred on 0, so white always means 0.
-double max_abs(const Tensor2& m, const Mask2* allowed = nullptr) {
+// The largest finite |v|: the half-width of a diverging scale centred on 0, so white always means 0.
+double max_abs(const Tensor2& m) {
   double a = 0;
-  for (std::size_t i = 0; i < m.shape(0); ++i)
-    for (std::size_t j = 0; j < m.shape(1); ++j)
-      if (std::isfinite(m(i, j)) && (!allowed || (*allowed)(i, j))) a = std::max(a, std::fabs(double(m(i, j))));
+  for (float v : m)
+    if (std::isfinite(v)) a = std::max(a, std::fabs(double(v)));
   return a > 0 ? a : 1;
 }
 
-HeatmapSpec signed_spec(const Tensor2& m, const ExplainResult& r, const Mask2* allowed = nullptr) {
+HeatmapSpec signed_spec(const Tensor2& m, const ExplainResult& r, double half_width) {
   HeatmapSpec s;
   s.weights = m;
   s.query_tokens = r.tokens;
   s.key_tokens = r.tokens;
   s.colormap = "RdBu_r";
-  s.vmax = max_abs(m, allowed);
-  s.vmin = -*s.vmax;
+  s.vmax = half_width;
+  s.vmin = -half_width;
   return s;
 }
+
+// Two matrices drawn side by side on one colour scale (pitfalls: wrong | right; explain: V | output).
+struct PanelPair {
+  std::string caption;  // the column axis title of both
+  std::string left_title, right_title;
+  std::vector<std::string> row_labels, col_labels;
+  Tensor2 left, right;
+  bool weights = false;  // attention weights: the scale is [0, 1]
+};
+
+Figure paired_figure(const std::string& title, const std::string& subtitle, std::vector<PanelPair> pairs);
+Figure explain_output_figure(const ExplainResult& r);
 
 std::string sentence_line(const ExplainResult& r) {
   return "\"" + r.config.sentence + "\": " + count_of(r.tokens.size(), "token") + ", one head, d = " +
@@ -43,62 +53,92 @@ std::string sentence_line(const ExplainResult& r) {
 }  // namespace
 
 Figure explain_step_figure(const ExplainResult& r, int step) {
+  if (step == 6) return explain_output_figure(r);
   const std::string d = std::to_string(r.config.d_model);
+  // Steps 1 to 4 are all scores: one colour scale for the four, set by step 1's largest |score|,
+  // so the division by √d shows as paler colours and a value keeps its colour from step to step.
+  const double score_max = max_abs(r.scores);
   HeatmapSpec s;
   switch (step) {
     case 1:
-      s = signed_spec(r.scores, r);
-      s.title = "Step 1 of 5 · scores = Q Kᵀ";
-      s.subtitle = sentence_line(r) + ". Cell (i, j) = q_i · k_j: how much query i matches key j.";
-      s.value_label = "Score q·k";
+      s = signed_spec(r.scores, r, score_max);
+      s.title = "Step 1 of 6 · scores = Q Kᵀ";
+      s.subtitle = sentence_line(r) + ". Cell (i, j) = q_i · k_j: how much query i matches key j. "
+                   "Steps 1 to 4 share this colour scale.";
+      s.value_label = "Score";
       break;
     case 2:
-      s = signed_spec(r.scaled, r);
-      s.title = "Step 2 of 5 · scaled = scores / √" + d;
+      s = signed_spec(r.scaled, r, score_max);
+      s.title = "Step 2 of 6 · scaled = scores / √" + d;
       s.subtitle = "Every score × " + format_g(r.scale, 4) + ": keeps the scores' variance near 1 for any d "
-                   "(attn-cli variance).";
-      s.value_label = "Score q·k / √" + d;
+                   "(attn-cli variance). Same colour scale as step 1, so the scores look paler.";
+      s.value_label = "Score";
       break;
     case 3:
-      s = signed_spec(r.masked, r, &r.allowed);
+      s = signed_spec(r.masked, r, score_max);
       s.allowed = r.allowed;
-      s.title = "Step 3 of 5 · masked";
+      s.title = "Step 3 of 6 · masked";
       s.subtitle = r.config.causal
                        ? "Causal mask: query i may attend to keys j ≤ i; the blocked scores become −∞ (hatched)."
                        : "No mask (--mask none): every query may attend to every key; the scores pass unchanged.";
-      s.value_label = "Masked score";
+      s.value_label = "Score";
       break;
     case 4: {
+      s = signed_spec(r.shifted, r, score_max);
+      s.allowed = r.allowed;
+      s.title = "Step 4 of 6 · shifted = masked − max of the row";
+      std::string maxes;
+      for (std::size_t i = 0; i < r.row_max.size(); ++i) maxes += (i ? ", " : "") + format_fixed(r.row_max(i), 3);
+      s.subtitle = "Row maxima subtracted: " + maxes + ". Every score is now ≤ 0, so every exp is in (0, 1] and "
+                   "cannot overflow; softmax is unchanged, since exp(s − c) / Σ exp(s − c) = exp(s) / Σ exp(s).";
+      s.value_label = "Score";
+      break;
+    }
+    case 5: {
       s.weights = r.weights;
       s.query_tokens = r.tokens;
       s.key_tokens = r.tokens;
       s.allowed = r.allowed;
-      s.title = "Step 4 of 5 · weights = softmax of each row";
+      s.vmin = 0;
+      s.vmax = 1;
+      s.title = "Step 5 of 6 · weights = softmax of each row";
       std::string sums;
       for (std::size_t i = 0; i < r.row_sums.size(); ++i) sums += (i ? ", " : "") + format_fixed(r.row_sums(i), 3);
       s.subtitle = "Row sums: " + sums + ". exp(−∞) = 0: a blocked key gets exactly 0 weight.";
       break;
     }
-    case 5:
-      s = signed_spec(r.output, r);
-      s.key_tokens.clear();
-      for (std::size_t c = 0; c < r.output.shape(1); ++c) s.key_tokens.push_back("d" + std::to_string(c));
-      s.title = "Step 5 of 5 · output = weights V";
-      s.subtitle = "Row i is query i's weighted mix of the value rows; max |difference| from attn::sdpa in one call: " +
-                   format_g(r.max_abs_diff, 3) + ".";
-      s.col_title = "Dimension of V";
-      s.value_label = "Output";
-      break;
     default:
-      throw InputError("explain step must be 1 to 5, got " + std::to_string(step));
+      throw InputError("explain step must be 1 to 6, got " + std::to_string(step));
   }
+  return heatmap_figure(s);
+}
+
+Figure explain_jacobian_figure(const ExplainResult& r) {
+  if (!r.jacobian) throw InputError("explain: the Jacobian was not computed (--jacobian)");
+  const JacobianLesson& J = *r.jacobian;
+  HeatmapSpec s = signed_spec(J.jacobian, r, max_abs(J.jacobian));
+  s.query_tokens.clear();
+  s.key_tokens.clear();
+  for (std::size_t j = 0; j < r.tokens.size(); ++j) {
+    s.query_tokens.push_back("p(" + r.tokens[j] + ")");
+    s.key_tokens.push_back("s(" + r.tokens[j] + ")");
+  }
+  s.title = "Softmax Jacobian of row " + std::to_string(J.row) + " ('" + r.tokens[J.row] + "'): diag(p) − p pᵀ";
+  s.subtitle = "Cell (j, k) = ∂p_j / ∂s_k. Checked by central differences in float64: max |difference| " +
+               format_g(J.max_fd_diff, 2) + ". Each row sums to 0 (max |sum| " + format_g(J.max_row_sum, 2) +
+               "): adding the same number to every score changes nothing. Masked keys: all 0.";
+  s.row_title = "Weight p_j";
+  s.col_title = "Score s_k";
+  s.value_label = "∂p_j / ∂s_k";
   return heatmap_figure(s);
 }
 
 bool pitfall_has_figure(const Pitfall& p) { return !p.tables.empty(); }
 
-Figure pitfall_figure(const Pitfall& p) {
-  if (p.tables.empty()) throw InputError("pitfall " + p.id + " has no matrices to draw");
+namespace {
+
+// Rows of two panels side by side, each row on its own colour scale shared by its two panels.
+Figure paired_figure(const std::string& heading, const std::string& subheading, std::vector<PanelPair> pairs) {
   struct Row {
     std::shared_ptr<render::MatrixPanel> wrong, right;
     render::PanelLayout wl, rl;
@@ -106,17 +146,17 @@ Figure pitfall_figure(const Pitfall& p) {
     std::string label;
     std::shared_ptr<Colormap> cmap;
   };
-  auto tables = std::make_shared<std::vector<PitfallTable>>(p.tables);
+  auto tables = std::make_shared<std::vector<PanelPair>>(std::move(pairs));
   Canvas m = Canvas::measuring();
   std::vector<Row> rows;
   for (std::size_t t = 0; t < tables->size(); ++t) {
-    const PitfallTable& tab = (*tables)[t];
-    std::vector<float> values(tab.wrong.begin(), tab.wrong.end());
+    const PanelPair& tab = (*tables)[t];
+    std::vector<float> values(tab.left.begin(), tab.left.end());
     values.insert(values.end(), tab.right.begin(), tab.right.end());
     Row row;
-    // One scale for wrong and right, so the two read alike: weights on [0, 1] (a third must
+    // One scale for left and right, so the two read alike: weights on [0, 1] (a third must
     // not look like a whole), other values from 0 up, signed values centred on 0.
-    const bool weights = tab.caption.rfind("weights", 0) == 0;
+    const bool weights = tab.weights;
     const bool is_signed = std::any_of(values.begin(), values.end(), [](float v) { return v < 0; });
     row.label = weights ? "Attention weight" : "Value";
     row.cmap = std::make_shared<Colormap>(Colormap::by_name(is_signed ? "RdBu_r" : "Blues"));
@@ -135,13 +175,13 @@ Figure pitfall_figure(const Pitfall& p) {
       panel->cols = tab.col_labels.size();
       panel->row_labels = tab.row_labels;
       panel->col_labels = tab.col_labels;
-      panel->title = wrong ? "✗ wrong" : "✓ right";
+      panel->title = wrong ? tab.left_title : tab.right_title;
       panel->col_title = tab.caption;
       panel->cell = std::min(58.0, 320.0 / static_cast<double>(std::max<std::size_t>(panel->cols, 1)));
       const ColorScale scale = row.scale;
       const auto cmap = row.cmap;
       panel->cell_at = [tables, t, wrong, cmap, scale](std::size_t i, std::size_t j) {
-        const double v = wrong ? (*tables)[t].wrong(i, j) : (*tables)[t].right(i, j);
+        const double v = wrong ? (*tables)[t].left(i, j) : (*tables)[t].right(i, j);
         return render::Cell{cmap->at(scale.position(v)), false, v, ""};
       };
       (wrong ? row.wrong : row.right) = panel;
@@ -157,7 +197,7 @@ Figure pitfall_figure(const Pitfall& p) {
     body_w = std::max(body_w, r.wl.width + gap + r.rl.width + gap + bar_w.back());
     body_h += std::max(r.wl.height, r.wl.grid_y + 80.0) + (body_h > 0 ? row_gap : 0);
   }
-  const render::TitleBlock titles{p.title, "Lesson: " + p.lesson, std::max(body_w, 520.0)};
+  const render::TitleBlock titles{heading, subheading, std::max(body_w, 520.0)};
   const TextSize title = render::title_block_size(m, titles);
   const double content_w = std::max(body_w, title.width);
 
@@ -193,5 +233,33 @@ Figure pitfall_figure(const Pitfall& p) {
   };
   return f;
 }
+
+}  // namespace
+
+Figure pitfall_figure(const Pitfall& p) {
+  if (p.tables.empty()) throw InputError("pitfall " + p.id + " has no matrices to draw");
+  std::vector<PanelPair> pairs;
+  for (const PitfallTable& t : p.tables)
+    pairs.push_back({t.caption, t.wrong_title, t.right_title, t.row_labels, t.col_labels, t.wrong, t.right,
+                     t.caption.rfind("weights", 0) == 0});
+  return paired_figure(p.title, "Lesson: " + p.lesson, std::move(pairs));
+}
+
+namespace {
+
+Figure explain_output_figure(const ExplainResult& r) {
+  std::vector<std::string> dims;
+  for (std::size_t c = 0; c < r.output.shape(1); ++c) dims.push_back("d" + std::to_string(c));
+  PanelPair pair{"Dimension of V", "V: one row per key", "output = weights V: one row per query", r.tokens, dims,
+                 r.v, r.output, false};
+  return paired_figure("Step 6 of 6 · output = weights V",
+                       "Row i of the output is query i's weighted mean of V's rows (step 5's weights), so every "
+                       "output value lies between the smallest and largest value of its column of V: one colour "
+                       "scale for both. Max |difference| from attn::sdpa in one call: " +
+                           format_g(r.max_abs_diff, 3) + ".",
+                       {pair});
+}
+
+}  // namespace
 
 }  // namespace attn

@@ -1,18 +1,29 @@
 #pragma once
-// The five steps of scaled dot-product attention (the five steps interview answers give), each one kept so
-// it can be printed, written and checked:
+// The steps of scaled dot-product attention (the five steps interview answers give, plus the
+// max-subtraction every real softmax does), each one kept so it can be printed, written and checked:
 //
 //   x  [L, D]  seeded token embeddings (tokenize.hpp), Q = x W_q^T, K = x W_k^T, V = x W_v^T
 //   1. scores   S = Q K^T                  [L, L]  similarity of query i and key j
 //   2. scaled   S / sqrt(d)                [L, L]  keeps the variance at 1 (variance.hpp)
 //   3. masked   -inf where i may not see j [L, L]  causal by default (mask.hpp convention)
-//   4. softmax  P = softmax(row)           [L, L]  every row sums to 1
-//   5. output   O = P V                    [L, D]  each query's weighted mix of values
+//   4. shifted  minus each row's max       [L, L]  every exp is in (0, 1]: no overflow, same softmax
+//   5. softmax  P = softmax(row)           [L, L]  every row sums to 1
+//   6. output   O = P V                    [L, D]  each query's weighted mix of values
+//
+// And three lessons on one row or the whole matrix, computed when asked:
+//   online     the online softmax (FlashAttention's recurrence) on one row, key by key: running max
+//              m, running sum l, the rescale exp(m_old - m_new) of l and of the partial output o;
+//              at the end o / l is the output row and exp(s_j - m) / l the softmax row.
+//   jacobian   d softmax / d scores on one row, diag(p) - p p^T, checked by central differences in
+//              float64; and the gradient of the cross-entropy -log p_y, p - onehot(y).
+//   symmetry   without W_q and W_k the scores x x^T are symmetric (max |S - S^T| = 0); with them
+//              they are not; the softmax weights are not symmetric either way (rows normalize).
 //
 // One head with d = D, like the classic small example (seq_len 4, d_k 3). The last step is
 // compared with attn::sdpa on the same Q, K, V: computing step by step (rounding to float32
 // after each step) and in one call (float64 throughout) must agree to float32 rounding.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +38,44 @@ struct ExplainConfig {
   std::uint64_t seed = 42;
   bool causal = true;
   std::size_t max_tokens = 16;  // the matrices are printed: keep them readable
+  bool online = false, jacobian = false, symmetry = false;
+  std::optional<std::size_t> row;     // the query row of online and jacobian; default the last
+  std::optional<std::size_t> target;  // the cross-entropy's target key; default the row's own position
+};
+
+// One key of the online softmax on one row: the state after key j is read.
+struct OnlineStep {
+  std::size_t key = 0;
+  bool masked = false;         // -inf score: the state does not change
+  double score = 0;            // s_j (scaled, before the mask)
+  double m = 0, l = 0;         // running max and sum after this key
+  double rescale = 1;          // exp(m_before - m): what l and o were multiplied by
+  std::vector<double> o;       // running unnormalized output after this key [d]
+};
+
+struct OnlineTrace {
+  std::size_t row = 0;
+  std::vector<OnlineStep> steps;
+  std::vector<double> weights;   // exp(s_j - m) / l at the end
+  std::vector<double> output;    // o / l at the end
+  double max_weight_diff = 0;    // against step 5's softmax row
+  double max_output_diff = 0;    // against step 6's output row
+};
+
+struct JacobianLesson {
+  std::size_t row = 0, target = 0;
+  Tensor2 jacobian;              // [L, L] diag(p) - p p^T, float64 values rounded for printing
+  double max_fd_diff = 0;        // against central differences of softmax in float64
+  double max_row_sum = 0;        // |sum_j J(i, j)|: adding a constant to every score changes nothing
+  double max_asymmetry = 0;      // |J - J^T|
+  std::vector<double> grad_ce;   // p - onehot(target) [L]
+  double max_ce_fd_diff = 0;     // against central differences of -log p_target
+};
+
+struct SymmetryLesson {
+  double scores_no_projection = 0;    // max |S - S^T| for S = x x^T / sqrt(d)
+  double scores_with_projection = 0;  // the same for Q K^T / sqrt(d)
+  double weights_no_projection = 0;   // max |P - P^T| for P = softmax(x x^T / sqrt(d)), no mask
 };
 
 struct ExplainResult {
@@ -38,14 +87,20 @@ struct ExplainResult {
   Tensor2 scaled;       // step 2
   Mask2 allowed;        // step 3's mask, true = may attend
   Tensor2 masked;       // step 3, -inf where blocked
-  Tensor2 weights;      // step 4
-  Tensor1 row_sums;     // of step 4
-  Tensor2 output;       // step 5
+  Tensor1 row_max;      // of step 3, over the allowed keys
+  Tensor2 shifted;      // step 4, masked - row_max (-inf stays -inf)
+  Tensor2 weights;      // step 5
+  Tensor1 row_sums;     // of step 5
+  Tensor2 output;       // step 6
   Tensor2 sdpa_output;  // attn::sdpa(Q, K, V) in one call
   double max_abs_diff = 0;  // max |output - sdpa_output|
+  std::optional<OnlineTrace> online;
+  std::optional<JacobianLesson> jacobian;
+  std::optional<SymmetryLesson> symmetry;
 };
 
-// Throws InputError for an empty or invalid sentence, more than max_tokens tokens, or d_model 0.
+// Throws InputError for an empty or invalid sentence, more than max_tokens tokens, d_model 0, or a row
+// or target outside the sentence (or a target the row may not attend to).
 ExplainResult explain_attention(const ExplainConfig& config);
 
 Json explain_json(const ExplainResult& result);

@@ -17,6 +17,7 @@ struct PitfallTable {
   std::string caption;
   std::vector<std::string> row_labels, col_labels;
   Tensor2 wrong, right;
+  std::string wrong_title = "✗ wrong", right_title = "✓ right";  // the pictures' panel titles
 };
 
 // One number, wrong way vs right way.
@@ -38,6 +39,14 @@ Pitfall pitfall_eps_after_softmax();
 Pitfall pitfall_missing_scale(std::uint64_t seed);
 Pitfall pitfall_temperature_direction();
 Pitfall pitfall_rope_half_width();
+// Claims of tutorials and teaching notes that a computation corrects (pitfall_errata.cpp).
+Pitfall pitfall_mask_value_float16();
+Pitfall pitfall_float_mask_sdpa();
+Pitfall pitfall_paper_dk();
+Pitfall pitfall_softmax_cost();
+Pitfall pitfall_mha_bias();
+Pitfall pitfall_flash_memory();
+Pitfall pitfall_mb_mib();
 
 // All of the above, in that order.
 std::vector<Pitfall> all_pitfalls(std::uint64_t seed);

@@ -16,6 +16,9 @@ namespace attn {
 double max_weight(std::span<const double> p);
 double entropy_nats(std::span<const double> p);   // 0 ln 0 taken as 0
 double softmax_jacobian_frobenius(std::span<const double> p);
+// The same norm for p = softmax(factor * scores), computed from the scores so that it stays exact
+// when the largest weight rounds to 1: there 1 - p_i is taken as the sum of the other weights.
+double softmax_jacobian_frobenius_of_scores(std::span<const double> scores, double factor = 1.0);
 
 // Softmax of scores * factor in double precision (no masking): the row every experiment
 // examines. factor = 1/sqrt(d_k) scales, factor = 1/T applies a temperature T.

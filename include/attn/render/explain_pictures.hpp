@@ -1,10 +1,11 @@
 #pragma once
 // The pictures of `explain` and `pitfalls`, drawn from their results and nothing else:
-//   explain   one heatmap per step of the five-step flow, token labels on both axes:
-//             1 scores Q Kᵀ and 2 scaled on a diverging map centred on 0 (signed scores),
-//             3 masked with the blocked cells hatched from the actual mask, 4 the softmax
-//             weights on a sequential map with the row sums in the subtitle, 5 the output
-//             rows against the dimensions of V;
+//   explain   one picture per step, token labels on both axes: 1 scores Q Kᵀ, 2 scaled,
+//             3 masked (blocked cells hatched from the actual mask) and 4 shifted (minus the
+//             row max) on ONE diverging scale centred on 0, so a score keeps its colour from
+//             step to step; 5 the softmax weights on [0, 1] with the row sums in the subtitle;
+//             6 V beside the output on one scale; and, with --jacobian, the softmax Jacobian
+//             of one row;
 //   pitfalls  for a pitfall whose wrong and right results are matrices, "wrong | right" side
 //             by side, one row of panels per table on that row's own colour scale, the
 //             one-line lesson as subtitle.
@@ -18,12 +19,15 @@
 
 namespace attn {
 
-// The file names of the five steps, in order: explain_step_figure(r, k) is kExplainSteps[k - 1].
-inline constexpr std::array<const char*, 5> kExplainSteps = {
-    "explain-1-scores", "explain-2-scaled", "explain-3-masked", "explain-4-weights", "explain-5-output"};
+// The file names of the six steps, in order: explain_step_figure(r, k) is kExplainSteps[k - 1].
+inline constexpr std::array<const char*, 6> kExplainSteps = {"explain-1-scores", "explain-2-scaled",
+                                                             "explain-3-masked", "explain-4-shifted",
+                                                             "explain-5-weights", "explain-6-output"};
 
-// step in 1..5 (InputError otherwise).
+// step in 1..6 (InputError otherwise). Step 6's grids: [0] V, [1] the output.
 Figure explain_step_figure(const ExplainResult& result, int step);
+// InputError unless the result has its Jacobian (ExplainConfig::jacobian).
+Figure explain_jacobian_figure(const ExplainResult& result);
 
 // False for a pitfall whose results are only numbers (no tables): it gets no picture.
 bool pitfall_has_figure(const Pitfall& pitfall);

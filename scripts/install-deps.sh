@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libcli11-dev libxtensor-dev libxtensor-blas-dev libxsimd-dev nlohmann-json3-dev doctest-dev
   libopenblas-dev libcairo2-dev libpango1.0-dev libicu-dev fonts-wqy-microhei
+  fonts-noto-color-emoji  # emoji tokens in colour, not as boxes (tests/test_render_heatmap.cpp)
   python3-numpy  # scripts/check_fa_rule.py and check_backward.py, run by the tests; the product itself is pure C++
   libexpat1-dev  # the tests parse the SVG output (already pulled in by libfontconfig-dev)
 )

@@ -162,3 +162,71 @@ TEST_CASE("heatmap and head grid: a causal map of 1 to 3 tokens keeps its legend
     CHECK(DecodedPng::from_bytes(render_png(head_grid_figure(g), 1)).ink_on_border(4) == 0);
   }
 }
+
+namespace {
+
+// The box of non-white pixels (points) inside [x0, x1) x [y0, y1): where a label's ink lies.
+struct InkBox {
+  double left = 1e9, right = -1e9, top = 1e9, bottom = -1e9;
+  double width() const { return right - left; }
+  double height() const { return bottom - top; }
+};
+InkBox ink_box(const DecodedPng& img, double x0, double x1, double y0, double y1, double scale) {
+  InkBox b;
+  for (double y = y0; y < y1; y += 1 / scale)
+    for (double x = x0; x < x1; x += 1 / scale) {
+      const Rgb8 p = img.pixel(x, y, scale);
+      if (p.r + p.g + p.b > 3 * 200) continue;
+      b.left = std::min(b.left, x);
+      b.right = std::max(b.right, x);
+      b.top = std::min(b.top, y);
+      b.bottom = std::max(b.bottom, y);
+    }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("heatmap: among rotated column labels, a lone '!' or '(' stays upright") {
+  HeatmapSpec s;
+  s.weights = xt::ones<float>({std::size_t{3}, std::size_t{3}}) / 3.0f;
+  s.query_tokens = {"internationalization", "!", "("};
+  s.key_tokens = s.query_tokens;  // the long one makes the column labels rotate
+  const Figure f = heatmap_figure(s);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const CellGrid& g = f.grids[0];
+  // The label strip just above the grid, over each column.
+  auto label = [&](std::size_t j) { return ink_box(img, g.cell_x(j), g.cell_x(j) + g.cell_w, g.y - 40, g.y - 1, 2); };
+  const InkBox rotated = label(0), bang = label(1), paren = label(2);
+  CAPTURE(rotated.width());
+  CAPTURE(bang.width());
+  CAPTURE(bang.height());
+  CHECK(rotated.height() > 3 * rotated.width());  // the long label reads upwards
+  CHECK(bang.height() > 2 * bang.width());        // "!" upright: tall and thin, not lying down
+  CHECK(paren.height() > 1.5 * paren.width());
+}
+
+TEST_CASE("heatmap: an emoji label is drawn in colour from the emoji font, not as a box") {
+  HeatmapSpec s;
+  s.weights = xt::ones<float>({std::size_t{2}, std::size_t{2}}) / 2.0f;
+  s.query_tokens = {"🍕", "cat"};
+  s.key_tokens = s.query_tokens;
+  const Figure f = heatmap_figure(s);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const CellGrid& g = f.grids[0];
+  // Row 0's label, left of the grid: a text glyph or a missing-glyph box is grey to black; the
+  // pizza (fonts-noto-color-emoji, installed by scripts/install-deps.sh) is red and yellow.
+  auto coloured = [&](std::size_t i) {
+    int n = 0;
+    for (double y = g.cell_y(i); y < g.cell_y(i) + g.cell_h; y += 0.5)
+      for (double x = std::max(0.0, g.x - 40); x < g.x; x += 0.5) {
+        const Rgb8 p = img.pixel(x, y, 2);
+        n += std::abs(p.r - p.g) + std::abs(p.g - p.b) + std::abs(p.r - p.b) > 120;
+      }
+    return n;
+  };
+  CHECK(coloured(0) > 20);
+  CHECK(coloured(1) == 0);  // "cat" is plain text: the count tells colour from ink
+}

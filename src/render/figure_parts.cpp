@@ -164,7 +164,10 @@ void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x,
   }
   for (std::size_t j = 0; j < p.col_labels.size() && j < p.cols; j += l.label_step) {
     const double cx = g.cell_x(j) + p.cell / 2;
-    if (l.rotate_col_labels) {
+    // Among rotated labels, one that fits its cell ("!", "(", "的") stays upright: a lone mark
+    // turned on its side is hard to read.
+    const TextSize size = c.measure(p.col_labels[j], labels);
+    if (l.rotate_col_labels && !(size.width <= p.cell - 3 && size.height <= p.cell - 3)) {
       c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0, 0.5, 90);  // reads upwards
     } else {
       c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0.5, 1);

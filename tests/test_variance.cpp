@@ -133,3 +133,33 @@ TEST_CASE("variance: the JSON has the contract's fields") {
   CHECK(j["rows"][0]["d_k"] == 8);
   CHECK(j["rows"][0]["samples"] == 100);
 }
+
+TEST_CASE("variance: the unscaled Jacobian norm's rise is found where the rows put it, and stated") {
+  VarianceResult r;
+  auto row = [](std::size_t d_k, double unscaled, double scaled) {
+    VarianceRow x;
+    x.d_k = d_k;
+    x.jacobian_unscaled = unscaled;
+    x.jacobian_scaled = scaled;
+    return x;
+  };
+  // By hand: rises to 0.33 at d_k = 16, above the scaled 0.18 up to 64, below from 128.
+  r.rows = {row(1, 0.16, 0.16), row(4, 0.24, 0.17), row(16, 0.33, 0.18), row(64, 0.20, 0.18), row(128, 0.15, 0.19)};
+  const auto rise = jacobian_rise(r);
+  REQUIRE(rise);
+  CHECK(rise->peak_d_k == 16);
+  CHECK(rise->peak == 0.33);
+  CHECK(rise->last_above_d_k == 64);
+  CHECK(rise->first_below_d_k == 128);
+  const std::string s = jacobian_rise_sentence(*rise);
+  CHECK(s.find("0.33 at d_k = 16") != std::string::npos);
+  CHECK(s.find("up to d_k = 64 and is below from d_k = 128") != std::string::npos);
+  // Falling from the start: no rise to explain.
+  r.rows = {row(64, 0.20, 0.18), row(128, 0.15, 0.19)};
+  CHECK(!jacobian_rise(r));
+  // Still above at the end of the sweep: the crossing is not claimed.
+  r.rows = {row(1, 0.16, 0.16), row(16, 0.33, 0.18)};
+  REQUIRE(jacobian_rise(r));
+  CHECK(jacobian_rise(r)->first_below_d_k == 0);
+  CHECK(jacobian_rise_sentence(*jacobian_rise(r)).find("below from") == std::string::npos);
+}

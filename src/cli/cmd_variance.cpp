@@ -51,6 +51,7 @@ std::string variance_text(const VarianceResult& r, TableFormat format) {
   out += render_table(soft, format);
   out += "\nAs d_k grows, the unscaled scores spread like sqrt(d_k): softmax saturates toward one key and "
          "its Jacobian, the only path of the gradient, shrinks toward 0. Scaled rows look alike for every d_k.\n";
+  if (const auto rise = jacobian_rise(r)) out += jacobian_rise_sentence(*rise) + "\n";
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/random.hpp"
+#include "attn/lessons/number_format.hpp"
 #include "attn/lessons/softmax_stats.hpp"
 
 namespace attn {
@@ -164,7 +165,7 @@ Json variance_json(const VarianceResult& r) {
         {"jacobian_fro_scaled", x.jacobian_scaled},
     });
   }
-  return {
+  Json out = {
       {"rows", rows},
       {"seed", r.config.seed},
       {"distribution", "q, k with i.i.d. N(0,1) entries; unscaled = q.k, scaled = q.k / sqrt(d_k)"},
@@ -175,6 +176,41 @@ Json variance_json(const VarianceResult& r) {
       {"entropy_uniform", r.entropy_uniform},
       {"jacobian_fro_uniform", r.jacobian_uniform},
   };
+  if (const auto rise = jacobian_rise(r)) {
+    out["jacobian_rise"] = {{"peak_d_k", rise->peak_d_k}, {"peak", rise->peak},
+                            {"last_above_scaled_d_k", rise->last_above_d_k},
+                            {"first_below_scaled_d_k", rise->first_below_d_k},
+                            {"why", jacobian_rise_sentence(*rise)}};
+  }
+  return out;
+}
+
+std::optional<JacobianRise> jacobian_rise(const VarianceResult& r) {
+  if (r.rows.size() < 2) return std::nullopt;
+  std::size_t peak = 0;
+  for (std::size_t i = 1; i < r.rows.size(); ++i)
+    if (r.rows[i].jacobian_unscaled > r.rows[peak].jacobian_unscaled) peak = i;
+  if (peak == 0) return std::nullopt;  // never rises: saturation from the first d_k on
+  JacobianRise rise;
+  rise.peak_d_k = r.rows[peak].d_k;
+  rise.peak = r.rows[peak].jacobian_unscaled;
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    if (r.rows[i].jacobian_unscaled > r.rows[i].jacobian_scaled) {
+      rise.last_above_d_k = r.rows[i].d_k;
+      rise.first_below_d_k = i + 1 < r.rows.size() ? r.rows[i + 1].d_k : 0;
+    }
+  }
+  return rise;
+}
+
+std::string jacobian_rise_sentence(const JacobianRise& rise) {
+  std::string s = "Why the unscaled ||J||F first rises (to " + format_g(rise.peak, 3) + " at d_k = " +
+                  std::to_string(rise.peak_d_k) + "): a near-uniform row, every p ~ 1/n, has a small Jacobian; "
+                  "a few keys sharing the weight give the largest; one key taking it all gives none.";
+  if (rise.last_above_d_k != 0 && rise.first_below_d_k != 0)
+    s += " It stays above the scaled rows up to d_k = " + std::to_string(rise.last_above_d_k) + " and is below from d_k = " +
+         std::to_string(rise.first_below_d_k) + " on.";
+  return s;
 }
 
 }  // namespace attn

@@ -137,11 +137,11 @@ Figure saturation_figure(const VarianceResult& r) {
   }
   panels[0].y.max = 1.0;
   panels.back().legend = LegendPlace::outside_right;  // one legend for all three, at the end
-  return line_plot_row_figure(
-      panels, "Unscaled scores saturate softmax and starve its gradient",
-      "one query against n = " + std::to_string(first.keys) + " keys, averaged over " +
-          std::to_string(first.softmax_rows) + " rows per d_k: unscaled, max p → 1 and ‖J‖_F → 0 as d_k grows; "
-          "scaled rows look alike for every d_k · seed " + std::to_string(r.config.seed));
+  std::string subtitle = "one query against n = " + std::to_string(first.keys) + " keys, averaged over " +
+                         std::to_string(first.softmax_rows) + " rows per d_k: unscaled, max p → 1 and ‖J‖_F → 0 as d_k "
+                         "grows; scaled rows look alike for every d_k · seed " + std::to_string(r.config.seed);
+  if (const auto rise = jacobian_rise(r)) subtitle += ". " + jacobian_rise_sentence(*rise);
+  return line_plot_row_figure(panels, "Unscaled scores saturate softmax and starve its gradient", subtitle);
 }
 
 Figure temperature_figure(const TemperatureResult& r) {

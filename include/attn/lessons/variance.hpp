@@ -19,6 +19,7 @@
 // error by sqrt(d) and the variance's by d. The band printed is theory +- 3 standard errors
 // (about 99.7% by the central limit theorem).
 #include <cstdint>
+#include <optional>
 #include <functional>
 #include <string>
 #include <vector>
@@ -75,5 +76,18 @@ VarianceResult run_variance(const VarianceConfig& config);
 
 // {"rows": [...], ...} as DESIGN.md's variance contract, with the further fields above.
 Json variance_json(const VarianceResult& result);
+
+// Why the unscaled Jacobian norm first sits ABOVE the scaled one: a near-uniform row (every
+// p ~ 1/n) has a small Jacobian, a row where a few keys share the weight the largest, a one-hot
+// row none. When the sweep shows that rise, where it peaks and the last d_k at which the unscaled
+// norm is still above the scaled one; empty when the unscaled norm never rises above the first.
+struct JacobianRise {
+  std::size_t peak_d_k = 0;
+  double peak = 0;
+  std::size_t last_above_d_k = 0;   // the largest d_k with unscaled > scaled (0: none)
+  std::size_t first_below_d_k = 0;  // the next d_k of the sweep, where it is below (0: none in the sweep)
+};
+std::optional<JacobianRise> jacobian_rise(const VarianceResult& result);
+std::string jacobian_rise_sentence(const JacobianRise& rise);
 
 }  // namespace attn

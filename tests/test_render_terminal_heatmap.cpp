@@ -102,3 +102,39 @@ TEST_CASE("terminal heatmap: Chinese labels line up by display width; without co
   CHECK(plain.find('\x1b') == std::string::npos);
   CHECK(plain == matrix_table(h.row_labels, h.col_labels, h.weights));
 }
+
+TEST_CASE("terminal heatmap: a table wider than max_width is cut into blocks of keys, every value kept") {
+  const std::size_t L = 30;
+  TerminalHeatmap h;
+  for (std::size_t i = 0; i < L; ++i) h.row_labels.push_back("tok" + std::to_string(i));
+  h.col_labels = h.row_labels;
+  h.weights = Tensor2::from_shape({L, L});
+  for (std::size_t i = 0; i < L; ++i)
+    for (std::size_t j = 0; j < L; ++j) h.weights(i, j) = float(i * L + j) / float(L * L);  // all different
+  h.scale = {0, 1};
+  h.max_width = 80;
+  for (ColorMode mode : {ColorMode::none, ColorMode::truecolor}) {
+    CAPTURE(int(mode));
+    const std::string out = strip_ansi(render_terminal_heatmap(h, mode));
+    std::istringstream lines(out);
+    std::size_t blocks = 0, widest = 0;
+    for (std::string line; std::getline(lines, line);) {
+      widest = std::max(widest, display_width(line));
+      blocks += line.rfind("keys ", 0) == 0;
+    }
+    CHECK(widest <= 80);
+    CHECK(blocks >= 3);  // 30 columns of 7 characters need at least 3 blocks of 80
+    CHECK(out.find("keys 0-") == 0);
+    CHECK(out.find(" of 30:") != std::string::npos);
+    // Every weight is printed once, in some block.
+    for (std::size_t i = 0; i < L; i += 7)
+      for (std::size_t j = 0; j < L; j += 5) {
+        char v[16];
+        std::snprintf(v, sizeof v, "%.3f", double(h.weights(i, j)));
+        CHECK(out.find(v) != std::string::npos);
+      }
+    if (mode != ColorMode::none) CHECK(out.find("(Blues)") == out.rfind("(Blues)"));  // one legend, at the end
+  }
+  h.max_width = 0;  // no limit: one table
+  CHECK(render_terminal_heatmap(h, ColorMode::none).find("keys 0-") == std::string::npos);
+}

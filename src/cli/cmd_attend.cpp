@@ -58,7 +58,8 @@ void show_weights_on_terminal(const SdpaResult& r, const Mask3* mask, bool causa
     if (causal) allowed = allowed && causal_mask;
     if (H > 1) os << "head " << h << ":\n";
     os << render_terminal_heatmap({position_labels(Lq, "q"), position_labels(Lk, "k"),
-                                   xt::view(r.weights, h, xt::all(), xt::all()), &allowed, "Blues", scale},
+                                   xt::view(r.weights, h, xt::all(), xt::all()), &allowed, "Blues", scale,
+                                   terminal_columns(json_on_stdout ? STDERR_FILENO : STDOUT_FILENO)},
                                   mode);
   }
 }

@@ -182,6 +182,7 @@ void run_demo_command(const DemoOptions& opts) {
   const ColorMode color = terminal_color_mode(::isatty(STDOUT_FILENO), opts.no_color);
   TerminalHeatmap table{r.tokens, r.tokens, r.weights, r.model ? &r.causal_allowed : nullptr, opts.image.colormap,
                         color_scale_for({r.weights.data(), r.weights.size()}, std::nullopt)};
+  table.max_width = terminal_columns(STDOUT_FILENO);
   std::cout << render_terminal_heatmap(table, color) << "\n";
 
   // Each token with its position, as in the token list above: a repeated word ("the" [0] and

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <string_view>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include "attn/render/text_table.hpp"
 
 namespace attn {
@@ -63,7 +66,75 @@ int ansi256_index(const Rgb& c) {
   return 16 + 36 * cube[0] + 6 * cube[1] + cube[2];
 }
 
+std::size_t terminal_columns(int fd, std::size_t fallback) {
+  winsize ws{};
+  if (::isatty(fd) && ::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  const std::string env = getenv_or_empty("COLUMNS");
+  if (!env.empty() && env.size() < 6 && env.find_first_not_of("0123456789") == std::string::npos) {
+    const std::size_t n = std::stoul(env);
+    if (n >= 20) return n;
+  }
+  return fallback;
+}
+
+namespace {
+
+// The keys [j0, j1) of the table: labels, weights and mask cut to those columns.
+TerminalHeatmap key_block(const TerminalHeatmap& h, std::size_t j0, std::size_t j1, Mask2& mask_store) {
+  TerminalHeatmap b = h;
+  b.col_labels.assign(h.col_labels.begin() + std::ptrdiff_t(std::min(j0, h.col_labels.size())),
+                      h.col_labels.begin() + std::ptrdiff_t(std::min(j1, h.col_labels.size())));
+  b.weights = xt::view(h.weights, xt::all(), xt::range(j0, j1));
+  if (h.allowed) {
+    mask_store = xt::view(*h.allowed, xt::all(), xt::range(j0, j1));
+    b.allowed = &mask_store;
+  }
+  b.max_width = 0;
+  return b;
+}
+
+std::string render_block(const TerminalHeatmap& h, ColorMode mode, bool legend);
+
+// The widest line's display width, escape sequences left out.
+std::size_t block_width(const TerminalHeatmap& h, ColorMode mode) {
+  std::string text = render_block(h, mode, false), plain;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b') {
+      while (i < text.size() && text[i] != 'm') ++i;
+      continue;
+    }
+    plain += text[i];
+  }
+  std::size_t widest = 0, start = 0;
+  while (start < plain.size()) {
+    const std::size_t end = std::min(plain.find('\n', start), plain.size());
+    widest = std::max(widest, display_width(std::string_view(plain).substr(start, end - start)));
+    start = end + 1;
+  }
+  return widest;
+}
+
+}  // namespace
+
 std::string render_terminal_heatmap(const TerminalHeatmap& h, ColorMode mode) {
+  const std::size_t Lk = h.weights.shape(1);
+  if (h.max_width == 0 || Lk <= 1 || block_width(h, mode) <= h.max_width) return render_block(h, mode, true);
+  std::string out;
+  Mask2 store;
+  for (std::size_t j0 = 0; j0 < Lk;) {
+    std::size_t j1 = j0 + 1;  // at least one key per block, however narrow the terminal
+    while (j1 < Lk && block_width(key_block(h, j0, j1 + 1, store), mode) <= h.max_width) ++j1;
+    out += (j0 ? "\n" : "") + std::string("keys ") + std::to_string(j0) + "-" + std::to_string(j1 - 1) + " of " +
+           std::to_string(Lk) + ":\n";
+    out += render_block(key_block(h, j0, j1, store), mode, j1 == Lk);
+    j0 = j1;
+  }
+  return out;
+}
+
+namespace {
+
+std::string render_block(const TerminalHeatmap& h, ColorMode mode, bool legend) {
   if (mode == ColorMode::none) return matrix_table(h.row_labels, h.col_labels, h.weights);
   const Colormap cmap = Colormap::by_name(h.colormap);
   std::size_t label_w = 0;
@@ -92,6 +163,7 @@ std::string render_terminal_heatmap(const TerminalHeatmap& h, ColorMode mode) {
     }
     out += "\n";
   }
+  if (!legend) return out;
   // Legend: the ramp from the scale's bottom to its top, and the masked look.
   char lo[32], hi[32];
   std::snprintf(lo, sizeof lo, "%.3g", h.scale.vmin);
@@ -105,5 +177,7 @@ std::string render_terminal_heatmap(const TerminalHeatmap& h, ColorMode mode) {
   }
   return out + "\n";
 }
+
+}  // namespace
 
 }  // namespace attn

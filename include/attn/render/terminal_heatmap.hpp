@@ -29,7 +29,14 @@ struct TerminalHeatmap {
   const Mask2* allowed = nullptr;  // [Lq, Lk] or null; false = masked
   std::string colormap = "Blues";
   ColorScale scale;
+  // Terminal columns the table may take (0: no limit). A wider table is cut into blocks of
+  // keys, one under the other ("keys 0-11 of 38"), as pandas and NumPy print wide arrays: a
+  // 38-token matrix is readable in 100 columns instead of wrapping at 400.
+  std::size_t max_width = 0;
 };
+
+// The columns of the terminal on `fd` (ioctl), else $COLUMNS, else `fallback`.
+std::size_t terminal_columns(int fd, std::size_t fallback = 120);
 
 // The table, one line per query row, ending with a legend line when coloured.
 std::string render_terminal_heatmap(const TerminalHeatmap& h, ColorMode mode);

@@ -230,3 +230,39 @@ TEST_CASE("heatmap: an emoji label is drawn in colour from the emoji font, not a
   CHECK(coloured(0) > 20);
   CHECK(coloured(1) == 0);  // "cat" is plain text: the count tells colour from ink
 }
+
+TEST_CASE("heatmap: a long causal map gets a stated log colour scale, so its later rows are not white") {
+  const std::size_t L = 32;
+  Tensor2 w = xt::zeros<float>({L, L});
+  for (std::size_t i = 0; i < L; ++i)
+    for (std::size_t j = 0; j <= i; ++j) w(i, j) = 1.0f / float(i + 1);  // even shares
+  const Mask2 causal = causal_allowed(L, L);
+  const auto log = long_causal_log_scale(w, causal);
+  REQUIRE(log);
+  CHECK(log->log);
+  CHECK(log->vmax == 1.0);
+  CHECK(log->vmin == doctest::Approx(0.01));  // the power of ten at or below 1 / 64
+  CHECK(log->position(1.0) == doctest::Approx(1.0));
+  CHECK(log->position(0.1) == doctest::Approx(0.5));
+  CHECK(log->position(0.001) == 0.0);
+  // Short maps, and maps where every row sees as many keys, keep the linear scale.
+  const Tensor2 w8 = xt::view(w, xt::range(0, 8), xt::range(0, 8));
+  CHECK(!long_causal_log_scale(w8, causal_allowed(8, 8)));
+  CHECK(!long_causal_log_scale(xt::ones<float>({L, L}) / float(L), Mask2(xt::ones<bool>({L, L}))));
+
+  HeatmapSpec s;
+  s.weights = w;
+  s.allowed = causal;
+  const Figure f = heatmap_figure(s);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  // The last row's even share 1/32 sits a quarter up the log scale, not 3 % up a linear one.
+  const Rgb8 last = img.cell_mean(f.grids[0], L - 1, 0, 2);
+  CHECK(near(last, to_rgb8(Colormap::by_name("Blues").at(log->position(1.0 / 32))), 6));
+  CHECK(!near(last, to_rgb8(Colormap::by_name("Blues").at(1.0 / 32)), 20));
+  // A given top keeps the scale linear.
+  s.vmax = 1.0;
+  const Figure lin = heatmap_figure(s);
+  const DecodedPng limg = DecodedPng::from_bytes(render_png(lin, 2));
+  CHECK(near(limg.cell_mean(lin.grids[0], L - 1, 0, 2), to_rgb8(Colormap::by_name("Blues").at(1.0 / 32)), 6));
+}

@@ -11,6 +11,7 @@
 #include "attn/render/mask_diagram.hpp"
 #include "attn/render/train_pictures.hpp"
 #include "attn/lessons/number_format.hpp"
+#include "figure_parts.hpp"
 
 namespace attn {
 namespace {
@@ -47,7 +48,7 @@ std::string fixed(double v) { return formatted("%.3f", v); }
 std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string& dir,
                                           const DemoPictureOptions& o) {
   std::vector<Artifact> artifacts;
-  const std::string quoted = "\"" + r.config.sentence + "\"";
+  const std::string quoted = render::title_quote(r.config.sentence);
   const std::string d = std::to_string(r.config.d_model);
   const std::size_t L = r.tokens.size();
 

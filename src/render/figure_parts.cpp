@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "attn/engine/error.hpp"
+#include "attn/render/text_table.hpp"
 
 namespace attn::render {
 namespace {
@@ -181,20 +182,42 @@ void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x,
   if (!p.title.empty()) c.text(p.title, g.x + grid_w / 2, y, {p.title_size, true, kInk}, 0.5, 0);
 }
 
-double colorbar_width(Canvas& m, double vmin, double vmax, const std::string& label) {
+namespace {
+
+std::vector<double> log_ticks(double vmin, double vmax) {
+  std::vector<double> all, decades;
+  for (int k = int(std::floor(std::log10(vmin))); k <= int(std::ceil(std::log10(vmax))); ++k) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double t = m * std::pow(10.0, k);
+      if (t < vmin * (1 - 1e-9) || t > vmax * (1 + 1e-9)) continue;
+      all.push_back(t);
+      if (m == 1.0) decades.push_back(t);
+    }
+  }
+  return all.size() <= 7 ? all : decades;
+}
+
+std::vector<double> colorbar_ticks(double vmin, double vmax, bool log) {
+  return log ? log_ticks(vmin, vmax) : nice_ticks(vmin, vmax);
+}
+
+}  // namespace
+
+double colorbar_width(Canvas& m, double vmin, double vmax, const std::string& label, bool log) {
   double tick_w = 0;
-  for (double t : nice_ticks(vmin, vmax)) tick_w = std::max(tick_w, m.measure(tick_label(t), {9}).width);
+  for (double t : colorbar_ticks(vmin, vmax, log)) tick_w = std::max(tick_w, m.measure(tick_label(t), {9}).width);
   return 12 + 5 + tick_w + 6 + m.measure(label, axis_style(10)).height;
 }
 
 void draw_colorbar(Canvas& c, const Colormap& cmap, double vmin, double vmax, double x, double y,
-                   double h, const std::string& label) {
+                   double h, const std::string& label, bool log) {
   const double bar_w = 12;
   c.vertical_gradient(x, y, bar_w, h, cmap);
   c.stroke_rect(x, y, bar_w, h, kFrame, 0.6);
   double tick_w = 0;
-  for (double t : nice_ticks(vmin, vmax)) {
-    const double ty = y + h - (t - vmin) / (vmax - vmin) * h;
+  for (double t : colorbar_ticks(vmin, vmax, log)) {
+    const double at = log ? std::log(t / vmin) / std::log(vmax / vmin) : (t - vmin) / (vmax - vmin);
+    const double ty = y + h - at * h;
     c.fill_rect(x + bar_w, ty - 0.3, 3, 0.6, kFrame);
     c.text(tick_label(t), x + bar_w + 5, ty, {9, false, kInk}, 0, 0.5);
     tick_w = std::max(tick_w, c.measure(tick_label(t), {9}).width);
@@ -222,6 +245,17 @@ namespace {
 TextStyle title_style(double wrap) { return {14, true, kInk, wrap, true}; }
 TextStyle subtitle_style(double wrap) { return {10.5, false, kAxisInk, wrap, true}; }
 }  // namespace
+
+std::string title_quote(const std::string& sentence, std::size_t max_columns) {
+  if (display_width(sentence) <= max_columns) return "\"" + sentence + "\"";
+  std::string cut = pad_to_width(sentence, max_columns);  // cut to fit, ending with "…"
+  const std::string ellipsis = "…";
+  if (cut.size() >= ellipsis.size() && cut.compare(cut.size() - ellipsis.size(), ellipsis.size(), ellipsis) == 0)
+    cut.resize(cut.size() - ellipsis.size());
+  const std::size_t space = cut.rfind(' ');
+  if (space != std::string::npos && space > cut.size() / 2) cut.resize(space);  // end on a whole word
+  return "\"" + cut + ellipsis + "\"";
+}
 
 TextSize title_block_size(Canvas& m, const TitleBlock& b) {
   const TextSize t = m.measure(b.title, title_style(b.wrap_width));

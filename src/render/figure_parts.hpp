@@ -69,13 +69,18 @@ std::vector<double> nice_ticks(double lo, double hi, double target = 5, double m
 std::string tick_label(double v);
 
 // A vertical colorbar of height h whose ramp starts at (x, y); ticks and label to its right.
-double colorbar_width(Canvas& measure, double vmin, double vmax, const std::string& label);
+// log: ticks at 1, 2 and 5 times powers of ten, placed on a log scale (0 < vmin).
+double colorbar_width(Canvas& measure, double vmin, double vmax, const std::string& label, bool log = false);
 void draw_colorbar(Canvas& canvas, const Colormap& cmap, double vmin, double vmax, double x,
-                   double y, double h, const std::string& label);
+                   double y, double h, const std::string& label, bool log = false);
 
 // "▨ masked: −∞ before softmax, not a weight of 0" — a swatch and its explanation.
 TextSize masked_legend_size(Canvas& measure);
 void draw_masked_legend(Canvas& canvas, double x, double y);
+
+// The sentence in double quotes for a title, cut with "…" past max_columns display columns: a
+// 40-word sentence must not become a four-line bold title (the subtitle or JSON has it whole).
+std::string title_quote(const std::string& sentence, std::size_t max_columns = 60);
 
 // Title (bold) and optional subtitle, centred on cx from y down, each wrapped into lines of at
 // most wrap_width points (a long sentence must not stretch the figure).

@@ -27,6 +27,27 @@ std::vector<std::string> position_labels(std::size_t n, const std::string& prefi
   return labels;
 }
 
+std::optional<ColorScale> long_causal_log_scale(const Tensor2& weights, const Mask2& allowed) {
+  const std::size_t Lq = weights.shape(0), Lk = weights.shape(1);
+  if (Lq < 16) return std::nullopt;
+  std::size_t fewest = Lk, most = 0;
+  for (std::size_t i = 0; i < Lq; ++i) {
+    std::size_t seen = 0;
+    for (std::size_t j = 0; j < Lk; ++j) seen += allowed(i, j);
+    if (seen == 0) continue;  // a fully masked row shares nothing
+    fewest = std::min(fewest, seen);
+    most = std::max(most, seen);
+  }
+  if (most < 8 * fewest) return std::nullopt;
+  for (float w : weights)
+    if (!(w >= 0 && w <= 1)) return std::nullopt;  // not attention weights
+  ColorScale scale;
+  scale.log = true;
+  scale.vmax = 1;
+  scale.vmin = std::pow(10.0, std::floor(std::log10(1.0 / (2.0 * double(Lk)))));
+  return scale;
+}
+
 Figure heatmap_figure(const HeatmapSpec& spec) {
   const std::size_t Lq = spec.weights.shape(0), Lk = spec.weights.shape(1);
   render::check_labels(spec.query_tokens, Lq, "query tokens");
@@ -40,8 +61,14 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   if (s->query_tokens.empty()) s->query_tokens = position_labels(Lq);
   if (s->key_tokens.empty()) s->key_tokens = position_labels(Lk);
   const auto cmap = std::make_shared<Colormap>(Colormap::by_name(s->colormap));
-  const ColorScale scale =
-      color_scale_for({s->weights.data(), s->weights.size()}, s->vmax, s->vmin);
+  ColorScale scale = color_scale_for({s->weights.data(), s->weights.size()}, s->vmax, s->vmin);
+  if (s->auto_log && !s->vmax && !s->vmin && s->allowed) {
+    if (const auto log = long_causal_log_scale(s->weights, *s->allowed)) {
+      scale = *log;
+      s->subtitle += std::string(s->subtitle.empty() ? "" : " · ") + "log colour scale: query i shares its weight among "
+                     "the i + 1 keys it sees, so on a linear scale the later rows would look empty";
+    }
+  }
   const bool any_masked =
       s->allowed && std::find(s->allowed->begin(), s->allowed->end(), false) != s->allowed->end();
 
@@ -62,7 +89,7 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   Canvas m = Canvas::measuring();
   const render::PanelLayout pl = render::layout_panel(m, *panel);
   const double margin = 16, gap = 14;
-  const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label);
+  const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label, scale.log);
   const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
   const double grid_h = panel->cell * static_cast<double>(Lq);
   const double bar_h = std::max(grid_h, 120.0);
@@ -85,7 +112,7 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   f.draw = [=](Canvas& c) {
     render::draw_title_block(c, titles, cx, margin);
     render::draw_panel(c, *panel, pl, panel_x, panel_y);
-    render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, bar_x, bar_y, bar_h, s->value_label);
+    render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, bar_x, bar_y, bar_h, s->value_label, scale.log);
     if (any_masked) render::draw_masked_legend(c, panel_x + pl.grid_x, legend_y);
   };
   return f;

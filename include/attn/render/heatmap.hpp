@@ -3,6 +3,7 @@
 // side ("Query — attending"), key tokens across the top ("Key — attended to"), the weight in
 // each cell when it fits, a colorbar, and masked cells hatched grey with a legend entry, so a
 // masked cell is never mistaken for a weight of 0.00.
+#include <cmath>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,8 +17,19 @@ namespace attn {
 // The colour scale: value v is drawn with colormap.at(position(v)).
 struct ColorScale {
   double vmin = 0, vmax = 1;
-  double position(double v) const { return (v - vmin) / (vmax - vmin); }
+  bool log = false;  // position by log(v / vmin) / log(vmax / vmin); v <= vmin is the bottom (vmin > 0)
+  double position(double v) const {
+    if (!log) return (v - vmin) / (vmax - vmin);
+    return v <= vmin ? 0.0 : std::log(v / vmin) / std::log(vmax / vmin);
+  }
 };
+
+// The log scale a long causal weight map gets, or none. Query i of a causal map shares its
+// weight among i + 1 keys, so on a linear scale set by row 0's weight of 1 the later rows are
+// near white, even when their weights are far from even. Chosen when the mask leaves at least
+// 16 rows whose visible-key counts differ by 8x or more, the weights are in [0, 1] and the top
+// was not given: bottom = the power of ten at or below 1 / (2 x keys), top = 1.
+std::optional<ColorScale> long_causal_log_scale(const Tensor2& weights, const Mask2& allowed);
 
 // vmin = the given bottom, else min(0, smallest value): weights start at 0, so an empty-looking
 // cell means ~0. vmax = the given top, else the largest value (matplotlib's autoscaling), > vmin.
@@ -33,6 +45,7 @@ struct HeatmapSpec {
   std::optional<double> vmax;
   std::string value_label = "Attention weight";
   std::optional<double> vmin{};  // a diverging map wants a symmetric scale, e.g. [-1, 1]
+  bool auto_log = true;  // a long causal map without vmax/vmin may get long_causal_log_scale (stated in the subtitle)
   std::string row_title = "Query — attending", col_title = "Key — attended to";
 };
 

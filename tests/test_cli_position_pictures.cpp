@@ -57,10 +57,17 @@ TEST_CASE("cli position pictures: rope, positional and generate write every pict
   }
 }
 
-TEST_CASE("cli position pictures: defaults, SVG, and --json keeps stdout pure JSON") {
+TEST_CASE("cli position pictures: drawn only into --plots, SVG, and --json keeps stdout pure JSON") {
   TempDir dir;
   const std::string cwd = dir.path.string();
+  // The lessons' rule (README): pictures only when a folder is named, as the experiments' --plots.
   CliResult r = run_cli("rope", "", cwd);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Wrote") == std::string::npos);
+  r = run_cli("positional --json", "", cwd);
+  REQUIRE(r.code == 0);
+  CHECK(files_in(dir.path) == 0);
+  r = run_cli("rope --plots rope-out", "", cwd);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("Wrote rope-out/rope_scores.png") != std::string::npos);
   CHECK(files_in(dir.path / "rope-out") == 4);

@@ -1,4 +1,5 @@
 // attn-cli positional: the sinusoidal positional encoding and the ALiBi biases, in numbers.
+#include <optional>
 #include <bit>
 #include <cstdio>
 #include <iostream>
@@ -22,7 +23,7 @@ struct PositionalOptions {
   std::size_t heads = 4;
   double base = 10000.0;
   bool json = false;
-  std::string out = "positional-out";
+  std::string out;  // empty: no pictures (like --plots of the experiments)
   ImageFlags image;
 };
 
@@ -43,7 +44,8 @@ void run_positional(const PositionalOptions& o) {
   const Tensor2 pe = sinusoidal_encoding(o.length, o.d_model, o.base);
   const std::vector<double> slopes = alibi_slopes(o.heads);
   const Tensor3 bias = alibi_bias(slopes, o.length, o.length);
-  OutputFolder folder = prepare_picture_dir(o.out);
+  std::optional<OutputFolder> folder;
+  if (!o.out.empty()) folder.emplace(prepare_picture_dir(o.out));
   if (o.json) {
     const Json out = {
         {"sinusoidal",
@@ -57,7 +59,7 @@ void run_positional(const PositionalOptions& o) {
           {"bias", to_json(bias)}}},
     };
     std::cout << out.dump() << "\n";
-    write_pictures(o, folder, image, pe, slopes, bias);
+    if (folder) write_pictures(o, *folder, image, pe, slopes, bias);
     return;
   }
   char scale[32];
@@ -85,7 +87,7 @@ void run_positional(const PositionalOptions& o) {
                               Tensor2(xt::view(bias, h, xt::all(), xt::all())), 3);
   }
   std::cout << "\n";
-  write_pictures(o, folder, image, pe, slopes, bias);
+  if (folder) write_pictures(o, *folder, image, pe, slopes, bias);
 }
 
 }  // namespace
@@ -102,16 +104,16 @@ void setup_positional(CLI::App& app) {
   cmd->add_option("--base", opts->base, "the 10000 of the sinusoid formula")
       ->capture_default_str()->check(CLI::Range(kRopeBaseMin, kRopeBaseMax));
   cmd->add_flag("--json", opts->json, "print the matrices as one JSON object (\"Wrote\" lines go to stderr)");
-  cmd->add_option("-o,--out", opts->out, "folder for the pictures")->capture_default_str();
+  cmd->add_option("-o,--out,--plots", opts->out, "draw the pictures into this folder (without it, nothing is drawn)");
   add_image_flags(cmd, opts->image, /*with_colormap=*/false);
-  cmd->footer(R"(Pictures written into --out: sinusoidal (PE as a heatmap, positions x dims, on a
+  cmd->footer(R"(Pictures, only with --plots DIR (or -o/--out DIR): sinusoidal (PE as a heatmap, positions x dims, on a
 diverging scale from -1 to 1) and alibi (the bias matrix of every head, one shared scale).
 
 Examples:
   attn-cli positional
   attn-cli positional --length 6 --d-model 16 --heads 6
   attn-cli positional --heads 8 --json
-  attn-cli positional --length 32 --d-model 32 --heads 4 --out pe-pictures --format svg
+  attn-cli positional --length 32 --d-model 32 --heads 4 --plots pe-pictures --format svg
 )");
   cmd->callback([opts] { run_positional(*opts); });
 }

@@ -1,4 +1,5 @@
 // attn-cli rope: what rotary position embedding does, in numbers (JSON with --json).
+#include <optional>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -17,7 +18,7 @@ struct RopeCliOptions {
   RopeLessonConfig config;
   std::string style = "half";
   bool json = false;
-  std::string out = "rope-out";
+  std::string out;  // empty: no pictures (like --plots of the experiments)
   ImageFlags image;
 };
 
@@ -93,18 +94,20 @@ void run_rope(RopeCliOptions opts) {
   opts.config.style = parse_rope_style(opts.style, "--style");
   const ImageOptions image = image_options(opts.image);
   const RopeLesson r = rope_lesson(opts.config);
-  OutputFolder folder = prepare_picture_dir(opts.out);
+  std::optional<OutputFolder> folder;
+  if (!opts.out.empty()) folder.emplace(prepare_picture_dir(opts.out));
   if (opts.json) {
     std::cout << rope_lesson_json(r).dump() << "\n";
   } else {
     print_lesson(r);
     std::cout << "\n";
   }
+  if (!folder) return;
   const std::vector<NamedFigure> figures{{"rope_rotation", rope_rotation_figure(r)},
                                          {"rope_scores", rope_scores_figure(r)},
                                          {"rope_frequencies", rope_frequencies_figure(r)},
                                          {"rope_styles", rope_styles_figure(r)}};
-  save_pictures(figures, folder, image, opts.json ? std::cerr : std::cout);
+  save_pictures(figures, *folder, image, opts.json ? std::cerr : std::cout);
 }
 
 }  // namespace
@@ -125,9 +128,9 @@ void setup_rope(CLI::App& app) {
   cmd->add_option("--style", opts->style, "half (rotate_half) or interleaved")->capture_default_str();
   cmd->add_option("--seed", opts->config.seed, "seed of the q, k and x vectors")->capture_default_str();
   cmd->add_flag("--json", opts->json, "print the numbers as one JSON object (\"Wrote\" lines go to stderr)");
-  cmd->add_option("-o,--out", opts->out, "folder for the pictures")->capture_default_str();
+  cmd->add_option("-o,--out,--plots", opts->out, "draw the pictures into this folder (without it, nothing is drawn)");
   add_image_flags(cmd, opts->image, /*with_colormap=*/false);
-  cmd->footer(R"(Pictures written into --out: rope_rotation (one pair on the unit circle, its angle vs
+  cmd->footer(R"(Pictures, only with --plots DIR (or -o/--out DIR): rope_rotation (one pair on the unit circle, its angle vs
 position), rope_scores (the score over (i, j): constant along diagonals), rope_frequencies
 (theta_i and wavelength per pair, log scale), rope_styles (rotate-half vs interleaved pairs
 and the permutation between them).
@@ -136,7 +139,7 @@ Examples:
   attn-cli rope
   attn-cli rope --head-dim 16 --positions 6 --pair 2 --style interleaved
   attn-cli rope --json
-  attn-cli rope --head-dim 32 --positions 16 --out rope-pictures --format both
+  attn-cli rope --head-dim 32 --positions 16 --plots rope-pictures --format both
 )");
   cmd->callback([opts] { run_rope(*opts); });
 }

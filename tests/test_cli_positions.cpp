@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "picture_support.hpp"
 #include "support.hpp"
 
 using namespace attn;
@@ -143,6 +144,15 @@ TEST_CASE("cli positions: generate --json decodes step by step and matches full 
   const CliResult text = run_cli("generate");
   CHECK(text.code == 0);
   CHECK(text.out.find("max |decoded - full recomputation|") != std::string::npos);
+  // The cache's saving in FLOPs, and the window's evictions named as they happen.
+  const CliResult win = run_cli("generate 'a b c d e f' --prefill 0 --window 2");
+  CHECK(win.code == 0);
+  CHECK(win.out.find("step 2: 'c' -> cache 2 tokens, ") != std::string::npos);
+  CHECK(win.out.find("bytes (evicted 'a': outside the window)") != std::string::npos);
+  CHECK(win.out.find("evicted 'b'") != std::string::npos);
+  CHECK(win.out.find("FLOPs over the whole run") != std::string::npos);
+  CHECK(win.out.find("the window caps the cache at 2 tokens, so its attention grew from") != std::string::npos);
+  CHECK(w["flops"]["recompute"]["total"].get<double>() > w["flops"]["with_cache"]["total"].get<double>());
 }
 
 TEST_CASE("cli positions: bad options of rope, positional and generate exit 2 with one error line") {
@@ -154,4 +164,35 @@ TEST_CASE("cli positions: bad options of rope, positional and generate exit 2 wi
   check_input_error(run_cli("rope --head-dim 5"), "--head-dim: expected an even integer");
   check_input_error(run_cli("rope --style sideways"), "--style");
   check_input_error(run_cli("positional --heads 0"), "--heads");
+}
+
+TEST_CASE("cli positions: demo shows permutation equivariance and --positions changes the pictures' rows") {
+  const TempDir tmp;
+  const std::string dir = tmp.path.string();
+  const CliResult none = run_cli("demo 'the cat saw the dog' --out " + dir + "/none");
+  REQUIRE(none.code == 0);
+  CHECK(none.out.find("'the' [0] and [3] compared") != std::string::npos);
+  CHECK(none.out.find("none       identical rows") != std::string::npos);
+  CHECK(none.out.find("sinusoidal rows differ by up to") != std::string::npos);
+  CHECK(none.out.find("rope       rows differ by up to") != std::string::npos);
+  const CliResult pe = run_cli("demo 'the cat saw the dog' --positions sinusoidal --out " + dir + "/pe");
+  REQUIRE(pe.code == 0);
+  auto rows_differ = [](const Json& m) {
+    const Json& w = m["results"]["single_head"]["weights"];
+    double d = 0;
+    for (std::size_t j = 0; j < 5; ++j) d = std::max(d, std::fabs(w[0][j].get<double>() - w[3][j].get<double>()));
+    return d;
+  };
+  const Json mn = Json::parse(read_text(dir + "/none/manifest.json"));
+  const Json mp = Json::parse(read_text(dir + "/pe/manifest.json"));
+  CHECK(rows_differ(mn) <= 1e-6);
+  CHECK(rows_differ(mp) > 1e-3);
+  CHECK(mn["config"]["positions"] == "none");
+  CHECK(mp["config"]["positions"] == "sinusoidal");
+  CHECK(mp["results"]["positions"]["used"] == "sinusoidal");
+  const CliResult rope = run_cli("demo 'the cat saw the dog' --positions rope --out " + dir + "/rope");
+  REQUIRE(rope.code == 0);
+  CHECK(Json::parse(read_text(dir + "/rope/manifest.json"))["config"]["rope"] == "half");
+  check_input_error(run_cli("demo --positions learned --out " + dir + "/x"), "--positions: expected \"none\"");
+  check_input_error(run_cli("demo --positions none --rope half --out " + dir + "/x"), "--positions none contradicts");
 }

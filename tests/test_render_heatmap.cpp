@@ -266,3 +266,30 @@ TEST_CASE("heatmap: a long causal map gets a stated log colour scale, so its lat
   const DecodedPng limg = DecodedPng::from_bytes(render_png(lin, 2));
   CHECK(near(limg.cell_mean(lin.grids[0], L - 1, 0, 2), to_rgb8(Colormap::by_name("Blues").at(1.0 / 32)), 6));
 }
+
+TEST_CASE("heatmap pair: two panels, each on its own scale (the RoPE picture's weights beside their change)") {
+  HeatmapSpec left;
+  left.weights = Tensor2{{1, 0}, {0.25, 0.75}};
+  left.allowed = causal_allowed(2, 2);
+  left.title = "with RoPE";
+  HeatmapSpec right = left;
+  right.weights = Tensor2{{0, 0}, {0.5, -0.5}};
+  right.colormap = "RdBu_r";
+  right.vmin = -0.5;
+  right.vmax = 0.5;
+  right.title = "with RoPE - without";
+  const Figure f = heatmap_pair_figure(left, right, "RoPE", "subtitle");
+  REQUIRE(f.grids.size() == 2);
+  CHECK(f.grids[1].x > f.grids[0].x + 2 * f.grids[0].cell_w);  // side by side, not overlapping
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  // Left: Blues on [0, 1]; right: a change of 0 is the diverging map's white centre, +0.5 its red end.
+  CHECK(near(img.cell_corner(f.grids[0], 0, 0, 2), to_rgb8(Colormap::by_name("Blues").at(1)), 3));
+  const Rgb8 unchanged = img.cell_corner(f.grids[1], 0, 0, 2);
+  CHECK(near(unchanged, to_rgb8(Colormap::by_name("RdBu_r").at(0.5)), 3));
+  CHECK(near(img.cell_corner(f.grids[1], 1, 0, 2), to_rgb8(Colormap::by_name("RdBu_r").at(1)), 3));
+  CHECK(near(img.cell_corner(f.grids[1], 1, 1, 2), to_rgb8(Colormap::by_name("RdBu_r").at(0)), 3));
+  // The masked cell is hatched in both panels (grey), never a colour of the scale.
+  const Rgb8 masked = img.cell_mean(f.grids[1], 0, 1, 2);
+  CHECK(std::abs(masked.r - masked.b) <= 3);
+}

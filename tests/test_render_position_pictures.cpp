@@ -113,7 +113,15 @@ TEST_CASE("kv cache picture: prefill block, the causal triangle, masked and not-
   c.prefill = 0;
   const Figure w = kv_cache_figure(run_generate(c));
   const DecodedPng wimg = DecodedPng::from_bytes(render_png(w, 2));
-  const Rgb8 evicted = wimg.cell_mean(w.grids[0], 4, 0, 2);  // outside the window of token 4
-  CHECK(std::abs(evicted.r - evicted.b) <= 3);
-  CHECK(evicted.r < 240);
+  // Key 0 is outside the window of token 4: evicted, drawn reddish, not as the grey hatching
+  // of a causally masked key (the window's evictions used to look like the causal mask).
+  const Rgb8 evicted = wimg.cell_corner(w.grids[0], 4, 0, 2);
+  CHECK(evicted.r - evicted.b > 30);
+  CHECK(evicted.r > 200);
+  // A window wide enough for every token evicts nothing: no reddish key anywhere.
+  c.window = 5;
+  const Figure all = kv_cache_figure(run_generate(c));
+  const DecodedPng aimg = DecodedPng::from_bytes(render_png(all, 2));
+  for (std::size_t t = 0; t < 5; ++t)
+    for (std::size_t j = 0; j < t; ++j) CHECK(aimg.cell_corner(all.grids[0], t, j, 2).r - aimg.cell_corner(all.grids[0], t, j, 2).b < 30);
 }

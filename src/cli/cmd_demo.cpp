@@ -28,8 +28,9 @@ struct DemoOptions {
   ImageFlags image;
   bool no_color = false;
   std::string rope;  // "", "half" or "interleaved"
+  std::string positions = "none";  // none, sinusoidal or rope (= --rope half)
   std::string model;  // a trained model folder; "" = seeded projections
-  bool sentence_given = false, shape_given = false;
+  bool sentence_given = false, shape_given = false, positions_given = false;
 };
 
 // "1.2e-07"; an exact 0 as "0" (bit-identical after rounding to float32).
@@ -95,6 +96,44 @@ void print_checks(const DemoResult& r) {
   }
 }
 
+// Permutation equivariance, computed: repeated words and the reversed sentence under each kind
+// of position information.
+void print_positions(const DemoResult& r) {
+  const double kSameRow = 1e-6;  // float32 rounding of weights <= 1: equal as far as float32 can tell
+  if (r.positions.empty()) return;
+  const std::vector<RepeatedWord>& words = r.positions.front().repeated;
+  std::cout << "\nPositions: without them attention cannot see order (it is permutation-equivariant).\n"
+            << "Single head, non-causal, the same seeded x and projections each time";
+  if (words.empty()) {
+    std::cout << "; no word repeats in this sentence (try \"the cat saw the dog\"), so only the reversal is shown";
+  } else {
+    const RepeatedWord& w = words.front();
+    std::cout << "; '" << w.token << "' [" << w.first << "] and [" << w.second << "] compared";
+  }
+  std::cout << ":\n";
+  for (const PositionRun& run : r.positions) {
+    std::cout << "  " << pad_to_width(position_kind_name(run.kind), 11);
+    if (!run.repeated.empty()) {
+      const double d = run.repeated.front().max_row_diff;
+      std::cout << (d <= kSameRow ? "identical rows (max difference " + sci(d) + ")"
+                                  : "rows differ by up to " + format_g(d, 3))
+                << "; ";
+    }
+    const double rev = run.reversal_diff;
+    std::cout << "sentence reversed: "
+              << (rev <= kSameRow ? "the matrix reversed (max difference " + sci(rev) + ")"
+                                  : "not the matrix reversed (max difference " + format_g(rev, 3) + ")")
+              << "\n";
+  }
+  if (r.config.positions == PositionKind::sinusoidal) {
+    std::cout << "  The pictures use sinusoidal positions (x + PE).\n";
+  } else if (r.rope) {
+    std::cout << "  RoPE is in the multi-head run and attention_causal_rope; the single-head pictures have no positions.\n";
+  } else {
+    std::cout << "  The pictures have no positions (--positions sinusoidal or rope adds them).\n";
+  }
+}
+
 // The variance and complexity experiments at the demo's size, in a few lines; the pictures show them whole.
 void print_experiments(const DemoResult& r) {
   const VarianceResult& v = r.variance;
@@ -154,6 +193,17 @@ void run_demo_command(const DemoOptions& opts) {
   check_colormap(opts.image.colormap);
   DemoConfig config = opts.config;
   if (!opts.rope.empty()) config.rope = parse_rope_style(opts.rope, "--rope");
+  config.positions = parse_position_kind(opts.positions, "--positions");
+  if (!opts.model.empty() && config.positions != PositionKind::none) {
+    throw InputError("--positions: a trained model has its own learned positions; leave out --positions with --model");
+  }
+  if (config.positions == PositionKind::rope) {
+    // RoPE is the existing --rope path: q and k rotated in the multi-head run, and a causal RoPE picture.
+    config.positions = PositionKind::none;
+    if (!config.rope) config.rope = RopeStyle::Half;
+  } else if (config.positions == PositionKind::none && config.rope && opts.positions_given) {
+    throw InputError("--positions none contradicts --rope " + opts.rope);
+  }
   if (!opts.model.empty()) {
     if (opts.shape_given) throw InputError("--model: the model has its own --d-model and --heads; leave them out");
     config.model = std::make_shared<const ToyModel>(read_toy_model(opts.model));
@@ -196,6 +246,7 @@ void run_demo_command(const DemoOptions& opts) {
     for (std::size_t j : r.top[i]) std::cout << "  " << at(j) << " " << format_fixed(r.weights(i, j), 3);
     std::cout << "\n";
   }
+  print_positions(r);
   print_checks(r);
   print_experiments(r);
 
@@ -243,6 +294,10 @@ void setup_demo(CLI::App& app) {
   add_image_flags(cmd, opts->image, /*with_colormap=*/true);
   cmd->add_option("--rope", opts->rope,
                   "RoPE style for the multi-head run and the RoPE heatmap: half or interleaved (default: none)");
+  cmd->add_option("--positions", opts->positions,
+                  "what the runs know of word order: none (attention alone cannot see it: two copies of a "
+                  "word get identical rows), sinusoidal (x + PE) or rope (= --rope half)")
+      ->capture_default_str();
   cmd->add_option("--model", opts->model,
                   "a model folder from attn-cli train: its trained heads instead of seeded projections "
                   "(default sentence then: \"" + std::string(kDemoModelSentence) + "\")");
@@ -253,6 +308,7 @@ void setup_demo(CLI::App& app) {
   attn-cli demo "我喜欢深度学习" --seed 7
   attn-cli demo "The cat sat on" --heads 2 --format both --colormap viridis --out cat-svg
   attn-cli demo "The cat sat on the mat" --rope half --out cat-rope
+  attn-cli demo "the cat saw the dog" --positions sinusoidal --out dog-pe
   attn-cli train --steps 20 --out train-quick
   attn-cli demo --model train-quick/model --out cat-trained
 (A 20-step model has no heads yet; `attn-cli train` with its defaults grows them in seconds.)
@@ -260,6 +316,7 @@ void setup_demo(CLI::App& app) {
   cmd->callback([opts, cmd] {
     opts->sentence_given = cmd->count("sentence") > 0;
     opts->shape_given = cmd->count("--heads") + cmd->count("--d-model") > 0;
+    opts->positions_given = cmd->count("--positions") > 0;
     run_demo_command(*opts);
   });
 }

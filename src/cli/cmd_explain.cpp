@@ -98,6 +98,37 @@ std::string symmetry_text(const SymmetryLesson& y) {
          "max |P - P^T| = " + format_g(y.weights_no_projection, 3) + " (no mask).\n";
 }
 
+std::string multihead_text(const ExplainResult& r) {
+  const MultiHeadByHand& m = *r.multihead;
+  const auto& t = r.tokens;
+  const std::string H = std::to_string(m.heads), d = std::to_string(m.head_dim), D = std::to_string(r.config.d_model);
+  auto dims = [](std::size_t first, std::size_t n) {
+    std::vector<std::string> v;
+    for (std::size_t c = first; c < first + n; ++c) v.push_back("d" + std::to_string(c));
+    return v;
+  };
+  std::string out = "Multi-head attention by hand: " + H + " heads of d_h = " + D + " / " + H + " = " + d +
+                    " on the same x, with their own seeded W_q, W_k, W_v, W_o [" + D + ", " + D + "].\n";
+  out += "1. project  Q, K, V = x W^T: [L, " + D + "] x [" + D + ", " + D + "] -> [L, " + D + "], all heads at once\n";
+  out += "2. split    head h takes columns h*" + d + " .. h*" + d + " + " + std::to_string(m.head_dim - 1) +
+         ": [L, " + D + "] -> [L, " + H + ", " + d + "] -> [" + H + ", L, " + d + "] (a reshape and a transpose, no arithmetic)\n";
+  out += "3. attend   per head A_h = softmax(Q_h K_h^T / sqrt(" + d + ")) [L, L], O_h = A_h V_h [L, " + d + "]\n";
+  for (std::size_t h = 0; h < m.heads; ++h) {
+    out += "\n   head " + std::to_string(h) + ": A_" + std::to_string(h) + " [L, L]\n" + matrix_table(t, t, m.weights[h]) +
+           "   O_" + std::to_string(h) + " = A_" + std::to_string(h) + " V_" + std::to_string(h) + " [L, " + d + "]\n" +
+           matrix_table(t, dims(h * m.head_dim, m.head_dim), m.head_out[h]);
+  }
+  out += "\n4. concat   O = [O_0 | ... | O_" + std::to_string(m.heads - 1) + "]: " + H + " x [L, " + d + "] -> [L, " + D + "]\n" +
+         matrix_table(t, dims(0, r.config.d_model), m.concat);
+  out += "5. output   y = O W_o^T: [L, " + D + "] x [" + D + ", " + D + "] -> [L, " + D + "] (W_o mixes the heads)\n" +
+         matrix_table(t, dims(0, r.config.d_model), m.output);
+  out += "Check: attn::mha on the same x and weights: max |difference| = " + format_g(m.max_diff_vs_mha, 3) +
+         ".\nFused QKV: one matrix W_qkv = [W_q; W_k; W_v] [" + std::to_string(3 * r.config.d_model) + ", " + D +
+         "], one product x W_qkv^T [L, " + std::to_string(3 * r.config.d_model) +
+         "] split in three, is the same computation: max |fused - separate| = " + format_g(m.max_diff_fused, 3) + ".\n";
+  return out;
+}
+
 std::string explain_text(const ExplainResult& r) {
   const std::size_t D = r.config.d_model;
   std::vector<std::string> dims;
@@ -132,6 +163,7 @@ std::string explain_text(const ExplainResult& r) {
   if (r.online) out += "\n" + online_text(r);
   if (r.jacobian) out += "\n" + jacobian_text(r);
   if (r.symmetry) out += "\n" + symmetry_text(*r.symmetry);
+  if (r.multihead) out += "\n" + multihead_text(r);
   return out;
 }
 
@@ -147,6 +179,7 @@ void run_explain(ExplainOptions opts) {
   std::vector<NamedFigure> figures;
   for (int step = 1; step <= 6; ++step) figures.push_back({kExplainSteps[step - 1], explain_step_figure(r, step)});
   if (r.jacobian) figures.push_back({"explain-jacobian", explain_jacobian_figure(r)});
+  if (r.multihead) figures.push_back({"explain-multihead", multihead_figure(r)});
   write_plots(plots, opts.output, figures);
 }
 
@@ -171,6 +204,9 @@ void setup_explain(CLI::App& app) {
                 "the softmax Jacobian diag(p) - p p^T of one row, and cross-entropy's gradient p - y");
   cmd->add_flag("--symmetry", opts->config.symmetry,
                 "why the projections matter: x x^T is symmetric, Q K^T is not (computed)");
+  cmd->add_option("--heads", opts->config.heads,
+                  "multi-head attention by hand with H heads: split, per-head attention, concat, W_o, every shape")
+      ->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--row", opts->config.row, "the query row of --online and --jacobian (default: the last)");
   cmd->add_option("--target", opts->config.target, "the cross-entropy target key of --jacobian (default: the row itself)");
   add_output_options(cmd, opts->output, {"text", "json"});
@@ -179,12 +215,15 @@ void setup_explain(CLI::App& app) {
 explain-1-scores (Q K^T), explain-2-scaled (/ sqrt(d)), explain-3-masked (blocked cells
 hatched, from the mask itself) and explain-4-shifted (minus each row's max) on ONE red-blue
 scale centred on 0; explain-5-weights (softmax on [0, 1], row sums in the subtitle);
-explain-6-output (V beside weights V, one scale); explain-jacobian with --jacobian.
+explain-6-output (V beside weights V, one scale); explain-jacobian with --jacobian;
+explain-multihead with --heads H (x, Q K V split into heads, each head's weights and output,
+the concatenation and W_o, a shape on every arrow).
 
 Examples:
   attn-cli explain
   attn-cli explain "The cat sat on the mat" --online --row 3
   attn-cli explain --jacobian --target 1 --symmetry
+  attn-cli explain "The cat sat on the mat" --heads 2 --plots explain-heads
   attn-cli explain "The cat sat on the mat" --mask none --d-model 3
   echo "Thinking strictly is hard" | attn-cli explain --input - --format json
   attn-cli explain --plots explain-plots --image-format both

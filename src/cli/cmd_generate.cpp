@@ -28,6 +28,44 @@ std::string quoted_tokens(const std::vector<std::string>& tokens, std::size_t fi
   return s;
 }
 
+std::string flops_text(const StepFlops& f) {
+  return format_si(double(f.total())) + " (projections " + format_si(double(f.projections)) + " + attention " +
+         format_si(double(f.attention)) + ")";
+}
+
+std::string step_flops_line(const GenerateStep& s) {
+  const std::size_t n = s.first + s.count;
+  return "with the cache " + flops_text(s.with_cache) + "; recomputing all " + count_of(n, "token") + " " +
+         flops_text(s.recompute) + ", " + format_g(double(s.recompute.total()) / double(s.with_cache.total()), 3) +
+         "x";
+}
+
+// The cache's saving in numbers: a decode step still reads every cached key, so its attention
+// grows with the cache (O(t) per step, O(t^2) over a generation), while recomputing runs the
+// whole prefix again (O(t^2) per step, O(t^3) over a generation).
+void print_flops_summary(const GenerateResult& r) {
+  std::cout << "\nFLOPs over the whole run (2 per multiply-add, softmax 3 per score): with the cache "
+            << flops_text(r.total_with_cache) << "; recomputing the prefix at every step "
+            << flops_text(r.total_recompute) << ", "
+            << format_g(double(r.total_recompute.total()) / double(r.total_with_cache.total()), 3) << "x.\n";
+  std::vector<const GenerateStep*> decode;
+  for (const GenerateStep& s : r.steps)
+    if (!s.prefill) decode.push_back(&s);
+  if (decode.size() < 2) return;
+  const GenerateStep& a = *decode.front();
+  const GenerateStep& b = *decode.back();
+  std::cout << (r.config.window ? "A decode step's query reads every cached key, and the window caps the cache at " +
+                                      count_of(r.config.window, "token") + ", so its attention"
+                                : std::string("A decode step's attention is not O(1): its query reads every cached key, "
+                                              "so it"))
+            << " grew from " << format_si(double(a.with_cache.attention)) << " FLOPs (step " << a.first << ", cache "
+            << count_of(a.cache_len, "token") << ") to " << format_si(double(b.with_cache.attention)) << " (step "
+            << b.first << ", cache " << count_of(b.cache_len, "token") << ")";
+  if (r.config.window) std::cout << " and stops there: O(W) per step";
+  std::cout << ". Without the cache, step " << b.first << " alone would cost "
+            << format_si(double(b.recompute.total())) << ".\n";
+}
+
 void print_generate(const GenerateResult& r) {
   const GenerateConfig& c = r.config;
   const std::size_t L = r.tokens.size(), H = c.num_heads;
@@ -43,13 +81,20 @@ void print_generate(const GenerateResult& r) {
             << "later query can still see: 2 x " << r.num_kv_heads << " kv heads x tokens x "
             << r.head_dim << " dims x 8 bytes (float64).\n";
 
+  std::size_t evicted = 0;
   for (const GenerateStep& s : r.steps) {
     const std::size_t last = s.first + s.count - 1;
     char diff[32];
     std::snprintf(diff, sizeof diff, "%.1e", s.max_diff);
     std::cout << "\n" << (s.prefill ? "prefill" : "step " + std::to_string(last)) << ": "
               << quoted_tokens(r.tokens, s.first, s.count) << " -> cache " << count_of(s.cache_len, "token") << ", "
-              << s.cache_bytes << " bytes; max |decoded - full recomputation| = " << diff << "\n"
+              << s.cache_bytes << " bytes";
+    if (s.evicted > evicted) {
+      std::cout << " (evicted " << quoted_tokens(r.tokens, evicted, s.evicted - evicted) << ": outside the window)";
+      evicted = s.evicted;
+    }
+    std::cout << "; max |decoded - full recomputation| = " << diff << "\n"
+              << "  FLOPs: " << step_flops_line(s) << "\n"
               << "  attention of '" << r.tokens[last] << "' (rows: head, columns: key):\n";
     Tensor2 row = Tensor2::from_shape({H, last + 1});
     for (std::size_t h = 0; h < H; ++h)
@@ -62,6 +107,7 @@ void print_generate(const GenerateResult& r) {
   std::snprintf(diff, sizeof diff, "%.1e", r.max_diff);
   std::cout << "\nKV cache at the end: " << count_of(r.decoded.kv_cache_len, "token") << ". Largest difference from "
             << "recomputing everything: " << diff << " (float32 rounding).\n";
+  print_flops_summary(r);
 }
 
 void run_generate_command(GenerateCliOptions opts) {

@@ -8,6 +8,7 @@
 #include "attn/engine/error.hpp"
 #include "attn/engine/mask.hpp"
 #include "attn/engine/mha.hpp"
+#include "attn/engine/positional.hpp"
 #include "attn/engine/topk.hpp"
 
 namespace attn {
@@ -131,6 +132,9 @@ ComplexityConfig demo_complexity_config(const DemoConfig& config, std::size_t to
 void check_demo_config(const DemoConfig& config) {
   if (config.model) {
     if (config.rope) throw InputError("--rope: a trained model has its own learned positions; leave out --rope with --model");
+    if (config.positions != PositionKind::none) {
+      throw InputError("--positions: a trained model has its own learned positions; leave out --positions with --model");
+    }
     return;  // d_model and heads are the model's, checked when it was read
   }
   const std::size_t D = config.d_model;
@@ -164,8 +168,11 @@ DemoDecodeCheck decode_check(const Tensor2& x, const MhaWeights& w, MhaOptions m
 void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
   const DemoConfig& config = r.config;
   const std::size_t D = config.d_model, L = r.tokens.size();
-  // x [L, D]: one embedding per token, the same vector wherever the same word appears.
-  const Tensor2 x = embed_tokens(tokens, D, config.seed);
+  // x [L, D]: one embedding per token, the same vector wherever the same word appears; with
+  // sinusoidal positions, x + PE, so that the copies differ.
+  Tensor2 x = embed_tokens(tokens, D, config.seed);
+  if (config.positions == PositionKind::sinusoidal) x = x + sinusoidal_encoding(L, D);  // positions_lesson.hpp says why unscaled
+  r.positions = run_positions_lesson(tokens, D, config.seed);
   const MhaWeights w = init_mha_weights(D, 1, 1, config.seed + 1);
   const Tensor3 q = as_head(linear(x, w.w_q)), k = as_head(linear(x, w.w_k)), v = as_head(linear(x, w.w_v));
   const SdpaResult a = sdpa(q, k, v);
@@ -322,6 +329,12 @@ Json flash_json(const DemoFlashCheck& f) {
           {"teaching", teaching}};
 }
 
+// What the runs know of order: "none", "sinusoidal", "rope" or "sinusoidal + rope".
+std::string positions_text(const DemoResult& r) {
+  if (!r.rope) return position_kind_name(r.config.positions);
+  return r.config.positions == PositionKind::sinusoidal ? "sinusoidal + rope" : "rope";
+}
+
 Json optional_score(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
 // With --model: where every picture's attention came from, and every head's scores.
@@ -384,13 +397,16 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
         {"multi_head_heads", r.config.heads},
         {"scale", r.scale},
         {"top_k", r.config.top_k},
-        {"embeddings", "N(0,1), seeded by (seed, token text)"},
+        {"embeddings", r.config.positions == PositionKind::sinusoidal
+                           ? "N(0,1), seeded by (seed, token text), then x + sinusoidal PE"
+                           : "N(0,1), seeded by (seed, token text)"},
         {"projections", "U(-1/sqrt(d_model), 1/sqrt(d_model)), seeded by seed + 1, no bias"},
         {"multi_head_projections",
          "U(-1/sqrt(d_model), 1/sqrt(d_model)), seeded by seed + 2, no bias; head dim d_model / heads"},
         {"mask_convention", "1 = the query may attend to the key (PyTorch SDPA)"},
         {"rope", r.rope ? Json(rope_style_name(r.rope->style)) : Json(nullptr)},
-        {"rope_base", r.rope ? Json(10000.0) : Json(nullptr)}}},
+        {"rope_base", r.rope ? Json(10000.0) : Json(nullptr)},
+        {"positions", positions_text(r)}}},
       {"artifacts", arts},
       {"results",
        {{"single_head", {{"weights", to_json(r.weights, FloatText::shortest)}, {"top_k", top_k_json(r.tokens, r.weights, r.top)}}},
@@ -413,6 +429,9 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
           {"max_abs_diff_weights", r.decode.weights}}}}},
   };
   if (r.model) add_model_json(m, *r.model);
+  if (!r.positions.empty()) {
+    m["results"]["positions"] = positions_json(r.positions, r.config.positions);
+  }
   if (r.rope) {
     m["results"]["rope"] = {{"style", rope_style_name(r.rope->style)},
                             {"base", 10000.0},

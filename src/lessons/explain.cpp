@@ -212,6 +212,8 @@ ExplainResult explain_attention(const ExplainConfig& config) {
     r.jacobian = softmax_jacobian(r, row, target);
   }
   if (config.symmetry) r.symmetry = symmetry_lesson(r);
+  // Seeded like the demo's multi-head run: its own projections, seed + 2.
+  if (config.heads > 1) r.multihead = multihead_by_hand(r.x, config.heads, config.seed + 2, config.causal);
   return r;
 }
 
@@ -270,6 +272,7 @@ Json explain_json(const ExplainResult& r) {
                      {"scores_with_projection_max_asymmetry", r.symmetry->scores_with_projection},
                      {"weights_no_projection_max_asymmetry", r.symmetry->weights_no_projection}};
   }
+  if (r.multihead) j["multi_head"] = multihead_json(*r.multihead);
   return j;
 }
 

@@ -5,9 +5,36 @@
 
 #include "attn/engine/alibi.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/engine/mask.hpp"
 #include "attn/engine/positional.hpp"
 
 namespace attn {
+namespace {
+
+// FLOPs of computing rows [first, end) of causal self-attention: the rows' own projections and
+// their visible (query, key) pairs in `allowed`, over all heads (StepFlops' convention).
+StepFlops rows_flops(const Mask2& allowed, std::size_t first, std::size_t end, std::size_t D, std::size_t Dkv,
+                     std::size_t H, std::size_t d) {
+  StepFlops f;
+  const std::uint64_t per_token = 2ull * D * D + 2ull * 2 * D * Dkv + 2ull * D * D;  // W_q, W_k and W_v, W_o
+  std::uint64_t pairs = 0;
+  for (std::size_t i = first; i < end; ++i)
+    for (std::size_t j = 0; j < allowed.shape(1); ++j) pairs += allowed(i, j) ? 1 : 0;
+  f.projections = per_token * (end - first);
+  f.attention = pairs * H * (2ull * d + 3 + 2ull * d);
+  return f;
+}
+
+Json flops_json(const StepFlops& f) {
+  return {{"projections", f.projections}, {"attention", f.attention}, {"total", f.total()}};
+}
+
+void add(StepFlops& sum, const StepFlops& f) {
+  sum.projections += f.projections;
+  sum.attention += f.attention;
+}
+
+}  // namespace
 
 GenerateResult run_generate(const GenerateConfig& c) {
   const std::vector<Token> tokens = tokenize(c.sentence, c.max_tokens);
@@ -39,11 +66,21 @@ GenerateResult run_generate(const GenerateConfig& c) {
   r.full = mha(x, x, x, w, nullptr, o);
 
   const std::size_t H = c.num_heads;
+  // What each query may see, as in the runs above: causal, or the causal window.
+  const Mask2 allowed = c.window ? sliding_window_allowed(L, L, c.window - 1, 0) : causal_allowed(L, L);
   for (const DecodeStep& s : r.decoded.steps) {
-    GenerateStep g{s.first, s.count, c.prefill > 0 && s.first == 0, s.cache_len, s.cache_bytes,
-                   Tensor3(xt::view(r.decoded.result.weights, xt::all(),
-                                    xt::range(s.first, s.first + s.count), xt::all())),
-                   0.0};
+    GenerateStep g;
+    g.first = s.first;
+    g.count = s.count;
+    g.prefill = c.prefill > 0 && s.first == 0;
+    g.cache_len = s.cache_len;
+    g.cache_bytes = s.cache_bytes;
+    g.evicted = s.first + s.count - s.cache_len;
+    g.weights = xt::view(r.decoded.result.weights, xt::all(), xt::range(s.first, s.first + s.count), xt::all());
+    g.with_cache = rows_flops(allowed, s.first, s.first + s.count, D, Hkv * r.head_dim, H, r.head_dim);
+    g.recompute = rows_flops(allowed, 0, s.first + s.count, D, Hkv * r.head_dim, H, r.head_dim);
+    add(r.total_with_cache, g.with_cache);
+    add(r.total_recompute, g.recompute);
     for (std::size_t i = s.first; i < s.first + s.count; ++i) {
       for (std::size_t col = 0; col < D; ++col) {
         g.max_diff = std::max(g.max_diff, static_cast<double>(std::fabs(
@@ -69,7 +106,8 @@ Json generate_json(const GenerateResult& r) {
     steps.push_back({{"first", s.first}, {"count", s.count}, {"tokens", toks},
                      {"kind", s.prefill ? "prefill" : "decode"}, {"cache_len", s.cache_len},
                      {"cache_bytes", s.cache_bytes}, {"weights", to_json(s.weights)},
-                     {"max_abs_diff_vs_full", s.max_diff}});
+                     {"evicted", s.evicted}, {"max_abs_diff_vs_full", s.max_diff},
+                     {"flops", {{"with_cache", flops_json(s.with_cache)}, {"recompute", flops_json(s.recompute)}}}});
   }
   return {
       {"sentence", c.sentence},
@@ -87,6 +125,12 @@ Json generate_json(const GenerateResult& r) {
       {"kv_cache_len", r.decoded.kv_cache_len},
       {"output", to_json(r.decoded.result.output)},
       {"max_abs_diff_vs_full", r.max_diff},
+      {"flops",
+       {{"convention", "2 FLOPs per multiply-add, softmax 3 per score; projections = W_q, W_k, W_v and W_o of the "
+                       "tokens computed; attention = per head and visible (query, key) pair 2 d + 3 + 2 d. "
+                       "with_cache computes only the step's new tokens; recompute runs the whole prefix again"},
+        {"with_cache", flops_json(r.total_with_cache)},
+        {"recompute", flops_json(r.total_recompute)}}},
   };
 }
 

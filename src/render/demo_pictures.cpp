@@ -1,5 +1,6 @@
 // The pictures of `attn-cli demo`: the heatmaps a notebook draws with seaborn, written as files.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -136,7 +137,21 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     rope.subtitle = "attention_causal's Q, K, V with q and k rotated to their positions (base 10000) · "
                     "largest change: '" + r.tokens[i] + "' → '" + r.tokens[j] + "', " +
                     fixed(r.causal_weights(i, j)) + " → " + fixed(r.rope->causal_weights(i, j));
-    save(heatmap_figure(rope), dir, "attention_causal_rope", "rope", rope.title, o, artifacts);
+    // Beside it, what RoPE changed: weight with RoPE minus without, white = unchanged. The two
+    // maps alone look alike; the difference shows which pairs position moved, and by how much.
+    HeatmapSpec diff = rope;
+    diff.weights = r.rope->causal_weights - r.causal_weights;
+    double most = 0;
+    for (float v : diff.weights) most = std::max(most, std::fabs(double(v)));
+    diff.colormap = "RdBu_r";
+    diff.vmax = most > 0 ? most : 1;
+    diff.vmin = -*diff.vmax;
+    diff.value_label = "Change in weight";
+    diff.title = "with RoPE − without (attention_causal)";
+    rope.title = "with RoPE";
+    const std::string title = "RoPE (" + rope_style_name(r.rope->style) + "), causal: " + quoted;
+    save(heatmap_pair_figure(rope, diff, title, rope.subtitle), dir, "attention_causal_rope", "rope", title, o,
+         artifacts);
   }
 
   save(variance_figure(r.variance), dir, "variance", "variance",

@@ -48,7 +48,30 @@ std::optional<ColorScale> long_causal_log_scale(const Tensor2& weights, const Ma
   return scale;
 }
 
-Figure heatmap_figure(const HeatmapSpec& spec) {
+namespace {
+
+// One heatmap's panel, colour scale and colorbar, laid out but not yet placed: a figure holds
+// one (heatmap_figure) or two side by side (heatmap_pair_figure).
+struct HeatmapBody {
+  std::shared_ptr<HeatmapSpec> spec;
+  std::shared_ptr<Colormap> cmap;
+  ColorScale scale;
+  std::shared_ptr<render::MatrixPanel> panel;
+  render::PanelLayout layout;
+  double bar_w = 0, bar_h = 0;
+  bool any_masked = false;
+  static constexpr double kGap = 14;
+
+  double width() const { return layout.width + kGap + bar_w; }
+  double height() const { return std::max(layout.height, layout.grid_y + bar_h); }
+  void draw(Canvas& c, double x, double y) const {
+    render::draw_panel(c, *panel, layout, x, y);
+    render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, x + layout.width + kGap, y + layout.grid_y, bar_h,
+                          spec->value_label, scale.log);
+  }
+};
+
+HeatmapBody heatmap_body(Canvas& m, const HeatmapSpec& spec, double target) {
   const std::size_t Lq = spec.weights.shape(0), Lk = spec.weights.shape(1);
   render::check_labels(spec.query_tokens, Lq, "query tokens");
   render::check_labels(spec.key_tokens, Lk, "key tokens");
@@ -56,64 +79,115 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
     throw InputError("mask: expected shape " + shape_string(spec.weights.shape()) + ", got " +
                      shape_string(spec.allowed->shape()));
   }
+  HeatmapBody b;
   // The drawing closure outlives this call: it owns copies of everything it reads.
   auto s = std::make_shared<HeatmapSpec>(spec);
   if (s->query_tokens.empty()) s->query_tokens = position_labels(Lq);
   if (s->key_tokens.empty()) s->key_tokens = position_labels(Lk);
-  const auto cmap = std::make_shared<Colormap>(Colormap::by_name(s->colormap));
-  ColorScale scale = color_scale_for({s->weights.data(), s->weights.size()}, s->vmax, s->vmin);
+  b.spec = s;
+  b.cmap = std::make_shared<Colormap>(Colormap::by_name(s->colormap));
+  b.scale = color_scale_for({s->weights.data(), s->weights.size()}, s->vmax, s->vmin);
   if (s->auto_log && !s->vmax && !s->vmin && s->allowed) {
     if (const auto log = long_causal_log_scale(s->weights, *s->allowed)) {
-      scale = *log;
+      b.scale = *log;
       s->subtitle += std::string(s->subtitle.empty() ? "" : " · ") + "log colour scale: query i shares its weight among "
                      "the i + 1 keys it sees, so on a linear scale the later rows would look empty";
     }
   }
-  const bool any_masked =
-      s->allowed && std::find(s->allowed->begin(), s->allowed->end(), false) != s->allowed->end();
+  b.any_masked = s->allowed && std::find(s->allowed->begin(), s->allowed->end(), false) != s->allowed->end();
 
-  auto panel = std::make_shared<render::MatrixPanel>();
-  panel->rows = Lq;
-  panel->cols = Lk;
-  panel->row_labels = s->query_tokens;
-  panel->col_labels = s->key_tokens;
-  panel->row_title = s->row_title;
-  panel->col_title = s->col_title;
-  panel->cell = render::cell_size_for(Lq, Lk, 520, 2, 64);
-  panel->cell_at = [s, cmap, scale](std::size_t i, std::size_t j) {
+  b.panel = std::make_shared<render::MatrixPanel>();
+  render::MatrixPanel& panel = *b.panel;
+  panel.rows = Lq;
+  panel.cols = Lk;
+  panel.row_labels = s->query_tokens;
+  panel.col_labels = s->key_tokens;
+  panel.row_title = s->row_title;
+  panel.col_title = s->col_title;
+  panel.cell = render::cell_size_for(Lq, Lk, target, 2, 64);
+  const auto cmap = b.cmap;
+  const ColorScale scale = b.scale;
+  panel.cell_at = [s, cmap, scale](std::size_t i, std::size_t j) {
     if (s->allowed && !(*s->allowed)(i, j)) return render::Cell{{}, true, std::nullopt, ""};
     const double w = s->weights(i, j);
     return render::Cell{cmap->at(scale.position(w)), false, w, ""};
   };
+  b.layout = render::layout_panel(m, panel);
+  b.bar_w = render::colorbar_width(m, b.scale.vmin, b.scale.vmax, s->value_label, b.scale.log);
+  b.bar_h = std::max(panel.cell * static_cast<double>(Lq), 120.0);
+  return b;
+}
 
+}  // namespace
+
+Figure heatmap_figure(const HeatmapSpec& spec) {
   Canvas m = Canvas::measuring();
-  const render::PanelLayout pl = render::layout_panel(m, *panel);
-  const double margin = 16, gap = 14;
-  const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label, scale.log);
-  const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
-  const double grid_h = panel->cell * static_cast<double>(Lq);
-  const double bar_h = std::max(grid_h, 120.0);
+  const HeatmapBody b = heatmap_body(m, spec, 520);
+  const double margin = 16;
+  const TextSize legend = b.any_masked ? render::masked_legend_size(m) : TextSize{};
 
   Figure f;
   // The legend starts under the grid's left edge, so the body must reach past its end too.
-  const double body_w = std::max(pl.width + gap + bar_w, pl.grid_x + legend.width);
-  const render::TitleBlock titles{s->title, s->subtitle, std::max({body_w, legend.width, 480.0})};
+  const double body_w = std::max(b.width(), b.layout.grid_x + legend.width);
+  const render::TitleBlock titles{b.spec->title, b.spec->subtitle, std::max({body_w, legend.width, 480.0})};
   const TextSize title = render::title_block_size(m, titles);
-  const double title_h = title.height;
   const double content_w = std::max({body_w, title.width, legend.width});
   const double panel_x = margin + (content_w - body_w) / 2;
-  const double panel_y = margin + title_h;
-  const double bar_x = panel_x + pl.width + gap, bar_y = panel_y + pl.grid_y;
-  const double legend_y = panel_y + std::max(pl.height, pl.grid_y + bar_h) + 10;
+  const double panel_y = margin + title.height;
+  const double legend_y = panel_y + b.height() + 10;
   f.width = content_w + 2 * margin;
-  f.height = legend_y + (any_masked ? legend.height + 4 : 0) + margin - (any_masked ? 0 : 10);
-  f.grids.push_back(render::panel_grid(*panel, pl, panel_x, panel_y));
+  f.height = legend_y + (b.any_masked ? legend.height + 4 : 0) + margin - (b.any_masked ? 0 : 10);
+  f.grids.push_back(render::panel_grid(*b.panel, b.layout, panel_x, panel_y));
   const double cx = f.width / 2;
   f.draw = [=](Canvas& c) {
     render::draw_title_block(c, titles, cx, margin);
-    render::draw_panel(c, *panel, pl, panel_x, panel_y);
-    render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, bar_x, bar_y, bar_h, s->value_label, scale.log);
-    if (any_masked) render::draw_masked_legend(c, panel_x + pl.grid_x, legend_y);
+    b.draw(c, panel_x, panel_y);
+    if (b.any_masked) render::draw_masked_legend(c, panel_x + b.layout.grid_x, legend_y);
+  };
+  return f;
+}
+
+Figure heatmap_pair_figure(const HeatmapSpec& left, const HeatmapSpec& right, const std::string& title,
+                           const std::string& subtitle) {
+  Canvas m = Canvas::measuring();
+  HeatmapSpec l = left, r = right;
+  l.title.clear();
+  r.title.clear();
+  const HeatmapBody a = heatmap_body(m, l, 400), b = heatmap_body(m, r, 400);
+  const double margin = 16, gap = 36;
+  // Each spec's title sits over its own panel.
+  const TextStyle style_a{12, true, {0.1, 0.1, 0.1}, a.width(), true}, style_b{12, true, {0.1, 0.1, 0.1}, b.width(), true};
+  const TextSize ta = m.measure(left.title, style_a), tb = m.measure(right.title, style_b);
+  const double head_h = std::max(ta.height, tb.height) + 8;
+  const bool any_masked = a.any_masked || b.any_masked;
+  const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
+  const double body_w = a.width() + gap + b.width();
+  std::string sub = subtitle;
+  if (a.scale.log || b.scale.log) sub += " · log colour scale for the weights (long causal map)";
+  const render::TitleBlock titles{title, sub, std::max({body_w, 480.0})};
+  const TextSize t = render::title_block_size(m, titles);
+  const double content_w = std::max({body_w, t.width, legend.width});
+  const double x0 = margin + (content_w - body_w) / 2, y0 = margin + t.height + head_h;
+  const double xb = x0 + a.width() + gap;
+  const double legend_y = y0 + std::max(a.height(), b.height()) + 10;
+  Figure f;
+  f.width = content_w + 2 * margin;
+  f.height = legend_y + (any_masked ? legend.height + 4 : 0) + margin - (any_masked ? 0 : 10);
+  f.grids.push_back(render::panel_grid(*a.panel, a.layout, x0, y0));
+  f.grids.push_back(render::panel_grid(*b.panel, b.layout, xb, y0));
+  const double cx = f.width / 2;
+  const std::string left_title = left.title, right_title = right.title;
+  auto grid_centre = [](const HeatmapBody& h, double x) {
+    return x + h.layout.grid_x + h.panel->cell * static_cast<double>(h.panel->cols) / 2;
+  };
+  const double ca = grid_centre(a, x0), cb = grid_centre(b, xb);
+  f.draw = [=](Canvas& c) {
+    render::draw_title_block(c, titles, cx, margin);
+    c.text(left_title, ca, y0 - head_h, style_a, 0.5, 0);
+    c.text(right_title, cb, y0 - head_h, style_b, 0.5, 0);
+    a.draw(c, x0, y0);
+    b.draw(c, xb, y0);
+    if (any_masked) render::draw_masked_legend(c, x0 + a.layout.grid_x, legend_y);
   };
   return f;
 }

@@ -19,7 +19,9 @@ const Rgb kInk = rgb_from_hex(0x1a1a1a);
 const Rgb kAxisInk = rgb_from_hex(0x404040);
 const Rgb kPrefill = rgb_from_hex(0xe6550d);  // the prefill block and its bar
 const Rgb kDecode = rgb_from_hex(0x8c8c8c);   // one decode step's bar (grey: not a weight)
+const Rgb kEvicted = rgb_from_hex(0xf2c6bd);  // a key the window pushed out of the cache
 const char* kNotYet = "·";
+const char* kEvictedMark = "×";
 
 std::string bytes_text(std::size_t bytes) {
   char buf[32];
@@ -39,7 +41,8 @@ std::string scientific(double x) {
 }
 
 std::string step_text(const GenerateStep& s) {
-  const std::string cache = count_of(s.cache_len, "token") + " · " + bytes_text(s.cache_bytes);
+  std::string cache = count_of(s.cache_len, "token") + " · " + bytes_text(s.cache_bytes);
+  if (s.evicted > 0) cache += " · " + std::to_string(s.evicted) + " evicted";
   if (s.prefill) return "prefill " + std::to_string(s.count) + " → " + cache;
   return "+1 → " + cache;
 }
@@ -47,19 +50,24 @@ std::string step_text(const GenerateStep& s) {
 // The legend under the picture: the prefill outline, the decode bars, the masked cells (the
 // future, causal) and the keys not yet cached.
 struct CacheLegend {
-  std::string prefill, decode, not_yet;
+  std::string prefill, decode, not_yet, evicted;  // evicted: empty without a window
   double row = 0, width = 0, height = 0;
 };
 
-CacheLegend cache_legend(Canvas& m, std::size_t prefill) {
+CacheLegend cache_legend(Canvas& m, std::size_t prefill, std::size_t window) {
   CacheLegend l{"prefill: " + count_of(prefill, "prompt token") + " in one step (causal among themselves)",
                 "decode: one token per step; its query reads every cached key",
-                "·  key not in the cache yet (that token has not been fed)"};
+                "·  key not in the cache yet (that token has not been fed)", ""};
+  if (window) {
+    l.evicted = "key evicted: outside the window of " + count_of(window, "token") +
+                ", dropped from the cache (the bars' light part counts them)";
+  }
   const TextSize masked = render::masked_legend_size(m);
   l.row = masked.height + 4;
-  l.height = 4 * (masked.height + 4);
+  l.height = (window ? 5 : 4) * (masked.height + 4);
   l.width = masked.width;
-  for (const std::string* s : {&l.prefill, &l.decode, &l.not_yet}) l.width = std::max(l.width, 18 + m.measure(*s, {10}).width);
+  for (const std::string* s : {&l.prefill, &l.decode, &l.not_yet, &l.evicted})
+    l.width = std::max(l.width, 18 + m.measure(*s, {10}).width);
   return l;
 }
 
@@ -70,6 +78,11 @@ void draw_cache_legend(Canvas& cv, const CacheLegend& l, double x, double y) {
   cv.text(l.decode, x + 18, y + l.row + 6, {10, false, kAxisInk}, 0, 0.5);
   render::draw_masked_legend(cv, x, y + 2 * l.row);
   cv.text(l.not_yet, x + 3, y + 3 * l.row + 6, {10, false, kAxisInk}, 0, 0.5);
+  if (!l.evicted.empty()) {
+    cv.fill_rect(x, y + 4 * l.row + 1, 12, 10, kEvicted);
+    cv.text(kEvictedMark, x + 6, y + 4 * l.row + 6, {9, false, kInk}, 0.5, 0.5);
+    cv.text(l.evicted, x + 18, y + 4 * l.row + 6, {10, false, kAxisInk}, 0, 0.5);
+  }
 }
 
 }  // namespace
@@ -100,6 +113,8 @@ Figure kv_cache_figure(const GenerateResult& r) {
       const double w = (*mean)(t, j);
       return render::Cell{cmap->at(scale.position(w)), false, w, ""};
     }
+    // A key before t that t may not see was pushed out of the cache by the window.
+    if (j < t) return render::Cell{kEvicted, false, std::nullopt, kEvictedMark};
     if (j < (*fed_until)[t]) return render::Cell{{}, true, std::nullopt, ""};
     return render::Cell{{1, 1, 1}, false, std::nullopt, kNotYet};
   };
@@ -118,7 +133,7 @@ Figure kv_cache_figure(const GenerateResult& r) {
   const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, "weight (mean over heads)");
   const double body_w = pl.width + gap + bars_w + gap + bar_w;
 
-  const CacheLegend legend = cache_legend(m, P);
+  const CacheLegend legend = cache_legend(m, P, c.window);
   const double legend_w = legend.width, legend_h = legend.height;
 
   const render::FigureFrame frame = render::frame_figure(
@@ -126,7 +141,8 @@ Figure kv_cache_figure(const GenerateResult& r) {
       "row t is the attention of token t when it was fed: the cache grows by one key per step, so the rows stack "
       "into the causal triangle · weights averaged over " + std::to_string(c.num_heads) + " heads (" +
           std::to_string(r.num_kv_heads) + " kv heads cached) · largest difference from full recomputation " +
-          scientific(r.max_diff),
+          scientific(r.max_diff) + " · FLOPs with the cache " + format_si(double(r.total_with_cache.total())) +
+          ", recomputing the prefix every step " + format_si(double(r.total_recompute.total())),
       {body_w, legend_w}, 0, margin);
   const double panel_x = frame.centred_x(body_w), panel_y = frame.body_y();
   const CellGrid g = render::panel_grid(*panel, pl, panel_x, panel_y);
@@ -153,9 +169,11 @@ Figure kv_cache_figure(const GenerateResult& r) {
       const double y = g.cell_y(s.first) + std::min(1.5, cell * 0.15);
       const double h = cell * static_cast<double>(s.count) - 2 * std::min(1.5, cell * 0.15);
       const double w = bar_max * static_cast<double>(s.cache_len) / static_cast<double>(L);
+      const double gone = bar_max * static_cast<double>(s.evicted) / static_cast<double>(L);
       cv.fill_rect(bars_x, y, std::max(w, 1.0), h, s.prefill ? kPrefill : kDecode);
+      if (s.evicted > 0) cv.fill_rect(bars_x + w, y, gone, h, kEvicted);
       if (k++ % text_step == 0 || s.prefill) {
-        cv.text(step_text(s), bars_x + w + 6, y + h / 2, {bar_text_size, false, kInk}, 0, 0.5);
+        cv.text(step_text(s), bars_x + w + gone + 6, y + h / 2, {bar_text_size, false, kInk}, 0, 0.5);
       }
     }
     cv.fill_rect(bars_x, g.y, 0.8, grid_h, rgb_from_hex(0x8c8c8c));  // the bars' zero line

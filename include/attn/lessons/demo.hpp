@@ -24,6 +24,7 @@
 #include "attn/engine/tokenize.hpp"
 #include "attn/engine/toy_model.hpp"
 #include "attn/lessons/forward.hpp"
+#include "attn/lessons/positions_lesson.hpp"
 #include "attn/lessons/variance.hpp"
 
 namespace attn {
@@ -35,7 +36,10 @@ struct DemoConfig {
   std::size_t top_k = 2;
   std::size_t heads = 4;  // of the multi-head run; must divide d_model
   std::size_t max_tokens = kDefaultMaxTokens;
-  std::optional<RopeStyle> rope;  // RoPE (base 10000) on q and k; absent = no positions at all
+  std::optional<RopeStyle> rope;  // RoPE (base 10000) on q and k of the multi-head run, and a causal run beside
+  // What x carries of positions in every run: none (the default: attention alone cannot see order)
+  // or sinusoidal (x + PE). "rope" means config.rope is set (--positions rope).
+  PositionKind positions = PositionKind::none;
   // A trained toy model: d_model and heads are its own, words map to ids in order of first
   // appearance (forward.hpp), and RoPE is refused (the toy learned positions of its own).
   std::shared_ptr<const ToyModel> model;
@@ -119,6 +123,8 @@ struct DemoResult {
   DemoDecodeCheck decode;
   std::optional<DemoRope> rope;  // with config.rope
   std::optional<DemoModel> model;  // with config.model
+  // Without a model: repeated words and the reversed sentence under none, sinusoidal and RoPE.
+  std::vector<PositionRun> positions;
   // The variance and complexity experiments at the demo's size: a small seeded Var(q.k) sweep (demo_variance_config)
   // and the FLOPs table for the sentence's length and a few standard ones (demo_complexity_config).
   VarianceResult variance;

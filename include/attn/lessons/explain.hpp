@@ -18,6 +18,8 @@
 //              float64; and the gradient of the cross-entropy -log p_y, p - onehot(y).
 //   symmetry   without W_q and W_k the scores x x^T are symmetric (max |S - S^T| = 0); with them
 //              they are not; the softmax weights are not symmetric either way (rows normalize).
+//   heads      multi-head attention by hand on the same x: split, per-head attention, concat,
+//              W_o, with every shape (multihead_by_hand.hpp).
 //
 // One head with d = D, like the classic small example (seq_len 4, d_k 3). The last step is
 // compared with attn::sdpa on the same Q, K, V: computing step by step (rounding to float32
@@ -29,6 +31,7 @@
 
 #include "attn/io/json_io.hpp"
 #include "attn/engine/tensor.hpp"
+#include "attn/lessons/multihead_by_hand.hpp"
 
 namespace attn {
 
@@ -39,6 +42,7 @@ struct ExplainConfig {
   bool causal = true;
   std::size_t max_tokens = 16;  // the matrices are printed: keep them readable
   bool online = false, jacobian = false, symmetry = false;
+  std::size_t heads = 1;  // > 1: the multi-head lesson with this many heads (its weights: seed + 2)
   std::optional<std::size_t> row;     // the query row of online and jacobian; default the last
   std::optional<std::size_t> target;  // the cross-entropy's target key; default the row's own position
 };
@@ -97,6 +101,7 @@ struct ExplainResult {
   std::optional<OnlineTrace> online;
   std::optional<JacobianLesson> jacobian;
   std::optional<SymmetryLesson> symmetry;
+  std::optional<MultiHeadByHand> multihead;
 };
 
 // Throws InputError for an empty or invalid sentence, more than max_tokens tokens, d_model 0, or a row

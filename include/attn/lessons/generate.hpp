@@ -28,12 +28,25 @@ struct GenerateConfig {
   std::size_t max_tokens = kDefaultMaxTokens;
 };
 
+// FLOPs of one step (complexity.hpp's convention: 2 per multiply-add, softmax 3 per score).
+// projections: Q, K, V and the output projection of the tokens computed; attention: per head
+// and per (query, key) pair the query may see, 2 d (q.k) + 3 (softmax) + 2 d (weights x V).
+struct StepFlops {
+  std::uint64_t projections = 0, attention = 0;
+  std::uint64_t total() const { return projections + attention; }
+};
+
 struct GenerateStep {
   std::size_t first = 0, count = 0;  // tokens [first, first + count) fed in this step
   bool prefill = false;
   std::size_t cache_len = 0, cache_bytes = 0;
+  std::size_t evicted = 0;  // tokens the window has pushed out of the cache by the end of this step
   Tensor3 weights;        // [H, count, L]: the step's new weight rows (0 beyond the cache)
   double max_diff = 0;    // max |decoded - full recomputation| over its output and weight rows
+  // What producing this step's outputs costs with the cache (only the new tokens' projections
+  // and their rows of attention) and without one (the whole prefix 0..first+count-1 run again:
+  // every token's projections and every row of attention).
+  StepFlops with_cache, recompute;
 };
 
 struct GenerateResult {
@@ -44,6 +57,7 @@ struct GenerateResult {
   MhaResult full;           // one-shot causal run on the whole sentence
   std::vector<GenerateStep> steps;
   double max_diff = 0;      // over all steps
+  StepFlops total_with_cache, total_recompute;  // summed over the steps
 };
 
 GenerateResult run_generate(const GenerateConfig& config);

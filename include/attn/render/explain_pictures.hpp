@@ -28,6 +28,10 @@ inline constexpr std::array<const char*, 6> kExplainSteps = {"explain-1-scores",
 Figure explain_step_figure(const ExplainResult& result, int step);
 // InputError unless the result has its Jacobian (ExplainConfig::jacobian).
 Figure explain_jacobian_figure(const ExplainResult& result);
+// explain --heads H: x, Q K V cut into head blocks, each head's A_h and O_h, the concatenation
+// and y = O W_o^T, a shape under every matrix. grids: [0] x, [1..3] Q, K, V, then A_h and O_h
+// for each head in turn, then O, then y. std::logic_error without result.multihead.
+Figure multihead_figure(const ExplainResult& result);
 
 // False for a pitfall whose results are only numbers (no tables): it gets no picture.
 bool pitfall_has_figure(const Pitfall& pitfall);

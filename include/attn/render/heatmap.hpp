@@ -53,6 +53,11 @@ struct HeatmapSpec {
 // grids[0] is the cell grid.
 Figure heatmap_figure(const HeatmapSpec& spec);
 
+// Two heatmaps side by side, each with its own colour scale and colorbar, each spec's title
+// over its panel; title and subtitle over both. grids[0] is the left panel, grids[1] the right.
+Figure heatmap_pair_figure(const HeatmapSpec& left, const HeatmapSpec& right, const std::string& title,
+                           const std::string& subtitle);
+
 // "0", "1", ... for an axis without tokens.
 std::vector<std::string> position_labels(std::size_t n, const std::string& prefix = "");
 

@@ -15,7 +15,7 @@ into #selftest-result; this script checks:
   - no request leaves the page: no resource fetched, no Content-Security-Policy violation, and
     chromium's own network log (--log-net-log) holds no http(s) or other remote URL.
 It also takes a screenshot (kept under the output folder for people to look at), and checks
-the report of a train folder (loss curve) and of a trained model's demo (layer selector).
+the report of a train folder (loss curve, the heads at each stored step) and of a trained model's demo (layer selector).
 
 --sabotage runs the same checks on damaged copies of the page (a wrong in-page temperature,
 an image fetched from the network, a dead "next" button): each must be caught, which shows
@@ -181,6 +181,9 @@ def run(cli, out):
         if result is not None:
             steps = len(json.load(open(os.path.join(train, "train.json")))["steps"])
             c.check(result["train_points"] == steps and result["loss_line"], "loss curve of %d points" % steps)
+            c.check(result.get("snapshots", 0) >= 2 and result.get("snapshot_changes") is True,
+                    "the step slider moves through %s snapshots of the heads and changes them (%r)"
+                    % (result.get("snapshots"), result.get("snapshot_label")))
             c.check(result["pictures"] > 0 and result["pictures_decoded"] == result["pictures"],
                     "train pictures: %s embedded and decoded" % result["pictures"])
             check_offline(c, result, urls)

@@ -141,6 +141,14 @@ TEST_CASE("report: a train folder gets the loss curve's data and its pictures") 
   CHECK(page.find("\"uniform_loss\"") != std::string::npos);
   CHECK(page.find("data:image/png;base64,") != std::string::npos);
   check_self_contained(page);
+
+  // The model folder inside it: the demo with that model, run by report itself.
+  const test::CliResult m = test::run_cli("report '" + (dir / "model").string() + "' --sentence 'a b c a b c'");
+  REQUIRE(m.code == 0);
+  const std::string model_page = test::read_text((dir / "model" / "report.html").string());
+  CHECK(model_page.find("\"scaled_scores\"") != std::string::npos);
+  CHECK(model_page.find("\"replay\"") != std::string::npos);
+  check_self_contained(model_page);
   fs::remove_all(dir);
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "attn/lessons/number_format.hpp"
 #include "attn/render/colormap.hpp"
 #include "figure_parts.hpp"
 
@@ -73,10 +74,13 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
   panel.row_title = "Query";
   panel.col_title = "Key";
   panel.cell = render::cell_size_for(L, L, 300, 6, 34);
-  panel.cell_at = [&, step, final](std::size_t i, std::size_t j) -> Cell {
+  // The panel is drawn after this function returns: it keeps its own copies, and the replay
+  // by address (the caller's, alive while the figure is drawn).
+  const FlashReplay* replay = &r;
+  panel.cell_at = [replay, owner, blues, L, step, final](std::size_t i, std::size_t j) -> Cell {
     const int k = owner[i * L + j];
     if (k < 0) return {rgb_from_hex(0xffffff)};
-    const FlashTileStep& t = r.steps[std::size_t(k)];
+    const FlashTileStep& t = replay->steps[std::size_t(k)];
     if (!final && std::size_t(k) == step && !t.skipped) {
       const std::size_t row = i - t.i0, col = j - t.j0;
       if (col < t.visible[row]) {
@@ -86,8 +90,9 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
       }
       return {rgb_from_hex(0xffffff), true};
     }
-    if (final || std::size_t(k) < step) {
-      if (t.skipped) return {rgb_from_hex(0xffffff), true};
+    if (final || std::size_t(k) <= step) {
+      // Skipped tiles, and the scores of a diagonal tile its rows never computed: hatched.
+      if (t.skipped || j - t.j0 >= t.visible[i - t.i0]) return {rgb_from_hex(0xffffff), true};
       return {t.diagonal ? kDoneDiagonal : kDone};
     }
     return {rgb_from_hex(0xffffff)};
@@ -130,7 +135,7 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
   }
   subtitle += "\n" + std::string(r.causal ? "causal, " : "") + std::to_string(r.block_q) + " \u00d7 " +
               std::to_string(r.block_k) + " tiles, float64, " + r.isa + " micro-kernels; " +
-              std::to_string(r.read()) + " tiles read, " + std::to_string(r.skipped()) + " skipped";
+              count_of(r.read(), "tile") + " read, " + std::to_string(r.skipped()) + " skipped";
 
   Canvas m = Canvas::measuring();
   const render::PanelLayout layout = render::layout_panel(m, panel);
@@ -142,9 +147,19 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
     for (std::size_t c = 0; c < line.cells.size(); ++c) col_w[c] = std::max(col_w[c], m.measure(line.cells[c], td).width);
   const std::size_t dv = lines.empty() ? 0 : lines.front().strip.size();
   col_w.back() = std::max(col_w.back(), strip_cell * double(dv));
-  double table_w = 0;
+  const TextStyle note{9, false, kMuted};
+  const std::vector<std::string> notes =
+      final ? std::vector<std::string>{"Each row divides its partial output by its running sum \u2113 (Algorithm 1, line 13);",
+                                       "lse = m + log \u2113. The [L, L] score matrix never existed."}
+            : std::vector<std::string>{
+                  "m: running max of the row's scaled scores; \u2113: running sum of exp(s \u2212 m); rescale = exp(m_before \u2212 m_after)",
+                  "(0 at a row's first key: exp(\u2212\u221e) on an empty sum). partial O: the unnormalised output",
+                  "(blue negative, orange positive, each row to its own largest |value|)"};
+  double table_w = 0, notes_w = 0;
   for (double w : col_w) table_w += w + pad;
-  const double table_h = row_h * double(lines.size() + 1) + 40;
+  for (const std::string& n : notes) notes_w = std::max(notes_w, m.measure(n, note).width);
+  table_w = std::max(table_w, notes_w);
+  const double table_h = row_h * double(lines.size() + 1) + 14 * double(notes.size()) + 20;
 
   render::FigureFrame frame = render::frame_figure(m, title, subtitle, {layout.width + 30 + table_w});
   Figure fig;
@@ -152,7 +167,7 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
   fig.height = frame.body_y() + std::max(layout.height, table_h) + frame.margin;
   const double px = frame.centred_x(layout.width + 30 + table_w), py = frame.body_y();
   fig.grids.push_back(render::panel_grid(panel, layout, px, py));
-  fig.draw = [=, lines = std::move(lines), head = std::move(head), col_w = std::move(col_w)](Canvas& c) {
+  fig.draw = [=, &r, lines = std::move(lines), head = std::move(head), col_w = std::move(col_w)](Canvas& c) {
     c.fill_rect(0, 0, fig.width, fig.height, rgb_from_hex(0xffffff));
     frame.draw_title(c);
     render::draw_panel(c, panel, layout, px, py);
@@ -185,11 +200,7 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
         c.fill_rect(x + strip_cell * double(k), y, strip_cell, 11, diverging(vmax > 0 ? line.strip[k] / vmax : 0));
       y += row_h;
     }
-    const TextStyle note{9, false, kMuted};
-    c.text("m: running max of the row's scaled scores; \u2113: running sum of exp(s \u2212 m); rescale = exp(m_before \u2212 m_after)",
-           x0, y + 8, note);
-    c.text("partial O: the unnormalised output (blue negative, orange positive, each row to its own largest |value|)",
-           x0, y + 22, note);
+    for (std::size_t k = 0; k < notes.size(); ++k) c.text(notes[k], x0, y + 8 + 14 * double(k), note);
   };
   return fig;
 }

@@ -1,11 +1,13 @@
 #include "attn/render/report_html.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
 #include "attn/engine/error.hpp"
 #include "attn/io/file_io.hpp"
+#include "attn/lessons/train.hpp"
 
 namespace attn {
 namespace detail {
@@ -93,6 +95,47 @@ std::vector<ReportPicture> folder_pictures(const fs::path& dir) {
   return pictures;
 }
 
+// A weight at 4 decimals: the page draws it; train.json and the checkpoint keep it whole.
+double rounded(double x) { return std::round(x * 1e4) / 1e4; }
+
+// The shown sequence's attention at up to kMaxSnapshots logged steps (evenly spaced, first and
+// last included), from the run's checkpoint: the heads as training grows them, for the page's
+// step slider. Null when the folder has no checkpoint.
+constexpr std::size_t kMaxSnapshots = 12;
+Json train_snapshots(const fs::path& dir) {
+  if (!fs::is_regular_file(dir / "checkpoint.safetensors") || !fs::is_directory(dir / "model")) return nullptr;
+  TrainOptions o;
+  const TrainRun run = read_train_run(dir.string(), o);
+  const std::size_t n = run.shown_attention.size();
+  std::vector<std::size_t> picks;
+  for (std::size_t k = 0; k < std::min(n, kMaxSnapshots); ++k) {
+    const std::size_t at = n <= kMaxSnapshots ? k : k * (n - 1) / (kMaxSnapshots - 1);
+    if (picks.empty() || picks.back() != at) picks.push_back(at);
+  }
+  Json steps = Json::array(), attention = Json::array(), tokens = Json::array();
+  for (std::int32_t id : run.shown_sequence) tokens.push_back(std::to_string(id));
+  for (std::size_t k : picks) {
+    steps.push_back(run.points[k].step);
+    Json layers = Json::array();
+    for (const Tensor3& a : run.shown_attention[k]) {
+      Json heads = Json::array();
+      for (std::size_t h = 0; h < a.shape(0); ++h) {
+        Json rows = Json::array();
+        for (std::size_t i = 0; i < a.shape(1); ++i) {
+          Json row = Json::array();
+          for (std::size_t j = 0; j < a.shape(2); ++j) row.push_back(rounded(a(h, i, j)));
+          rows.push_back(row);
+        }
+        heads.push_back(rows);
+      }
+      layers.push_back(heads);
+    }
+    attention.push_back(layers);
+  }
+  return {{"about", "the attention of one held-out sequence (token ids) at logged steps, every layer and head, causal"},
+          {"tokens", tokens}, {"steps", steps}, {"attention", attention}};
+}
+
 }  // namespace
 
 std::string base64(const std::string& bytes) {
@@ -153,6 +196,7 @@ ReportContent read_report_folder(const std::string& dir_text) {
     c.title = "attn-cli train: " + c.train["train"].value("task", std::string("?"));
     c.summary = "Everything below comes from this folder's train.json and its pictures, written by attn-cli train.";
     c.pictures = folder_pictures(dir);
+    c.train["snapshots"] = train_snapshots(dir);
     return c;
   }
   throw InputError("report: " + dir_text + " holds neither manifest.json (attn-cli demo) nor train.json (attn-cli train)");

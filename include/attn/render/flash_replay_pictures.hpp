@@ -13,6 +13,7 @@
 namespace attn {
 
 // step in [0, steps.size()]: steps.size() is the final frame. grids[0] is the score matrix.
+// The figure refers to replay: draw (save) it while replay lives.
 Figure flash_replay_frame(const FlashReplay& replay, std::size_t step);
 
 // "frame_001", "frame_002", ...: zero-padded to at least 3 digits, so they sort in order.

@@ -184,6 +184,8 @@ def run(cli, out):
             c.check(result.get("snapshots", 0) >= 2 and result.get("snapshot_changes") is True,
                     "the step slider moves through %s snapshots of the heads and changes them (%r)"
                     % (result.get("snapshots"), result.get("snapshot_label")))
+            c.check(result.get("snapshot_tokens", 0) > 0 and result.get("snapshot_svg_width", 0) > 0,
+                    "the snapshots are drawn over the shown sequence's %s tokens" % result.get("snapshot_tokens"))
             c.check(result["pictures"] > 0 and result["pictures_decoded"] == result["pictures"],
                     "train pictures: %s embedded and decoded" % result["pictures"])
             check_offline(c, result, urls)

@@ -139,6 +139,8 @@ TEST_CASE("report: a train folder gets the loss curve's data and its pictures") 
   REQUIRE(r.code == 0);
   const std::string page = test::read_text((dir / "report.html").string());
   CHECK(page.find("\"uniform_loss\"") != std::string::npos);
+  CHECK(page.find("\"snapshots\":{\"about\"") != std::string::npos);
+  CHECK(page.find("\"tokens\":[]") == std::string::npos);  // the shown sequence, read back from the seed
   CHECK(page.find("data:image/png;base64,") != std::string::npos);
   check_self_contained(page);
 

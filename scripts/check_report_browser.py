@@ -100,6 +100,13 @@ def check_demo(c, result, urls, manifest, trained):
     if result is None:
         return
     c.check(result["cells"] == L * L, "heatmap cells: %s, expected %d x %d" % (result["cells"], L, L))
+    first = "'%s' [0]" % manifest["tokens"][0]
+    engine = manifest["results"]["model"]["attention"][0][0][0][0] if trained else manifest["results"]["single_head"]["weights"][0][0]
+    shown = repr(float(engine))
+    shown = shown[:-2] if shown.endswith(".0") else shown  # as JavaScript writes the number
+    c.check(result.get("hover", "").startswith("query %s \u2192 key %s: weight" % (first, first)) and
+            "engine's: %s)" % shown in result["hover"],
+            "hover names query, key and the engine's exact weight %r: %r" % (engine, result.get("hover")))
     heads = len(manifest["results"]["multi_head"]["scaled_scores"])
     c.check(result["engine_checks"] >= (heads if trained else heads + 3),
             "engine checks at T = 1: %s (every head and mask the run stored)" % result["engine_checks"])

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include <xsimd/memory/xsimd_aligned_allocator.hpp>
@@ -108,6 +109,8 @@ void mask_row(const Problem<T>& p, std::size_t h, std::size_t i, std::size_t j0,
     if (!m[j]) s[j] = -T(INFINITY);
 }
 
+struct NoTileStep {};  // what an unobserved tile loop keeps of a tile: nothing
+
 // The observer hook's view of one tile: the running (m, l) of the block's rows as the tile
 // starts, then the same variables, P and O as it ends. Only instantiated with kObserve.
 template <class T>
@@ -164,7 +167,8 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
     // triangle above the diagonal is then skipped at register-block granularity, not a tile's.
     const bool on_diagonal =
         p.causal && !tile::causal_tile_full(long(i0), long(j0 + kcols), long(p.Lq), long(p.Lk));
-    [[maybe_unused]] FlashTileStep step;
+    // Without the hook, step is an empty struct: no vectors made or freed per tile.
+    [[maybe_unused]] std::conditional_t<kObserve, FlashTileStep, NoTileStep> step;
     if constexpr (kObserve) {
       step = tile_step_start(p, ws, h, i0, rows, j0, std::min(p.Bk, p.Lk - j0));
       step.diagonal = on_diagonal;

@@ -4,6 +4,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
+# Debian's chromium (~430 MB) for the browser test of report.html (tests: report_browser), only
+# here: demo.sh and bench.sh do not need it. Without it that test is skipped, saying why.
+"$root/scripts/install-deps.sh" chromium ||
+  echo "test.sh: chromium could not be installed: the report_browser tests will be skipped"
 "$root/scripts/build.sh"
 cd "${BUILD_DIR:-$root/build}"
 ctest --output-on-failure --parallel "$(nproc)" "$@"

@@ -33,7 +33,9 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
     CHECK(!a["title"].get<std::string>().empty());
     REQUIRE(fs::exists(dir.path / out / path));
     CHECK(r.out.find(path) != std::string::npos);  // the terminal says where each file went
-    if (fs::path(path).extension() == ".png") {
+    if (fs::path(path).extension() == ".html") {
+      CHECK(read_text(dir / (out + "/" + path)).rfind("<!DOCTYPE html>", 0) == 0);  // test_report_html.cpp: the rest
+    } else if (fs::path(path).extension() == ".png") {
       const DecodedPng img = DecodedPng::from_file(dir / (out + "/" + path));
       REQUIRE(img.ok());
       CHECK(img.width() > 200);
@@ -43,7 +45,7 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
     }
     kinds.insert(a["kind"].get<std::string>());
   }
-  std::set<std::string> expected{"heatmap", "mask", "heads", "flash", "variance", "complexity"};
+  std::set<std::string> expected{"heatmap", "mask", "heads", "flash", "variance", "complexity", "report"};
   if (flags.find("--rope") != std::string::npos) expected.insert("rope");
   CHECK(kinds == expected);
   CHECK(files_in(dir.path / out) == m["artifacts"].size() + 1);  // no temporary files left
@@ -55,7 +57,7 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
 TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-identical on rerun") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on", "run1");
-  CHECK(m["artifacts"].size() == 7);
+  CHECK(m["artifacts"].size() == 8);  // 7 pictures and report.html
   const Json& causal = m["results"]["causal"];
   CHECK(causal["weights"][0][0] == 1.0);  // the first token sees only itself
   CHECK(causal["weights"][0][3] == 0.0);
@@ -87,7 +89,7 @@ TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-iden
   check_demo(dir, "The cat sat on", "run2");
   for (const char* file :
        {"manifest.json", "attention.png", "attention_causal.png", "mask_causal.png", "heads.png", "flash_tiles.png",
-        "variance.png", "complexity.png"}) {
+        "variance.png", "complexity.png", "report.html"}) {
     CAPTURE(file);
     CHECK(read_text(dir / (std::string("run1/") + file)) == read_text(dir / (std::string("run2/") + file)));
   }
@@ -97,7 +99,7 @@ TEST_CASE("cli pictures: demo with a Chinese sentence, SVG too, another colormap
   TempDir dir;
   const Json m = check_demo(dir, "我喜欢深度学习", "zh", "--format both --colormap viridis --heads 2 --scale 1");
   CHECK(m["tokens"].size() == 4);
-  CHECK(m["artifacts"].size() == 14);
+  CHECK(m["artifacts"].size() == 15);
   CHECK(m["results"]["multi_head"]["weights"].size() == 2);
   check_input_error(run_cli("demo --heads 3"), "--heads: 3 does not divide");
   check_input_error(run_cli("demo --colormap rainbow --out never", "", dir.path.string()), "rainbow");
@@ -171,7 +173,7 @@ TEST_CASE("cli pictures: demo's flash check, its tile grid, and the decode check
 TEST_CASE("cli pictures: demo --rope writes the RoPE heatmap, byte-identical on rerun; a bad style is refused") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on the mat", "r1", "--rope interleaved --heads 2");
-  CHECK(m["artifacts"].size() == 8);
+  CHECK(m["artifacts"].size() == 9);
   CHECK(m["config"]["rope"] == "interleaved");
   const Json& rope = m["results"]["rope"];
   CHECK(rope["style"] == "interleaved");

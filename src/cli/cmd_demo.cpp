@@ -13,6 +13,7 @@
 #include "attn/engine/error.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/number_format.hpp"
+#include "attn/render/report_html.hpp"
 #include "attn/render/report_table.hpp"
 #include "attn/render/terminal_heatmap.hpp"
 #include "attn/render/text_table.hpp"
@@ -252,17 +253,22 @@ void run_demo_command(const DemoOptions& opts) {
 
   // Timings go to the terminal only: the files must be byte-identical from run to run.
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<Artifact> artifacts = write_demo_pictures(r, folder.staging(), pictures);
+  std::vector<Artifact> artifacts = write_demo_pictures(r, folder.staging(), pictures);
   const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  artifacts.push_back({"report.html", "report",
+                       "one offline page: heatmaps with hover, heads, temperature, masks, lines view, flash replay"});
   const std::string manifest = (std::filesystem::path(folder.staging()) / "manifest.json").string();
   // Indented for a reader opening it in an editor, unless that makes it huge: indentation puts
   // every number of a long sentence's weights on its own line.
   const Json m = demo_manifest(r, artifacts);
   const std::string compact = m.dump();
   write_file_atomically(manifest, (compact.size() < (1u << 20) ? m.dump(2) : compact) + "\n");
+  // The report reads the staged folder as `attn-cli report` reads a finished one.
+  write_file_atomically((std::filesystem::path(folder.staging()) / "report.html").string(),
+                        report_html(read_report_folder(folder.staging())));
   folder.commit();
 
-  std::cout << "\nWrote into " << opts.out << "/ (" << artifacts.size() << " pictures in "
+  std::cout << "\nWrote into " << opts.out << "/ (" << artifacts.size() - 1 << " pictures in "
             << std::lround(ms) << " ms):\n";
   std::size_t path_w = 0;
   for (const Artifact& a : artifacts) path_w = std::max(path_w, display_width(a.path));

@@ -18,6 +18,8 @@ void setup_generate(CLI::App& app);
 void setup_doctor(CLI::App& app);
 void setup_train(CLI::App& app);
 void setup_forward(CLI::App& app);
+void setup_flash(CLI::App& app);
+void setup_report(CLI::App& app);
 
 // Experiments that prove (or correct) the textbook.
 void setup_variance(CLI::App& app);

@@ -48,6 +48,8 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_generate(app);
   attn::cli::setup_train(app);
   attn::cli::setup_forward(app);
+  attn::cli::setup_flash(app);
+  attn::cli::setup_report(app);
   attn::cli::setup_variance(app);
   attn::cli::setup_temperature(app);
   attn::cli::setup_complexity(app);

@@ -84,7 +84,7 @@ DemoFlashCheck flash_check(const Tensor3& q, const Tensor3& k, const Tensor3& v,
   // so even a 4-token sentence spans a grid), then about 8 tiles a side: a 500-token sentence
   // in 2 x 2 tiles would be 62,500 tiles, unreadable in a picture and megabytes of JSON.
   const std::size_t L = q.shape(1);
-  const std::size_t block = std::max<std::size_t>(2, (L + 7) / 8);
+  const std::size_t block = teaching_block(L);
   FlashOptions teaching = fast;
   teaching.isa = "generic";
   teaching.precision = FlashPrecision::float64;
@@ -153,6 +153,45 @@ namespace {
 
 Tensor3 as_head(const Tensor2& t) { return Tensor3(xt::expand_dims(t, 0)); }
 
+// S[h] = scale * q[h] k[h]^T in float64, rounded once: q [H, L, d], k [H, L, d] -> [H, L, L].
+Tensor3 scaled_scores(const Tensor3& q, const Tensor3& k, double scale) {
+  const std::size_t H = q.shape(0), L = q.shape(1), M = k.shape(1), d = q.shape(2);
+  Tensor3 s = Tensor3::from_shape({H, L, M});
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < L; ++i)
+      for (std::size_t j = 0; j < M; ++j) {
+        double acc = 0;
+        for (std::size_t c = 0; c < d; ++c) acc += double(q(h, i, c)) * double(k(h, j, c));
+        s(h, i, j) = float(acc * scale);
+      }
+  return s;
+}
+
+Tensor2 first_head(const Tensor3& t) { return xt::view(t, 0, xt::all(), xt::all()); }
+
+// x [L, D] -> [H, L, D/H]: the columns of head h are [h * D/H, (h + 1) * D/H), as mha splits them.
+Tensor3 split_heads(const Tensor2& x, std::size_t H) {
+  const std::size_t L = x.shape(0), dh = x.shape(1) / H;
+  Tensor3 t = Tensor3::from_shape({H, L, dh});
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < L; ++i)
+      for (std::size_t c = 0; c < dh; ++c) t(h, i, c) = x(i, h * dh + c);
+  return t;
+}
+
+// The single head's seeded projections (seed + 1) of the embedded sentence.
+struct SeededHead {
+  Tensor2 x;
+  Tensor3 q, k, v;
+};
+SeededHead seeded_head(const std::vector<Token>& tokens, const DemoConfig& config) {
+  Tensor2 x = embed_tokens(tokens, config.d_model, config.seed);
+  // positions_lesson.hpp says why PE is added unscaled to these N(0,1) embeddings.
+  if (config.positions == PositionKind::sinusoidal) x = x + sinusoidal_encoding(tokens.size(), config.d_model);
+  const MhaWeights w = init_mha_weights(config.d_model, 1, 1, config.seed + 1);
+  return {x, as_head(linear(x, w.w_q)), as_head(linear(x, w.w_k)), as_head(linear(x, w.w_v))};
+}
+
 // The decode check on any multi-head layer: the causal run through a KV cache, the first half
 // of the sentence as the prompt, then one token at a time; it must equal the one-shot causal run.
 DemoDecodeCheck decode_check(const Tensor2& x, const MhaWeights& w, MhaOptions mo) {
@@ -170,13 +209,13 @@ void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
   const std::size_t D = config.d_model, L = r.tokens.size();
   // x [L, D]: one embedding per token, the same vector wherever the same word appears; with
   // sinusoidal positions, x + PE, so that the copies differ.
-  Tensor2 x = embed_tokens(tokens, D, config.seed);
-  if (config.positions == PositionKind::sinusoidal) x = x + sinusoidal_encoding(L, D);  // positions_lesson.hpp says why unscaled
+  const SeededHead head = seeded_head(tokens, config);
+  const Tensor2& x = head.x;
+  const Tensor3 &q = head.q, &k = head.k, &v = head.v;
   r.positions = run_positions_lesson(tokens, D, config.seed);
-  const MhaWeights w = init_mha_weights(D, 1, 1, config.seed + 1);
-  const Tensor3 q = as_head(linear(x, w.w_q)), k = as_head(linear(x, w.w_k)), v = as_head(linear(x, w.w_v));
   const SdpaResult a = sdpa(q, k, v);
   r.scale = resolved_scale(std::nullopt, D);
+  r.scores = r.causal_scores = first_head(scaled_scores(q, k, r.scale));
   r.weights = xt::view(a.weights, 0, xt::all(), xt::all());
   r.top = top_per_row(r.weights, config.top_k);
 
@@ -189,6 +228,7 @@ void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
 
   // FlashAttention on the same Q, K, V: the same numbers, computed tile by tile.
   r.flash = flash_check(q, k, v, a, c);
+  r.flash.replay = replay_flash(q, k, v, r.tokens, {teaching_block(L), teaching_block(L), true});
 
   std::optional<RopeOptions> rope;
   if (config.rope) {
@@ -215,6 +255,16 @@ void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
   const MhaResult m = mha(x, x, x, wh, nullptr, mo);
   r.head_weights = m.weights;
   r.head_mean = mean_over_heads(m.weights);
+  {
+    Tensor3 qh = split_heads(linear(x, wh.w_q), config.heads), kh = split_heads(linear(x, wh.w_k), config.heads);
+    if (rope) {
+      std::vector<std::int64_t> positions(L);
+      std::iota(positions.begin(), positions.end(), 0);
+      qh = apply_rope(qh, positions, *rope);
+      kh = apply_rope(kh, positions, *rope);
+    }
+    r.head_scores = scaled_scores(qh, kh, resolved_scale(std::nullopt, D / config.heads));
+  }
   r.decode = decode_check(x, wh, mo);
 }
 
@@ -266,6 +316,12 @@ void model_attention(DemoResult& r) {
   SdpaOptions causal;
   causal.causal = true;
   r.flash = flash_check(q, k, v, sdpa(q, k, v), sdpa(q, k, v, nullptr, causal));
+  const std::size_t L = r.tokens.size();
+  r.flash.replay = replay_flash(q, k, v, r.tokens, {teaching_block(L), teaching_block(L), true});
+  for (std::size_t l = 0; l < mc.layers; ++l) dm.scaled_scores.push_back(scaled_scores(f.q[l], f.k[l], r.scale));
+  r.scores = xt::view(dm.scaled_scores[ind.layer], ind.head, xt::all(), xt::all());
+  r.causal_scores = xt::view(dm.scaled_scores[prev.layer], prev.head, xt::all(), xt::all());
+  r.head_scores = dm.scaled_scores.back();
 
   // The decode check on the model's first layer, from its embedded sentence.
   const ToyLayer& l0 = model.layers.front();
@@ -276,6 +332,13 @@ void model_attention(DemoResult& r) {
 }
 
 }  // namespace
+
+DemoHead demo_seeded_head(const DemoConfig& config) {
+  check_demo_config(config);
+  const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
+  const SeededHead h = seeded_head(tokens, config);
+  return {token_texts(tokens), h.q, h.k, h.v};
+}
 
 DemoResult run_demo(const DemoConfig& config) {
   check_demo_config(config);
@@ -320,6 +383,7 @@ Json tiles_json(const std::vector<FlashTile>& tiles) {
 
 Json flash_json(const DemoFlashCheck& f) {
   Json teaching = flash_run_json(f.teaching);
+  teaching["replay"] = flash_replay_json(f.replay);
   teaching["requested_block_q"] = f.requested_block_q;
   teaching["requested_block_k"] = f.requested_block_k;
   teaching["tiles"] = {{"non_causal", tiles_json(f.tiles)}, {"causal", tiles_json(f.causal_tiles)}};
@@ -363,6 +427,8 @@ void add_model_json(Json& m, const DemoModel& dm) {
                       {"induction_score", optional_score(s.induction)}});
   }
   for (const Tensor3& a : dm.attention) attention.push_back(to_json(a, FloatText::shortest));
+  Json scaled = Json::array();
+  for (const Tensor3& s : dm.scaled_scores) scaled.push_back(to_json(s, FloatText::shortest));
   results["model"] = {{"ids", dm.ids},
                       {"score_rules",
                        {{"prev_token_score", "mean over queries i >= 1 of A[i, i-1]"},
@@ -371,7 +437,8 @@ void add_model_json(Json& m, const DemoModel& dm) {
                       {"scores", scores},
                       {"induction_head", {{"layer", ind.layer}, {"head", ind.head}}},
                       {"prev_token_head", {{"layer", prev.layer}, {"head", prev.head}}},
-                      {"attention", attention}};
+                      {"attention", attention},
+                      {"scaled_scores", scaled}};
 }
 
 }  // namespace
@@ -409,14 +476,19 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
         {"positions", positions_text(r)}}},
       {"artifacts", arts},
       {"results",
-       {{"single_head", {{"weights", to_json(r.weights, FloatText::shortest)}, {"top_k", top_k_json(r.tokens, r.weights, r.top)}}},
+       {{"single_head",
+         {{"weights", to_json(r.weights, FloatText::shortest)},
+          {"scaled_scores", to_json(r.scores, FloatText::shortest)},
+          {"top_k", top_k_json(r.tokens, r.weights, r.top)}}},
         {"causal",
          {{"allowed", allowed},
           {"weights", to_json(r.causal_weights, FloatText::shortest)},
+          {"scaled_scores", to_json(r.causal_scores, FloatText::shortest)},
           {"top_k", top_k_json(r.tokens, r.causal_weights, r.causal_top)}}},
         {"multi_head",
          {{"heads", r.config.heads},
           {"weights", to_json(r.head_weights, FloatText::shortest)},
+          {"scaled_scores", to_json(r.head_scores, FloatText::shortest)},
           {"mean_over_heads", to_json(r.head_mean, FloatText::shortest)}}},
         {"flash", flash_json(r.flash)},
         {"decode",

@@ -201,6 +201,12 @@ std::optional<std::size_t> phase_change_step(const std::vector<TrainPoint>& poin
   return std::nullopt;
 }
 
+std::vector<std::int32_t> train_shown_sequence(const TrainOptions& o) {
+  Rng generator = held_out_rng(o.seed);
+  const TokenBatch held_out = task_batch(o.task, kHeldOutSequences, o.config.context, o.config.vocab, generator);
+  return {held_out.tokens.begin(), held_out.tokens.begin() + std::ptrdiff_t(o.config.context)};
+}
+
 TrainRun run_training(const TrainOptions& o, const std::function<void(const TrainPoint&)>& on_point,
                       const TrainRun* resume) {
   check_train_options(o);

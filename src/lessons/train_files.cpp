@@ -132,6 +132,7 @@ TrainRun read_train_run(const std::string& dir, TrainOptions& o) {
   if (history == stored.end()) throw InputError(checkpoint + ": tensor \"shown_attention\" is missing");
   run.shown_attention = unstack_attention(history->second, run.points.size(), o.config, checkpoint);
   run.uniform_loss = std::log(double(o.config.vocab));
+  run.shown_sequence = train_shown_sequence(o);
   return run;
 }
 

@@ -21,6 +21,34 @@ namespace attn {
 // which is what attend/mha use so their JSON is reference-grade whatever the backend.
 enum class FlashPrecision { float32, float64 };
 
+// What the tile loop did with one tile of one head, as the kernel's own variables hold it at the
+// end of that tile (for `attn-cli flash --replay` and the report's step-through). Numbers are
+// in natural-log units of the scaled scores: the kernel keeps m in base 2 (tile_math.hpp) and
+// m here is that m / log2(e); l and the rescale factor are the same in either base.
+struct FlashTileStep {
+  std::size_t head = 0;
+  std::size_t i0 = 0, rows = 0;  // query rows [i0, i0 + rows)
+  std::size_t j0 = 0, cols = 0;  // keys [j0, j0 + cols)
+  bool skipped = false;          // above the causal diagonal: never read, nothing changes
+  bool diagonal = false;         // on the diagonal: each row computes only the keys it may see
+  std::vector<std::size_t> visible;         // [rows] keys of this tile each row may see
+  std::vector<double> m_before, l_before;   // [rows] running max and sum before the tile
+  std::vector<double> m_after, l_after;     // [rows] ... and after it
+  std::vector<double> rescale;              // [rows] exp(m_before - m_after), applied to l and O
+  std::vector<double> p;                    // [rows, cols] exp(s - m_after), 0 where hidden
+  std::size_t dv = 0;
+  std::vector<double> output;               // [rows, dv] the unnormalised partial O after the tile
+};
+
+// Receives every tile the kernel walks, in the order one worker walks them (set threads = 1
+// for one ordered stream: with more threads, calls for different query blocks overlap).
+// Costs nothing when absent: the tile loop is instantiated without the hook.
+class FlashObserver {
+ public:
+  virtual ~FlashObserver() = default;
+  virtual void on_tile(const FlashTileStep& step) = 0;
+};
+
 struct FlashOptions {
   bool causal = false;
   std::optional<double> scale;  // default 1/sqrt(d)
@@ -29,6 +57,9 @@ struct FlashOptions {
   std::size_t threads = 0;      // 0 = all hardware threads
   FlashPrecision precision = FlashPrecision::float32;
   std::string isa;  // "" = the best this CPU has; or "avx512", "avx2", "generic" (tests, bench)
+  // Called by the tiled loop for every tile (with an observer the one-query decode path is not
+  // taken, so the tiles are always the ones observed). Null = the loop without the hook.
+  FlashObserver* observer = nullptr;
 };
 
 struct FlashResult {

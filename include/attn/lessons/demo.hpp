@@ -23,6 +23,7 @@
 #include "attn/engine/sdpa.hpp"
 #include "attn/engine/tokenize.hpp"
 #include "attn/engine/toy_model.hpp"
+#include "attn/lessons/flash_replay.hpp"
 #include "attn/lessons/forward.hpp"
 #include "attn/lessons/positions_lesson.hpp"
 #include "attn/lessons/variance.hpp"
@@ -58,6 +59,7 @@ struct DemoModel {
   std::vector<Tensor3> attention;  // [layers] of [H, L, L]
   std::vector<SequenceHeadScore> scores;
   SequenceHeadScore induction_head, prev_token_head;
+  std::vector<Tensor3> scaled_scores;  // [layers] of [H, L, L]: scale * q.k before any mask
 };
 
 // max |flash - naive| on the same inputs (lse: rows with a visible key; none is fully masked).
@@ -88,6 +90,7 @@ struct DemoFlashCheck {
   DemoFlashRun teaching;
   std::size_t requested_block_q = 0, requested_block_k = 0;  // what the teaching run asked for
   std::vector<FlashTile> tiles, causal_tiles;                // the teaching run's grid
+  FlashReplay replay;  // the teaching run, causal, recorded tile by tile (flash_replay.hpp)
 };
 
 // The multi-head run (causal, RoPE when configured) through a KV cache: the first `prefill`
@@ -113,11 +116,15 @@ struct DemoResult {
   // model's induction head and causal_weights its previous-token head (both causal), and
   // head_weights its last layer.
   Tensor2 weights;  // [L, L] single-head self-attention weights
+  // scale * q.k before softmax and mask, of weights' and causal_weights' heads: the report's
+  // temperature slider and mask toggles recompute the softmax from these.
+  Tensor2 scores, causal_scores;  // [L, L]
   std::vector<std::vector<std::size_t>> top;  // top-k key indices per query
   Mask2 causal_allowed;   // [L, L] lower triangle
   Tensor2 causal_weights;  // [L, L] the same attention with the causal mask
   std::vector<std::vector<std::size_t>> causal_top;
   Tensor3 head_weights;  // [H, L, L] multi-head self-attention (its own seeded weights)
+  Tensor3 head_scores;   // [H, L, L] its scale * q.k (after RoPE when configured), unmasked
   Tensor2 head_mean;     // [L, L] mean over the heads
   DemoFlashCheck flash;
   DemoDecodeCheck decode;
@@ -141,6 +148,13 @@ void check_demo_config(const DemoConfig& config);
 // InputError also for a sentence a model cannot read (more tokens than its context, more
 // distinct words than its vocabulary).
 DemoResult run_demo(const DemoConfig& config);
+
+// The single head's Q, K, V of the seeded demo (no model): q, k, v [1, L, d_model].
+struct DemoHead {
+  std::vector<std::string> tokens;
+  Tensor3 q, k, v;
+};
+DemoHead demo_seeded_head(const DemoConfig& config);
 
 // manifest.json as DESIGN.md describes it; artifacts lists the files written beside it.
 struct Artifact {

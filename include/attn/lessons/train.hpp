@@ -119,6 +119,10 @@ TrainRun run_training(const TrainOptions& options, const std::function<void(cons
 // loss never fell at least 0.5 nats below ln(vocab).
 std::optional<std::size_t> phase_change_step(const std::vector<TrainPoint>& points, double uniform_loss);
 
+// The held-out sequence a run with these options shows in its pictures (TrainRun::shown_sequence),
+// drawn again from the seed: a run read back from its folder has it too.
+std::vector<std::int32_t> train_shown_sequence(const TrainOptions& options);
+
 // train.json: {config, train, uniform_loss, best_loss, phase_change_step, phase_change_rule,
 // steps: [...], final: [...]}.
 Json train_json(const TrainRun& run, const TrainOptions& options);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include <xsimd/memory/xsimd_aligned_allocator.hpp>
@@ -108,11 +109,41 @@ void mask_row(const Problem<T>& p, std::size_t h, std::size_t i, std::size_t j0,
     if (!m[j]) s[j] = -T(INFINITY);
 }
 
-// One query block of one head: Algorithm 1, lines 5-15, for rows [i0, i0 + rows).
+struct NoTileStep {};  // what an unobserved tile loop keeps of a tile: nothing
+
+// The observer hook's view of one tile: the running (m, l) of the block's rows as the tile
+// starts, then the same variables, P and O as it ends. Only instantiated with kObserve.
 template <class T>
+FlashTileStep tile_step_start(const Problem<T>& p, const Workspace<T>& ws, std::size_t h, std::size_t i0,
+                              std::size_t rows, std::size_t j0, std::size_t cols) {
+  FlashTileStep step;
+  step.head = h, step.i0 = i0, step.rows = rows, step.j0 = j0, step.cols = cols, step.dv = p.dv;
+  for (std::size_t r = 0; r < rows; ++r) {
+    step.m_before.push_back(double(ws.rows[r].m) / tile::kLog2ed);  // base 2 -> natural log
+    step.l_before.push_back(double(ws.rows[r].l));
+  }
+  return step;
+}
+
+template <class T>
+void tile_step_finish(const Problem<T>& p, const Workspace<T>& ws, FlashTileStep& step, bool read) {
+  for (std::size_t r = 0; r < step.rows; ++r) {
+    step.m_after.push_back(double(ws.rows[r].m) / tile::kLog2ed);
+    step.l_after.push_back(double(ws.rows[r].l));
+    step.rescale.push_back(read ? double(ws.alpha[r]) : 1.0);
+    // Past the keys a row may see, s holds whatever an earlier tile left there: P is 0.
+    for (std::size_t c = 0; c < step.cols; ++c)
+      step.p.push_back(read && c < step.visible[r] ? double(ws.s[r * p.Bk + c]) : 0.0);
+    for (std::size_t c = 0; c < p.dv; ++c) step.output.push_back(double(ws.o[r * p.dvp + c]));
+  }
+}
+
+// One query block of one head: Algorithm 1, lines 5-15, for rows [i0, i0 + rows). With
+// kObserve, the observer sees every tile (FlashTileStep); without it the hook compiles away.
+template <class T, bool kObserve>
 void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::size_t h,
                         std::size_t i0, const T* q, const PackedHead<T>& kv, T* out, T* lse,
-                        Workspace<T>& ws) {
+                        Workspace<T>& ws, FlashObserver* observer) {
   const std::size_t rows = std::min(p.Bq, p.Lq - i0);
   const std::size_t rows_pad = round_up(rows, p.row_align);
 
@@ -136,6 +167,12 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
     // triangle above the diagonal is then skipped at register-block granularity, not a tile's.
     const bool on_diagonal =
         p.causal && !tile::causal_tile_full(long(i0), long(j0 + kcols), long(p.Lq), long(p.Lk));
+    // Without the hook, step is an empty struct: no vectors made or freed per tile.
+    [[maybe_unused]] std::conditional_t<kObserve, FlashTileStep, NoTileStep> step;
+    if constexpr (kObserve) {
+      step = tile_step_start(p, ws, h, i0, rows, j0, std::min(p.Bk, p.Lk - j0));
+      step.diagonal = on_diagonal;
+    }
     const std::size_t group = on_diagonal ? p.row_align : rows_pad;
     for (std::size_t g0 = 0; g0 < rows; g0 += group) {
       const std::size_t g_rows = std::min(group, rows_pad - g0);  // a multiple of row_align
@@ -156,6 +193,7 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
       for (std::size_t r = g0; r < std::min(g0 + g_rows, rows); ++r) {
         T* s = ws.s.data() + r * p.Bk;
         const std::size_t n = visible(r);
+        if constexpr (kObserve) step.visible.push_back(n);
         if (p.allowed) mask_row(p, h, i0 + r, j0, n, s);
         // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
         ws.alpha[r] = flash::online_row_step(mk, ws.rows[r], s, n, g_keys);
@@ -165,6 +203,20 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
         mk.pv(s_group, p.Bk, g_rows, g_keys, kv.v_rows.data() + j0 * p.dvp, p.dvp, p.dvp,
               ws.alpha.data() + g0, ws.o.data() + g0 * p.dvp, p.dvp);
       }
+    }
+    if constexpr (kObserve) {
+      tile_step_finish(p, ws, step, /*read=*/true);
+      observer->on_tile(step);
+    }
+  }
+  if constexpr (kObserve) {
+    // The tiles past key_end, which the loop above never reaches: causality skips them by index.
+    for (std::size_t j0 = round_up(key_end, p.Bk); j0 < p.Lk; j0 += p.Bk) {
+      FlashTileStep step = tile_step_start(p, ws, h, i0, rows, j0, std::min(p.Bk, p.Lk - j0));
+      step.skipped = true;
+      step.visible.assign(rows, 0);
+      tile_step_finish(p, ws, step, /*read=*/false);
+      observer->on_tile(step);
     }
   }
 
@@ -234,7 +286,7 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   Problem<T> p{};
   p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
   p.dvp = round_up(p.dv, mk.lanes), p.group = p.H / p.Hkv;
-  if (flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
+  if (!options.observer && flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
     flash::flash_decode<T>(mk, {p.H, p.Lq, p.d, p.Hkv, p.Lk, p.dv, scale, options.causal, allowed, options.threads},
                            q, k, v, out, lse);
     return;
@@ -276,8 +328,13 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
     const std::size_t g = h / p.group;
     PackedHead<T>& kv = packed[g];
     kv.ensure_packed([&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
-    attend_query_block(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv, lse + h * p.Lq,
-                       workspaces[worker]);
+    if (options.observer) {
+      attend_query_block<T, true>(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv,
+                                  lse + h * p.Lq, workspaces[worker], options.observer);
+    } else {
+      attend_query_block<T, false>(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv,
+                                   lse + h * p.Lq, workspaces[worker], nullptr);
+    }
     if (--kv.blocks_left == 0) {
       Aligned<T>().swap(kv.k_panels);
       Aligned<T>().swap(kv.v_rows);

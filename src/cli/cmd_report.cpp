@@ -1,0 +1,80 @@
+// attn-cli report: one offline, interactive HTML page for a demo or train folder.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "attn/engine/error.hpp"
+#include "attn/io/file_io.hpp"
+#include "attn/io/toy_model_file.hpp"
+#include "attn/lessons/demo.hpp"
+#include "attn/render/report_html.hpp"
+#include "commands.hpp"
+
+namespace attn::cli {
+namespace {
+
+struct ReportOptions {
+  std::string dir;
+  std::string out;       // "" = DIR/report.html
+  std::string sentence;  // for a model folder; "" = the demo's sentence for models
+};
+
+bool is_model_folder(const std::filesystem::path& dir) {
+  return std::filesystem::is_regular_file(dir / "config.json") &&
+         std::filesystem::is_regular_file(dir / "model.safetensors");
+}
+
+// A toy model folder (attn-cli train's DIR/model): the demo with that model, run now, without
+// pictures: every layer and head on the sentence, the scaled scores, the flash replay.
+ReportContent model_report(const ReportOptions& opts) {
+  const std::filesystem::path config = std::filesystem::path(opts.dir) / "config.json";
+  if (read_json(config.string()).contains("n_layer"))
+    throw InputError("report: " + opts.dir + " is a GPT-2 folder; report reads toy model folders (attn-cli train) only");
+  DemoConfig c;
+  c.model = std::make_shared<const ToyModel>(read_toy_model(opts.dir));
+  c.model_path = opts.dir;
+  c.sentence = opts.sentence.empty() ? kDemoModelSentence : opts.sentence;
+  const DemoResult r = run_demo(c);
+  ReportContent content;
+  content.manifest = demo_manifest(r, {});
+  content.title = "attn-cli report: the model in " + opts.dir + " on \u201c" + c.sentence + "\u201d";
+  content.summary = "The model's attention, run now by attn-cli report (every layer and head, causal, as trained); "
+                    "no pictures: attn-cli demo --model writes them.";
+  return content;
+}
+
+void run_report_command(const ReportOptions& opts) {
+  const std::string out = opts.out.empty() ? (std::filesystem::path(opts.dir) / "report.html").string() : opts.out;
+  const bool model = is_model_folder(opts.dir);
+  if (!model && !opts.sentence.empty()) throw InputError("--sentence: only for a model folder");
+  const std::string page = report_html(model ? model_report(opts) : read_report_folder(opts.dir));
+  write_file_atomically(out, page);
+  std::cout << "Wrote " << out << " (" << (page.size() + 512) / 1024 << " KiB, self-contained: open it in any browser, offline)\n";
+}
+
+}  // namespace
+
+void setup_report(CLI::App& app) {
+  auto opts = std::make_shared<ReportOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Write report.html for a demo, train or model folder: one self-contained, interactive page");
+  cmd->add_option("dir", opts->dir,
+                  "a folder written by attn-cli demo (manifest.json), attn-cli train (train.json), or a toy model "
+                  "folder (DIR/model of train)")
+      ->required();
+  cmd->add_option("--sentence", opts->sentence, "for a model folder: the sentence to run (default: the demo's)");
+  cmd->add_option("-o,--out", opts->out, "where to write the page (default: DIR/report.html)");
+  cmd->footer(R"(The page embeds its data, its pictures (as data: URLs), its script and its style: it makes no
+request of any kind and works from file:// on a machine with no network.
+
+Examples:
+  attn-cli demo "The cat sat on the mat" --out cat-demo
+  attn-cli report cat-demo
+  attn-cli train --steps 20 --out train-quick
+  attn-cli report train-quick --out train-quick.html
+  attn-cli report train-quick/model --sentence "a b c a b c"
+)");
+  cmd->callback([opts] { run_report_command(*opts); });
+}
+
+}  // namespace attn::cli

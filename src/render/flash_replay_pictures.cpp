@@ -1,0 +1,208 @@
+#include "attn/render/flash_replay_pictures.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "attn/lessons/number_format.hpp"
+#include "attn/render/colormap.hpp"
+#include "figure_parts.hpp"
+
+namespace attn {
+namespace {
+
+using render::Cell;
+using render::MatrixPanel;
+
+const Rgb kInk = rgb_from_hex(0x1a1a1a);
+const Rgb kMuted = rgb_from_hex(0x555555);
+const Rgb kCurrent = rgb_from_hex(0xd9730d);
+const Rgb kDone = rgb_from_hex(0xc6dbef);
+const Rgb kDoneDiagonal = rgb_from_hex(0xfde0c5);
+
+std::string g4(double x) {
+  if (!std::isfinite(x)) return x < 0 ? "\u2212\u221e" : "\u221e";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  std::string s = buf;
+  if (!s.empty() && s[0] == '-') s = "\u2212" + s.substr(1);
+  return s;
+}
+
+std::string range_text(std::size_t a, std::size_t b) {
+  return b - a == 1 ? std::to_string(a) : std::to_string(a) + "\u2013" + std::to_string(b - 1);
+}
+
+// The per-row table of one step: each row's values as text, and the partial output.
+struct RowLine {
+  std::vector<std::string> cells;
+  std::vector<double> strip;
+};
+
+Rgb diverging(double t) {
+  t = std::clamp(t, -1.0, 1.0);
+  const Rgb end = t < 0 ? rgb_from_hex(0x2171b5) : kCurrent;
+  const double f = std::fabs(t);
+  return {1 + (end.r - 1) * f, 1 + (end.g - 1) * f, 1 + (end.b - 1) * f};
+}
+
+}  // namespace
+
+std::string flash_replay_frame_name(std::size_t step, std::size_t frames) {
+  const std::size_t digits = std::max<std::size_t>(3, std::to_string(frames).size());
+  std::string n = std::to_string(step + 1);
+  return "frame_" + std::string(digits - std::min(digits, n.size()), '0') + n;
+}
+
+Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
+  const std::size_t L = r.tokens.size(), N = r.steps.size();
+  const bool final = step >= N;
+  const FlashTileStep* s = final ? nullptr : &r.steps[step];
+  const Colormap blues = Colormap::by_name("Blues");
+
+  // Which step last touched each score, and with what: for the tile colours.
+  std::vector<int> owner(L * L, -1);
+  for (std::size_t k = 0; k < N; ++k) {
+    const FlashTileStep& t = r.steps[k];
+    for (std::size_t i = t.i0; i < t.i0 + t.rows; ++i)
+      for (std::size_t j = t.j0; j < t.j0 + t.cols && j < L; ++j) owner[i * L + j] = int(k);
+  }
+
+  MatrixPanel panel;
+  panel.rows = panel.cols = L;
+  panel.row_labels = panel.col_labels = r.tokens;
+  panel.row_title = "Query";
+  panel.col_title = "Key";
+  panel.cell = render::cell_size_for(L, L, 300, 6, 34);
+  // The panel is drawn after this function returns: it keeps its own copies, and the replay
+  // by address (the caller's, alive while the figure is drawn).
+  const FlashReplay* replay = &r;
+  panel.cell_at = [replay, owner, blues, L, step, final](std::size_t i, std::size_t j) -> Cell {
+    const int k = owner[i * L + j];
+    if (k < 0) return {rgb_from_hex(0xffffff)};
+    const FlashTileStep& t = replay->steps[std::size_t(k)];
+    if (!final && std::size_t(k) == step && !t.skipped) {
+      const std::size_t row = i - t.i0, col = j - t.j0;
+      if (col < t.visible[row]) {
+        Cell c{blues.at(t.p[row * t.cols + col])};
+        c.value = t.p[row * t.cols + col];
+        return c;
+      }
+      return {rgb_from_hex(0xffffff), true};
+    }
+    if (final || std::size_t(k) <= step) {
+      // Skipped tiles, and the scores of a diagonal tile its rows never computed: hatched.
+      if (t.skipped || j - t.j0 >= t.visible[i - t.i0]) return {rgb_from_hex(0xffffff), true};
+      return {t.diagonal ? kDoneDiagonal : kDone};
+    }
+    return {rgb_from_hex(0xffffff)};
+  };
+
+  // The table of the current block's rows (or, at the end, every row's final output).
+  std::vector<std::string> head;
+  std::vector<RowLine> lines;
+  auto tok = [&](std::size_t i) { return r.tokens[i] + " [" + std::to_string(i) + "]"; };
+  if (!final) {
+    head = {"query", "keys seen", "m before", "m after", "\u2113 before", "\u2113 after", "rescale", "partial O"};
+    for (std::size_t row = 0; row < s->rows; ++row) {
+      lines.push_back({{tok(s->i0 + row), std::to_string(s->visible[row]), g4(s->m_before[row] * 1.0),
+                        g4(s->m_after[row]), g4(s->l_before[row]), g4(s->l_after[row]), g4(s->rescale[row])},
+                       std::vector<double>(s->output.begin() + long(row * s->dv),
+                                           s->output.begin() + long((row + 1) * s->dv))});
+    }
+  } else {
+    head = {"query", "lse = m + log \u2113", "output O = O / \u2113"};
+    for (std::size_t i = 0; i < L; ++i) {
+      std::vector<double> o(r.output.shape(1));
+      for (std::size_t c = 0; c < o.size(); ++c) o[c] = r.output(i, c);
+      lines.push_back({{tok(i), g4(r.lse[i])}, o});
+    }
+  }
+
+  std::string title, subtitle;
+  if (final) {
+    title = "FlashAttention replay: the end, O = O / \u2113";
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "max |flash \u2212 naive| = %.2g on the outputs, %.2g on the log-sum-exp",
+                  r.max_diff_output, r.max_diff_lse);
+    subtitle = buf;
+  } else {
+    title = "FlashAttention replay, step " + std::to_string(step + 1) + " of " + std::to_string(N) + ": queries " +
+            range_text(s->i0, s->i0 + s->rows) + " \u00d7 keys " + range_text(s->j0, s->j0 + s->cols);
+    subtitle = s->skipped    ? "skipped by causality: every key lies after every query of the block; never read"
+               : s->diagonal ? "on the diagonal: each row computes only the keys it may see; cells: P = exp(s \u2212 m)"
+                             : "read in full; cells: P = exp(s \u2212 m), m the row's new running max";
+  }
+  subtitle += "\n" + std::string(r.causal ? "causal, " : "") + std::to_string(r.block_q) + " \u00d7 " +
+              std::to_string(r.block_k) + " tiles, float64, " + r.isa + " micro-kernels; " +
+              count_of(r.read(), "tile") + " read, " + std::to_string(r.skipped()) + " skipped";
+
+  Canvas m = Canvas::measuring();
+  const render::PanelLayout layout = render::layout_panel(m, panel);
+  const TextStyle th{10, true, kInk}, td{10, false, kInk};
+  const double strip_cell = 3, row_h = 16, pad = 10;
+  std::vector<double> col_w(head.size(), 0);
+  for (std::size_t c = 0; c < head.size(); ++c) col_w[c] = m.measure(head[c], th).width;
+  for (const RowLine& line : lines)
+    for (std::size_t c = 0; c < line.cells.size(); ++c) col_w[c] = std::max(col_w[c], m.measure(line.cells[c], td).width);
+  const std::size_t dv = lines.empty() ? 0 : lines.front().strip.size();
+  col_w.back() = std::max(col_w.back(), strip_cell * double(dv));
+  const TextStyle note{9, false, kMuted};
+  const std::vector<std::string> notes =
+      final ? std::vector<std::string>{"Each row divides its partial output by its running sum \u2113 (Algorithm 1, line 13);",
+                                       "lse = m + log \u2113. The [L, L] score matrix never existed."}
+            : std::vector<std::string>{
+                  "m: running max of the row's scaled scores; \u2113: running sum of exp(s \u2212 m); rescale = exp(m_before \u2212 m_after)",
+                  "(0 at a row's first key: exp(\u2212\u221e) on an empty sum). partial O: the unnormalised output",
+                  "(blue negative, orange positive, each row to its own largest |value|)"};
+  double table_w = 0, notes_w = 0;
+  for (double w : col_w) table_w += w + pad;
+  for (const std::string& n : notes) notes_w = std::max(notes_w, m.measure(n, note).width);
+  table_w = std::max(table_w, notes_w);
+  const double table_h = row_h * double(lines.size() + 1) + 14 * double(notes.size()) + 20;
+
+  render::FigureFrame frame = render::frame_figure(m, title, subtitle, {layout.width + 30 + table_w});
+  Figure fig;
+  fig.width = frame.width();
+  fig.height = frame.body_y() + std::max(layout.height, table_h) + frame.margin;
+  const double px = frame.centred_x(layout.width + 30 + table_w), py = frame.body_y();
+  fig.grids.push_back(render::panel_grid(panel, layout, px, py));
+  fig.draw = [=, &r, lines = std::move(lines), head = std::move(head), col_w = std::move(col_w)](Canvas& c) {
+    c.fill_rect(0, 0, fig.width, fig.height, rgb_from_hex(0xffffff));
+    frame.draw_title(c);
+    render::draw_panel(c, panel, layout, px, py);
+    const CellGrid g = render::panel_grid(panel, layout, px, py);
+    for (std::size_t k = 0; k < r.steps.size(); ++k) {  // tile edges
+      const FlashTileStep& t = r.steps[k];
+      const double cols = double(std::min(t.cols, L - t.j0));
+      c.stroke_rect(g.cell_x(t.j0), g.cell_y(t.i0), cols * g.cell_w, double(t.rows) * g.cell_h, kMuted, 0.8);
+    }
+    if (!final) {
+      const double cols = double(std::min(s->cols, L - s->j0));
+      c.stroke_rect(g.cell_x(s->j0), g.cell_y(s->i0), cols * g.cell_w, double(s->rows) * g.cell_h, kCurrent, 3);
+    }
+    double x0 = px + layout.width + 30, y = py + 8;
+    double x = x0;
+    for (std::size_t k = 0; k < head.size(); ++k) {
+      c.text(head[k], x, y, th);
+      x += col_w[k] + pad;
+    }
+    y += row_h + 2;
+    for (const RowLine& line : lines) {
+      x = x0;
+      for (std::size_t k = 0; k < line.cells.size(); ++k) {
+        c.text(line.cells[k], x, y, td);
+        x += col_w[k] + pad;
+      }
+      double vmax = 0;
+      for (double v : line.strip) vmax = std::max(vmax, std::fabs(v));
+      for (std::size_t k = 0; k < line.strip.size(); ++k)
+        c.fill_rect(x + strip_cell * double(k), y, strip_cell, 11, diverging(vmax > 0 ? line.strip[k] / vmax : 0));
+      y += row_h;
+    }
+    for (std::size_t k = 0; k < notes.size(); ++k) c.text(notes[k], x0, y + 8 + 14 * double(k), note);
+  };
+  return fig;
+}
+
+}  // namespace attn

@@ -1,0 +1,195 @@
+// The flash kernel's observer hook and the replay built on it: the recorded tiles are the ones
+// flash_tiles() lists, the recorded m, l, rescale and partial outputs obey Algorithm 1 against
+// scores computed here independently, they end in the kernel's own output and lse, and the hook
+// does not change a single bit of the result.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <vector>
+
+#include "attn/engine/flash.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/lessons/flash_replay.hpp"
+#include "support.hpp"
+
+using namespace attn;
+using test::randn;
+
+namespace {
+
+struct Recorder : FlashObserver {
+  std::vector<FlashTileStep> steps;
+  void on_tile(const FlashTileStep& s) override { steps.push_back(s); }
+};
+
+FlashOptions teaching(bool causal, std::size_t bq, std::size_t bk) {
+  FlashOptions o;
+  o.causal = causal;
+  o.block_q = bq;
+  o.block_k = bk;
+  o.threads = 1;
+  o.precision = FlashPrecision::float64;
+  o.isa = "generic";
+  return o;
+}
+
+// Equal, or within 1e-12 relative (infinities only equal to themselves).
+bool close_enough(double a, double b) { return a == b || std::fabs(a - b) <= 1e-12 * std::max({1.0, std::fabs(a), std::fabs(b)}); }
+
+// s[i][j] = scale * q_i . k_j in float64, computed here, not by the kernel.
+std::vector<std::vector<double>> scores_of(const Tensor3& q, const Tensor3& k) {
+  const std::size_t L = q.shape(1), M = k.shape(1), d = q.shape(2);
+  const double scale = 1 / std::sqrt(double(d));
+  std::vector<std::vector<double>> s(L, std::vector<double>(M));
+  for (std::size_t i = 0; i < L; ++i)
+    for (std::size_t j = 0; j < M; ++j) {
+      double acc = 0;
+      for (std::size_t c = 0; c < d; ++c) acc += double(q(0, i, c)) * double(k(0, j, c));
+      s[i][j] = acc * scale;
+    }
+  return s;
+}
+
+void check_against_algorithm_1(std::size_t L, std::size_t block, bool causal, std::uint64_t seed) {
+  CAPTURE(L);
+  CAPTURE(block);
+  CAPTURE(causal);
+  Rng rng(seed);
+  const Tensor3 q = randn(rng, 1, L, 8), k = randn(rng, 1, L, 8), v = randn(rng, 1, L, 5);
+  Recorder rec;
+  FlashOptions o = teaching(causal, block, block);
+  const FlashResult plain = flash_attention(q, k, v, nullptr, o);
+  o.observer = &rec;
+  const FlashResult seen = flash_attention(q, k, v, nullptr, o);
+  // The hook changes nothing: the same bits out.
+  CHECK(std::equal(plain.output.begin(), plain.output.end(), seen.output.begin()));
+  CHECK(std::equal(plain.lse64.begin(), plain.lse64.end(), seen.lse64.begin()));
+
+  // The same tiles, of the same kinds, as flash_tiles() says the loop walks.
+  const std::vector<FlashTile> tiles = flash_tiles(L, L, o);
+  REQUIRE(rec.steps.size() == tiles.size());
+  std::vector<FlashTileStep> steps = rec.steps;
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return std::tie(a.i0, a.j0) < std::tie(b.i0, b.j0); });
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
+    CHECK(steps[t].i0 == tiles[t].i0);
+    CHECK(steps[t].j0 == tiles[t].j0);
+    CHECK(steps[t].rows == tiles[t].rows);
+    CHECK(steps[t].skipped == (tiles[t].kind == FlashTile::Kind::skipped));
+    CHECK(steps[t].diagonal == (tiles[t].kind == FlashTile::Kind::diagonal));
+  }
+
+  // Each step, row by row, against the scores computed here.
+  const auto s = scores_of(q, k);
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> m(L, -inf), l(L, 0.0);
+  for (const FlashTileStep& st : steps) {
+    REQUIRE(st.dv == 5);
+    for (std::size_t r = 0; r < st.rows; ++r) {
+      const std::size_t i = st.i0 + r;
+      CHECK(close_enough(st.m_before[r], m[i]));
+      CHECK(close_enough(st.l_before[r], l[i]));
+      double tile_max = -inf;
+      std::size_t seen_keys = 0;
+      for (std::size_t c = 0; c < st.cols; ++c) {
+        const std::size_t j = st.j0 + c;
+        if (st.skipped || (causal && j > i)) continue;
+        tile_max = std::max(tile_max, s[i][j]);
+        ++seen_keys;
+      }
+      CHECK(st.visible[r] == seen_keys);
+      const double m_new = std::max(m[i], tile_max);
+      CHECK(close_enough(st.m_after[r], m_new));
+      // exp(m_old - m_new): 0 when the row's first visible key arrives (exp(-inf), on l = 0 and
+      // O = 0), 1 while no key has been seen (tile_math.hpp's -inf trap).
+      const double rescale = m_new == -inf ? 1.0 : std::exp(m[i] - m_new);
+      CHECK(close_enough(st.rescale[r], rescale));
+      double add = 0;
+      for (std::size_t c = 0; c < st.cols; ++c) {
+        const std::size_t j = st.j0 + c;
+        const bool counted = !st.skipped && !(causal && j > i);
+        const double p = counted ? std::exp(s[i][j] - m_new) : 0.0;
+        CHECK(close_enough(st.p[r * st.cols + c], p));
+        add += p;
+      }
+      l[i] = l[i] * rescale + add;
+      m[i] = m_new;
+      CHECK(close_enough(st.l_after[r], l[i]));
+    }
+  }
+  // The last partial output of each row, divided by l, is the kernel's output; m + log l its lse.
+  for (std::size_t i = 0; i < L; ++i) {
+    const FlashTileStep* last = nullptr;
+    for (const FlashTileStep& st : steps)
+      if (st.i0 <= i && i < st.i0 + st.rows) last = &st;
+    REQUIRE(last);
+    const std::size_t r = i - last->i0;
+    CHECK(std::log(last->l_after[r]) + last->m_after[r] == doctest::Approx(seen.lse64(0, i)).epsilon(1e-12));
+    for (std::size_t c = 0; c < 5; ++c)
+      CHECK(float(last->output[r * 5 + c] / last->l_after[r]) == doctest::Approx(seen.output(0, i, c)).epsilon(1e-6));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("flash observer hook: the recorded tiles obey Algorithm 1 and end in the kernel's own result") {
+  check_against_algorithm_1(7, 2, true, 1);
+  check_against_algorithm_1(7, 3, false, 2);
+  check_against_algorithm_1(12, 4, true, 3);
+  check_against_algorithm_1(1, 2, true, 4);
+}
+
+TEST_CASE("flash observer hook: one query with default tiles still goes through the observed tile loop") {
+  Rng rng(5);
+  const Tensor3 q = randn(rng, 1, 1, 4), k = randn(rng, 1, 300, 4), v = randn(rng, 1, 300, 4);
+  Recorder rec;
+  FlashOptions o;
+  o.precision = FlashPrecision::float64;
+  o.observer = &rec;
+  flash_attention(q, k, v, nullptr, o);
+  CHECK(!rec.steps.empty());
+}
+
+TEST_CASE("flash replay: steps in reading order, the naive check, and JSON for the report") {
+  Rng rng(6);
+  const Tensor3 q = randn(rng, 1, 5, 6), k = randn(rng, 1, 5, 6), v = randn(rng, 1, 5, 3);
+  const FlashReplay r = replay_flash(q, k, v, {"a", "b", "c", "d", "e"}, {2, 2, true});
+  // 3 x 3 tiles, causal: the 3 above the diagonal are skipped, 6 read.
+  CHECK(r.steps.size() == 9);
+  CHECK(r.skipped() == 3);
+  CHECK(r.read() == 6);
+  for (std::size_t t = 1; t < r.steps.size(); ++t)
+    CHECK(std::tie(r.steps[t - 1].i0, r.steps[t - 1].j0) < std::tie(r.steps[t].i0, r.steps[t].j0));
+  CHECK(r.max_diff_output < 1e-6);
+  CHECK(r.max_diff_lse < 1e-6);
+  const Json j = flash_replay_json(r);
+  CHECK(j["steps"].size() == 9);
+  CHECK(j["steps"][0]["m_before"][0].is_null());  // -inf: no key seen yet
+  CHECK(j["steps"][0]["partial_output"][0].size() == 3);
+  CHECK(j["tiles_skipped"] == 3);
+  CHECK(teaching_block(4) == 2);
+  CHECK(teaching_block(48) == 6);
+}
+
+TEST_CASE("flash --replay: numbered frames, replay.json and report.html; without --replay only the trace") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("attn-flash-replay-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const test::CliResult r = test::run_cli("flash \"The cat sat on\" --replay --out '" + dir.string() + "'");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("step 1: queries 0-1 x keys 0-1: on the diagonal") != std::string::npos);
+  CHECK(r.out.find("skipped by causality") != std::string::npos);
+  const Json replay = read_json((dir / "replay.json").string());
+  const std::size_t frames = replay["steps"].size() + 1;
+  CHECK(frames == 5);  // 2 x 2 tiles of 2 x 2, one skipped, and the end
+  for (std::size_t k = 1; k <= frames; ++k) CHECK(fs::exists(dir / ("frame_00" + std::to_string(k) + ".png")));
+  CHECK(!fs::exists(dir / ("frame_00" + std::to_string(frames + 1) + ".png")));
+  CHECK(fs::exists(dir / "report.html"));
+  fs::remove_all(dir);
+
+  const test::CliResult trace = test::run_cli("flash \"The cat sat on\"");
+  CHECK(trace.code == 0);
+  CHECK(trace.out.find("End: O = O / l. max |flash - naive|") != std::string::npos);
+}

@@ -126,6 +126,10 @@ TEST_CASE("cli demo --model: a hand-made model's heads are the demo's pictures a
   CHECK(j["results"]["flash"]["teaching"]["causal"]["max_abs_diff_output"].get<double>() < 1e-12);
   for (const char* png : {"attention.png", "attention_causal.png", "heads.png", "flash_tiles.png"})
     CHECK(fs::exists(dir + "/d/" + png));
+  // A head is named for a pattern only when its score shows it: 'cat mat' repeats nothing, and
+  // a previous-token score of 0.5 is the threshold.
+  CHECK(j["artifacts"][0]["title"].get<std::string>().rfind("Candidate induction head (no repeated word", 0) == 0);
+  CHECK(j["artifacts"][1]["title"].get<std::string>().rfind("Previous-token head (layer 0", 0) == 0);
 
   check_input_error(run_cli("demo 'a b a' --model hand --out e", "", dir), "context");
   check_input_error(run_cli("demo --model hand --rope half --out e", "", dir), "--rope");

@@ -124,4 +124,15 @@ TEST_CASE("kv cache picture: prefill block, the causal triangle, masked and not-
   const DecodedPng aimg = DecodedPng::from_bytes(render_png(all, 2));
   for (std::size_t t = 0; t < 5; ++t)
     for (std::size_t j = 0; j < t; ++j) CHECK(aimg.cell_corner(all.grids[0], t, j, 2).r - aimg.cell_corner(all.grids[0], t, j, 2).b < 30);
+  // Nor does its legend show the evicted swatch (the legend lists only what the picture has),
+  // while the window of 2 does; and the legend ends inside the picture, not past its edge.
+  auto has_evicted_swatch = [](const DecodedPng& im) {
+    for (int y = 0; y < im.height(); ++y)
+      for (int x = 0; x < im.width(); ++x)
+        if (im.pixel(x / 2.0, y / 2.0, 2) == Rgb8{0xf2, 0xc6, 0xbd}) return true;
+    return false;
+  };
+  CHECK_FALSE(has_evicted_swatch(aimg));
+  CHECK(has_evicted_swatch(wimg));
+  for (int y = 0; y < wimg.height(); ++y) CHECK(wimg.pixel((wimg.width() - 2) / 2.0, y / 2.0, 2) == Rgb8{255, 255, 255});
 }

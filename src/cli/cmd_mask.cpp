@@ -49,7 +49,7 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
   MaskDiagramSpec spec;
   if (o.kind == "causal") {
     spec.rows.push_back({causal_allowed(Lq, Lk), query_t, {}, ""});
-    spec.title = "Causal mask, " + std::to_string(Lk) + " positions";
+    spec.title = "Causal mask, " + count_of(Lk, "position");
     spec.subtitle = "query t=i may attend to keys t ≤ i: no looking at the future";
     if (Lq < Lk) spec.subtitle += (Lq == 1 ? std::string(" (the query is the last position)")
                                   : " (the " + count_of(Lq, "query", "queries") + " are the last positions)");
@@ -65,10 +65,10 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
     const Mask3 m = padding_allowed(lengths, Lk);
     for (std::size_t b = 0; b < lengths.size(); ++b) {
       spec.rows.push_back({xt::view(m, b, xt::all(), xt::all()), {}, {},
-                           "sequence " + std::to_string(b) + ": " + std::to_string(lengths[b]) +
-                               " real tokens, " + std::to_string(Lk - lengths[b]) + " padding"});
+                           "sequence " + std::to_string(b) + ": " + count_of(lengths[b], "real token") + ", " +
+                               std::to_string(Lk - lengths[b]) + " padding"});
     }
-    spec.title = "Padding mask, batch padded to " + std::to_string(Lk) + " positions";
+    spec.title = "Padding mask, batch padded to " + count_of(Lk, "position");
     spec.subtitle = "keys at padding positions are blocked for every query";
   } else if (o.kind == "graph") {
     std::vector<std::pair<std::size_t, std::size_t>> edges;
@@ -83,8 +83,8 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
       spec.rows[0].key_labels.push_back(std::to_string(i));
     }
     spec.axis_noun = "node";
-    spec.title = std::string("Graph mask, ") + std::to_string(Lk) + " nodes, " +
-                 std::to_string(edges.size()) + (o.directed ? " directed" : " undirected") + " edges";
+    spec.title = "Graph mask, " + count_of(Lk, "node") + ", " +
+                 count_of(edges.size(), o.directed ? "directed edge" : "undirected edge");
     spec.subtitle = std::string("node i attends to node j only along an edge") +
                     (o.no_self_loops ? "" : ", and to itself") + " (graph attention)";
   } else {

@@ -18,6 +18,7 @@ void setup_generate(CLI::App& app);
 void setup_doctor(CLI::App& app);
 void setup_train(CLI::App& app);
 void setup_forward(CLI::App& app);
+void setup_roofline(CLI::App& app);
 void setup_flash(CLI::App& app);
 void setup_report(CLI::App& app);
 

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   attn-cli generate "The cat sat on the mat" --prefill 2
   attn-cli variance --dk 8,64,512 --samples 2000
   attn-cli complexity --n 1024,4096 --d-model 4096 --heads 32
+  attn-cli roofline --n 512,2048 --kv 1024,16384
   attn-cli bench --n 512 --heads 2 --repeat 1
   attn-cli doctor
   attn-cli train --steps 20 --out train-quick
@@ -53,6 +54,7 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_variance(app);
   attn::cli::setup_temperature(app);
   attn::cli::setup_complexity(app);
+  attn::cli::setup_roofline(app);
   attn::cli::setup_explain(app);
   attn::cli::setup_pitfalls(app);
   attn::cli::setup_doctor(app);

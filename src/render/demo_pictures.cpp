@@ -57,29 +57,45 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
   single.weights = r.weights;
   single.query_tokens = single.key_tokens = r.tokens;
   single.title = "Self-attention weights: " + quoted;
-  single.subtitle = "one head, d_model = " + d + ", seeded untrained projections · each row sums to 1";
+  // What the runs know of order (--positions): without positions two copies of a word have one row.
+  const std::string positions = r.config.positions == PositionKind::sinusoidal
+                                    ? "sinusoidal positions added (x + PE)"
+                                    : "no positions: copies of a word get identical rows";
+  single.subtitle = "one head, d_model = " + d + ", seeded untrained projections · " + positions + " · each row sums to 1";
   single.colormap = o.colormap;
   HeatmapSpec causal = single;
   causal.weights = r.causal_weights;
   causal.allowed = r.causal_allowed;
   causal.title = "Masked (causal) self-attention: " + quoted;
-  causal.subtitle = "the same Q, K, V; each token sees only itself and the tokens before it";
+  causal.subtitle = "the same Q, K, V (" +
+                    std::string(r.config.positions == PositionKind::sinusoidal ? "sinusoidal positions added"
+                                                                                : "no positions") +
+                    "); each token sees only itself and the tokens before it";
   if (r.model) {
     // Both heads are the trained model's own, causal as it was trained.
     const SequenceHeadScore& ind = r.model->induction_head;
     const SequenceHeadScore& prev = r.model->prev_token_head;
     const std::string trained = "trained model " + r.model->path + " · ";
     single.allowed = r.causal_allowed;
-    single.title = "Induction head (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) +
-                   "): " + quoted;
+    // A head is named for what it does only when its score says so (the score rules' 0.5: most of
+    // the weight where the pattern puts it); otherwise it is the best candidate, not yet formed.
+    const bool ind_formed = ind.induction && *ind.induction >= 0.5, prev_formed = prev.prev_token >= 0.5;
+    single.title = std::string(!ind.induction ? "Candidate induction head (no repeated word to test it)"
+                               : ind_formed   ? "Induction head"
+                                              : "Best induction candidate, no induction head yet") +
+                   " (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) + "): " + quoted;
     single.subtitle =
-        trained + (ind.induction ? "induction score " + fixed(*ind.induction) +
-                                       ": a repeated word attends to the word that followed its earlier copy"
-                                 : std::string("no word repeats here, so no head can show induction"));
-    causal.title = "Previous-token head (layer " + std::to_string(prev.layer) + ", head " +
-                   std::to_string(prev.head) + "): " + quoted;
+        trained + (!ind.induction ? std::string("no word repeats here, so no head can show induction")
+                   : ind_formed     ? "induction score " + fixed(*ind.induction) +
+                                      ": a repeated word attends to the word that followed its earlier copy"
+                                    : "induction score " + fixed(*ind.induction) +
+                                      ", under 0.5: no head yet puts most of a repeated word's weight on the word "
+                                      "after its earlier copy");
+    causal.title = std::string(prev_formed ? "Previous-token head" : "Best previous-token candidate, not formed yet") +
+                   " (layer " + std::to_string(prev.layer) + ", head " + std::to_string(prev.head) + "): " + quoted;
     causal.subtitle = trained + "previous-token score " + fixed(prev.prev_token) +
-                      ": each word attends to the word just before it";
+                      (prev_formed ? ": each word attends to the word just before it"
+                                   : ", under 0.5: no head yet puts most of a word's weight on the word before it");
   }
   save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
   save(heatmap_figure(causal), dir, "attention_causal", "heatmap", causal.title, o, artifacts);
@@ -107,6 +123,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     heads.title = std::to_string(r.config.heads) + "-head self-attention: " + quoted;
     heads.subtitle = "d_model = " + d + ", head dim " + std::to_string(r.config.d_model / r.config.heads) +
                      (r.rope ? ", RoPE (" + rope_style_name(r.rope->style) + ")" : std::string()) +
+                     (r.config.positions == PositionKind::sinusoidal ? ", sinusoidal positions" : "") +
                      " · rows: query (attending), columns: key (attended to) · one colour scale";
     heads.colormap = o.colormap;
     save(head_grid_figure(heads), dir, "heads", "heads", heads.title, o, artifacts);
@@ -134,9 +151,11 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     rope.weights = r.rope->causal_weights;
     const std::size_t i = r.rope->max_change_query, j = r.rope->max_change_key;
     rope.title = "RoPE (" + rope_style_name(r.rope->style) + "), causal: " + quoted;
-    rope.subtitle = "attention_causal's Q, K, V with q and k rotated to their positions (base 10000) · "
-                    "largest change: '" + r.tokens[i] + "' → '" + r.tokens[j] + "', " +
-                    fixed(r.causal_weights(i, j)) + " → " + fixed(r.rope->causal_weights(i, j));
+    rope.subtitle = "attention_causal's Q, K, V with q and k rotated to their positions (base 10000) · " +
+                    (r.rope->max_change == 0
+                         ? std::string("RoPE changed no weight (one token sees only itself)")
+                         : "largest change: '" + r.tokens[i] + "' → '" + r.tokens[j] + "', " +
+                               fixed(r.causal_weights(i, j)) + " → " + fixed(r.rope->causal_weights(i, j)));
     // Beside it, what RoPE changed: weight with RoPE minus without, white = unchanged. The two
     // maps alone look alike; the difference shows which pairs position moved, and by how much.
     HeatmapSpec diff = rope;

@@ -94,7 +94,7 @@ Figure variance_figure(const VarianceResult& r) {
       {left, right}, "Why attention divides by √d_k",
       "q, k with i.i.d. N(0, 1) entries: Var(q · k) = d_k, so the scores spread like √d_k unless scaled · " +
           std::to_string(inside) + " of " + std::to_string(r.rows.size()) +
-          " d_k have all their estimates inside the band · " + sweep_line(r));
+          (r.rows.size() == 1 ? " d_k has" : " d_k have") + " all their estimates inside the band · " + sweep_line(r));
 }
 
 Figure saturation_figure(const VarianceResult& r) {

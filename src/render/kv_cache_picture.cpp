@@ -47,41 +47,55 @@ std::string step_text(const GenerateStep& s) {
   return "+1 → " + cache;
 }
 
-// The legend under the picture: the prefill outline, the decode bars, the masked cells (the
-// future, causal) and the keys not yet cached.
+// The legend under the picture, only what this picture shows: the prefill outline (a prefill
+// of 2 or more tokens), the decode bars, the masked cells (causal inside such a prefill), the
+// keys not yet cached, and the keys a window evicted.
+enum class LegendEntry { prefill, decode, masked, not_yet, evicted };
 struct CacheLegend {
-  std::string prefill, decode, not_yet, evicted;  // evicted: empty without a window
+  std::vector<std::pair<LegendEntry, std::string>> entries;
   double row = 0, width = 0, height = 0;
 };
 
-CacheLegend cache_legend(Canvas& m, std::size_t prefill, std::size_t window) {
-  CacheLegend l{"prefill: " + count_of(prefill, "prompt token") + " in one step (causal among themselves)",
-                "decode: one token per step; its query reads every cached key",
-                "·  key not in the cache yet (that token has not been fed)", ""};
-  if (window) {
-    l.evicted = "key evicted: outside the window of " + count_of(window, "token") +
-                ", dropped from the cache (the bars' light part counts them)";
+CacheLegend cache_legend(Canvas& m, const GenerateResult& r) {
+  const std::size_t P = r.config.prefill, L = r.tokens.size();
+  std::size_t evicted = 0;
+  for (const GenerateStep& s : r.steps) evicted = std::max(evicted, s.evicted);
+  CacheLegend l;
+  if (P > 0) {
+    l.entries.push_back({LegendEntry::prefill, "prefill: " + count_of(P, "prompt token") + " in one step" +
+                                                   (P > 1 ? " (causal among themselves)" : "")});
+  }
+  if (P < L) l.entries.push_back({LegendEntry::decode, "decode: one token per step; its query reads every cached key"});
+  if (P > 1) l.entries.push_back({LegendEntry::masked, ""});
+  if (P < L) l.entries.push_back({LegendEntry::not_yet, "·  key not in the cache yet (that token has not been fed)"});
+  if (evicted > 0) {
+    l.entries.push_back({LegendEntry::evicted, "key evicted: outside the window of " + count_of(r.config.window, "token") +
+                                                   ", dropped from the cache (the bars' light part counts them)"});
   }
   const TextSize masked = render::masked_legend_size(m);
   l.row = masked.height + 4;
-  l.height = (window ? 5 : 4) * (masked.height + 4);
-  l.width = masked.width;
-  for (const std::string* s : {&l.prefill, &l.decode, &l.not_yet, &l.evicted})
-    l.width = std::max(l.width, 18 + m.measure(*s, {10}).width);
+  l.height = double(l.entries.size()) * l.row;
+  for (const auto& [kind, text] : l.entries)
+    l.width = std::max(l.width, kind == LegendEntry::masked ? masked.width : 18 + m.measure(text, {10}).width);
   return l;
 }
 
 void draw_cache_legend(Canvas& cv, const CacheLegend& l, double x, double y) {
-  cv.stroke_rect(x + 1, y + 1, 10, 10, kPrefill, 2);
-  cv.text(l.prefill, x + 18, y + 6, {10, false, kAxisInk}, 0, 0.5);
-  cv.fill_rect(x, y + l.row + 1, 12, 10, kDecode);
-  cv.text(l.decode, x + 18, y + l.row + 6, {10, false, kAxisInk}, 0, 0.5);
-  render::draw_masked_legend(cv, x, y + 2 * l.row);
-  cv.text(l.not_yet, x + 3, y + 3 * l.row + 6, {10, false, kAxisInk}, 0, 0.5);
-  if (!l.evicted.empty()) {
-    cv.fill_rect(x, y + 4 * l.row + 1, 12, 10, kEvicted);
-    cv.text(kEvictedMark, x + 6, y + 4 * l.row + 6, {9, false, kInk}, 0.5, 0.5);
-    cv.text(l.evicted, x + 18, y + 4 * l.row + 6, {10, false, kAxisInk}, 0, 0.5);
+  for (const auto& [kind, text] : l.entries) {
+    switch (kind) {
+      case LegendEntry::prefill: cv.stroke_rect(x + 1, y + 1, 10, 10, kPrefill, 2); break;
+      case LegendEntry::decode: cv.fill_rect(x, y + 1, 12, 10, kDecode); break;
+      case LegendEntry::masked: render::draw_masked_legend(cv, x, y); break;
+      case LegendEntry::not_yet: break;  // the text starts with the dot itself
+      case LegendEntry::evicted:
+        cv.fill_rect(x, y + 1, 12, 10, kEvicted);
+        cv.text(kEvictedMark, x + 6, y + 6, {9, false, kInk}, 0.5, 0.5);
+        break;
+    }
+    if (kind != LegendEntry::masked) {
+      cv.text(text, kind == LegendEntry::not_yet ? x + 3 : x + 18, y + 6, {10, false, kAxisInk}, 0, 0.5);
+    }
+    y += l.row;
   }
 }
 
@@ -97,7 +111,10 @@ Figure kv_cache_figure(const GenerateResult& r) {
   auto fed_until = std::make_shared<std::vector<std::size_t>>(L);  // row t: keys < fed_until[t] exist
   for (const GenerateStep& s : r.steps)
     for (std::size_t t = s.first; t < s.first + s.count; ++t) (*fed_until)[t] = s.first + s.count;
-  const ColorScale scale = color_scale_for({mean->data(), mean->size()}, std::nullopt);
+  // A long causal cache: row t shares its weight among t + 1 keys, so a linear scale would leave
+  // the later rows white; the heatmaps' log scale then, said in the subtitle (heatmap.hpp).
+  const std::optional<ColorScale> log_scale = long_causal_log_scale(*mean, allowed);
+  const ColorScale scale = log_scale ? *log_scale : color_scale_for({mean->data(), mean->size()}, std::nullopt);
   const auto cmap = std::make_shared<Colormap>(Colormap::by_name("Blues"));
   auto mask = std::make_shared<Mask2>(allowed);
 
@@ -130,10 +147,10 @@ Figure kv_cache_figure(const GenerateResult& r) {
   const std::string header = "KV cache after the step";
   const double bars_w = std::max(bar_max + 6 + text_w, m.measure(header, {10, true}).width);
   const double margin = 16, gap = 16;
-  const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, "weight (mean over heads)");
+  const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, "weight (mean over heads)", scale.log);
   const double body_w = pl.width + gap + bars_w + gap + bar_w;
 
-  const CacheLegend legend = cache_legend(m, P, c.window);
+  const CacheLegend legend = cache_legend(m, r);
   const double legend_w = legend.width, legend_h = legend.height;
 
   const render::FigureFrame frame = render::frame_figure(
@@ -142,7 +159,10 @@ Figure kv_cache_figure(const GenerateResult& r) {
       "into the causal triangle · weights averaged over " + std::to_string(c.num_heads) + " heads (" +
           std::to_string(r.num_kv_heads) + " kv heads cached) · largest difference from full recomputation " +
           scientific(r.max_diff) + " · FLOPs with the cache " + format_si(double(r.total_with_cache.total())) +
-          ", recomputing the prefix every step " + format_si(double(r.total_recompute.total())),
+          ", recomputing the prefix every step " + format_si(double(r.total_recompute.total())) +
+          (log_scale ? " · log colour scale: row t shares its weight among the keys it sees, so on a linear scale "
+                       "the later rows would look empty"
+                     : ""),
       {body_w, legend_w}, 0, margin);
   const double panel_x = frame.centred_x(body_w), panel_y = frame.body_y();
   const CellGrid g = render::panel_grid(*panel, pl, panel_x, panel_y);
@@ -150,6 +170,8 @@ Figure kv_cache_figure(const GenerateResult& r) {
   const double cbar_x = panel_x + pl.width + gap + bars_w + gap;
   const double cbar_h = std::max(grid_h, 120.0);
   const double legend_y = panel_y + std::max(pl.height, pl.grid_y + cbar_h) + 12;
+  // Under the grid's left edge, unless the legend is wider than the room from there to the margin.
+  const double legend_x = std::min(panel_x + pl.grid_x, frame.width() - frame.margin - legend_w);
 
   Figure f;
   f.width = frame.width();
@@ -177,9 +199,9 @@ Figure kv_cache_figure(const GenerateResult& r) {
       }
     }
     cv.fill_rect(bars_x, g.y, 0.8, grid_h, rgb_from_hex(0x8c8c8c));  // the bars' zero line
-    render::draw_colorbar(cv, *cmap, scale.vmin, scale.vmax, cbar_x, g.y, cbar_h, "weight (mean over heads)");
+    render::draw_colorbar(cv, *cmap, scale.vmin, scale.vmax, cbar_x, g.y, cbar_h, "weight (mean over heads)", scale.log);
 
-    draw_cache_legend(cv, legend, panel_x + pl.grid_x, legend_y);
+    draw_cache_legend(cv, legend, legend_x, legend_y);
   };
   return f;
 }

@@ -23,6 +23,11 @@ const unsigned kHeadColours[] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467b
                                  0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
 Rgb head_colour(std::size_t h) { return rgb_from_hex(kHeadColours[h % 10]); }
 
+std::string ordinal_suffix(std::size_t n) {
+  if (n % 100 >= 11 && n % 100 <= 13) return "th";
+  return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
 struct Block {  // one matrix: where it is drawn and with which scale
   const Tensor2* m = nullptr;
   double x = 0, y = 0;
@@ -41,7 +46,10 @@ Figure multihead_figure(const ExplainResult& r) {
   // Cells: as large as 16 points, smaller when the sentence, the width or the heads are many.
   const double c = std::clamp(std::floor(std::min(160.0 / double(std::max(L, D)), 640.0 / double(H * L))), 3.0, 16.0);
   const double label_h = 15, shape_h = 26, row_gap = 8, col_gap = 86;
-  const TextStyle label_style{9.5, true, kInk}, shape_style{9, false, kArrow}, token_style{9, false, kInk};
+  // Rows shorter than a line of text label every label_step-th token, and the subtitle says so.
+  const std::size_t label_step = c >= 10 ? 1 : static_cast<std::size_t>(std::ceil(10.0 / c));
+  const TextStyle label_style{9.5, true, kInk}, shape_style{9, false, kArrow},
+      token_style{std::min(9.0, std::max(c, 6.0)), false, kInk};
 
   Canvas m = Canvas::measuring();
   double token_w = 0;
@@ -125,8 +133,9 @@ Figure multihead_figure(const ExplainResult& r) {
                             std::to_string(D) + " / " + std::to_string(H) + " = " + std::to_string(d) + " on \"" +
                             r.config.sentence + "\"";
   const std::string subtitle =
-      std::string(mh.causal ? "causal · " : "no mask · ") +
-      "rows are the tokens in order · split = a reshape [L, H, d_h] and a transpose, no arithmetic · "
+      std::string(mh.causal ? "causal (hatched: masked, not a weight of 0) · " : "no mask · ") +
+      "rows are the tokens in order" +
+      (label_step > 1 ? " (every " + std::to_string(label_step) + ordinal_suffix(label_step) + " labelled)" : "") + " · split = a reshape [L, H, d_h] and a transpose, no arithmetic · "
       "max |by hand − attn::mha| = " + format_g(mh.max_diff_vs_mha, 2) +
       " · fused W_qkv [3D, D], one product split in three: max |fused − separate| = " + format_g(mh.max_diff_fused, 2);
   const render::FigureFrame frame = render::frame_figure(m, title, subtitle, {total_w}, 0, 16);
@@ -150,7 +159,7 @@ Figure multihead_figure(const ExplainResult& r) {
                       kArrow);
       cv.text(text, tx, (ya + yb) / 2 - 3, arrow_style, 0.5, 1);
     };
-    for (std::size_t i = 0; i < r.tokens.size(); ++i) {
+    for (std::size_t i = 0; i < r.tokens.size(); i += label_step) {
       cv.text(r.tokens[i], ox + col_x[0] - 4, oy + top + label_h + c * (double(i) + 0.5), token_style, 1, 0.5);
     }
     for (const Block& b : blocks) {
@@ -159,9 +168,14 @@ Figure multihead_figure(const ExplainResult& r) {
       const std::size_t rows = b.m->shape(0), cols = b.m->shape(1);
       for (std::size_t i = 0; i < rows; ++i) {
         for (std::size_t j = 0; j < cols; ++j) {
+          const double x = bx + c * double(j), y = by + label_h + c * double(i);
+          // A key the causal mask hides is hatched, as in every picture: not a weight of 0.
+          if (b.weights && mh.causal && j > i) {
+            cv.hatch_rect(x, y, c, c);
+            continue;
+          }
           const double v = (*b.m)(i, j);
-          const Rgb fill = b.weights ? weights->at(std::clamp(v, 0.0, 1.0)) : values->at((v / vmax + 1) / 2);
-          cv.fill_rect(bx + c * double(j), by + label_h + c * double(i), c, c, fill);
+          cv.fill_rect(x, y, c, c, b.weights ? weights->at(std::clamp(v, 0.0, 1.0)) : values->at((v / vmax + 1) / 2));
         }
       }
       const double w = c * double(cols), h = c * double(rows);

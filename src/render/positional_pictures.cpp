@@ -5,6 +5,7 @@
 
 #include "attn/render/head_grid.hpp"
 #include "attn/render/heatmap.hpp"
+#include "attn/lessons/number_format.hpp"
 
 namespace attn {
 namespace {
@@ -36,7 +37,7 @@ Figure sinusoidal_figure(const Tensor2& pe, double base) {
   s.row_title = "position pos";
   s.col_title = "dimension (even: sin, odd: cos)";
   s.value_label = "PE[pos, dim]";
-  s.title = "Sinusoidal positional encoding, " + std::to_string(L) + " positions × d_model = " + std::to_string(D);
+  s.title = "Sinusoidal positional encoding, " + count_of(L, "position") + " × d_model = " + std::to_string(D);
   s.subtitle = "PE[pos, 2i] = sin(pos / " + std::string(b) + "^(2i/d_model)), PE[pos, 2i+1] = cos(same angle) · "
                "each column pair is one frequency: the first dims change fastest, the last barely move · "
                "added to the embeddings after they are scaled by √d_model";

@@ -88,6 +88,7 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
 
   Canvas m = Canvas::measuring();
   const render::PanelLayout pl = render::layout_panel(m, *panel);
+  s->subtitle = render::with_note(s->subtitle, render::label_thinning_note(pl.label_step, Lq));
   const double margin = 16, gap = 14;
   const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label, scale.log);
   const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};

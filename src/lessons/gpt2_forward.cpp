@@ -43,4 +43,17 @@ std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenize
   return out;
 }
 
+std::optional<HeadSummary> gpt2_head_summary(const Gpt2Model& model, const std::vector<std::int32_t>& ids,
+                                             const std::vector<Tensor3>& attention) {
+  const std::size_t n = ids.size();
+  if (n < 2) return std::nullopt;
+  std::vector<Tensor3> repeated;
+  if (2 * n <= model.config.n_positions) {
+    std::vector<std::int32_t> twice = ids;
+    twice.insert(twice.end(), ids.begin(), ids.end());
+    repeated = gpt2_forward(model, twice).attention;
+  }
+  return summarize_heads(attention, repeated);
+}
+
 }  // namespace attn

@@ -9,7 +9,7 @@
 #include "attn/render/head_grid.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/render/mask_diagram.hpp"
-#include "attn/render/train_pictures.hpp"
+#include "attn/render/model_pictures.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "figure_parts.hpp"
 
@@ -54,7 +54,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
 
   HeatmapSpec single;
   single.weights = r.weights;
-  single.query_tokens = single.key_tokens = r.tokens;
+  single.query_tokens = single.key_tokens = visible_token_labels(r.tokens);
   single.title = "Self-attention weights: " + quoted;
   single.subtitle = "one head, d_model = " + d + ", seeded untrained projections · each row sums to 1";
   single.colormap = o.colormap;
@@ -67,18 +67,19 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     // Both heads are the trained model's own, causal as it was trained.
     const SequenceHeadScore& ind = r.model->induction_head;
     const SequenceHeadScore& prev = r.model->prev_token_head;
-    const std::string trained = "trained model " + r.model->path + " · ";
+    const std::string trained =
+        (r.model->architecture == "gpt2" ? "GPT-2 model " : "trained model ") + r.model->path + " · ";
     single.allowed = r.causal_allowed;
     single.title = "Induction head (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) +
                    "): " + quoted;
     single.subtitle =
         trained + (ind.induction ? "induction score " + fixed(*ind.induction) +
-                                       ": a repeated word attends to the word that followed its earlier copy"
-                                 : std::string("no word repeats here, so no head can show induction"));
+                                       " (1 = a repeated token puts all its weight on the token that followed its earlier copy)"
+                                 : std::string("no token repeats here, so no head can show induction"));
     causal.title = "Previous-token head (layer " + std::to_string(prev.layer) + ", head " +
                    std::to_string(prev.head) + "): " + quoted;
     causal.subtitle = trained + "previous-token score " + fixed(prev.prev_token) +
-                      ": each word attends to the word just before it";
+                      " (1 = each token puts all its weight on the token just before it)";
   }
   save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
   save(heatmap_figure(causal), dir, "attention_causal", "heatmap", causal.title, o, artifacts);
@@ -96,9 +97,12 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     const std::string title = "Every head of " + r.model->path + ": " + quoted;
     const std::string subtitle = std::to_string(c.layers) + " layers × " + std::to_string(c.heads) +
                                  " heads, head dim " + std::to_string(c.d_model / c.heads) +
-                                 " · rows: query (attending), columns: key (attended to) · causal · one colour scale";
-    save(train_heads_figure(r.model->attention, r.tokens, title, subtitle, o.colormap), dir, "heads", "heads", title,
-         o, artifacts);
+                                 " · rows: query (attending), columns: key (attended to) · causal · one colour scale" +
+                                 (r.model->summary ? " · each head titled with its kind (manifest: results.model.head_summary)"
+                                                   : "");
+    const ModelViewSpec spec{r.model->attention, r.tokens, r.model->summary ? &*r.model->summary : nullptr, title,
+                             subtitle, o.colormap};
+    save(model_view_figure(spec), dir, "heads", "heads", title, o, artifacts);
   } else {
     HeadGridSpec heads;
     heads.weights = r.head_weights;
@@ -114,7 +118,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
   const DemoFlashCheck& fl = r.flash;
   FlashTilesSpec tiles;
   tiles.Lq = tiles.Lk = L;
-  tiles.query_tokens = tiles.key_tokens = r.tokens;
+  tiles.query_tokens = tiles.key_tokens = visible_token_labels(r.tokens);
   tiles.panels = {{fl.tiles, false, tile_panel_title("non-causal", fl.tiles)},
                   {fl.causal_tiles, true, tile_panel_title("causal", fl.causal_tiles)}};
   tiles.title = "FlashAttention tiles: " + quoted;

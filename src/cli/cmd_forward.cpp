@@ -1,5 +1,6 @@
 // attn-cli forward: run a model folder (a trained toy model, or GPT-2 from Hugging Face) on a
 // sequence; its attention and predictions.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -100,12 +101,16 @@ void check_layer(const ForwardOptions& o, std::size_t layers) {
 
 // GPT-2 from a Hugging Face folder: its own tokenizer, its top-5 next tokens on the terminal.
 void run_gpt2_forward(const ForwardOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
   const Gpt2Model model = read_gpt2_model(o.model);
   check_layer(o, model.config.n_layer);
   const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(o.model);
   const ToyTokens tokens = o.tokens.empty() ? gpt2_tokens_from_text(tokenizer, o.text)
                                             : gpt2_tokens_from_list(tokenizer, o.tokens, model.config.vocab_size);
+  const auto loaded = Clock::now();
   const Gpt2Forward f = gpt2_forward(model, tokens.ids);
+  const auto done = Clock::now();
   std::optional<OutputFolder> folder;  // checked before the output, written as a whole after it
   if (!o.out.empty()) folder.emplace(prepare_picture_dir(o.out));
   const std::optional<HeadSummary> summary =
@@ -126,6 +131,13 @@ void run_gpt2_forward(const ForwardOptions& o) {
                             format_fixed(next[r].probability, 4)});
     }
     std::cout << render_table(table, TableFormat::text);
+    // Times go to the terminal only (never into --json or files): they change from run to run.
+    const double load_s = std::chrono::duration<double>(loaded - start).count();
+    const double forward_s = std::chrono::duration<double>(done - loaded).count();
+    const double gflop = gpt2_forward_flops(model.config, tokens.ids.size()) / 1e9;
+    std::cout << "Time: reading the folder " << format_fixed(load_s, 3) << " s; the forward pass "
+              << format_fixed(forward_s, 3) << " s for " << format_fixed(gflop, 2) << " GFLOP ("
+              << format_fixed(gflop / std::max(forward_s, 1e-9), 1) << " GFLOP/s; compare attn-cli bench --sgemm 2048)\n";
   }
   if (!folder) return;
   if (summary) print_head_summary(*summary, log);

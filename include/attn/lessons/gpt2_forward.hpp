@@ -27,6 +27,12 @@ struct NextToken {
 };
 std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenizer& tokenizer, std::size_t k);
 
+// FLOPs of gpt2_forward on n tokens (2 per multiply-add): the matmuls, 2 n (12 n_layer D^2 +
+// vocab D) (c_attn 3D^2, c_proj D^2, the MLP 8D^2 per layer; the logits), plus causal attention,
+// 2 n^2 D per layer (QK^T and AV over the n(n+1)/2 visible pairs, rounded to n^2 / 2 each).
+// LayerNorm, GELU and softmax are left out (a few percent at n = 64).
+double gpt2_forward_flops(const Gpt2Config& config, std::size_t n);
+
 // head_summary.hpp's scores for the text's attention; the induction score runs the model once
 // more on the ids twice when 2n fits n_positions. nullopt for fewer than 2 tokens.
 std::optional<HeadSummary> gpt2_head_summary(const Gpt2Model& model, const std::vector<std::int32_t>& ids,

@@ -272,8 +272,8 @@ void setup_demo(CLI::App& app) {
   attn-cli demo --model train-quick/model --out cat-trained
 (A 20-step model has no heads yet; `attn-cli train` with its defaults grows them in seconds.)
   attn-cli demo --model data/gpt2_tiny --out gpt2-demo
-  attn-cli demo --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash> "When Mary and John went to the store, John gave a drink to"
-(With a GPT-2 folder the sentence is GPT-2's own tokens; heads.png is every layer x head, each
+(A real GPT-2 is given the same way, e.g. --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash>.
+With a GPT-2 folder the sentence is GPT-2's own tokens; heads.png is every layer x head, each
 titled with the kind its scores give: manifest.json's results.model.head_summary states the rule.)
 )");
   cmd->callback([opts, cmd] {

@@ -196,10 +196,11 @@ void setup_forward(CLI::App& app) {
   attn-cli forward --model data/gpt2_tiny "the cat sat on the mat"
   attn-cli forward --model data/gpt2_tiny --tokens 72,101,108 --json
   attn-cli forward --model data/gpt2_tiny "the cat sat on the mat" --out gpt2-views --layer 1
-  attn-cli forward --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash> "Hello world" --out views
 Pictures with --out: heads.png is the model view (a row per layer, a panel per head, each titled
 with its kind), heads_layer<L>.png the head view of --layer L. Past about 30 tokens the panels
 label every k-th token and say so in the subtitle; head_summary.json and --json have every number.
+A real GPT-2 (nothing is downloaded): --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash>,
+or any folder written by save_pretrained (config.json, model.safetensors, vocab.json, merges.txt).
 )");
   cmd->callback([opts] { run_forward_command(*opts); });
 }

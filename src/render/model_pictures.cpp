@@ -1,6 +1,8 @@
 // The model view and the head view (model_pictures.hpp).
 #include "attn/render/model_pictures.hpp"
 
+#include <algorithm>
+
 #include "attn/engine/error.hpp"
 #include "attn/render/head_grid.hpp"
 
@@ -79,7 +81,8 @@ Figure head_view_figure(const ModelViewSpec& s, std::size_t layer) {
   g.weights = a;
   for (std::size_t h = 0; h < a.shape(0); ++h) g.panel_titles.push_back(panel_title(s, layer, h, false));
   g.show_mean = true;
-  g.panel_points = 260;
+  // Large enough that every token keeps its label up to about 70 tokens (cells of 8 points).
+  g.panel_points = std::clamp(8.0 * double(a.shape(1)), 260.0, 560.0);
   return head_grid_figure(g);
 }
 

@@ -20,6 +20,7 @@
 #include "attn/render/model_pictures.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
+#include "memory_policy.hpp"
 #include "one_line.hpp"
 
 namespace attn::cli {
@@ -108,6 +109,7 @@ void run_gpt2_forward(const ForwardOptions& o) {
   const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(o.model);
   const ToyTokens tokens = o.tokens.empty() ? gpt2_tokens_from_text(tokenizer, o.text)
                                             : gpt2_tokens_from_list(tokenizer, o.tokens, model.config.vocab_size);
+  reuse_freed_memory();
   const auto loaded = Clock::now();
   const Gpt2Forward f = gpt2_forward(model, tokens.ids);
   const auto done = Clock::now();

@@ -19,6 +19,7 @@
 #include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
+#include "memory_policy.hpp"
 
 namespace attn::cli {
 namespace {
@@ -131,6 +132,7 @@ void run_gpt2_generate(const GenerateCliOptions& opts) {
   const Gpt2Model model = read_gpt2_model(opts.model);
   const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(opts.model);
   g.prompt = gpt2_tokens_from_text(tokenizer, opts.config.sentence).ids;
+  reuse_freed_memory();
   check_gpt2_generate_config(g, model.config);
   const Gpt2Generation result = gpt2_generate(model, g);
   if (opts.json) std::cout << gpt2_generation_json(result, tokenizer).dump() << "\n";

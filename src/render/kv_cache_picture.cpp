@@ -126,7 +126,7 @@ Figure kv_cache_figure(const GenerateResult& r) {
       "row t is the attention of token t when it was fed: the cache grows by one key per step, so the rows stack "
       "into the causal triangle · weights averaged over " + std::to_string(c.num_heads) + " heads (" +
           std::to_string(r.num_kv_heads) + " kv heads cached) · largest difference from full recomputation " +
-          scientific(r.max_diff),
+          scientific(r.max_diff) + (pl.label_step > 1 ? " · " + render::label_thinning_note(pl.label_step, L) : ""),
       {body_w, legend_w}, 0, margin);
   const double panel_x = frame.centred_x(body_w), panel_y = frame.body_y();
   const CellGrid g = render::panel_grid(*panel, pl, panel_x, panel_y);

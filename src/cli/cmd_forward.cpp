@@ -199,8 +199,8 @@ void setup_forward(CLI::App& app) {
   attn-cli forward --model data/gpt2_tiny --tokens 72,101,108 --json
   attn-cli forward --model data/gpt2_tiny "the cat sat on the mat" --out gpt2-views --layer 1
 Pictures with --out: heads.png is the model view (a row per layer, a panel per head, each titled
-with its kind), heads_layer<L>.png the head view of --layer L. Past about 30 tokens the panels
-label every k-th token and say so in the subtitle; head_summary.json and --json have every number.
+with its kind), heads_layer<L>.png the head view of --layer L. Past 26 tokens (70 in the head view)
+the panels label every k-th token and say so in the subtitle; head_summary.json and --json have every number.
 A real GPT-2 (nothing is downloaded): --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash>,
 or any folder written by save_pretrained (config.json, model.safetensors, vocab.json, merges.txt).
 )");

@@ -92,7 +92,7 @@ TEST_CASE("cli demo --model on a GPT-2 folder: GPT-2's tokens, its attention, ev
   CHECK(fs::exists(dir / "d/heads.png"));
 }
 
-TEST_CASE("cli generate --model: greedy text through the cache, checked; bad settings are one error line") {
+TEST_CASE("cli generate --model: greedy text through the cache, checked - bad settings are one error line") {
   CliResult r = run_cli("generate --model " + tiny() + " 'the cat' --tokens 5 --check --json");
   REQUIRE(r.code == 0);
   const Json g = Json::parse(r.out);

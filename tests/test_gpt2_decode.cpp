@@ -72,7 +72,7 @@ TEST_CASE("gpt2 decoder: a prefill and every later step give the logits of a ful
   CHECK_THROWS_WITH_AS(decoder.feed({11}), doctest::Contains("out of range"), InputError);
 }
 
-TEST_CASE("choose_next_token: greedy takes the argmax, the lowest id on a tie; top-k keeps only k") {
+TEST_CASE("choose_next_token: greedy takes the argmax, the lowest id on a tie - top-k keeps only k") {
   Rng rng(1);
   const std::vector<float> z = {0.f, 2.f, 2.f, -1.f};
   const NextChoice g = choose_next_token(z, 0, 0, rng);
@@ -89,7 +89,7 @@ TEST_CASE("choose_next_token: greedy takes the argmax, the lowest id on a tie; t
   CHECK(choose_next_token(std::vector<float>{5.f, 1.f, 9.f}, 2.0, 1, rng).id == 2);
 }
 
-TEST_CASE("gpt2_generate: the same seed gives the same tokens; bad settings are refused by name") {
+TEST_CASE("gpt2_generate: the same seed gives the same tokens - bad settings are refused by name") {
   const Gpt2Model m = random_gpt2();
   Gpt2GenerateConfig c;
   c.prompt = {3, 1};

@@ -49,7 +49,7 @@ TEST_CASE("summarize_heads: a previous-token head, a sink, an even head and an i
   CHECK(with.heads[0].kind == "induction");
 }
 
-TEST_CASE("summarize_heads: a head split between two keys is mixed; one token is refused") {
+TEST_CASE("summarize_heads: a head split between two keys is mixed - one token is refused") {
   auto split = [](std::size_t i, std::size_t j) { return i == 0 ? 1.0 : (j == i ? 0.7 : (j + 1 == i ? 0.3 : 0.0)); };
   const HeadSummary s = summarize_heads({pattern(6, split)}, {});
   CHECK(s.heads[0].previous_token == doctest::Approx(0.3));

@@ -102,7 +102,8 @@ void print_gpt2_generation(const Gpt2Generation& g, const Gpt2Tokenizer& tokeniz
     char diff[48] = "-";
     if (s.max_diff_vs_full) std::snprintf(diff, sizeof diff, "%.1e (logits up to %.3g)", *s.max_diff_vs_full, s.logit_scale);
     table.rows.push_back({std::to_string(n + 1), std::to_string(s.id),
-                          "[" + one_line(std::size_t(s.id) < tokenizer.vocab_size() ? tokenizer.token_text(s.id) : "?") + "]",
+                          "[" + one_line(std::size_t(s.id) < tokenizer.vocab_size() ? tokenizer.token_text(s.id)
+                                                                                  : "<id " + std::to_string(s.id) + ">") + "]",
                           format_fixed(s.probability, 4), std::to_string(s.cache_len), std::to_string(s.cache_bytes), diff});
   }
   std::cout << render_table(table, TableFormat::text);

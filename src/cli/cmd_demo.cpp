@@ -148,7 +148,7 @@ void print_model_heads(const DemoResult& r, const char* scale) {
     std::cout << "  " << pad_to_width(std::to_string(s.layer), 5, true) << pad_to_width(std::to_string(s.head), 6, true)
               << pad_to_width(format_fixed(s.prev_token, 3), 16, true)
               << pad_to_width(s.induction ? format_fixed(*s.induction, 3) : "-", 11, true)
-              << (m.summary ? "  " + pad_to_width(m.summary->heads[&s - m.scores.data()].kind, 14) : std::string())
+              << (m.summary ? "  " + pad_to_width(m.summary->heads[s.layer * m.config.heads + s.head].kind, 14) : std::string())
               << (ind ? "   <- the induction head (the heatmap below)" : prev ? "   <- the previous-token head" : "")
               << "\n";
   }

@@ -11,6 +11,12 @@ Broken folders for the error tests: --omit NAME drops a tensor, --transpose NAME
 matrix's shape reversed (same bytes), --truncate N cuts N bytes off the end of the file.
 
     /usr/bin/python3 scripts/make_gpt2_folder.py --out /tmp/gpt2-small --layers 2 --embd 32 --heads 4
+
+A folder the size of GPT-2 small (124M parameters, about 250 MB in float16) for timing, with
+the tiny tokenizer and vocab_size padded to GPT-2's (--vocab; ids past the tokenizer's own have no text):
+
+    /usr/bin/python3 scripts/make_gpt2_folder.py --out /tmp/gpt2-124m --layers 12 --embd 768 --heads 12 \
+        --positions 1024 --vocab 50257 --dtype f16
 """
 import argparse
 import json
@@ -75,10 +81,17 @@ def main():
     p.add_argument("--omit", default="")
     p.add_argument("--transpose", default="")
     p.add_argument("--truncate", type=int, default=0)
+    p.add_argument("--vocab", type=int, default=0,
+                   help="vocab_size of the model (>= the tokenizer's; 50257 for a GPT-2-small-sized folder); "
+                        "ids past the tokenizer's vocabulary have no text")
     a = p.parse_args()
 
     with open(os.path.join(a.tokenizer, "vocab.json"), encoding="utf-8") as f:
         vocab = len(json.load(f))
+    if a.vocab:
+        if a.vocab < vocab:
+            raise SystemExit(f"make_gpt2_folder: --vocab {a.vocab} is smaller than the tokenizer's {vocab}")
+        vocab = a.vocab
     rng = np.random.default_rng(a.seed)
     tensors = parameters(rng, vocab, a.positions, a.layers, a.embd)
     dtype = "F32" if a.dtype == "f32" else "F16"

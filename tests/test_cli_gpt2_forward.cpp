@@ -121,7 +121,7 @@ TEST_CASE("cli forward gpt2: folders that are wrong get one error line naming wh
   for (int i = 1; i < 33; ++i) many += ",1";
   check_input_error(run_cli("forward --model '" + dir + "' --tokens " + many), "n_positions of 32");
   check_input_error(run_cli("forward --model '" + dir + "' --tokens 1,275"), "out of range");
-  check_input_error(run_cli("forward" + model + " --out pics"), "--out");
+  check_input_error(run_cli("forward" + model + " --out pics --layer 2"), "--layer: expected 0..1");  // 2 layers
   CHECK(run_cli("forward" + model).code == 0);  // the restored folder runs
   fs::remove_all(dir);
 }

@@ -6,6 +6,7 @@
 #include "attn/engine/sdpa.hpp"
 #include "attn/render/head_grid.hpp"
 #include "attn/render/heatmap.hpp"
+#include "render/figure_parts.hpp"
 #include "attn/engine/mask.hpp"
 #include "picture_support.hpp"
 
@@ -292,4 +293,21 @@ TEST_CASE("heatmap pair: two panels, each on its own scale (the RoPE picture's w
   // The masked cell is hatched in both panels (grey), never a colour of the scale.
   const Rgb8 masked = img.cell_mean(f.grids[1], 0, 1, 2);
   CHECK(std::abs(masked.r - masked.b) <= 3);
+}
+
+TEST_CASE("label thinning: tiny cells label every k-th token, and the note that says so") {
+  Canvas m = Canvas::measuring();
+  render::MatrixPanel p;
+  p.rows = p.cols = 32;
+  p.row_labels = p.col_labels = position_labels(32);
+  p.cell = 200.0 / 32;  // the head grid's cell for 32 tokens: 6.25 points
+  const render::PanelLayout l = render::layout_panel(m, p);
+  CHECK(l.label_step == 2);  // ceil(7.5 / 6.25): labels 6 points high need 7.5 points each
+  CHECK(render::label_thinning_note(l.label_step, 32) == "every 2nd token labelled (0, 2, 4, ...) of 32");
+  CHECK(render::label_thinning_note(3, 95) == "every 3rd token labelled (0, 3, 6, ...) of 95");
+  CHECK(render::label_thinning_note(12, 200) == "every 12th token labelled (0, 12, 24, ...) of 200");
+  CHECK(render::label_thinning_note(1, 5).empty());
+  CHECK(render::with_note("a", "") == "a");
+  CHECK(render::with_note("", "b") == "b");
+  CHECK(render::with_note("a", "b") == "a · b");
 }

@@ -11,6 +11,8 @@
 #include "attn/lessons/demo.hpp"
 #include "attn/render/demo_pictures.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/io/gpt2_model_file.hpp"
+#include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/report_html.hpp"
@@ -169,17 +171,24 @@ void print_experiments(const DemoResult& r) {
 // With --model: every head's scores on the sentence, then which head the heatmap shows.
 void print_model_heads(const DemoResult& r, const char* scale) {
   const DemoModel& m = *r.model;
-  std::cout << "Model " << m.path << ": " << m.config.layers << " layers x " << m.config.heads
-            << " heads, trained (each distinct word is the next token id).\n"
-            << "Every head's scores on this sentence (previous-token: weight on the word before; induction: a\n"
-            << "repeated word's weight on the word after its earlier copy):\n";
-  std::cout << "  layer  head  previous-token  induction\n";
+  const bool gpt2 = m.architecture == "gpt2";
+  std::cout << (gpt2 ? "GPT-2 model " : "Model ") << m.path << ": " << m.config.layers << " layers x "
+            << m.config.heads
+            << (gpt2 ? " heads, width " + std::to_string(m.config.d_model) + ", GPT-2's own BPE tokens.\n"
+                     : std::string(" heads, trained (each distinct word is the next token id).\n"))
+            << "Every head's scores on this sentence (previous-token: weight on the token before; induction: a\n"
+            << "repeated token's weight on the token after its earlier copy)"
+            << (m.summary ? "; kind: from the scores on the sentence repeated twice,\n  " + std::string(kHeadKindRule)
+                          : std::string())
+            << ":\n";
+  std::cout << "  layer  head  previous-token  induction" << (m.summary ? "  kind" : "") << "\n";
   for (const SequenceHeadScore& s : m.scores) {
     const bool ind = s.layer == m.induction_head.layer && s.head == m.induction_head.head;
     const bool prev = s.layer == m.prev_token_head.layer && s.head == m.prev_token_head.head;
     std::cout << "  " << pad_to_width(std::to_string(s.layer), 5, true) << pad_to_width(std::to_string(s.head), 6, true)
               << pad_to_width(format_fixed(s.prev_token, 3), 16, true)
               << pad_to_width(s.induction ? format_fixed(*s.induction, 3) : "-", 11, true)
+              << (m.summary ? "  " + pad_to_width(m.summary->heads[s.layer * m.config.heads + s.head].kind, 14) : std::string())
               << (ind ? "   <- the induction head (the heatmap below)" : prev ? "   <- the previous-token head" : "")
               << "\n";
   }
@@ -207,7 +216,12 @@ void run_demo_command(const DemoOptions& opts) {
   }
   if (!opts.model.empty()) {
     if (opts.shape_given) throw InputError("--model: the model has its own --d-model and --heads; leave them out");
-    config.model = std::make_shared<const ToyModel>(read_toy_model(opts.model));
+    if (is_gpt2_folder(opts.model)) {
+      config.gpt2 = std::make_shared<const Gpt2Model>(read_gpt2_model(opts.model));
+      config.gpt2_tokenizer = std::make_shared<const Gpt2Tokenizer>(read_gpt2_tokenizer(opts.model));
+    } else {
+      config.model = std::make_shared<const ToyModel>(read_toy_model(opts.model));
+    }
     config.model_path = opts.model;
     if (!opts.sentence_given) config.sentence = kDemoModelSentence;
   }
@@ -305,7 +319,8 @@ void setup_demo(CLI::App& app) {
                   "word get identical rows), sinusoidal (x + PE) or rope (= --rope half)")
       ->capture_default_str();
   cmd->add_option("--model", opts->model,
-                  "a model folder from attn-cli train: its trained heads instead of seeded projections "
+                  "a model folder from attn-cli train, or a GPT-2 folder (config.json, model.safetensors, vocab.json, "
+                  "merges.txt): its heads instead of seeded projections "
                   "(default sentence then: \"" + std::string(kDemoModelSentence) + "\")");
   cmd->add_flag("--no-color", opts->no_color, "plain numbers in the terminal (also: NO_COLOR=1)");
   cmd->footer(R"(Examples:
@@ -318,6 +333,10 @@ void setup_demo(CLI::App& app) {
   attn-cli train --steps 20 --out train-quick
   attn-cli demo --model train-quick/model --out cat-trained
 (A 20-step model has no heads yet; `attn-cli train` with its defaults grows them in seconds.)
+  attn-cli demo --model data/gpt2_tiny --out gpt2-demo
+(A real GPT-2 is given the same way, e.g. --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash>.
+With a GPT-2 folder the sentence is GPT-2's own tokens; heads.png is every layer x head, each
+titled with the kind its scores give: manifest.json's results.model.head_summary states the rule.)
 )");
   cmd->callback([opts, cmd] {
     opts->sentence_given = cmd->count("sentence") > 0;

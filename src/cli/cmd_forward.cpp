@@ -1,5 +1,6 @@
 // attn-cli forward: run a model folder (a trained toy model, or GPT-2 from Hugging Face) on a
 // sequence; its attention and predictions.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -8,6 +9,7 @@
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/tokenize.hpp"
+#include "attn/io/file_io.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
@@ -15,9 +17,10 @@
 #include "attn/lessons/gpt2_forward.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/report_table.hpp"
-#include "attn/render/train_pictures.hpp"
+#include "attn/render/model_pictures.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
+#include "memory_policy.hpp"
 #include "one_line.hpp"
 
 namespace attn::cli {
@@ -26,6 +29,7 @@ namespace {
 struct ForwardOptions {
   std::string model, tokens, text, out;
   bool json = false;
+  std::optional<std::size_t> layer;
   ImageFlags image;
 };
 
@@ -47,38 +51,107 @@ void print_predictions(const ToyTokens& t, const ToyForward& f) {
   std::cout << render_table(table, TableFormat::text);
 }
 
+// Each head's scores and kind on the terminal (head_summary.hpp states the rule).
+void print_head_summary(const HeadSummary& s, std::ostream& out) {
+  out << "Heads, classified by measured scores (" << kHeadKindRule << "; induction measured on the "
+      << s.tokens << " tokens repeated twice" << (s.induction_measured ? "" : ", not run: 2n exceeds the model's positions")
+      << "):\n";
+  Table table{{"layer", "head", "previous-token", "first-token", "induction", "entropy", "kind"}, {}};
+  for (const HeadScores& h : s.heads) {
+    table.rows.push_back({std::to_string(h.layer), std::to_string(h.head), format_fixed(h.previous_token, 3),
+                          format_fixed(h.first_token, 3), h.induction ? format_fixed(*h.induction, 3) : "-",
+                          format_fixed(h.entropy, 3), h.kind});
+  }
+  out << render_table(table, TableFormat::text);
+}
+
+// --out DIR: heads.png (the model view: every layer x head), with --layer L heads_layer<L>.png
+// (the head view of one layer) and head_summary.json (every head's scores and kind).
+void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const ToyTokens& tokens,
+                            const std::vector<Tensor3>& attention, const std::optional<HeadSummary>& summary,
+                            std::ostream& log) {
+  const std::size_t n = tokens.ids.size();
+  ModelViewSpec spec{attention, tokens.texts, summary ? &*summary : nullptr, "Every head of " + o.model,
+                     std::to_string(n) + " token" + (n == 1 ? "" : "s") +
+                         " · rows: query (attending), columns: key (attended to) · causal" +
+                         (summary ? " · each panel titled with the kind its scores give (head_summary.json)" : ""),
+                     o.image.colormap};
+  std::vector<NamedFigure> figures{{"heads", model_view_figure(spec)}};
+  if (o.layer) {
+    spec.title = "Layer " + std::to_string(*o.layer) + " of " + o.model + ": its heads and their mean";
+    figures.push_back({"heads_layer" + std::to_string(*o.layer), head_view_figure(spec, *o.layer)});
+  }
+  if (summary) {
+    Json j = head_summary_json(*summary);
+    j["model"] = o.model;
+    j["token_texts"] = tokens.texts;
+    j["token_ids"] = tokens.ids;
+    write_file_atomically((std::filesystem::path(folder.staging()) / "head_summary.json").string(), j.dump(2) + "\n");
+  }
+  save_pictures(figures, folder, image_options(o.image), log);
+  if (summary) log << "Wrote " << folder.final_path("head_summary.json") << "\n";
+}
+
+void check_layer(const ForwardOptions& o, std::size_t layers) {
+  if (!o.layer) return;
+  if (o.out.empty()) throw InputError("--layer: draws the head view into --out DIR; give --out too");
+  if (*o.layer >= layers)
+    throw InputError("--layer: expected 0.." + std::to_string(layers - 1) + " (the model has " +
+                     std::to_string(layers) + " layers), got " + std::to_string(*o.layer));
+}
+
 // GPT-2 from a Hugging Face folder: its own tokenizer, its top-5 next tokens on the terminal.
 void run_gpt2_forward(const ForwardOptions& o) {
-  if (!o.out.empty()) throw InputError("--out: pictures are drawn for toy model folders only, not GPT-2 yet");
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
   const Gpt2Model model = read_gpt2_model(o.model);
+  check_layer(o, model.config.n_layer);
   const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(o.model);
   const ToyTokens tokens = o.tokens.empty() ? gpt2_tokens_from_text(tokenizer, o.text)
                                             : gpt2_tokens_from_list(tokenizer, o.tokens, model.config.vocab_size);
+  reuse_freed_memory();
+  const auto loaded = Clock::now();
   const Gpt2Forward f = gpt2_forward(model, tokens.ids);
+  const auto done = Clock::now();
+  std::optional<OutputFolder> folder;  // checked before the output, written as a whole after it
+  if (!o.out.empty()) folder.emplace(prepare_picture_dir(o.out));
+  const std::optional<HeadSummary> summary =
+      folder ? gpt2_head_summary(model, tokens.ids, f.attention) : std::nullopt;
+  std::ostream& log = o.json ? std::cerr : std::cout;
   if (o.json) {
     std::cout << forward_json(tokens, f.attention, f.logits).dump() << "\n";
-    return;
+  } else {
+    const Gpt2Config& c = model.config;
+    std::cout << "GPT-2 model " << o.model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
+              << c.n_embd << ", vocab " << c.vocab_size << ". " << tokens.ids.size() << " tokens:";
+    for (const std::string& t : tokens.texts) std::cout << " [" << one_line(t) << "]";
+    std::cout << "\nMost likely next tokens (softmax of the last position's logits):\n";
+    Table table{{"rank", "id", "token", "p"}, {}};
+    const std::vector<NextToken> next = top_next_tokens(f.logits, tokenizer, 5);
+    for (std::size_t r = 0; r < next.size(); ++r) {
+      table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + one_line(next[r].text) + "]",
+                            format_fixed(next[r].probability, 4)});
+    }
+    std::cout << render_table(table, TableFormat::text);
+    // Times go to the terminal only (never into --json or files): they change from run to run.
+    const double load_s = std::chrono::duration<double>(loaded - start).count();
+    const double forward_s = std::chrono::duration<double>(done - loaded).count();
+    const double gflop = gpt2_forward_flops(model.config, tokens.ids.size()) / 1e9;
+    std::cout << "Time: reading the folder " << format_fixed(load_s, 3) << " s; the forward pass "
+              << format_fixed(forward_s, 3) << " s for " << format_fixed(gflop, 2) << " GFLOP ("
+              << format_fixed(gflop / std::max(forward_s, 1e-9), 1) << " GFLOP/s; compare attn-cli bench --sgemm 2048)\n";
   }
-  const Gpt2Config& c = model.config;
-  std::cout << "GPT-2 model " << o.model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
-            << c.n_embd << ", vocab " << c.vocab_size << ". " << tokens.ids.size() << " tokens:";
-  for (const std::string& t : tokens.texts) std::cout << " [" << one_line(t) << "]";
-  std::cout << "\nMost likely next tokens (softmax of the last position's logits):\n";
-  Table table{{"rank", "id", "token", "p"}, {}};
-  const std::vector<NextToken> next = top_next_tokens(f.logits, tokenizer, 5);
-  for (std::size_t r = 0; r < next.size(); ++r) {
-    table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + one_line(next[r].text) + "]",
-                          format_fixed(next[r].probability, 4)});
-  }
-  std::cout << render_table(table, TableFormat::text);
+  if (!folder) return;
+  if (summary) print_head_summary(*summary, log);
+  write_forward_pictures(o, *folder, tokens, f.attention, summary, log);
 }
 
 void run_forward_command(const ForwardOptions& o) {
   check_colormap(o.image.colormap);
   if (o.tokens.empty() == o.text.empty()) throw InputError("forward: give either --tokens I,J,... or TEXT");
   if (is_gpt2_folder(o.model)) return run_gpt2_forward(o);
-  const ImageOptions image = image_options(o.image);
   const ToyModel model = read_toy_model(o.model);
+  check_layer(o, model.config.layers);
   const ToyTokens tokens = o.tokens.empty() ? toy_tokens_from_words(token_texts(tokenize(o.text)), model.config.vocab)
                                             : toy_tokens_from_list(o.tokens, model.config.vocab);
   const ToyForward f = run_toy_forward(model, tokens);
@@ -91,10 +164,10 @@ void run_forward_command(const ForwardOptions& o) {
     print_predictions(tokens, f);
   }
   if (!folder) return;
-  const Figure figure = train_heads_figure(f.attention, tokens.texts, "Every head of " + o.model,
-                                           "rows: query (attending), columns: key (attended to) · causal",
-                                           o.image.colormap);
-  save_pictures({{"heads", figure}}, *folder, image, o.json ? std::cerr : std::cout);
+  const std::optional<HeadSummary> summary = toy_head_summary(model, tokens, f.attention);
+  std::ostream& log = o.json ? std::cerr : std::cout;
+  if (summary) print_head_summary(*summary, log);
+  write_forward_pictures(o, *folder, tokens, f.attention, summary, log);
 }
 
 }  // namespace
@@ -110,7 +183,12 @@ void setup_forward(CLI::App& app) {
                   "text: GPT-2's own BPE tokens for a GPT-2 folder; for a toy model each distinct word "
                   "gets the next id, in order of first appearance");
   cmd->add_flag("--json", opts->json, "print {tokens, attention [layer][head][n][n], logits [n][vocab]}");
-  cmd->add_option("--out", opts->out, "folder for heads.png, every head of every layer");
+  cmd->add_option("--out", opts->out,
+                  "folder for heads.png (the model view: every head of every layer, one row per layer, one "
+                  "colour scale), head_summary.json (each head's previous-token, first-token, induction and "
+                  "entropy scores and the kind they give) and, with --layer, heads_layer<L>.png");
+  cmd->add_option("--layer", opts->layer, "with --out: also draw the head view of layer L (0-based): its heads, "
+                  "larger, and their mean");
   add_image_flags(cmd, opts->image, true);
   cmd->footer(R"(Examples:
   attn-cli train --steps 20 --out train-quick
@@ -119,6 +197,12 @@ void setup_forward(CLI::App& app) {
   attn-cli forward --model train-quick/model --tokens 1,2,3,1,2 --json
   attn-cli forward --model data/gpt2_tiny "the cat sat on the mat"
   attn-cli forward --model data/gpt2_tiny --tokens 72,101,108 --json
+  attn-cli forward --model data/gpt2_tiny "the cat sat on the mat" --out gpt2-views --layer 1
+Pictures with --out: heads.png is the model view (a row per layer, a panel per head, each titled
+with its kind), heads_layer<L>.png the head view of --layer L. Past 26 tokens (70 in the head view)
+the panels label every k-th token and say so in the subtitle; head_summary.json and --json have every number.
+A real GPT-2 (nothing is downloaded): --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash>,
+or any folder written by save_pretrained (config.json, model.safetensors, vocab.json, merges.txt).
 )");
   cmd->callback([opts] { run_forward_command(*opts); });
 }

@@ -1,21 +1,38 @@
 // attn-cli generate: a sentence decoded token by token through a KV cache, checked step by
 // step against full recomputation.
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <iostream>
 #include <memory>
 
+#include "attn/engine/error.hpp"
+#include "attn/io/gpt2_model_file.hpp"
+#include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/lessons/generate.hpp"
+#include "attn/lessons/gpt2_forward.hpp"
+#include "attn/lessons/gpt2_generate.hpp"
+#include "attn/render/report_table.hpp"
+#include "one_line.hpp"
 #include "attn/render/kv_cache_picture.hpp"
 #include "attn/render/text_table.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
+#include "memory_policy.hpp"
 
 namespace attn::cli {
 namespace {
 
 struct GenerateCliOptions {
   GenerateConfig config;
+  // With --model: GPT-2 writes --tokens N after the sentence (gpt2_generate.hpp).
+  std::string model;
+  std::optional<std::int64_t> new_tokens;
+  std::optional<double> temperature;
+  std::optional<std::int64_t> top_k;
+  bool check = false;
+  std::vector<CLI::Option*> lesson_only, model_only;  // flags that belong to one mode
   std::string rope;  // "", "half" or "interleaved"
   bool json = false;
   std::string out = "generate-out";
@@ -110,7 +127,69 @@ void print_generate(const GenerateResult& r) {
   print_flops_summary(r);
 }
 
+// GPT-2 writing after the prompt: each token as it is chosen, then the whole text.
+void print_gpt2_generation(const Gpt2Generation& g, const Gpt2Tokenizer& tokenizer, const Gpt2Config& c,
+                           const std::string& model) {
+  const Gpt2GenerateConfig& o = g.config;
+  const bool sampling = o.temperature > 0 || o.top_k > 0;
+  std::cout << "GPT-2 model " << model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
+            << c.n_embd << ". Prompt, " << count_of(o.prompt.size(), "token") << ":";
+  for (std::int32_t id : o.prompt) std::cout << " [" << one_line(tokenizer.token_text(id)) << "]";
+  std::cout << "\n"
+            << (sampling ? "Sampling: softmax(logits / " + format_fixed(o.temperature > 0 ? o.temperature : 1.0, 3) +
+                               ") over the " + (o.top_k ? "top " + std::to_string(o.top_k) : std::string("whole vocabulary")) +
+                               ", seed " + std::to_string(o.seed)
+                         : std::string("Greedy: the most likely token each step"))
+            << ". The prompt is one prefill; each new token is fed alone through " << c.n_layer
+            << " KV caches (float64).\n\n";
+  Table table{{"step", "id", "token", "p", "cache tokens", "cache bytes", "max |cached - full|"}, {}};
+  for (std::size_t n = 0; n < g.steps.size(); ++n) {
+    const Gpt2GenerateStep& s = g.steps[n];
+    char diff[48] = "-";
+    if (s.max_diff_vs_full) std::snprintf(diff, sizeof diff, "%.1e (logits up to %.3g)", *s.max_diff_vs_full, s.logit_scale);
+    table.rows.push_back({std::to_string(n + 1), std::to_string(s.id),
+                          "[" + one_line(std::size_t(s.id) < tokenizer.vocab_size() ? tokenizer.token_text(s.id)
+                                                                                  : "<id " + std::to_string(s.id) + ">") + "]",
+                          format_fixed(s.probability, 4), std::to_string(s.cache_len), std::to_string(s.cache_bytes), diff});
+  }
+  std::cout << render_table(table, TableFormat::text);
+  std::vector<TokenId> generated(g.ids.begin() + std::ptrdiff_t(o.prompt.size()), g.ids.end());
+  std::cout << "\nText: " << one_line(gpt2_ids_text(tokenizer, o.prompt)) << "|" << one_line(gpt2_ids_text(tokenizer, generated))
+            << "\n       (the prompt, then '|', then what the model wrote)\n";
+  if (!o.check_every_step) std::cout << "(--check recomputes the whole prefix at every step and compares the logits)\n";
+}
+
+void run_gpt2_generate(const GenerateCliOptions& opts) {
+  for (CLI::Option* flag : opts.lesson_only)
+    if (flag->count()) throw InputError(flag->get_name() + ": belongs to the lesson on random weights; leave it out with --model");
+  if (!opts.new_tokens) throw InputError("--tokens: give the number of tokens to generate with --model");
+  if (*opts.new_tokens < 1 || *opts.new_tokens > 1'000'000)
+    throw InputError("--tokens: expected 1..1000000 tokens to generate, got " + std::to_string(*opts.new_tokens));
+  if (opts.top_k && *opts.top_k < 0) throw InputError("--top-k: expected an integer >= 0, got " + std::to_string(*opts.top_k));
+  Gpt2GenerateConfig g;
+  g.new_tokens = std::size_t(*opts.new_tokens);
+  g.temperature = opts.temperature.value_or(0.0);
+  if (!std::isfinite(g.temperature) || g.temperature < 0)
+    throw InputError("--temperature: expected a finite number >= 0 (0 = greedy), got " + std::to_string(g.temperature));
+  g.top_k = std::size_t(opts.top_k.value_or(0));
+  g.seed = opts.config.seed;
+  g.check_every_step = opts.check;
+  if (!is_gpt2_folder(opts.model))
+    throw InputError("--model: " + opts.model + " is not a GPT-2 folder (config.json with \"model_type\": \"gpt2\")");
+  const Gpt2Model model = read_gpt2_model(opts.model);
+  const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(opts.model);
+  g.prompt = gpt2_tokens_from_text(tokenizer, opts.config.sentence).ids;
+  reuse_freed_memory();
+  check_gpt2_generate_config(g, model.config);
+  const Gpt2Generation result = gpt2_generate(model, g);
+  if (opts.json) std::cout << gpt2_generation_json(result, tokenizer).dump() << "\n";
+  else print_gpt2_generation(result, tokenizer, model.config, opts.model);
+}
+
 void run_generate_command(GenerateCliOptions opts) {
+  if (!opts.model.empty()) return run_gpt2_generate(opts);
+  for (CLI::Option* flag : opts.model_only)
+    if (flag->count()) throw InputError(flag->get_name() + ": generates with a GPT-2 folder; give --model DIR too");
   if (!opts.rope.empty()) opts.config.rope = parse_rope_style(opts.rope, "--rope");
   const ImageOptions image = image_options(opts.image);
   const GenerateResult r = run_generate(opts.config);
@@ -131,24 +210,37 @@ void setup_generate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "generate", "Decode a sentence token by token with a KV cache, checked against full recomputation");
   GenerateConfig& c = opts->config;
-  cmd->add_option("sentence", c.sentence, "the sentence (UTF-8)")->capture_default_str();
-  cmd->add_option("--prefill", c.prefill, "prompt tokens in the first step (0 = decode every token)")
-      ->capture_default_str();
-  cmd->add_option("--d-model", c.d_model, "embedding width")->capture_default_str()->check(CLI::Range(1, 4096));
-  cmd->add_option("--heads", c.num_heads, "query heads")->capture_default_str()->check(CLI::Range(1, 1024));
-  cmd->add_option("--kv-heads", c.num_kv_heads, "key/value heads (GQA/MQA; default = heads)")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--rope", opts->rope, "RoPE style: half or interleaved (default: none)");
-  cmd->add_flag("--sinusoidal", c.sinusoidal, "add the sinusoidal encoding (x * sqrt(d_model) + PE)");
-  cmd->add_flag("--alibi", c.alibi, "ALiBi biases, one slope per head");
-  cmd->add_option("--window", c.window, "sliding window: each token sees its last W tokens; the cache keeps W")
-      ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--seed", c.seed, "seed for embeddings and weights")->capture_default_str();
-  cmd->add_option("--max-tokens", c.max_tokens, "refuse sentences with more tokens")
-      ->capture_default_str()->check(CLI::Range(1, 1000000));
+  cmd->add_option("sentence", c.sentence, "the sentence (UTF-8); with --model, the prompt")->capture_default_str();
+  cmd->add_option("--model", opts->model,
+                  "a GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt): generate --tokens N "
+                  "tokens after the sentence through the model's KV caches");
+  opts->model_only = {
+      cmd->add_option("--tokens", opts->new_tokens, "with --model: how many tokens to generate (1 or more)"),
+      cmd->add_option("--temperature", opts->temperature,
+                      "with --model: sample from softmax(logits / T) (T > 0, seeded by --seed); 0 or absent = greedy"),
+      cmd->add_option("--top-k", opts->top_k, "with --model: sample among the K most likely tokens only (0 = all)"),
+      cmd->add_flag("--check", opts->check,
+                    "with --model: at every step also run the whole prefix without the cache and report the largest "
+                    "logit difference")};
+  opts->lesson_only.push_back(cmd->add_option("--prefill", c.prefill, "prompt tokens in the first step (0 = decode every token)")
+      ->capture_default_str());
+  auto& lesson = opts->lesson_only;
+  lesson.push_back(cmd->add_option("--d-model", c.d_model, "embedding width")->capture_default_str()->check(CLI::Range(1, 4096)));
+  lesson.push_back(cmd->add_option("--heads", c.num_heads, "query heads")->capture_default_str()->check(CLI::Range(1, 1024)));
+  lesson.push_back(cmd->add_option("--kv-heads", c.num_kv_heads, "key/value heads (GQA/MQA; default = heads)")
+      ->check(CLI::Range(1, 1024)));
+  lesson.push_back(cmd->add_option("--rope", opts->rope, "RoPE style: half or interleaved (default: none)"));
+  lesson.push_back(cmd->add_flag("--sinusoidal", c.sinusoidal, "add the sinusoidal encoding (x * sqrt(d_model) + PE)"));
+  lesson.push_back(cmd->add_flag("--alibi", c.alibi, "ALiBi biases, one slope per head"));
+  lesson.push_back(cmd->add_option("--window", c.window, "sliding window: each token sees its last W tokens; the cache keeps W")
+      ->check(CLI::Range(1, 1000000)));
+  cmd->add_option("--seed", c.seed, "seed for embeddings and weights; with --model, for sampling")->capture_default_str();
+  lesson.push_back(cmd->add_option("--max-tokens", c.max_tokens, "refuse sentences with more tokens")
+      ->capture_default_str()->check(CLI::Range(1, 1000000)));
   cmd->add_flag("--json", opts->json, "print every step as one JSON object (\"Wrote\" lines go to stderr)");
-  cmd->add_option("-o,--out", opts->out, "folder for the picture")->capture_default_str();
+  lesson.push_back(cmd->add_option("-o,--out", opts->out, "folder for the picture (not with --model)")->capture_default_str());
   add_image_flags(cmd, opts->image, /*with_colormap=*/false);
+  for (const char* flag : {"--format", "--scale"}) lesson.push_back(cmd->get_option(flag));
   cmd->footer(R"(Picture written into --out: kv_cache (one row per token as it was fed: the cache growing
 row by row, the prefill block outlined, the cache length and bytes after each step).
 
@@ -157,6 +249,11 @@ Examples:
   attn-cli generate "The cat sat on the mat" --prefill 2 --heads 4 --kv-heads 2 --rope half
   attn-cli generate "我喜欢深度学习" --prefill 0 --window 2 --alibi --json
   attn-cli generate "The cat sat on the mat" --prefill 3 --window 3 --out cat-cache --format both
+
+With a GPT-2 folder (greedy unless --temperature or --top-k; --check compares every step's
+logits with a full forward pass on the prefix, without the cache):
+  attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --check
+  attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --temperature 0.8 --top-k 40 --seed 7 --json
 )");
   cmd->callback([opts] { run_generate_command(*opts); });
 }

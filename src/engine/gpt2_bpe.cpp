@@ -181,6 +181,10 @@ std::string Gpt2Tokenizer::decode(const std::vector<TokenId>& ids) const {
   return bytes;
 }
 
+std::string Gpt2Tokenizer::decode_text(const std::vector<TokenId>& ids) const {
+  return utf8_with_replacement(decode(ids));
+}
+
 std::string Gpt2Tokenizer::token_text(TokenId id) const {
   check_id(id);
   return utf8_with_replacement(bytes_[id]);

@@ -8,6 +8,7 @@
 
 #include "attn/engine/attention.hpp"
 #include "attn/engine/error.hpp"
+#include "gpt2_parts.hpp"
 
 namespace attn {
 namespace {
@@ -17,16 +18,6 @@ void check_size(const char* field, std::size_t value, std::size_t max) {
     throw InputError(std::string(field) + ": expected 1.." + std::to_string(max) + ", got " +
                      std::to_string(value));
   }
-}
-
-// y [L, Out] = x [L, In] W [In, Out] + b [Out]: Hugging Face's Conv1D.
-Tensor2 conv1d(const Tensor2& x, const Tensor2& w, const Tensor1& b) {
-  const std::size_t L = x.shape(0), In = x.shape(1), Out = w.shape(1);
-  Tensor2 y = Tensor2::from_shape({L, Out});
-  for (std::size_t i = 0; i < L; ++i) std::copy(b.begin(), b.end(), y.data() + i * Out);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(L), int(Out), int(In), 1.0f, x.data(), int(In),
-              w.data(), int(Out), 1.0f, y.data(), int(Out));
-  return y;
 }
 
 // qkv [L, 3D] -> q, k, v [H, L, d]: head h of q is columns h*d.., of k D + h*d.., of v 2D + h*d...
@@ -52,9 +43,8 @@ Tensor2 merge_heads(const Tensor3& heads) {
 
 // Attention is the only part of a block that mixes information across positions.
 Tensor2 attention_branch(const Gpt2Block& b, const Tensor2& x, std::size_t H, std::size_t threads,
-                         Tensor3& weights) {
-  Tensor3 q, k, v;
-  split_qkv(conv1d(x, b.attn_weight, b.attn_bias), H, q, k, v);
+                         Tensor3& weights, Tensor3& q, Tensor3& k, Tensor3& v) {
+  split_qkv(detail::gpt2_conv1d(x, b.attn_weight, b.attn_bias), H, q, k, v);
   SdpaOptions so;
   so.causal = true;  // scale 1/sqrt(d), the default
   BackendOptions bo;
@@ -63,14 +53,7 @@ Tensor2 attention_branch(const Gpt2Block& b, const Tensor2& x, std::size_t H, st
   bo.threads = threads;
   SdpaResult r = attention(q, k, v, nullptr, so, bo, /*with_weights=*/true);
   weights = std::move(r.weights);
-  return conv1d(merge_heads(r.output), b.attn_proj_weight, b.attn_proj_bias);
-}
-
-// The MLP works on each position alone: widen to 4D, GELU, project back.
-Tensor2 mlp_branch(const Gpt2Block& b, const Tensor2& x) {
-  Tensor2 hidden = conv1d(x, b.fc_weight, b.fc_bias);
-  for (float& h : hidden) h = gelu_new(h);
-  return conv1d(hidden, b.mlp_proj_weight, b.mlp_proj_bias);
+  return detail::gpt2_conv1d(merge_heads(r.output), b.attn_proj_weight, b.attn_proj_bias);
 }
 
 }  // namespace
@@ -88,6 +71,27 @@ void check_gpt2_config(const Gpt2Config& c) {
   if (!std::isfinite(c.layer_norm_epsilon) || c.layer_norm_epsilon <= 0 || c.layer_norm_epsilon >= 1)
     throw InputError("layer_norm_epsilon: expected a number in (0, 1), got " + std::to_string(c.layer_norm_epsilon));
 }
+
+namespace detail {
+
+// y [L, Out] = x [L, In] W [In, Out] + b [Out]: Hugging Face's Conv1D.
+Tensor2 gpt2_conv1d(const Tensor2& x, const Tensor2& w, const Tensor1& b) {
+  const std::size_t L = x.shape(0), In = x.shape(1), Out = w.shape(1);
+  Tensor2 y = Tensor2::from_shape({L, Out});
+  for (std::size_t i = 0; i < L; ++i) std::copy(b.begin(), b.end(), y.data() + i * Out);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(L), int(Out), int(In), 1.0f, x.data(), int(In),
+              w.data(), int(Out), 1.0f, y.data(), int(Out));
+  return y;
+}
+
+// The MLP works on each position alone: widen to 4D, GELU, project back.
+Tensor2 gpt2_mlp_branch(const Gpt2Block& b, const Tensor2& x) {
+  Tensor2 hidden = gpt2_conv1d(x, b.fc_weight, b.fc_bias);
+  for (float& h : hidden) h = gelu_new(h);
+  return gpt2_conv1d(hidden, b.mlp_proj_weight, b.mlp_proj_bias);
+}
+
+}  // namespace detail
 
 Gpt2Model unfilled_gpt2_model(const Gpt2Config& c) {
   check_gpt2_config(c);
@@ -185,12 +189,16 @@ Gpt2Forward gpt2_forward(const Gpt2Model& model, const std::vector<std::int32_t>
     for (std::size_t j = 0; j < D; ++j) x(i, j) = model.wte(std::size_t(ids[i]), j) + model.wpe(i, j);
   }
   Gpt2Forward out;
+  out.embedded = x;
   out.attention.resize(c.n_layer);
+  out.q.resize(c.n_layer);
+  out.k.resize(c.n_layer);
+  out.v.resize(c.n_layer);
   for (std::size_t l = 0; l < c.n_layer; ++l) {
     const Gpt2Block& b = model.blocks[l];
     x += attention_branch(b, layer_norm(x, b.ln_1_weight, b.ln_1_bias, c.layer_norm_epsilon), c.n_head, threads,
-                          out.attention[l]);
-    x += mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon));
+                          out.attention[l], out.q[l], out.k[l], out.v[l]);
+    x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon));
   }
   const Tensor2 final_x = layer_norm(x, model.ln_f_weight, model.ln_f_bias, c.layer_norm_epsilon);
   // logits [L, vocab] = x [L, D] wte^T: the unembedding is the token embedding, transposed.

@@ -10,6 +10,7 @@
 #include "attn/engine/mha.hpp"
 #include "attn/engine/positional.hpp"
 #include "attn/engine/topk.hpp"
+#include "attn/lessons/gpt2_forward.hpp"
 
 namespace attn {
 namespace {
@@ -130,7 +131,7 @@ ComplexityConfig demo_complexity_config(const DemoConfig& config, std::size_t to
 }
 
 void check_demo_config(const DemoConfig& config) {
-  if (config.model) {
+  if (config.model || config.gpt2) {
     if (config.rope) throw InputError("--rope: a trained model has its own learned positions; leave out --rope with --model");
     if (config.positions != PositionKind::none) {
       throw InputError("--positions: a trained model has its own learned positions; leave out --positions with --model");
@@ -279,17 +280,11 @@ SequenceHeadScore best_head(const std::vector<SequenceHeadScore>& scores, Score 
   return *best;
 }
 
-// The sentence through a trained model: what its heads learned, on words it never saw (the toy
-// was trained on arbitrary ids, so each distinct word is just the next id).
-void model_attention(DemoResult& r) {
-  const ToyModel& model = *r.config.model;
-  const ToyConfig& mc = model.config;
-  r.config.d_model = mc.d_model;
-  r.config.heads = mc.heads;
-  const ToyTokens t = toy_tokens_from_words(r.tokens, mc.vocab);
-  const ToyForward f = run_toy_forward(model, t);
-
-  DemoModel dm{r.config.model_path, mc, t.ids, f.attention, sequence_head_scores(f.attention, t.ids), {}, {}};
+// The two heatmaps' heads, picked by their scores on the sentence, and the flash check on the
+// induction head's own Q, K, V ([layers] of [H, L, d]) as the model computed them.
+void show_model_heads(DemoResult& r, DemoModel& dm, const std::vector<Tensor3>& q_layers,
+                      const std::vector<Tensor3>& k_layers, const std::vector<Tensor3>& v_layers) {
+  const ToyConfig& mc = dm.config;
   const std::size_t first_induction_layer = mc.layers > 1 ? 1 : 0;
   dm.induction_head = best_head(
       dm.scores, [](const SequenceHeadScore& s) { return s.induction.value_or(-1.0); },
@@ -300,34 +295,90 @@ void model_attention(DemoResult& r) {
 
   const SequenceHeadScore& ind = dm.induction_head;
   const SequenceHeadScore& prev = dm.prev_token_head;
+  r.config.d_model = mc.d_model;
+  r.config.heads = mc.heads;
   r.scale = resolved_scale(std::nullopt, mc.d_model / mc.heads);
-  r.weights = xt::view(f.attention[ind.layer], ind.head, xt::all(), xt::all());
+  r.weights = xt::view(dm.attention[ind.layer], ind.head, xt::all(), xt::all());
   r.top = top_per_row(r.weights, r.config.top_k, &r.causal_allowed);
-  r.causal_weights = xt::view(f.attention[prev.layer], prev.head, xt::all(), xt::all());
+  r.causal_weights = xt::view(dm.attention[prev.layer], prev.head, xt::all(), xt::all());
   r.causal_top = top_per_row(r.causal_weights, r.config.top_k, &r.causal_allowed);
-  r.head_weights = f.attention.back();
+  r.head_weights = dm.attention.back();
   r.head_mean = mean_over_heads(r.head_weights);
 
-  // The flash check on the induction head's own Q, K, V, as the model computed them.
   auto head = [&](const std::vector<Tensor3>& per_layer) {
     return Tensor3(xt::view(per_layer[ind.layer], xt::range(ind.head, ind.head + 1), xt::all(), xt::all()));
   };
-  const Tensor3 q = head(f.q), k = head(f.k), v = head(f.v);
+  const Tensor3 q = head(q_layers), k = head(k_layers), v = head(v_layers);
   SdpaOptions causal;
   causal.causal = true;
   r.flash = flash_check(q, k, v, sdpa(q, k, v), sdpa(q, k, v, nullptr, causal));
   const std::size_t L = r.tokens.size();
   r.flash.replay = replay_flash(q, k, v, r.tokens, {teaching_block(L), teaching_block(L), true});
-  for (std::size_t l = 0; l < mc.layers; ++l) dm.scaled_scores.push_back(scaled_scores(f.q[l], f.k[l], r.scale));
+  // The scores behind every weight, for the report's temperature slider.
+  for (std::size_t l = 0; l < mc.layers; ++l) dm.scaled_scores.push_back(scaled_scores(q_layers[l], k_layers[l], r.scale));
   r.scores = xt::view(dm.scaled_scores[ind.layer], ind.head, xt::all(), xt::all());
   r.causal_scores = xt::view(dm.scaled_scores[prev.layer], prev.head, xt::all(), xt::all());
   r.head_scores = dm.scaled_scores.back();
+}
+
+// The sentence through a trained model: what its heads learned, on words it never saw (the toy
+// was trained on arbitrary ids, so each distinct word is just the next id).
+void model_attention(DemoResult& r) {
+  const ToyModel& model = *r.config.model;
+  const ToyConfig& mc = model.config;
+  const ToyTokens t = toy_tokens_from_words(r.tokens, mc.vocab);
+  const ToyForward f = run_toy_forward(model, t);
+
+  DemoModel dm{r.config.model_path, "toy", mc, t.ids, f.attention, sequence_head_scores(f.attention, t.ids), {}, {},
+               toy_head_summary(model, t, f.attention)};
+  show_model_heads(r, dm, f.q, f.k, f.v);
 
   // The decode check on the model's first layer, from its embedded sentence.
   const ToyLayer& l0 = model.layers.front();
   MhaOptions mo;
   mo.num_heads = mc.heads;
   r.decode = decode_check(f.residual.front(), MhaWeights{l0.w_q, l0.w_k, l0.w_v, l0.w_o, {}, {}, {}, {}}, mo);
+  r.model = std::move(dm);
+}
+
+// Block 0's attention of a GPT-2 as torch.nn.Linear weights (y = x W^T + b, mha.hpp): Conv1D
+// stores W [in, out], so W_q is the transpose of c_attn.weight's first D columns, and so on.
+MhaWeights gpt2_block_mha_weights(const Gpt2Block& b, std::size_t D) {
+  MhaWeights w;
+  Tensor2* parts[3] = {&w.w_q, &w.w_k, &w.w_v};
+  std::optional<Tensor1>* biases[3] = {&w.b_q, &w.b_k, &w.b_v};
+  for (std::size_t part = 0; part < 3; ++part) {
+    *parts[part] = Tensor2::from_shape({D, D});
+    Tensor1 bias = Tensor1::from_shape({D});
+    for (std::size_t o = 0; o < D; ++o) {
+      for (std::size_t i = 0; i < D; ++i) (*parts[part])(o, i) = b.attn_weight(i, part * D + o);
+      bias(o) = b.attn_bias(part * D + o);
+    }
+    *biases[part] = bias;
+  }
+  w.w_o = Tensor2::from_shape({D, D});
+  for (std::size_t o = 0; o < D; ++o)
+    for (std::size_t i = 0; i < D; ++i) w.w_o(o, i) = b.attn_proj_weight(i, o);
+  w.b_o = b.attn_proj_bias;
+  return w;
+}
+
+// The sentence through GPT-2: its own BPE tokens, its real attention (LayerNorm, biases, MLPs
+// and all); the decode check on block 0's attention, from the LayerNorm of the embeddings.
+void gpt2_attention(DemoResult& r, const std::vector<std::int32_t>& ids) {
+  const Gpt2Model& model = *r.config.gpt2;
+  const Gpt2Config& c = model.config;
+  const Gpt2Forward f = gpt2_forward(model, ids);
+  const ToyConfig mc{c.vocab_size, c.n_embd, c.n_head, c.n_layer, c.n_positions};
+  DemoModel dm{r.config.model_path, "gpt2", mc, ids, f.attention, sequence_head_scores(f.attention, ids), {}, {},
+               gpt2_head_summary(model, ids, f.attention)};
+  show_model_heads(r, dm, f.q, f.k, f.v);
+
+  const Gpt2Block& b0 = model.blocks.front();
+  MhaOptions mo;
+  mo.num_heads = c.n_head;
+  r.decode = decode_check(layer_norm(f.embedded, b0.ln_1_weight, b0.ln_1_bias, c.layer_norm_epsilon),
+                          gpt2_block_mha_weights(b0, c.n_embd), mo);
   r.model = std::move(dm);
 }
 
@@ -342,14 +393,22 @@ DemoHead demo_seeded_head(const DemoConfig& config) {
 
 DemoResult run_demo(const DemoConfig& config) {
   check_demo_config(config);
-  const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
   DemoResult r;
   r.config = config;
-  r.tokens = token_texts(tokens);
+  if (config.gpt2) {  // GPT-2's own BPE tokens, not words
+    const ToyTokens t = gpt2_tokens_from_text(*config.gpt2_tokenizer, config.sentence);
+    if (t.ids.empty()) throw InputError("sentence: no tokens");
+    r.tokens = t.texts;
+    r.causal_allowed = causal_allowed(t.ids.size(), t.ids.size());
+    gpt2_attention(r, t.ids);
+  } else {
+    const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
+    r.tokens = token_texts(tokens);
+    r.causal_allowed = causal_allowed(r.tokens.size(), r.tokens.size());
+    if (config.model) model_attention(r);
+    else seeded_attention(r, tokens);
+  }
   const std::size_t L = r.tokens.size();
-  r.causal_allowed = causal_allowed(L, L);
-  if (config.model) model_attention(r);
-  else seeded_attention(r, tokens);
   r.variance = run_variance(demo_variance_config(r.config));
   r.complexity = run_complexity(demo_complexity_config(r.config, L));
   return r;
@@ -405,11 +464,16 @@ Json optional_score(const std::optional<double>& v) { return v ? Json(*v) : Json
 void add_model_json(Json& m, const DemoModel& dm) {
   const ToyConfig& c = dm.config;
   Json& config = m["config"];
-  config["model"] = {{"path", dm.path}, {"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads},
-                     {"layers", c.layers}, {"context", c.context}};
-  config["embeddings"] = "the model's embed[id] + pos[i]; each distinct word gets the next id in order of first appearance";
-  config["projections"] = "the model's trained weights: single_head is its induction head, causal its previous-token head";
-  config["multi_head_projections"] = "the model's trained weights: multi_head is its last layer";
+  const bool gpt2 = dm.architecture == "gpt2";
+  config["model"] = {{"path", dm.path}, {"architecture", dm.architecture}, {"vocab", c.vocab}, {"d_model", c.d_model},
+                     {"heads", c.heads}, {"layers", c.layers}, {"context", c.context}};
+  config["embeddings"] = gpt2 ? "GPT-2's wte[id] + wpe[i] on GPT-2's own BPE tokens of the sentence"
+                              : "the model's embed[id] + pos[i]; each distinct word gets the next id in order of first appearance";
+  config["projections"] = gpt2 ? "the model's own weights (LayerNorm, biases and MLPs included): single_head is the "
+                                 "head with the best induction score after layer 0, causal the best previous-token "
+                                 "head of layer 0"
+                               : "the model's trained weights: single_head is its induction head, causal its previous-token head";
+  config["multi_head_projections"] = "the model's weights: multi_head is its last layer";
   Json& results = m["results"];
   const SequenceHeadScore& ind = dm.induction_head;
   const SequenceHeadScore& prev = dm.prev_token_head;
@@ -439,6 +503,10 @@ void add_model_json(Json& m, const DemoModel& dm) {
                       {"prev_token_head", {{"layer", prev.layer}, {"head", prev.head}}},
                       {"attention", attention},
                       {"scaled_scores", scaled}};
+  if (dm.summary) results["model"]["head_summary"] = head_summary_json(*dm.summary);
+  if (gpt2) {
+    results["decode"]["input"] = "ln_1 of block 0 applied to the embeddings; c_attn and c_proj as y = x W^T + b";
+  }
 }
 
 }  // namespace

@@ -48,6 +48,19 @@ ToyForward run_toy_forward(const ToyModel& model, const ToyTokens& tokens) {
   return toy_forward(model, tokens.ids);
 }
 
+std::optional<HeadSummary> toy_head_summary(const ToyModel& model, const ToyTokens& tokens,
+                                            const std::vector<Tensor3>& attention) {
+  const std::size_t n = tokens.ids.size();
+  if (n < 2) return std::nullopt;
+  std::vector<Tensor3> repeated;
+  if (2 * n <= model.config.context) {
+    std::vector<std::int32_t> twice = tokens.ids;
+    twice.insert(twice.end(), tokens.ids.begin(), tokens.ids.end());
+    repeated = toy_forward(model, twice).attention;
+  }
+  return summarize_heads(attention, repeated);
+}
+
 std::vector<SequenceHeadScore> sequence_head_scores(const std::vector<Tensor3>& attention,
                                                     const std::vector<std::int32_t>& ids) {
   const std::size_t n = ids.size();

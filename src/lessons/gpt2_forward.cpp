@@ -43,4 +43,22 @@ std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenize
   return out;
 }
 
+double gpt2_forward_flops(const Gpt2Config& c, std::size_t n) {
+  const double N = double(n), D = double(c.n_embd), L = double(c.n_layer);
+  return 2 * N * (12 * L * D * D + double(c.vocab_size) * D) + L * 2 * N * N * D;
+}
+
+std::optional<HeadSummary> gpt2_head_summary(const Gpt2Model& model, const std::vector<std::int32_t>& ids,
+                                             const std::vector<Tensor3>& attention) {
+  const std::size_t n = ids.size();
+  if (n < 2) return std::nullopt;
+  std::vector<Tensor3> repeated;
+  if (2 * n <= model.config.n_positions) {
+    std::vector<std::int32_t> twice = ids;
+    twice.insert(twice.end(), ids.begin(), ids.end());
+    repeated = gpt2_forward(model, twice).attention;
+  }
+  return summarize_heads(attention, repeated);
+}
+
 }  // namespace attn

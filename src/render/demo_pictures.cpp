@@ -10,7 +10,7 @@
 #include "attn/render/head_grid.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/render/mask_diagram.hpp"
-#include "attn/render/train_pictures.hpp"
+#include "attn/render/model_pictures.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "figure_parts.hpp"
 
@@ -55,7 +55,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
 
   HeatmapSpec single;
   single.weights = r.weights;
-  single.query_tokens = single.key_tokens = r.tokens;
+  single.query_tokens = single.key_tokens = visible_token_labels(r.tokens);
   single.title = "Self-attention weights: " + quoted;
   // What the runs know of order (--positions): without positions two copies of a word have one row.
   const std::string positions = r.config.positions == PositionKind::sinusoidal
@@ -75,7 +75,8 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     // Both heads are the trained model's own, causal as it was trained.
     const SequenceHeadScore& ind = r.model->induction_head;
     const SequenceHeadScore& prev = r.model->prev_token_head;
-    const std::string trained = "trained model " + r.model->path + " · ";
+    const std::string trained =
+        (r.model->architecture == "gpt2" ? "GPT-2 model " : "trained model ") + r.model->path + " · ";
     single.allowed = r.causal_allowed;
     // A head is named for what it does only when its score says so (the score rules' 0.5: most of
     // the weight where the pattern puts it); otherwise it is the best candidate, not yet formed.
@@ -85,17 +86,17 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
                                               : "Best induction candidate, no induction head yet") +
                    " (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) + "): " + quoted;
     single.subtitle =
-        trained + (!ind.induction ? std::string("no word repeats here, so no head can show induction")
+        trained + (!ind.induction ? std::string("no token repeats here, so no head can show induction")
                    : ind_formed     ? "induction score " + fixed(*ind.induction) +
-                                      ": a repeated word attends to the word that followed its earlier copy"
+                                      ": a repeated token attends to the token that followed its earlier copy"
                                     : "induction score " + fixed(*ind.induction) +
                                       ", under 0.5: no head yet puts most of a repeated word's weight on the word "
                                       "after its earlier copy");
     causal.title = std::string(prev_formed ? "Previous-token head" : "Best previous-token candidate, not formed yet") +
                    " (layer " + std::to_string(prev.layer) + ", head " + std::to_string(prev.head) + "): " + quoted;
     causal.subtitle = trained + "previous-token score " + fixed(prev.prev_token) +
-                      (prev_formed ? ": each word attends to the word just before it"
-                                   : ", under 0.5: no head yet puts most of a word's weight on the word before it");
+                      (prev_formed ? ": each token attends to the token just before it"
+                                   : ", under 0.5: no head yet puts most of a token's weight on the token before it");
   }
   save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
   save(heatmap_figure(causal), dir, "attention_causal", "heatmap", causal.title, o, artifacts);
@@ -113,9 +114,12 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     const std::string title = "Every head of " + r.model->path + ": " + quoted;
     const std::string subtitle = std::to_string(c.layers) + " layers × " + std::to_string(c.heads) +
                                  " heads, head dim " + std::to_string(c.d_model / c.heads) +
-                                 " · rows: query (attending), columns: key (attended to) · causal · one colour scale";
-    save(train_heads_figure(r.model->attention, r.tokens, title, subtitle, o.colormap), dir, "heads", "heads", title,
-         o, artifacts);
+                                 " · rows: query (attending), columns: key (attended to) · causal · one colour scale" +
+                                 (r.model->summary ? " · each head titled with its kind (manifest: results.model.head_summary)"
+                                                   : "");
+    const ModelViewSpec spec{r.model->attention, r.tokens, r.model->summary ? &*r.model->summary : nullptr, title,
+                             subtitle, o.colormap};
+    save(model_view_figure(spec), dir, "heads", "heads", title, o, artifacts);
   } else {
     HeadGridSpec heads;
     heads.weights = r.head_weights;
@@ -132,7 +136,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
   const DemoFlashCheck& fl = r.flash;
   FlashTilesSpec tiles;
   tiles.Lq = tiles.Lk = L;
-  tiles.query_tokens = tiles.key_tokens = r.tokens;
+  tiles.query_tokens = tiles.key_tokens = visible_token_labels(r.tokens);
   tiles.panels = {{fl.tiles, false, tile_panel_title("non-causal", fl.tiles)},
                   {fl.causal_tiles, true, tile_panel_title("causal", fl.causal_tiles)}};
   tiles.title = "FlashAttention tiles: " + quoted;

@@ -60,6 +60,20 @@ void check_labels(const std::vector<std::string>& labels, std::size_t n, const s
   }
 }
 
+std::string label_thinning_note(std::size_t step, std::size_t tokens) {
+  if (step <= 1) return "";
+  const char* suffix = step % 10 == 2 && step % 100 != 12   ? "nd"
+                       : step % 10 == 3 && step % 100 != 13 ? "rd"
+                                                            : "th";
+  return "every " + std::to_string(step) + suffix + " token labelled (0, " + std::to_string(step) + ", " +
+         std::to_string(2 * step) + ", ...) of " + std::to_string(tokens);
+}
+
+std::string with_note(const std::string& text, const std::string& note) {
+  if (note.empty()) return text;
+  return text.empty() ? note : text + " · " + note;
+}
+
 double cell_size_for(std::size_t rows, std::size_t cols, double target, double min_cell,
                      double max_cell) {
   const double n = static_cast<double>(std::max<std::size_t>({rows, cols, 1}));

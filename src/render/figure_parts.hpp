@@ -54,6 +54,12 @@ CellGrid panel_grid(const MatrixPanel& panel, const PanelLayout& layout, double 
 void draw_panel(Canvas& canvas, const MatrixPanel& panel, const PanelLayout& layout, double x,
                 double y);
 
+// Tiny cells get every step-th token label only; a picture must say so, never drop labels
+// silently: "every 4th token labelled (0, 4, 8, ...) of 48", or "" for step 1.
+std::string label_thinning_note(std::size_t step, std::size_t tokens);
+// text + " · " + note, or whichever of them is not empty.
+std::string with_note(const std::string& text, const std::string& note);
+
 // InputError unless labels is empty (no labels given) or has one label per position.
 void check_labels(const std::vector<std::string>& labels, std::size_t n, const std::string& field);
 

@@ -162,7 +162,11 @@ Figure flash_tiles_figure(const FlashTilesSpec& spec) {
     top = std::max(top, pl.layout.grid_y);
     bottom = std::max(bottom, pl.layout.height - pl.layout.grid_y);
   }
-  const render::FigureFrame frame = render::frame_figure(m, s->title, s->subtitle, {row_w, legend_w}, 0, margin);
+  std::size_t label_step = 1;
+  for (const Placed& pl : placed) label_step = std::max(label_step, pl.layout.label_step);
+  const std::string subtitle =
+      render::with_note(s->subtitle, render::label_thinning_note(label_step, placed.front().panel->rows));
+  const render::FigureFrame frame = render::frame_figure(m, s->title, subtitle, {row_w, legend_w}, 0, margin);
 
   Figure f;
   std::vector<std::pair<double, double>> origins;

@@ -49,14 +49,31 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   if (s->key_tokens.empty()) s->key_tokens = position_labels(Lk);
   auto mean = std::make_shared<Tensor2>(mean_over_heads(s->weights));
   const auto cmap = std::make_shared<Colormap>(Colormap::by_name(s->colormap));
-  const ColorScale scale = color_scale_for({s->weights.data(), s->weights.size()}, s->vmax);
+  ColorScale scale = color_scale_for({s->weights.data(), s->weights.size()}, s->vmax);
+  if (s->auto_log && !s->vmax && s->allowed) {
+    // One scale for the whole picture: the log one only when every head would get it alone.
+    std::optional<ColorScale> log;
+    for (std::size_t h = 0; h < H; ++h) {
+      const Tensor2 w = xt::view(s->weights, h, xt::all(), xt::all());
+      const Mask2 a = xt::view(*s->allowed, s->allowed->shape(0) == 1 ? 0 : h, xt::all(), xt::all());
+      log = long_causal_log_scale(w, a);
+      if (!log) break;
+    }
+    if (log) {
+      scale = *log;
+      s->subtitle = render::with_note(s->subtitle, "log colour scale: query i shares its weight among the i + 1 keys "
+                                                   "it sees, so on a linear scale the later rows would look empty");
+    }
+  }
 
   auto masked = [s, H](std::size_t p, std::size_t i, std::size_t j) { return masked_cell(*s, H, p, i, j); };
   const bool any_masked = any_masked_cell(*s, H, Lq, Lk);
 
   const std::size_t n_panels = H + (s->show_mean ? 1 : 0);
-  const std::size_t ncols = std::min<std::size_t>(
-      n_panels, static_cast<std::size_t>(std::ceil(std::sqrt(1.5 * static_cast<double>(n_panels)))));
+  const std::size_t ncols =
+      s->columns ? std::min(n_panels, s->columns)
+                 : std::min<std::size_t>(n_panels, static_cast<std::size_t>(
+                                                       std::ceil(std::sqrt(1.5 * static_cast<double>(n_panels)))));
   const std::size_t nrows = (n_panels + ncols - 1) / ncols;
 
   std::vector<std::shared_ptr<render::MatrixPanel>> panels;
@@ -70,7 +87,7 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
     panel->col_labels = s->key_tokens;
     panel->title = p < H ? (s->panel_titles.empty() ? "Head " + std::to_string(p) : s->panel_titles[p])
                          : "Mean of " + std::to_string(H) + " heads";
-    panel->cell = render::cell_size_for(Lq, Lk, 200, 2, 36);
+    panel->cell = render::cell_size_for(Lq, Lk, s->panel_points, 2, 36);
     panel->label_size = 9;
     panel->title_size = 11;
     panel->cell_at = [s, mean, cmap, scale, masked, p, H](std::size_t i, std::size_t j) {
@@ -90,10 +107,13 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
     below = std::max(below, l.height - l.grid_y);
   }
   const double slot_w = grid_x + right, slot_h = grid_y + below;
+  std::size_t label_step = 1;
+  for (const auto& l : layouts) label_step = std::max(label_step, l.label_step);
+  s->subtitle = render::with_note(s->subtitle, render::label_thinning_note(label_step, Lq));
   const double margin = 16, gap = 18;
   const double panels_w = static_cast<double>(ncols) * slot_w + static_cast<double>(ncols - 1) * gap;
   const double panels_h = static_cast<double>(nrows) * slot_h + static_cast<double>(nrows - 1) * gap;
-  const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label);
+  const double bar_w = render::colorbar_width(m, scale.vmin, scale.vmax, s->value_label, scale.log);
   const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
   // The legend starts under the first grid's left edge, so the body must reach past its end too.
   const double body_w = std::max(panels_w + gap + bar_w, grid_x + legend.width);
@@ -119,7 +139,7 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
     for (std::size_t p = 0; p < n_panels; ++p) {
       render::draw_panel(c, *panels[p], layouts[p], origins[p].first, origins[p].second);
     }
-    render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, bar_x, bar_y, bar_h, s->value_label);
+    render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, bar_x, bar_y, bar_h, s->value_label, scale.log);
     if (any_masked) render::draw_masked_legend(c, x0 + grid_x, legend_y);
   };
   return f;

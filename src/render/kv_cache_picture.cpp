@@ -162,7 +162,8 @@ Figure kv_cache_figure(const GenerateResult& r) {
           ", recomputing the prefix every step " + format_si(double(r.total_recompute.total())) +
           (log_scale ? " · log colour scale: row t shares its weight among the keys it sees, so on a linear scale "
                        "the later rows would look empty"
-                     : ""),
+                     : "") +
+          (pl.label_step > 1 ? " · " + render::label_thinning_note(pl.label_step, L) : ""),
       {body_w, legend_w}, 0, margin);
   const double panel_x = frame.centred_x(body_w), panel_y = frame.body_y();
   const CellGrid g = render::panel_grid(*panel, pl, panel_x, panel_y);

@@ -59,7 +59,13 @@ Figure mask_figure(const MaskDiagramSpec& spec) {
     caption_h.push_back(caption.empty() ? 0 : m.measure(caption, {11, true}).height + 6);
     row_h.push_back(caption_h.back() + std::max(a.height, b.height));
   }
-  const render::TitleBlock titles{spec.title, spec.subtitle, std::max(pair_w, 480.0)};
+  std::size_t label_step = 1, rows = 0;
+  for (const auto& pl : placed) {
+    label_step = std::max(label_step, pl.layout.label_step);
+    rows = std::max(rows, pl.panel->rows);
+  }
+  const render::TitleBlock titles{spec.title, render::with_note(spec.subtitle, render::label_thinning_note(label_step, rows)),
+                                  std::max(pair_w, 480.0)};
   const TextSize title = render::title_block_size(m, titles);
   const double title_h = title.height;
   const double content_w = std::max(pair_w, title.width);

@@ -23,10 +23,6 @@ const unsigned kHeadColours[] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467b
                                  0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
 Rgb head_colour(std::size_t h) { return rgb_from_hex(kHeadColours[h % 10]); }
 
-std::string ordinal_suffix(std::size_t n) {
-  if (n % 100 >= 11 && n % 100 <= 13) return "th";
-  return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
-}
 
 struct Block {  // one matrix: where it is drawn and with which scale
   const Tensor2* m = nullptr;
@@ -135,7 +131,7 @@ Figure multihead_figure(const ExplainResult& r) {
   const std::string subtitle =
       std::string(mh.causal ? "causal (hatched: masked, not a weight of 0) · " : "no mask · ") +
       "rows are the tokens in order" +
-      (label_step > 1 ? " (every " + std::to_string(label_step) + ordinal_suffix(label_step) + " labelled)" : "") + " · split = a reshape [L, H, d_h] and a transpose, no arithmetic · "
+      (label_step > 1 ? " (" + render::label_thinning_note(label_step, L) + ")" : "") + " · split = a reshape [L, H, d_h] and a transpose, no arithmetic · "
       "max |by hand − attn::mha| = " + format_g(mh.max_diff_vs_mha, 2) +
       " · fused W_qkv [3D, D], one product split in three: max |fused − separate| = " + format_g(mh.max_diff_fused, 2);
   const render::FigureFrame frame = render::frame_figure(m, title, subtitle, {total_w}, 0, 16);

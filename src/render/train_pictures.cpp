@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "attn/engine/mask.hpp"
-#include "attn/render/head_grid.hpp"
+#include "attn/render/model_pictures.hpp"
 #include "attn/render/line_plot.hpp"
 
 namespace attn {
@@ -77,26 +77,8 @@ Figure train_curves_figure(const TrainRun& run, const TrainOptions& o) {
 
 Figure train_heads_figure(const std::vector<Tensor3>& attention, const std::vector<std::string>& tokens,
                           const std::string& title, const std::string& subtitle, const std::string& colormap) {
-  const std::size_t H = attention.front().shape(0), L = attention.front().shape(1);
-  HeadGridSpec spec;
-  spec.weights = Tensor3::from_shape({attention.size() * H, L, L});
-  float* dst = spec.weights.data();
-  for (std::size_t l = 0; l < attention.size(); ++l) {
-    dst = std::copy(attention[l].begin(), attention[l].end(), dst);
-    for (std::size_t h = 0; h < H; ++h)
-      spec.panel_titles.push_back("Layer " + std::to_string(l) + " head " + std::to_string(h));
-  }
-  Mask3 causal = Mask3::from_shape({1, L, L});
-  for (std::size_t i = 0; i < L; ++i)
-    for (std::size_t j = 0; j < L; ++j) causal(0, i, j) = j <= i;
-  spec.allowed = causal;
-  spec.query_tokens = spec.key_tokens = tokens;
-  spec.title = title;
-  spec.subtitle = subtitle;
-  spec.colormap = colormap;
-  spec.vmax = 1.0;
-  spec.show_mean = false;
-  return head_grid_figure(spec);
+  ModelViewSpec spec{attention, tokens, nullptr, title, subtitle, colormap, /*fixed_scale=*/true};
+  return model_view_figure(spec);
 }
 
 std::vector<std::string> write_train_pictures(const TrainRun& run, const TrainOptions& o, const std::string& dir,

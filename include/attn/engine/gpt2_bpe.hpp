@@ -55,6 +55,9 @@ class Gpt2Tokenizer {
   // Ids -> the bytes they stand for (not always valid UTF-8: a character may be split
   // between tokens). InputError for an id outside the vocabulary.
   std::string decode(const std::vector<TokenId>& ids) const;
+  // decode() as readable text: each ill-formed UTF-8 sequence replaced by U+FFFD (JSON and
+  // terminals want valid UTF-8; a generated text may end inside a character).
+  std::string decode_text(const std::vector<TokenId>& ids) const;
 
   // One token as readable text: its bytes, each ill-formed UTF-8 sequence replaced by U+FFFD.
   std::string token_text(TokenId id) const;

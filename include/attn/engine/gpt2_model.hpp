@@ -78,6 +78,8 @@ float gelu_new(float x);
 struct Gpt2Forward {
   Tensor2 logits;  // [L, vocab]
   std::vector<Tensor3> attention;  // [n_layer] of [H, L, L], post-softmax
+  std::vector<Tensor3> q, k, v;    // [n_layer] of [H, L, d]: what each layer's attention was given
+  Tensor2 embedded;                // [L, D] wte[t_i] + wpe[i], the input of block 0
 };
 
 // One sequence of ids through the model. Attention runs through the engine's door

@@ -7,7 +7,7 @@
 // with --rope, RoPE in the multi-head run and a single-head causal run with RoPE. Then the
 // pictures and manifest.json (DESIGN.md).
 //
-// With a trained toy model (attn-cli train), the attention comes from the model instead: its
+// With a trained toy model (attn-cli train) or a GPT-2 folder, the attention comes from the model instead: its
 // induction head and its previous-token head on the sentence are the two heatmaps, every head of
 // every layer is the head grid, and the flash and decode checks run on the model's own Q, K, V.
 #include <cstdint>
@@ -26,6 +26,9 @@
 #include "attn/lessons/flash_replay.hpp"
 #include "attn/lessons/forward.hpp"
 #include "attn/lessons/positions_lesson.hpp"
+#include "attn/engine/gpt2_bpe.hpp"
+#include "attn/engine/gpt2_model.hpp"
+#include "attn/lessons/head_summary.hpp"
 #include "attn/lessons/variance.hpp"
 
 namespace attn {
@@ -44,6 +47,10 @@ struct DemoConfig {
   // A trained toy model: d_model and heads are its own, words map to ids in order of first
   // appearance (forward.hpp), and RoPE is refused (the toy learned positions of its own).
   std::shared_ptr<const ToyModel> model;
+  // Or a GPT-2 folder (io/gpt2_model_file.hpp): the sentence is GPT-2's BPE tokens, the
+  // attention the model's own (its layers' LayerNorm, biases and MLPs included).
+  std::shared_ptr<const Gpt2Model> gpt2;
+  std::shared_ptr<const Gpt2Tokenizer> gpt2_tokenizer;
   std::string model_path;  // how the manifest and the pictures name it
 };
 
@@ -54,11 +61,13 @@ struct DemoConfig {
 inline const char* kDemoModelSentence = "the cat sat on the mat . the cat sat on the mat";
 struct DemoModel {
   std::string path;
-  ToyConfig config;
+  std::string architecture;  // "toy" (attn-cli train) or "gpt2"
+  ToyConfig config;  // for GPT-2: vocab_size, n_embd, n_head, n_layer, n_positions
   std::vector<std::int32_t> ids;
   std::vector<Tensor3> attention;  // [layers] of [H, L, L]
   std::vector<SequenceHeadScore> scores;
   SequenceHeadScore induction_head, prev_token_head;
+  std::optional<HeadSummary> summary;  // head_summary.hpp's kinds (nullopt for one token)
   std::vector<Tensor3> scaled_scores;  // [layers] of [H, L, L]: scale * q.k before any mask
 };
 

@@ -12,6 +12,7 @@
 
 #include "attn/engine/toy_backprop.hpp"
 #include "attn/io/json_io.hpp"
+#include "attn/lessons/head_summary.hpp"
 
 namespace attn {
 
@@ -42,6 +43,11 @@ struct SequenceHeadScore {
 };
 std::vector<SequenceHeadScore> sequence_head_scores(const std::vector<Tensor3>& attention,
                                                     const std::vector<std::int32_t>& ids);
+
+// head_summary.hpp's scores for a toy model (the ids twice when 2n fits its context); nullopt
+// for fewer than 2 tokens.
+std::optional<HeadSummary> toy_head_summary(const ToyModel& model, const ToyTokens& tokens,
+                                            const std::vector<Tensor3>& attention);
 
 // {"tokens": [{"id", "text"}], "attention": [layer][head][n][n], "logits": [n][vocab]}.
 // The same for any model's attention and logits (GPT-2's too).

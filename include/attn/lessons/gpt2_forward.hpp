@@ -2,12 +2,14 @@
 // `attn-cli forward --model DIR` on a GPT-2 folder (io/gpt2_model_file.hpp): the text is
 // tokenized by GPT-2's own BPE from the same folder, run through the model, and the terminal
 // shows what the model expects next.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attn/engine/gpt2_bpe.hpp"
 #include "attn/engine/gpt2_model.hpp"
 #include "attn/lessons/forward.hpp"
+#include "attn/lessons/head_summary.hpp"
 
 namespace attn {
 
@@ -24,5 +26,16 @@ struct NextToken {
   double probability;
 };
 std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenizer& tokenizer, std::size_t k);
+
+// FLOPs of gpt2_forward on n tokens (2 per multiply-add): the matmuls, 2 n (12 n_layer D^2 +
+// vocab D) (c_attn 3D^2, c_proj D^2, the MLP 8D^2 per layer; the logits), plus causal attention,
+// 2 n^2 D per layer (QK^T and AV over the n(n+1)/2 visible pairs, rounded to n^2 / 2 each).
+// LayerNorm, GELU and softmax are left out (a few percent at n = 64).
+double gpt2_forward_flops(const Gpt2Config& config, std::size_t n);
+
+// head_summary.hpp's scores for the text's attention; the induction score runs the model once
+// more on the ids twice when 2n fits n_positions. nullopt for fewer than 2 tokens.
+std::optional<HeadSummary> gpt2_head_summary(const Gpt2Model& model, const std::vector<std::int32_t>& ids,
+                                             const std::vector<Tensor3>& attention);
 
 }  // namespace attn

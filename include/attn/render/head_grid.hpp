@@ -21,10 +21,14 @@ struct HeadGridSpec {
   bool show_mean = true;       // add the mean over heads as the last panel
   std::string value_label = "Attention weight";
   std::vector<std::string> panel_titles{};  // one per head; empty: "Head 0", "Head 1", ...
+  bool auto_log = false;  // without vmax: heatmap.hpp's long_causal_log_scale when every head qualifies (said in the subtitle)
+  std::size_t columns = 0;    // panels per row; 0: about 1.5 times as many columns as rows
+  double panel_points = 200;  // a panel's grid is about this many points on its longer side
 };
 
 
-// grids[h] is head h's cell grid; with show_mean, grids[H] is the mean's.
+// grids[h] is head h's cell grid; with show_mean, grids[H] is the mean's. When the cells are too
+// small for every token's label, the subtitle says which are shown ("every 2nd token labelled").
 Figure head_grid_figure(const HeadGridSpec& spec);
 
 }  // namespace attn

@@ -1,0 +1,42 @@
+#pragma once
+// GPT-2 decoding with a KV cache (kv_cache.hpp), one cache per layer: the tokens fed so far
+// keep their keys and values, so a new token is embedded, normalised, projected and pushed
+// through the MLPs alone, and only its attention reads the whole prefix.
+//
+//   feed(ids) at positions p .. p+m-1 (m = ids.size()):
+//     x = wte[id] + wpe[p+i]                                          [m, D]
+//     per block:  qkv = c_attn(ln_1(x)); append k, v of the m tokens to the layer's cache
+//                 query i attends, causally, to cached keys 0 .. p+i   (float64, scale 1/sqrt(d))
+//                 x += c_proj(heads merged);  x += mlp(ln_2(x))
+//     logits = ln_f(x) wte^T                                          [m, vocab]
+//
+// A prompt is fed at once (prefill), then each generated token alone. The logits must equal
+// those of gpt2_forward on the whole prefix (gpt2_model.hpp) to float rounding: the cache only
+// saves recomputing what cannot have changed.
+#include <cstdint>
+#include <vector>
+
+#include "attn/engine/gpt2_model.hpp"
+#include "attn/engine/kv_cache.hpp"
+
+namespace attn {
+
+class Gpt2Decoder {
+ public:
+  explicit Gpt2Decoder(const Gpt2Model& model);  // keeps a reference: the model must outlive it
+
+  // Feeds the next ids; returns their logits [ids.size(), vocab]. InputError for no ids, an id
+  // outside the vocabulary, or more tokens in all than n_positions.
+  Tensor2 feed(const std::vector<std::int32_t>& ids);
+
+  std::size_t length() const { return length_; }  // tokens fed so far
+  const std::vector<KvCache>& caches() const { return caches_; }  // one per layer
+  std::size_t cache_bytes() const;  // K and V of every layer, as stored (float64)
+
+ private:
+  const Gpt2Model& model_;
+  std::vector<KvCache> caches_;
+  std::size_t length_ = 0;
+};
+
+}  // namespace attn

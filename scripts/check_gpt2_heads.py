@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""Checks the head summary of `attn-cli forward --model DIR --tokens ... --out OUT`
+(OUT/head_summary.json) against scores computed here from a float64 NumPy GPT-2
+(check_gpt2_forward.py's gpt2_forward), with the definitions written out again:
+
+  previous_token = mean over i >= 1 of A[i, i-1];  first_token = mean over i >= 1 of A[i, 0]
+  entropy        = mean over i >= 1 of H(A[i, :i+1]) / ln(i+1)
+  induction      = on the ids twice (2n tokens): mean over i in [n, 2n) of A[i, i-n+1]
+  kind: the largest of previous-token (>= 0.4), first-token (>= 0.5), induction (>= 0.4) over
+        its threshold; else broad if entropy >= 0.8; else mixed.
+
+Scores must agree within 1e-4; a kind may differ only where a score is within 1e-4 of its
+threshold. --corrupt-reference measures previous-token one key too far back (A[i, i-2]) and
+requires the check to fail.
+
+    /usr/bin/python3 scripts/check_gpt2_heads.py build/attn-cli data/gpt2_tiny --tokens 3,80,117,114 /tmp/heads
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_gpt2_forward import gpt2_forward, read_safetensors  # noqa: E402
+
+TOLERANCE = 1e-4
+THRESHOLDS = {"previous-token": 0.4, "first-token": 0.5, "induction": 0.4}
+
+
+def scores(A, A2, n, back):
+    i = np.arange(1, n)
+    prev = A[i, i - back].mean() if n > back else 0.0
+    first = A[i, 0].mean()
+    entropy = np.mean([-(A[k, :k + 1][A[k, :k + 1] > 0] * np.log(A[k, :k + 1][A[k, :k + 1] > 0])).sum() / np.log(k + 1)
+                       for k in range(1, n)])
+    induction = None if A2 is None else float(np.mean([A2[k, k - n + 1] for k in range(n, 2 * n)]))
+    s = {"previous-token": float(prev), "first-token": float(first), "induction": induction}
+    best = None
+    for kind, threshold in THRESHOLDS.items():
+        if s[kind] is not None and s[kind] >= threshold and (best is None or s[kind] > s[best]):
+            best = kind
+    kind = best or ("broad" if entropy >= 0.8 else "mixed")
+    return s, float(entropy), kind
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cli")
+    ap.add_argument("model")
+    ap.add_argument("--tokens", required=True)
+    ap.add_argument("out")
+    ap.add_argument("--corrupt-reference", action="store_true")
+    a = ap.parse_args()
+
+    run = subprocess.run([a.cli, "forward", "--model", a.model, "--tokens", a.tokens, "--out", a.out],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"check_gpt2_heads: attn-cli exited {run.returncode}: {run.stderr.strip()}")
+    with open(os.path.join(a.out, "head_summary.json")) as f:
+        got = json.load(f)
+    with open(f"{a.model}/config.json") as f:
+        config = json.load(f)
+    tensors = read_safetensors(f"{a.model}/model.safetensors")
+    ids = [int(s) for s in a.tokens.split(",")]
+    n = len(ids)
+    attention, _ = gpt2_forward(tensors, config, ids)
+    twice = gpt2_forward(tensors, config, ids + ids)[0] if 2 * n <= config["n_positions"] else None
+
+    failures, kinds = [], {}
+    heads = {(h["layer"], h["head"]): h for h in got["heads"]}
+    if len(heads) != config["n_layer"] * config["n_head"]:
+        failures.append(f"{len(heads)} heads in the summary")
+    for l in range(config["n_layer"]):
+        for h in range(config["n_head"]):
+            s, entropy, kind = scores(attention[l, h], None if twice is None else twice[l, h], n,
+                                      2 if a.corrupt_reference else 1)
+            g = heads.get((l, h))
+            if g is None:
+                continue
+            kinds[kind] = kinds.get(kind, 0) + 1
+            pairs = [("previous_token", s["previous-token"]), ("first_token", s["first-token"]),
+                     ("entropy", entropy), ("induction", s["induction"])]
+            for key, want in pairs:
+                have = g[key]
+                if (want is None) != (have is None) or (want is not None and abs(have - want) > TOLERANCE):
+                    failures.append(f"layer {l} head {h}: {key} {have}, the reference {want}")
+            if g["kind"] != kind:
+                near = any(v is not None and abs(v - THRESHOLDS[k]) <= TOLERANCE for k, v in s.items()) \
+                    or abs(entropy - 0.8) <= TOLERANCE
+                if not near:
+                    failures.append(f"layer {l} head {h}: kind {g['kind']}, the reference {kind}")
+    print(f"check_gpt2_heads: {n} tokens, {len(heads)} heads; reference kinds {kinds}")
+    if a.corrupt_reference:
+        if not failures:
+            raise SystemExit("check_gpt2_heads: the corrupted reference still agrees: the check cannot fail")
+        print("check_gpt2_heads: the corrupted reference disagrees, as it must:", failures[0])
+        return
+    if failures:
+        raise SystemExit("check_gpt2_heads: " + "; ".join(failures[:5]))
+    print("check_gpt2_heads: every head's scores and kind agree with the float64 reference")
+
+
+if __name__ == "__main__":
+    main()

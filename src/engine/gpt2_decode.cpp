@@ -1,0 +1,95 @@
+// GPT-2 decoding through one KV cache per layer (gpt2_decode.hpp).
+#include "attn/engine/gpt2_decode.hpp"
+
+#include <cblas.h>
+
+#include <cmath>
+
+#include "attn/engine/error.hpp"
+#include "gpt2_parts.hpp"
+
+namespace attn {
+namespace {
+
+// The new tokens' attention: qkv [m, 3D] of the tokens at positions p .. p+m-1, whose k and v
+// are already in the cache; returns the heads merged, [m, D]. Query i sees keys 0 .. p+i.
+Tensor2 cached_attention(const Tensor2& qkv, const KvCache& cache, std::size_t p, std::size_t H) {
+  const std::size_t m = qkv.shape(0), D = qkv.shape(1) / 3, d = D / H;
+  const double scale = 1.0 / std::sqrt(double(d));
+  Tensor2 out = Tensor2::from_shape({m, D});
+  std::vector<double> w;
+  for (std::size_t h = 0; h < H; ++h) {
+    const std::span<const double> K = cache.keys(h), V = cache.values(h);  // [p + m, d]
+    for (std::size_t i = 0; i < m; ++i) {
+      const float* q = qkv.data() + i * 3 * D + h * d;
+      const std::size_t seen = p + i + 1;
+      w.assign(seen, 0.0);
+      double top = -INFINITY, sum = 0;
+      for (std::size_t j = 0; j < seen; ++j) {
+        double s = 0;
+        for (std::size_t c = 0; c < d; ++c) s += double(q[c]) * K[j * d + c];
+        w[j] = s * scale;
+        top = std::max(top, w[j]);
+      }
+      for (double& x : w) sum += (x = std::exp(x - top));  // softmax, shifted by the row's max
+      for (std::size_t c = 0; c < d; ++c) {
+        double acc = 0;
+        for (std::size_t j = 0; j < seen; ++j) acc += w[j] * V[j * d + c];
+        out(i, h * d + c) = float(acc / sum);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Gpt2Decoder::Gpt2Decoder(const Gpt2Model& model) : model_(model) {
+  const Gpt2Config& c = model.config;
+  for (std::size_t l = 0; l < c.n_layer; ++l) caches_.emplace_back(c.n_head, c.n_embd / c.n_head);
+}
+
+std::size_t Gpt2Decoder::cache_bytes() const {
+  std::size_t bytes = 0;
+  for (const KvCache& c : caches_) bytes += c.bytes();
+  return bytes;
+}
+
+Tensor2 Gpt2Decoder::feed(const std::vector<std::int32_t>& ids) {
+  const Gpt2Config& c = model_.config;
+  const std::size_t m = ids.size(), D = c.n_embd, H = c.n_head, p = length_;
+  if (m == 0) throw InputError("tokens: expected at least one token to feed");
+  if (p + m > c.n_positions) {
+    throw InputError("tokens: " + std::to_string(p + m) + " tokens exceed the model's n_positions of " +
+                     std::to_string(c.n_positions));
+  }
+  Tensor2 x = Tensor2::from_shape({m, D});
+  for (std::size_t i = 0; i < m; ++i) {
+    if (ids[i] < 0 || std::size_t(ids[i]) >= c.vocab_size)
+      throw InputError("tokens: id " + std::to_string(ids[i]) + " out of range [0, " + std::to_string(c.vocab_size) + ")");
+    for (std::size_t j = 0; j < D; ++j) x(i, j) = model_.wte(std::size_t(ids[i]), j) + model_.wpe(p + i, j);
+  }
+  std::vector<double> k(D), v(D);  // one token's [H, d] keys and values, head-major as the cache wants
+  for (std::size_t l = 0; l < c.n_layer; ++l) {
+    const Gpt2Block& b = model_.blocks[l];
+    const Tensor2 qkv =
+        detail::gpt2_conv1d(layer_norm(x, b.ln_1_weight, b.ln_1_bias, c.layer_norm_epsilon), b.attn_weight, b.attn_bias);
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < D; ++j) {  // head h owns columns h*d .. h*d + d of the k and v parts
+        k[j] = qkv(i, D + j);
+        v[j] = qkv(i, 2 * D + j);
+      }
+      caches_[l].append(k, v);
+    }
+    x += detail::gpt2_conv1d(cached_attention(qkv, caches_[l], p, H), b.attn_proj_weight, b.attn_proj_bias);
+    x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon));
+  }
+  length_ += m;
+  const Tensor2 final_x = layer_norm(x, model_.ln_f_weight, model_.ln_f_bias, c.layer_norm_epsilon);
+  Tensor2 logits = Tensor2::from_shape({m, c.vocab_size});  // x wte^T, as in gpt2_forward
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(c.vocab_size), int(D), 1.0f, final_x.data(),
+              int(D), model_.wte.data(), int(D), 0.0f, logits.data(), int(c.vocab_size));
+  return logits;
+}
+
+}  // namespace attn

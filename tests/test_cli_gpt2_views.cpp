@@ -1,0 +1,119 @@
+// GPT-2 folders end to end beyond `forward --json`: the pictures of `forward --out` (the model
+// view, the head view of --layer L, head_summary.json), `demo --model` on a GPT-2 folder, and
+// `generate --model`, with every bad input answered by one error line and exit 2. The numbers
+// are checked against float64 NumPy by scripts/check_gpt2_heads.py and check_gpt2_generate.py.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "attn/io/json_io.hpp"
+#include "picture_support.hpp"
+#include "support.hpp"
+
+using namespace attn;
+using namespace attn::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string tiny() { return "'" + data_path("gpt2_tiny") + "'"; }
+
+}  // namespace
+
+TEST_CASE("cli forward gpt2 --out: the model view, the head view of --layer, and head_summary.json") {
+  TempDir dir;
+  const CliResult r = run_cli("forward --model " + tiny() + " 'the cat sat on the mat' --out '" + dir / "v" + "' --layer 1");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("kind") != std::string::npos);  // the summary table
+  for (const char* png : {"heads.png", "heads_layer1.png"}) {
+    CAPTURE(png);
+    const DecodedPng p = DecodedPng::from_file(dir / ("v/" + std::string(png)));
+    REQUIRE(p.ok());
+    CHECK(p.ink_on_border(3) == 0);  // nothing runs off the picture
+  }
+  const Json s = read_json(dir / "v/head_summary.json");
+  CHECK(s["heads"].size() == 4);  // 2 layers x 2 heads
+  CHECK(s["rule"].get<std::string>().find("broad") != std::string::npos);
+  CHECK(s["induction_measured"] == true);
+  for (const Json& h : s["heads"]) {
+    for (const char* key : {"previous_token", "first_token", "induction", "entropy"}) {
+      CHECK(h[key].get<double>() >= 0);
+      CHECK(h[key].get<double>() <= 1 + 1e-6);
+    }
+  }
+}
+
+TEST_CASE("cli forward gpt2 --out: one token draws the model view without a summary, and 32 tokens") {
+  TempDir dir;
+  CliResult r = run_cli("forward --model " + tiny() + " --tokens 5 --out '" + dir / "one" + "'");
+  REQUIRE(r.code == 0);
+  CHECK(fs::exists(dir / "one/heads.png"));
+  CHECK_FALSE(fs::exists(dir / "one/head_summary.json"));  // query 0 alone says nothing about a head
+  std::string ids;
+  for (int i = 0; i < 32; ++i) ids += (i ? "," : "") + std::to_string(60 + i);
+  r = run_cli("forward --model " + tiny() + " --tokens " + ids + " --out '" + dir / "long" + "' --layer 1");
+  REQUIRE(r.code == 0);  // the thinning note itself: test_render_heatmap.cpp
+  for (const char* png : {"long/heads.png", "long/heads_layer1.png"}) {
+    const DecodedPng p = DecodedPng::from_file(dir / png);
+    REQUIRE(p.ok());
+    CHECK(p.ink_on_border(3) == 0);
+  }
+}
+
+TEST_CASE("cli forward: --layer out of range or without --out is one error line") {
+  TempDir dir;
+  check_input_error(run_cli("forward --model " + tiny() + " 'the cat' --out '" + dir / "x" + "' --layer 2"),
+                    "--layer: expected 0..1");
+  CHECK_FALSE(fs::exists(dir / "x"));
+  check_input_error(run_cli("forward --model " + tiny() + " 'the cat' --layer 0"), "give --out too");
+  check_input_error(run_cli("forward --model " + tiny() + " 'the cat' --out '" + dir / "y" + "' --layer -1"), "--layer");
+}
+
+TEST_CASE("cli demo --model on a GPT-2 folder: GPT-2's tokens, its attention, every number in the manifest") {
+  TempDir dir;
+  const CliResult r = run_cli("demo --model " + tiny() + " --out '" + dir / "d" + "'");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("GPT-2 model") != std::string::npos);
+  const Json m = read_json(dir / "d/manifest.json");
+  CHECK(m["config"]["model"]["architecture"] == "gpt2");
+  const Json ids = Json::parse(run_cli("tokenize --model " + tiny() + " 'the cat sat on the mat . the cat sat on the mat' --json").out);
+  REQUIRE(m["tokens"].size() == ids["tokens"].size());
+  for (std::size_t i = 0; i < m["tokens"].size(); ++i) CHECK(m["tokens"][i] == ids["tokens"][i]["text"]);
+  // The model's attention in the manifest is forward's, to the printed digits.
+  const Json f = Json::parse(run_cli("forward --model " + tiny() + " 'the cat sat on the mat . the cat sat on the mat' --json").out);
+  const Json& a = m["results"]["model"]["attention"];
+  REQUIRE(a.size() == 2);
+  for (std::size_t l = 0; l < 2; ++l)
+    for (std::size_t i = 0; i < a[l][1].size(); ++i)
+      for (std::size_t j = 0; j <= i; ++j)
+        CHECK(a[l][1][i][j].get<double>() == doctest::Approx(f["attention"][l][1][i][j].get<double>()).epsilon(1e-5));
+  CHECK(m["results"]["model"]["head_summary"]["heads"].size() == 4);
+  CHECK(m["results"]["decode"]["max_abs_diff_output"].get<double>() < 1e-4);
+  CHECK(fs::exists(dir / "d/heads.png"));
+}
+
+TEST_CASE("cli generate --model: greedy text through the cache, checked - bad settings are one error line") {
+  CliResult r = run_cli("generate --model " + tiny() + " 'the cat' --tokens 5 --check --json");
+  REQUIRE(r.code == 0);
+  const Json g = Json::parse(r.out);
+  REQUIRE(g["steps"].size() == 5);
+  for (const Json& s : g["steps"])
+    CHECK(s["max_abs_diff_vs_full"].get<double>() <= 1e-4 * std::max(1.0, s["logit_scale"].get<double>()));
+  CHECK(g["ids"].size() == g["prompt"].size() + 5);
+  r = run_cli("generate --model " + tiny() + " 'the cat' --tokens 3");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Greedy") != std::string::npos);
+
+  check_input_error(run_cli("generate --model no-such-folder 'the cat' --tokens 3"), "no-such-folder");
+  check_input_error(run_cli("generate --model " + tiny() + " 'the cat' --tokens 0"), "--tokens");
+  check_input_error(run_cli("generate --model " + tiny() + " 'the cat' --tokens 99999999"), "--tokens");
+  check_input_error(run_cli("generate --model " + tiny() + " 'the cat' --tokens 40"), "n_positions");  // 32 positions
+  check_input_error(run_cli("generate --model " + tiny() + " 'the cat' --tokens 3 --temperature nan"), "--temperature");
+  check_input_error(run_cli("generate --model " + tiny() + " 'the cat' --tokens 3 --temperature inf"), "--temperature");
+  check_input_error(run_cli("generate --model " + tiny() + " 'the cat' --tokens 3 --temperature -1"), "--temperature");
+  check_input_error(run_cli("generate --model " + tiny() + " 'the cat' --tokens 3 --heads 2"), "--heads");
+  check_input_error(run_cli("generate --model " + tiny() + " 'the cat'"), "--tokens");
+  std::string long_prompt;
+  for (int i = 0; i < 40; ++i) long_prompt += "a ";
+  check_input_error(run_cli("generate --model " + tiny() + " '" + long_prompt + "' --tokens 1"), "n_positions");
+}

@@ -1,0 +1,118 @@
+// GPT-2 through its KV caches (engine/gpt2_decode.hpp) against the full forward pass on the
+// same prefix (gpt2_model.hpp), and the token choice of generation (lessons/gpt2_generate.hpp).
+// The float64 reference for generation is scripts/check_gpt2_generate.py (CTest).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "attn/engine/error.hpp"
+#include "attn/engine/gpt2_decode.hpp"
+#include "attn/engine/random.hpp"
+#include "attn/lessons/gpt2_generate.hpp"
+
+using namespace attn;
+
+namespace {
+
+// A random GPT-2 of 2 layers x 2 heads, width 8, 12 positions, vocab 11, spread wide enough
+// that attention is far from uniform (as scripts/make_gpt2_folder.py does).
+Gpt2Model random_gpt2() {
+  Gpt2Config c;
+  c.n_layer = 2, c.n_head = 2, c.n_embd = 8, c.vocab_size = 11, c.n_positions = 12;
+  Gpt2Model m = zero_gpt2_model(c);
+  Rng rng(5);
+  for (const Gpt2Parameter& p : gpt2_parameters(m)) {
+    std::size_t count = 1;
+    for (std::size_t n : p.shape) count *= n;
+    const bool gamma = p.name.find("ln_") != std::string::npos && p.name.find(".weight") != std::string::npos;
+    for (std::size_t i = 0; i < count; ++i) p.data[i] = float((gamma ? 1.0 : 0.0) + 0.5 * rng.normal());
+  }
+  return m;
+}
+
+double max_row_difference(const Tensor2& a, std::size_t row_a, const Tensor2& b, std::size_t row_b) {
+  double d = 0;
+  for (std::size_t v = 0; v < a.shape(1); ++v) d = std::max(d, std::fabs(double(a(row_a, v)) - double(b(row_b, v))));
+  return d;
+}
+
+double max_abs(const Tensor2& a) {
+  double m = 0;
+  for (float x : a) m = std::max(m, std::fabs(double(x)));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("gpt2 decoder: a prefill and every later step give the logits of a full forward on the prefix") {
+  const Gpt2Model m = random_gpt2();
+  const std::vector<std::int32_t> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+  Gpt2Decoder decoder(m);
+  const std::vector<std::int32_t> prompt(ids.begin(), ids.begin() + 4);
+  const Tensor2 prefill = decoder.feed(prompt);
+  const Tensor2 full4 = gpt2_forward(m, prompt).logits;
+  for (std::size_t i = 0; i < 4; ++i) CHECK(max_row_difference(prefill, i, full4, i) <= 1e-4 * std::max(1.0, max_abs(full4)));
+  for (std::size_t t = 4; t < ids.size(); ++t) {
+    CAPTURE(t);
+    const Tensor2 step = decoder.feed({ids[t]});
+    REQUIRE(step.shape(0) == 1);
+    const std::vector<std::int32_t> prefix(ids.begin(), ids.begin() + std::ptrdiff_t(t) + 1);
+    const Tensor2 full = gpt2_forward(m, prefix).logits;
+    CHECK(max_row_difference(step, 0, full, t) <= 1e-4 * std::max(1.0, max_abs(full)));
+    // The same comparison against a prefix that lost its first token must fail: the check
+    // can tell a cache that forgot position 0 from one that did not.
+    const std::vector<std::int32_t> shifted(ids.begin() + 1, ids.begin() + std::ptrdiff_t(t) + 1);
+    const Tensor2 wrong = gpt2_forward(m, shifted).logits;
+    CHECK(max_row_difference(step, 0, wrong, t - 1) > 1e-2);
+  }
+  CHECK(decoder.length() == ids.size());
+  for (const KvCache& c : decoder.caches()) CHECK(c.length() == ids.size());
+  CHECK(decoder.cache_bytes() == 2 * 2 * ids.size() * 8 * sizeof(double));  // 2 layers x K,V x tokens x D x 8
+  CHECK_THROWS_WITH_AS(decoder.feed({1, 2, 3}), doctest::Contains("n_positions"), InputError);
+  CHECK_THROWS_WITH_AS(decoder.feed({11}), doctest::Contains("out of range"), InputError);
+}
+
+TEST_CASE("choose_next_token: greedy takes the argmax, the lowest id on a tie - top-k keeps only k") {
+  Rng rng(1);
+  const std::vector<float> z = {0.f, 2.f, 2.f, -1.f};
+  const NextChoice g = choose_next_token(z, 0, 0, rng);
+  CHECK(g.id == 1);
+  // softmax: e^2 / (1 + 2 e^2 + e^-1)
+  CHECK(g.probability == doctest::Approx(std::exp(2.0) / (1 + 2 * std::exp(2.0) + std::exp(-1.0))));
+  for (int n = 0; n < 50; ++n) {  // top-2 of {2, 2}: id 1 or 2, each p = 1/2, never 0 or 3
+    const NextChoice s = choose_next_token(z, 1.0, 2, rng);
+    CHECK((s.id == 1 || s.id == 2));
+    CHECK(s.probability == doctest::Approx(0.5));
+  }
+  // A very low temperature is greedy in effect; top-k 1 is greedy exactly.
+  CHECK(choose_next_token(z, 1e-3, 0, rng).id != 3);
+  CHECK(choose_next_token(std::vector<float>{5.f, 1.f, 9.f}, 2.0, 1, rng).id == 2);
+}
+
+TEST_CASE("gpt2_generate: the same seed gives the same tokens - bad settings are refused by name") {
+  const Gpt2Model m = random_gpt2();
+  Gpt2GenerateConfig c;
+  c.prompt = {3, 1};
+  c.new_tokens = 6;
+  c.temperature = 1.5;
+  c.seed = 9;
+  c.check_every_step = true;
+  const Gpt2Generation a = gpt2_generate(m, c), b = gpt2_generate(m, c);
+  CHECK(a.ids == b.ids);
+  REQUIRE(a.steps.size() == 6);
+  for (const Gpt2GenerateStep& s : a.steps) CHECK(*s.max_diff_vs_full <= 1e-4 * std::max(1.0, s.logit_scale));
+  CHECK(a.steps.back().cache_len == 7);  // 2 prompt tokens + 5 fed before the last choice
+
+  Gpt2GenerateConfig bad = c;
+  bad.new_tokens = 0;
+  CHECK_THROWS_WITH_AS(gpt2_generate(m, bad), doctest::Contains("--tokens"), InputError);
+  bad = c;
+  bad.new_tokens = 11;  // 2 + 11 > 12 positions
+  CHECK_THROWS_WITH_AS(gpt2_generate(m, bad), doctest::Contains("n_positions"), InputError);
+  bad = c;
+  bad.temperature = std::nan("");
+  CHECK_THROWS_WITH_AS(gpt2_generate(m, bad), doctest::Contains("--temperature"), InputError);
+  bad = c;
+  bad.prompt = {};
+  CHECK_THROWS_AS(gpt2_generate(m, bad), InputError);
+}

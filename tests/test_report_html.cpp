@@ -154,6 +154,21 @@ TEST_CASE("report: a train folder gets the loss curve's data and its pictures") 
   fs::remove_all(dir);
 }
 
+TEST_CASE("report: a GPT-2 folder gets every layer and head of the real model, GPT-2's tokens and scores") {
+  const fs::path dir = scratch("gpt2");
+  fs::create_directories(dir);
+  const std::string out = (dir / "report.html").string();
+  const test::CliResult r = test::run_cli("report '" + test::data_path("gpt2_tiny") + "' --sentence 'the cat sat' --out '" + out + "'");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const std::string page = test::read_text(out);
+  CHECK(page.find("\"scaled_scores\"") != std::string::npos);
+  CHECK(page.find("\"head_summary\"") != std::string::npos);  // the GPT-2 heads' kinds
+  CHECK(page.find("\"replay\"") != std::string::npos);
+  check_self_contained(page);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("report: a folder that is neither a demo nor a train folder, or a broken manifest, is one error line") {
   const fs::path dir = scratch("bad");
   fs::create_directories(dir);

@@ -5,6 +5,8 @@
 
 #include "attn/engine/error.hpp"
 #include "attn/io/file_io.hpp"
+#include "attn/io/gpt2_model_file.hpp"
+#include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/demo.hpp"
 #include "attn/render/report_html.hpp"
@@ -24,14 +26,16 @@ bool is_model_folder(const std::filesystem::path& dir) {
          std::filesystem::is_regular_file(dir / "model.safetensors");
 }
 
-// A toy model folder (attn-cli train's DIR/model): the demo with that model, run now, without
+// A model folder (attn-cli train's DIR/model, or a GPT-2 folder): the demo with that model, run now, without
 // pictures: every layer and head on the sentence, the scaled scores, the flash replay.
 ReportContent model_report(const ReportOptions& opts) {
-  const std::filesystem::path config = std::filesystem::path(opts.dir) / "config.json";
-  if (read_json(config.string()).contains("n_layer"))
-    throw InputError("report: " + opts.dir + " is a GPT-2 folder; report reads toy model folders (attn-cli train) only");
   DemoConfig c;
-  c.model = std::make_shared<const ToyModel>(read_toy_model(opts.dir));
+  if (is_gpt2_folder(opts.dir)) {  // GPT-2's own tokens and every layer x head, as demo --model runs it
+    c.gpt2 = std::make_shared<const Gpt2Model>(read_gpt2_model(opts.dir));
+    c.gpt2_tokenizer = std::make_shared<const Gpt2Tokenizer>(read_gpt2_tokenizer(opts.dir));
+  } else {
+    c.model = std::make_shared<const ToyModel>(read_toy_model(opts.dir));
+  }
   c.model_path = opts.dir;
   c.sentence = opts.sentence.empty() ? kDemoModelSentence : opts.sentence;
   const DemoResult r = run_demo(c);
@@ -59,8 +63,8 @@ void setup_report(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "report", "Write report.html for a demo, train or model folder: one self-contained, interactive page");
   cmd->add_option("dir", opts->dir,
-                  "a folder written by attn-cli demo (manifest.json), attn-cli train (train.json), or a toy model "
-                  "folder (DIR/model of train)")
+                  "a folder written by attn-cli demo (manifest.json), attn-cli train (train.json), or a model "
+                  "folder (DIR/model of train, or a GPT-2 folder)")
       ->required();
   cmd->add_option("--sentence", opts->sentence, "for a model folder: the sentence to run (default: the demo's)");
   cmd->add_option("-o,--out", opts->out, "where to write the page (default: DIR/report.html)");

@@ -311,3 +311,20 @@ TEST_CASE("label thinning: tiny cells label every k-th token, and the note that 
   CHECK(render::with_note("", "b") == "b");
   CHECK(render::with_note("a", "b") == "a · b");
 }
+
+TEST_CASE("one-row pictures: the rotated row title starts below the panel title, the colour bar holds its label") {
+  Canvas m = Canvas::measuring();
+  render::MatrixPanel p;
+  p.rows = p.cols = 1;
+  p.cell = 40;
+  p.title = "Blocked: −∞ added to the score";
+  p.row_title = "Query position — attending";
+  const render::PanelLayout l = render::layout_panel(m, p);
+  const double title_h = m.measure(p.title, {p.title_size, true}).height + 4;
+  const double row_title_len = m.measure(p.row_title, {p.label_size}).width;
+  // The rotated title is centred on the one-cell grid: its top end must not reach the title.
+  CHECK(l.grid_y + p.cell / 2 - row_title_len / 2 >= title_h - 1);
+  const std::string label = "penalty m·|i − j| subtracted from the score";
+  CHECK(render::colorbar_height(m, 40, label) >= m.measure(label, {10}).width);
+  CHECK(render::colorbar_height(m, 500, label) == 500);
+}

@@ -133,7 +133,8 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   const double grid_h = p.cell * static_cast<double>(p.rows);
   const double row_title_len = p.row_title.empty() ? 0 : m.measure(p.row_title, axis_style(p.label_size)).width;
   const double overhang = std::max(0.0, (row_title_len - grid_h) / 2);
-  l.grid_y = std::max(l.grid_y, overhang);
+  // Above the grid the title must end before the rotated row title begins (a one-row mask).
+  l.grid_y = std::max(l.grid_y, title_h + overhang);
   l.height = l.grid_y + grid_h + overhang;
   return l;
 }
@@ -216,6 +217,10 @@ std::vector<double> colorbar_ticks(double vmin, double vmax, bool log) {
 }
 
 }  // namespace
+
+double colorbar_height(Canvas& m, double h, const std::string& label) {
+  return std::max({h, 120.0, m.measure(label, axis_style(10)).width + 8});
+}
 
 double colorbar_width(Canvas& m, double vmin, double vmax, const std::string& label, bool log) {
   double tick_w = 0;

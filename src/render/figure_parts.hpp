@@ -77,6 +77,9 @@ std::string tick_label(double v);
 // A vertical colorbar of height h whose ramp starts at (x, y); ticks and label to its right.
 // log: ticks at 1, 2 and 5 times powers of ten, placed on a log scale (0 < vmin).
 double colorbar_width(Canvas& measure, double vmin, double vmax, const std::string& label, bool log = false);
+// The bar's height beside a grid h points tall: at least 120 points, and at least its rotated
+// label's length, which is centred on the bar and would otherwise run past a short picture.
+double colorbar_height(Canvas& measure, double h, const std::string& label);
 void draw_colorbar(Canvas& canvas, const Colormap& cmap, double vmin, double vmax, double x,
                    double y, double h, const std::string& label, bool log = false);
 

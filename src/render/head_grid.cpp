@@ -130,7 +130,7 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
     f.grids.push_back(render::panel_grid(*panels[p], layouts[p], origins.back().first, origins.back().second));
   }
   const double bar_x = x0 + panels_w + gap, bar_y = y0 + grid_y;
-  const double bar_h = std::max(panels_h - grid_y, 120.0);
+  const double bar_h = render::colorbar_height(m, panels_h - grid_y, s->value_label);
   const double legend_y = y0 + std::max(panels_h, grid_y + bar_h) + 10;
   f.width = frame.width();
   f.height = legend_y + (any_masked ? legend.height + 4 : -10) + margin;

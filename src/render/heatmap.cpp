@@ -115,7 +115,7 @@ HeatmapBody heatmap_body(Canvas& m, const HeatmapSpec& spec, double target) {
   b.layout = render::layout_panel(m, panel);
   s->subtitle = render::with_note(s->subtitle, render::label_thinning_note(b.layout.label_step, Lq));
   b.bar_w = render::colorbar_width(m, b.scale.vmin, b.scale.vmax, s->value_label, b.scale.log);
-  b.bar_h = std::max(panel.cell * static_cast<double>(Lq), 120.0);
+  b.bar_h = render::colorbar_height(m, panel.cell * static_cast<double>(Lq), s->value_label);
   return b;
 }
 

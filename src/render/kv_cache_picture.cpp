@@ -169,7 +169,7 @@ Figure kv_cache_figure(const GenerateResult& r) {
   const CellGrid g = render::panel_grid(*panel, pl, panel_x, panel_y);
   const double bars_x = g.x + cell * static_cast<double>(L) + gap;
   const double cbar_x = panel_x + pl.width + gap + bars_w + gap;
-  const double cbar_h = std::max(grid_h, 120.0);
+  const double cbar_h = render::colorbar_height(m, grid_h, "weight (mean over heads)");
   const double legend_y = panel_y + std::max(pl.height, pl.grid_y + cbar_h) + 12;
   // Under the grid's left edge, unless the legend is wider than the room from there to the margin.
   const double legend_x = std::min(panel_x + pl.grid_x, frame.width() - frame.margin - legend_w);

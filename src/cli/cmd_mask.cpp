@@ -56,10 +56,14 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
   } else if (o.kind == "window") {
     if (o.window < 1) throw InputError("--window: expected at least 1");
     spec.rows.push_back({sliding_window_allowed(Lq, Lk, o.window - 1, o.right), query_t, {}, ""});
-    spec.title = "Sliding-window mask, window " + std::to_string(o.window) +
-                 (o.right ? " back, " + std::to_string(o.right) + " ahead" : "");
+    // The window counts the query itself: window 3 is the query and the 2 keys before it.
+    spec.title = "Sliding-window mask, window " + std::to_string(o.window) + " (the query and " +
+                 count_of(o.window - 1, "key") + " before it" +
+                 (o.right ? ", " + count_of(o.right, "key") + " ahead)" : ")");
     spec.subtitle = "query t=i may attend to keys t=i−" + std::to_string(o.window - 1) + " … t=i" +
-                    (o.right ? "+" + std::to_string(o.right) : "") + " (local attention, as in Mistral)";
+                    (o.right ? "+" + std::to_string(o.right) + " (local attention looking ahead too, as in Longformer; "
+                                                                "Mistral's window is causal)"
+                             : " (local attention, as in Mistral)");
   } else if (o.kind == "padding") {
     const std::vector<std::size_t> lengths = o.lengths.empty() ? std::vector<std::size_t>{Lk - Lk / 3} : o.lengths;
     const Mask3 m = padding_allowed(lengths, Lk);
@@ -89,6 +93,20 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
                     (o.no_self_loops ? "" : ", and to itself") + " (graph attention)";
   } else {
     throw InputError("--kind: expected causal, padding, window or graph, got \"" + o.kind + "\"");
+  }
+  // A query that may attend to no key has a softmax of 0/0: say which, and what attn-cli does.
+  std::size_t empty_rows = 0;
+  for (const MaskDiagramRow& row : spec.rows) {
+    for (std::size_t i = 0; i < row.allowed.shape(0); ++i) {
+      bool any = false;
+      for (std::size_t j = 0; j < row.allowed.shape(1) && !any; ++j) any = row.allowed(i, j);
+      empty_rows += any ? 0 : 1;
+    }
+  }
+  if (empty_rows > 0) {
+    spec.subtitle += " · " + count_of(empty_rows, "query row") + (empty_rows == 1 ? " allows" : " allow") +
+                     " no key: softmax would be 0/0 there; attn-cli gives such a row all-zero weights and warns "
+                     "(attn-cli pitfalls fully-masked-row)";
   }
   return spec;
 }

@@ -87,8 +87,15 @@ Figure explain_step_figure(const ExplainResult& r, int step) {
       s = signed_spec(r.shifted, r, score_max);
       s.allowed = r.allowed;
       s.title = "Step 4 of 6 · shifted = masked − max of the row";
+      // Up to 12 rows the maxima are listed; a longer sentence gets their range (the JSON has all).
       std::string maxes;
-      for (std::size_t i = 0; i < r.row_max.size(); ++i) maxes += (i ? ", " : "") + format_fixed(r.row_max(i), 3);
+      if (r.row_max.size() <= 12) {
+        for (std::size_t i = 0; i < r.row_max.size(); ++i) maxes += (i ? ", " : "") + format_fixed(r.row_max(i), 3);
+      } else {
+        const auto [lo, hi] = std::minmax_element(r.row_max.begin(), r.row_max.end());
+        maxes = "from " + format_fixed(*lo, 3) + " to " + format_fixed(*hi, 3) + " over the " +
+                std::to_string(r.row_max.size()) + " rows";
+      }
       s.subtitle = "Row maxima subtracted: " + maxes + ". Every score is now ≤ 0, so every exp is in (0, 1] and "
                    "cannot overflow; softmax is unchanged, since exp(s − c) / Σ exp(s − c) = exp(s) / Σ exp(s).";
       s.value_label = "Score";
@@ -103,7 +110,14 @@ Figure explain_step_figure(const ExplainResult& r, int step) {
       s.vmax = 1;
       s.title = "Step 5 of 6 · weights = softmax of each row";
       std::string sums;
-      for (std::size_t i = 0; i < r.row_sums.size(); ++i) sums += (i ? ", " : "") + format_fixed(r.row_sums(i), 3);
+      if (r.row_sums.size() <= 12) {
+        for (std::size_t i = 0; i < r.row_sums.size(); ++i) sums += (i ? ", " : "") + format_fixed(r.row_sums(i), 3);
+      } else {
+        const auto [lo, hi] = std::minmax_element(r.row_sums.begin(), r.row_sums.end());
+        sums = format_fixed(*lo, 3) == format_fixed(*hi, 3)
+                   ? "all " + std::to_string(r.row_sums.size()) + " rows sum to " + format_fixed(*lo, 3)
+                   : "from " + format_fixed(*lo, 3) + " to " + format_fixed(*hi, 3);
+      }
       s.subtitle = "Row sums: " + sums + ". exp(−∞) = 0: a blocked key gets exactly 0 weight.";
       break;
     }

@@ -162,6 +162,22 @@ Figure temperature_figure(const TemperatureResult& r) {
     s.marker_size = 4.5;
     left.series.push_back(s);
   }
+  // Past 10 keys a legend would not fit and tab10 repeats its colours: each line is coloured by
+  // its score on viridis instead (said in the subtitle), and the lowest and highest are labelled.
+  const bool many = r.scores.size() > 10;
+  if (many) {
+    const auto [lo, hi] = std::minmax_element(r.scores.begin(), r.scores.end());
+    const Colormap viridis = Colormap::by_name("viridis");
+    for (std::size_t k = 0; k < r.scores.size(); ++k) {
+      left.series[k].color = viridis.at(*hi > *lo ? (r.scores[k] - *lo) / (*hi - *lo) : 0.5);
+    }
+    for (const std::size_t k : {std::size_t(lo - r.scores.begin()), std::size_t(hi - r.scores.begin())}) {
+      // At the smallest T the two are far apart: the highest near weight 1, the lowest near 0.
+      const double w = r.points.front().weights[k];
+      left.labels.push_back({t.front(), w, "  score " + fmt("%g", r.scores[k]), 0, w > 0.5 ? 1.0 : 0.0,
+                             left.series[k].color, 8});
+    }
+  }
   const double uniform = 1.0 / static_cast<double>(r.scores.size());
   left.references = {ReferenceLine::horizontal(uniform, "uniform 1/n")};
   const PlotAxis t_axis{"temperature T (log scale)", AxisScale::log10};
@@ -193,7 +209,10 @@ Figure temperature_figure(const TemperatureResult& r) {
       {left, right}, "Temperature: a larger T flattens softmax",
       "p = softmax(s / T) for the scores (" + scores + ") · small T → one-hot on the largest score, large T → "
           "uniform · entropy rises at every step: " + (r.entropy_increasing ? "yes" : "no") +
-          " (dH/dT = Var_p(s) / T³ ≥ 0)");
+          " (dH/dT = Var_p(s) / T³ ≥ 0)" +
+          (many ? " · " + std::to_string(r.scores.size()) +
+                      " keys: line colour is the key's score, dark (lowest) to yellow (highest)"
+                : std::string()));
 }
 
 Figure complexity_figure(const ComplexityReport& r) {

@@ -106,8 +106,12 @@ Figure explain_step_figure(const ExplainResult& r, int step) {
       s.query_tokens = r.tokens;
       s.key_tokens = r.tokens;
       s.allowed = r.allowed;
-      s.vmin = 0;
-      s.vmax = 1;
+      // [0, 1] for a short sentence; a long causal one gets the heatmaps' log scale (said in the
+      // subtitle), else its later rows, sharing their weight among many keys, would look white.
+      if (r.tokens.size() < 16 || !r.config.causal) {
+        s.vmin = 0;
+        s.vmax = 1;
+      }
       s.title = "Step 5 of 6 · weights = softmax of each row";
       std::string sums;
       if (r.row_sums.size() <= 12) {

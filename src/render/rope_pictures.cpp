@@ -124,7 +124,8 @@ Figure rope_rotation_figure(const RopeLesson& r) {
       "pair " + std::to_string(c.pair) + " = dims (" + std::to_string(a) + ", " + std::to_string(b) + ") in the " +
       (c.style == RopeStyle::Half ? "rotate-half" : "interleaved") + " layout, " + th + " = " + fmt("%.4g", theta) +
       " rad per token (one turn every " + fmt("%.4g", kTwoPi / theta) + " tokens) · the unit vector on dim " +
-      std::to_string(a) + ", rotated by the kernel to positions 0–" + std::to_string(r.rotation.size() - 1) +
+      std::to_string(a) + ", rotated by the kernel to " +
+      (r.rotation.size() == 1 ? std::string("position 0") : "positions 0–" + std::to_string(r.rotation.size() - 1)) +
       (labelled.size() < r.rotation.size() ? " (labels skip points that come round again)" : "");
   return line_plot_row_figure({circle, angle}, "RoPE turns each pair of dims by an angle proportional to the position",
                               subtitle);

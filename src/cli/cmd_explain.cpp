@@ -205,8 +205,9 @@ void setup_explain(CLI::App& app) {
   cmd->add_flag("--symmetry", opts->config.symmetry,
                 "why the projections matter: x x^T is symmetric, Q K^T is not (computed)");
   cmd->add_option("--heads", opts->config.heads,
-                  "multi-head attention by hand with H heads: split, per-head attention, concat, W_o, every shape")
-      ->capture_default_str()->check(CLI::Range(1, 64));
+                  "multi-head attention by hand with H heads (at most 16: every head is printed and drawn): "
+                  "split, per-head attention, concat, W_o, every shape")
+      ->capture_default_str()->check(CLI::Range(1, 16));
   cmd->add_option("--row", opts->config.row, "the query row of --online and --jacobian (default: the last)");
   cmd->add_option("--target", opts->config.target, "the cross-entropy target key of --jacobian (default: the row itself)");
   add_output_options(cmd, opts->output, {"text", "json"});

@@ -10,6 +10,7 @@
 #include "attn/engine/mha.hpp"
 #include "attn/engine/positional.hpp"
 #include "attn/engine/topk.hpp"
+#include "max_difference.hpp"
 #include "attn/lessons/gpt2_forward.hpp"
 
 namespace attn {
@@ -40,19 +41,6 @@ Json top_k_json(const std::vector<std::string>& tokens, const Tensor2& weights,
     rows.push_back({{"query", tokens[i]}, {"index", i}, {"top", keys}});
   }
   return rows;
-}
-
-// max |a - b| over two tensors of one shape; equal infinities (a fully masked row's lse of
-// -inf on both sides) count as no difference.
-template <class A, class B>
-double max_abs_difference(const A& a, const B& b) {
-  double m = 0;
-  auto it = b.begin();
-  for (auto x : a) {
-    const double u = x, w = *it++;
-    if (u != w) m = std::max(m, std::fabs(u - w));
-  }
-  return m;
 }
 
 // The flash kernel with options o on the single head, non-causal and causal, against the naive

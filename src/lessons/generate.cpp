@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "attn/engine/alibi.hpp"
 #include "attn/engine/error.hpp"
@@ -12,16 +13,14 @@ namespace attn {
 namespace {
 
 // FLOPs of computing rows [first, end) of causal self-attention: the rows' own projections and
-// their visible (query, key) pairs in `allowed`, over all heads (StepFlops' convention).
-StepFlops rows_flops(const Mask2& allowed, std::size_t first, std::size_t end, std::size_t D, std::size_t Dkv,
-                     std::size_t H, std::size_t d) {
+// their visible (query, key) pairs, over all heads (StepFlops' convention). pairs_before[i] is
+// the number of visible pairs in rows 0..i-1 of the mask (L + 1 entries).
+StepFlops rows_flops(const std::vector<std::uint64_t>& pairs_before, std::size_t first, std::size_t end,
+                     std::size_t D, std::size_t Dkv, std::size_t H, std::size_t d) {
   StepFlops f;
   const std::uint64_t per_token = 2ull * D * D + 2ull * 2 * D * Dkv + 2ull * D * D;  // W_q, W_k and W_v, W_o
-  std::uint64_t pairs = 0;
-  for (std::size_t i = first; i < end; ++i)
-    for (std::size_t j = 0; j < allowed.shape(1); ++j) pairs += allowed(i, j) ? 1 : 0;
   f.projections = per_token * (end - first);
-  f.attention = pairs * H * (2ull * d + 3 + 2ull * d);
+  f.attention = (pairs_before[end] - pairs_before[first]) * H * (2ull * d + 3 + 2ull * d);
   return f;
 }
 
@@ -68,6 +67,11 @@ GenerateResult run_generate(const GenerateConfig& c) {
   const std::size_t H = c.num_heads;
   // What each query may see, as in the runs above: causal, or the causal window.
   const Mask2 allowed = c.window ? sliding_window_allowed(L, L, c.window - 1, 0) : causal_allowed(L, L);
+  std::vector<std::uint64_t> pairs_before(L + 1, 0);  // counted once, not again at every step
+  for (std::size_t i = 0; i < L; ++i) {
+    pairs_before[i + 1] = pairs_before[i];
+    for (std::size_t j = 0; j < L; ++j) pairs_before[i + 1] += allowed(i, j) ? 1 : 0;
+  }
   for (const DecodeStep& s : r.decoded.steps) {
     GenerateStep g;
     g.first = s.first;
@@ -77,8 +81,8 @@ GenerateResult run_generate(const GenerateConfig& c) {
     g.cache_bytes = s.cache_bytes;
     g.evicted = s.first + s.count - s.cache_len;
     g.weights = xt::view(r.decoded.result.weights, xt::all(), xt::range(s.first, s.first + s.count), xt::all());
-    g.with_cache = rows_flops(allowed, s.first, s.first + s.count, D, Hkv * r.head_dim, H, r.head_dim);
-    g.recompute = rows_flops(allowed, 0, s.first + s.count, D, Hkv * r.head_dim, H, r.head_dim);
+    g.with_cache = rows_flops(pairs_before, s.first, s.first + s.count, D, Hkv * r.head_dim, H, r.head_dim);
+    g.recompute = rows_flops(pairs_before, 0, s.first + s.count, D, Hkv * r.head_dim, H, r.head_dim);
     add(r.total_with_cache, g.with_cache);
     add(r.total_recompute, g.recompute);
     for (std::size_t i = s.first; i < s.first + s.count; ++i) {

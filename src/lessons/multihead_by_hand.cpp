@@ -6,17 +6,10 @@
 #include "attn/engine/error.hpp"
 #include "attn/engine/mha.hpp"
 #include "attn/engine/sdpa.hpp"
+#include "max_difference.hpp"
 
 namespace attn {
 namespace {
-
-template <class A, class B>
-double max_abs_difference(const A& a, const B& b) {
-  double m = 0;
-  auto it = b.begin();
-  for (auto u : a) m = std::max(m, std::fabs(double(u) - double(*it++)));
-  return m;
-}
 
 // Columns [c0, c0 + n) of t: one head's slice of Q, K or V.
 Tensor2 columns(const Tensor2& t, std::size_t c0, std::size_t n) {

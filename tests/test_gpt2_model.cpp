@@ -5,9 +5,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/random.hpp"
 
 using namespace attn;
 
@@ -75,4 +78,97 @@ TEST_CASE("check_gpt2_config: each absurd value is refused by its name") {
   c.layer_norm_epsilon = -1;
   CHECK_THROWS_WITH_AS(check_gpt2_config(c), doctest::Contains("layer_norm_epsilon"), InputError);
   CHECK_NOTHROW(check_gpt2_config(Gpt2Config{}));  // GPT-2 small itself
+}
+
+namespace {
+
+// A random GPT-2 wide enough that its GEMMs and its unembedding are split across threads
+// (c_attn 3 x 256 columns, vocab 1100 over several 512-row slices).
+Gpt2Model wide_random_gpt2() {
+  Gpt2Config c;
+  c.n_layer = 2, c.n_head = 4, c.n_embd = 256, c.vocab_size = 1100, c.n_positions = 16;
+  Gpt2Model m = zero_gpt2_model(c);
+  Rng rng(11);
+  for (const Gpt2Parameter& p : gpt2_parameters(m)) {
+    std::size_t count = 1;
+    for (std::size_t n : p.shape) count *= n;
+    const bool gamma = p.name.find("ln_") != std::string::npos && p.name.find(".weight") != std::string::npos;
+    for (std::size_t i = 0; i < count; ++i) p.data[i] = float((gamma ? 1.0 : 0.0) + 0.1 * rng.normal());
+  }
+  return m;
+}
+
+// The blocks and wte of an in-memory model served as stored weights are, counting the widenings.
+class CountingStore final : public Gpt2StoredWeights {
+ public:
+  explicit CountingStore(Gpt2Model model) : model_(std::move(model)) {}
+  void widen_block(std::size_t layer, Gpt2Block& out) const override {
+    ++blocks;
+    out = model_.blocks.at(layer);
+  }
+  void widen_wte_rows(std::size_t first, std::size_t count, float* out) const override {
+    ++wte_rows_widened;
+    const std::size_t D = model_.config.n_embd;
+    std::copy_n(model_.wte.data() + first * D, count * D, out);
+  }
+  mutable std::size_t blocks = 0, wte_rows_widened = 0;
+
+ private:
+  Gpt2Model model_;
+};
+
+double max_difference(const Tensor2& a, const Tensor2& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a.data()[i]) - double(b.data()[i])));
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("gpt2_unembed: split across threads and wte slices, x wte^T as a plain float64 loop gives it") {
+  const Gpt2Model m = wide_random_gpt2();
+  const std::size_t L = 3, D = m.config.n_embd, V = m.config.vocab_size;
+  Rng rng(3);
+  Tensor2 x = Tensor2::from_shape({L, D});
+  for (float& v : x) v = float(rng.normal());
+  Gpt2Model stored = m;
+  const auto store = std::make_shared<CountingStore>(m);
+  stored.wte = Tensor2();
+  stored.blocks.clear();
+  stored.stored = store;
+  for (std::size_t threads : {1, 2, 3}) {
+    const Tensor2 held = gpt2_unembed(m, x, threads), streamed = gpt2_unembed(stored, x, threads);
+    double worst = 0;
+    for (std::size_t i = 0; i < L; ++i) {
+      for (std::size_t v = 0; v < V; ++v) {
+        double expected = 0;
+        for (std::size_t j = 0; j < D; ++j) expected += double(x(i, j)) * double(m.wte(v, j));
+        worst = std::max({worst, std::fabs(held(i, v) - expected), std::fabs(streamed(i, v) - expected)});
+      }
+    }
+    CHECK(worst < 1e-4);  // a float32 dot product of 256 terms of size ~0.1
+  }
+  CHECK(store->wte_rows_widened >= 3 * 3);  // 1100 rows: at least 3 slices of at most 512 per call
+}
+
+TEST_CASE("gpt2_forward: weights left in a store give the held model's pass, widening each block once") {
+  const Gpt2Model m = wide_random_gpt2();
+  Gpt2Model stored = m;
+  const auto store = std::make_shared<CountingStore>(m);
+  stored.wte = Tensor2();
+  stored.blocks.clear();
+  stored.stored = store;
+  const std::vector<std::int32_t> ids{5, 1099, 0, 42, 42, 7};
+  for (std::size_t threads : {1, 2}) {
+    store->blocks = 0;
+    const Gpt2Forward held = gpt2_forward(m, ids, threads), streamed = gpt2_forward(stored, ids, threads);
+    CHECK(store->blocks == m.config.n_layer);
+    CHECK(max_difference(held.logits, streamed.logits) == 0.0);  // the same values through the same code
+    for (std::size_t l = 0; l < m.config.n_layer; ++l)
+      for (std::size_t i = 0; i < held.attention[l].size(); ++i)
+        REQUIRE(held.attention[l].data()[i] == streamed.attention[l].data()[i]);
+  }
+  // One thread against two: the same sums, split by columns only.
+  CHECK(max_difference(gpt2_forward(m, ids, 1).logits, gpt2_forward(m, ids, 2).logits) < 1e-5);
+  CHECK_THROWS_WITH_AS(gpt2_forward(stored, {1100}), doctest::Contains("out of range"), InputError);
 }

@@ -176,7 +176,7 @@ void run_gpt2_generate(const GenerateCliOptions& opts) {
   g.check_every_step = opts.check;
   if (!is_gpt2_folder(opts.model))
     throw InputError("--model: " + opts.model + " is not a GPT-2 folder (config.json with \"model_type\": \"gpt2\")");
-  const Gpt2Model model = read_gpt2_model(opts.model);
+  const Gpt2Model model = read_gpt2_model(opts.model, Gpt2Loading::widen_all);
   const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(opts.model);
   g.prompt = gpt2_tokens_from_text(tokenizer, opts.config.sentence).ids;
   reuse_freed_memory();

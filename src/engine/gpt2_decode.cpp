@@ -1,8 +1,6 @@
 // GPT-2 decoding through one KV cache per layer (gpt2_decode.hpp).
 #include "attn/engine/gpt2_decode.hpp"
 
-#include <cblas.h>
-
 #include <cmath>
 
 #include "attn/engine/error.hpp"
@@ -59,21 +57,13 @@ Tensor2 Gpt2Decoder::feed(const std::vector<std::int32_t>& ids) {
   const Gpt2Config& c = model_.config;
   const std::size_t m = ids.size(), D = c.n_embd, H = c.n_head, p = length_;
   if (m == 0) throw InputError("tokens: expected at least one token to feed");
-  if (p + m > c.n_positions) {
-    throw InputError("tokens: " + std::to_string(p + m) + " tokens exceed the model's n_positions of " +
-                     std::to_string(c.n_positions));
-  }
-  Tensor2 x = Tensor2::from_shape({m, D});
-  for (std::size_t i = 0; i < m; ++i) {
-    if (ids[i] < 0 || std::size_t(ids[i]) >= c.vocab_size)
-      throw InputError("tokens: id " + std::to_string(ids[i]) + " out of range [0, " + std::to_string(c.vocab_size) + ")");
-    for (std::size_t j = 0; j < D; ++j) x(i, j) = model_.wte(std::size_t(ids[i]), j) + model_.wpe(p + i, j);
-  }
+  const detail::OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
+  Tensor2 x = gpt2_embed(model_, ids, p);
   std::vector<double> k(D), v(D);  // one token's [H, d] keys and values, head-major as the cache wants
   for (std::size_t l = 0; l < c.n_layer; ++l) {
-    const Gpt2Block& b = model_.blocks[l];
-    const Tensor2 qkv =
-        detail::gpt2_conv1d(layer_norm(x, b.ln_1_weight, b.ln_1_bias, c.layer_norm_epsilon), b.attn_weight, b.attn_bias);
+    const Gpt2Block& b = gpt2_block(model_, l, scratch_);
+    const Tensor2 qkv = detail::gpt2_conv1d(layer_norm(x, b.ln_1_weight, b.ln_1_bias, c.layer_norm_epsilon),
+                                            b.attn_weight, b.attn_bias, /*threads=*/0);
     for (std::size_t i = 0; i < m; ++i) {
       for (std::size_t j = 0; j < D; ++j) {  // head h owns columns h*d .. h*d + d of the k and v parts
         k[j] = qkv(i, D + j);
@@ -81,14 +71,11 @@ Tensor2 Gpt2Decoder::feed(const std::vector<std::int32_t>& ids) {
       }
       caches_[l].append(k, v);
     }
-    x += detail::gpt2_conv1d(cached_attention(qkv, caches_[l], p, H), b.attn_proj_weight, b.attn_proj_bias);
-    x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon));
+    x += detail::gpt2_conv1d(cached_attention(qkv, caches_[l], p, H), b.attn_proj_weight, b.attn_proj_bias, 0);
+    x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon), 0);
   }
   length_ += m;
-  const Tensor2 final_x = layer_norm(x, model_.ln_f_weight, model_.ln_f_bias, c.layer_norm_epsilon);
-  Tensor2 logits = Tensor2::from_shape({m, c.vocab_size});  // x wte^T, as in gpt2_forward
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(c.vocab_size), int(D), 1.0f, final_x.data(),
-              int(D), model_.wte.data(), int(D), 0.0f, logits.data(), int(c.vocab_size));
+  Tensor2 logits = gpt2_unembed(model_, layer_norm(x, model_.ln_f_weight, model_.ln_f_bias, c.layer_norm_epsilon));
   return logits;
 }
 

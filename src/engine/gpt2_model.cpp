@@ -3,12 +3,17 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <numbers>
+#include <span>
 
 #include "attn/engine/attention.hpp"
 #include "attn/engine/error.hpp"
 #include "gpt2_parts.hpp"
+#include "parallel.hpp"
 
 namespace attn {
 namespace {
@@ -44,7 +49,7 @@ Tensor2 merge_heads(const Tensor3& heads) {
 // Attention is the only part of a block that mixes information across positions.
 Tensor2 attention_branch(const Gpt2Block& b, const Tensor2& x, std::size_t H, std::size_t threads,
                          Tensor3& weights, Tensor3& q, Tensor3& k, Tensor3& v) {
-  split_qkv(detail::gpt2_conv1d(x, b.attn_weight, b.attn_bias), H, q, k, v);
+  split_qkv(detail::gpt2_conv1d(x, b.attn_weight, b.attn_bias, threads), H, q, k, v);
   SdpaOptions so;
   so.causal = true;  // scale 1/sqrt(d), the default
   BackendOptions bo;
@@ -53,7 +58,7 @@ Tensor2 attention_branch(const Gpt2Block& b, const Tensor2& x, std::size_t H, st
   bo.threads = threads;
   SdpaResult r = attention(q, k, v, nullptr, so, bo, /*with_weights=*/true);
   weights = std::move(r.weights);
-  return detail::gpt2_conv1d(merge_heads(r.output), b.attn_proj_weight, b.attn_proj_bias);
+  return detail::gpt2_conv1d(merge_heads(r.output), b.attn_proj_weight, b.attn_proj_bias, threads);
 }
 
 }  // namespace
@@ -74,24 +79,55 @@ void check_gpt2_config(const Gpt2Config& c) {
 
 namespace detail {
 
-// y [L, Out] = x [L, In] W [In, Out] + b [Out]: Hugging Face's Conv1D.
-Tensor2 gpt2_conv1d(const Tensor2& x, const Tensor2& w, const Tensor1& b) {
+void column_slices(std::size_t columns, std::size_t threads,
+                   const std::function<void(std::size_t first, std::size_t count)>& slice) {
+  constexpr std::size_t kMinColumns = 256, kAlign = 16;  // below this a thread costs more than it saves
+  const std::size_t parts = thread_count(threads, std::max<std::size_t>(1, columns / kMinColumns));
+  const std::size_t width = (columns + parts - 1) / parts, step = (width + kAlign - 1) / kAlign * kAlign;
+  parallel_items((columns + step - 1) / step, parts, [&](std::size_t, std::size_t part) {
+    const std::size_t first = part * step;
+    slice(first, std::min(step, columns - first));
+  });
+}
+
+Tensor2 gpt2_conv1d(const Tensor2& x, const Tensor2& w, const Tensor1& b, std::size_t threads,
+                    float (*activation)(float)) {
   const std::size_t L = x.shape(0), In = x.shape(1), Out = w.shape(1);
   Tensor2 y = Tensor2::from_shape({L, Out});
-  for (std::size_t i = 0; i < L; ++i) std::copy(b.begin(), b.end(), y.data() + i * Out);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(L), int(Out), int(In), 1.0f, x.data(), int(In),
-              w.data(), int(Out), 1.0f, y.data(), int(Out));
+  column_slices(Out, threads, [&](std::size_t first, std::size_t count) {
+    for (std::size_t i = 0; i < L; ++i) std::copy_n(b.data() + first, count, y.data() + i * Out + first);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(L), int(count), int(In), 1.0f, x.data(), int(In),
+                w.data() + first, int(Out), 1.0f, y.data() + first, int(Out));
+    if (activation)
+      for (std::size_t i = 0; i < L; ++i)
+        for (float& v : std::span<float>(y.data() + i * Out + first, count)) v = activation(v);
+  });
   return y;
 }
 
 // The MLP works on each position alone: widen to 4D, GELU, project back.
-Tensor2 gpt2_mlp_branch(const Gpt2Block& b, const Tensor2& x) {
-  Tensor2 hidden = gpt2_conv1d(x, b.fc_weight, b.fc_bias);
-  for (float& h : hidden) h = gelu_new(h);
-  return gpt2_conv1d(hidden, b.mlp_proj_weight, b.mlp_proj_bias);
+Tensor2 gpt2_mlp_branch(const Gpt2Block& b, const Tensor2& x, std::size_t threads) {
+  const Tensor2 hidden = gpt2_conv1d(x, b.fc_weight, b.fc_bias, threads, gelu_new);
+  return gpt2_conv1d(hidden, b.mlp_proj_weight, b.mlp_proj_bias, threads);
 }
 
+OneBlasThread::OneBlasThread() : before_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
+OneBlasThread::~OneBlasThread() { openblas_set_num_threads(before_); }
+
 }  // namespace detail
+
+Gpt2Block unfilled_gpt2_block(std::size_t D) {
+  Gpt2Block b;
+  for (Tensor1* t : {&b.ln_1_weight, &b.ln_1_bias, &b.attn_proj_bias, &b.ln_2_weight, &b.ln_2_bias, &b.mlp_proj_bias})
+    *t = Tensor1::from_shape({D});
+  b.attn_weight = Tensor2::from_shape({D, 3 * D});
+  b.attn_bias = Tensor1::from_shape({3 * D});
+  b.attn_proj_weight = Tensor2::from_shape({D, D});
+  b.fc_weight = Tensor2::from_shape({D, 4 * D});
+  b.fc_bias = Tensor1::from_shape({4 * D});
+  b.mlp_proj_weight = Tensor2::from_shape({4 * D, D});
+  return b;
+}
 
 Gpt2Model unfilled_gpt2_model(const Gpt2Config& c) {
   check_gpt2_config(c);
@@ -100,20 +136,65 @@ Gpt2Model unfilled_gpt2_model(const Gpt2Config& c) {
   m.config = c;
   m.wte = Tensor2::from_shape({c.vocab_size, D});
   m.wpe = Tensor2::from_shape({c.n_positions, D});
-  m.blocks.resize(c.n_layer);
-  for (Gpt2Block& b : m.blocks) {
-    for (Tensor1* t : {&b.ln_1_weight, &b.ln_1_bias, &b.attn_proj_bias, &b.ln_2_weight, &b.ln_2_bias, &b.mlp_proj_bias})
-      *t = Tensor1::from_shape({D});
-    b.attn_weight = Tensor2::from_shape({D, 3 * D});
-    b.attn_bias = Tensor1::from_shape({3 * D});
-    b.attn_proj_weight = Tensor2::from_shape({D, D});
-    b.fc_weight = Tensor2::from_shape({D, 4 * D});
-    b.fc_bias = Tensor1::from_shape({4 * D});
-    b.mlp_proj_weight = Tensor2::from_shape({4 * D, D});
-  }
+  m.blocks.reserve(c.n_layer);
+  for (std::size_t l = 0; l < c.n_layer; ++l) m.blocks.push_back(unfilled_gpt2_block(D));
   m.ln_f_weight = Tensor1::from_shape({D});
   m.ln_f_bias = Tensor1::from_shape({D});
   return m;
+}
+
+const Gpt2Block& gpt2_block(const Gpt2Model& model, std::size_t layer, Gpt2Block& scratch) {
+  if (!model.stored) return model.blocks.at(layer);
+  if (scratch.attn_weight.shape(0) != model.config.n_embd) scratch = unfilled_gpt2_block(model.config.n_embd);
+  model.stored->widen_block(layer, scratch);
+  return scratch;
+}
+
+Tensor2 gpt2_embed(const Gpt2Model& model, const std::vector<std::int32_t>& ids, std::size_t first_position) {
+  const Gpt2Config& c = model.config;
+  const std::size_t L = ids.size(), D = c.n_embd;
+  if (first_position + L > c.n_positions) {
+    throw InputError("tokens: " + std::to_string(first_position + L) + " tokens exceed the model's n_positions of " +
+                     std::to_string(c.n_positions));
+  }
+  Tensor2 x = Tensor2::from_shape({L, D});
+  for (std::size_t i = 0; i < L; ++i) {
+    if (ids[i] < 0 || std::size_t(ids[i]) >= c.vocab_size) {
+      throw InputError("tokens: id " + std::to_string(ids[i]) + " out of range [0, " + std::to_string(c.vocab_size) +
+                       ")");
+    }
+    float* row = x.data() + i * D;
+    if (model.stored)
+      model.stored->widen_wte_rows(std::size_t(ids[i]), 1, row);
+    else
+      std::copy_n(model.wte.data() + std::size_t(ids[i]) * D, D, row);
+    const float* position = model.wpe.data() + (first_position + i) * D;
+    for (std::size_t j = 0; j < D; ++j) row[j] += position[j];
+  }
+  return x;
+}
+
+Tensor2 gpt2_unembed(const Gpt2Model& model, const Tensor2& x, std::size_t threads) {
+  const std::size_t L = x.shape(0), D = model.config.n_embd, V = model.config.vocab_size;
+  Tensor2 logits = Tensor2::from_shape({L, V});
+  // Each thread its own columns (rows of wte); stored weights a slice of rows at a time through
+  // a buffer per thread.
+  detail::column_slices(V, threads, [&](std::size_t first, std::size_t count) {
+    constexpr std::size_t kRows = 512;  // 1.5 MiB of GPT-2 small's rows: stays in cache for the GEMM
+    const auto rows = std::make_unique_for_overwrite<float[]>(model.stored ? std::min(kRows, count) * D : 0);
+    for (std::size_t done = 0; done < count;) {
+      const std::size_t n = model.stored ? std::min(kRows, count - done) : count;
+      const float* w = model.wte.data() + (first + done) * D;
+      if (model.stored) {
+        model.stored->widen_wte_rows(first + done, n, rows.get());
+        w = rows.get();
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(L), int(n), int(D), 1.0f, x.data(), int(D), w, int(D),
+                  0.0f, logits.data() + first + done, int(V));
+      done += n;
+    }
+  });
+  return logits;
 }
 
 Gpt2Model zero_gpt2_model(const Gpt2Config& c) {
@@ -126,26 +207,33 @@ Gpt2Model zero_gpt2_model(const Gpt2Config& c) {
   return m;
 }
 
+std::vector<Gpt2Parameter> gpt2_block_parameters(Gpt2Block& b, std::size_t layer) {
+  std::vector<Gpt2Parameter> out;
+  const std::string h = "h." + std::to_string(layer) + ".";
+  auto add = [&](const char* name, auto& t) { out.push_back({h + name, shape_of(t), t.data()}); };
+  add("ln_1.weight", b.ln_1_weight);
+  add("ln_1.bias", b.ln_1_bias);
+  add("attn.c_attn.weight", b.attn_weight);
+  add("attn.c_attn.bias", b.attn_bias);
+  add("attn.c_proj.weight", b.attn_proj_weight);
+  add("attn.c_proj.bias", b.attn_proj_bias);
+  add("ln_2.weight", b.ln_2_weight);
+  add("ln_2.bias", b.ln_2_bias);
+  add("mlp.c_fc.weight", b.fc_weight);
+  add("mlp.c_fc.bias", b.fc_bias);
+  add("mlp.c_proj.weight", b.mlp_proj_weight);
+  add("mlp.c_proj.bias", b.mlp_proj_bias);
+  return out;
+}
+
 std::vector<Gpt2Parameter> gpt2_parameters(Gpt2Model& m) {
   std::vector<Gpt2Parameter> out;
   auto add = [&out](std::string name, auto& t) { out.push_back({std::move(name), shape_of(t), t.data()}); };
   add("wte.weight", m.wte);
   add("wpe.weight", m.wpe);
   for (std::size_t l = 0; l < m.blocks.size(); ++l) {
-    Gpt2Block& b = m.blocks[l];
-    const std::string h = "h." + std::to_string(l) + ".";
-    add(h + "ln_1.weight", b.ln_1_weight);
-    add(h + "ln_1.bias", b.ln_1_bias);
-    add(h + "attn.c_attn.weight", b.attn_weight);
-    add(h + "attn.c_attn.bias", b.attn_bias);
-    add(h + "attn.c_proj.weight", b.attn_proj_weight);
-    add(h + "attn.c_proj.bias", b.attn_proj_bias);
-    add(h + "ln_2.weight", b.ln_2_weight);
-    add(h + "ln_2.bias", b.ln_2_bias);
-    add(h + "mlp.c_fc.weight", b.fc_weight);
-    add(h + "mlp.c_fc.bias", b.fc_bias);
-    add(h + "mlp.c_proj.weight", b.mlp_proj_weight);
-    add(h + "mlp.c_proj.bias", b.mlp_proj_bias);
+    const std::vector<Gpt2Parameter> block = gpt2_block_parameters(m.blocks[l], l);
+    out.insert(out.end(), block.begin(), block.end());
   }
   add("ln_f.weight", m.ln_f_weight);
   add("ln_f.bias", m.ln_f_bias);
@@ -168,43 +256,31 @@ Tensor2 layer_norm(const Tensor2& x, const Tensor1& gamma, const Tensor1& beta, 
 }
 
 float gelu_new(float x) {
-  const double c = std::sqrt(2.0 / std::numbers::pi), xd = x;
-  return float(0.5 * xd * (1.0 + std::tanh(c * (xd + 0.044715 * xd * xd * xd))));
+  // 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)): one exp instead of a tanh, and no cancellation in
+  // 1 + tanh(u) far to the left (exp overflows to inf there, and x / inf is the 0 it should be).
+  const double u = std::sqrt(2.0 / std::numbers::pi) * (double(x) + 0.044715 * double(x) * x * x);
+  return float(double(x) / (1.0 + std::exp(-2.0 * u)));
 }
 
 Gpt2Forward gpt2_forward(const Gpt2Model& model, const std::vector<std::int32_t>& ids, std::size_t threads) {
   const Gpt2Config& c = model.config;
-  const std::size_t L = ids.size(), D = c.n_embd;
-  if (L == 0) throw InputError("tokens: expected at least one token");
-  if (L > c.n_positions) {
-    throw InputError("tokens: " + std::to_string(L) + " tokens exceed the model's n_positions of " +
-                     std::to_string(c.n_positions));
-  }
-  Tensor2 x = Tensor2::from_shape({L, D});
-  for (std::size_t i = 0; i < L; ++i) {
-    if (ids[i] < 0 || std::size_t(ids[i]) >= c.vocab_size) {
-      throw InputError("tokens: id " + std::to_string(ids[i]) + " out of range [0, " + std::to_string(c.vocab_size) +
-                       ")");
-    }
-    for (std::size_t j = 0; j < D; ++j) x(i, j) = model.wte(std::size_t(ids[i]), j) + model.wpe(i, j);
-  }
+  if (ids.empty()) throw InputError("tokens: expected at least one token");
+  const detail::OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
+  Tensor2 x = gpt2_embed(model, ids, 0);
   Gpt2Forward out;
   out.embedded = x;
   out.attention.resize(c.n_layer);
   out.q.resize(c.n_layer);
   out.k.resize(c.n_layer);
   out.v.resize(c.n_layer);
+  Gpt2Block scratch;
   for (std::size_t l = 0; l < c.n_layer; ++l) {
-    const Gpt2Block& b = model.blocks[l];
+    const Gpt2Block& b = gpt2_block(model, l, scratch);
     x += attention_branch(b, layer_norm(x, b.ln_1_weight, b.ln_1_bias, c.layer_norm_epsilon), c.n_head, threads,
                           out.attention[l], out.q[l], out.k[l], out.v[l]);
-    x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon));
+    x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon), threads);
   }
-  const Tensor2 final_x = layer_norm(x, model.ln_f_weight, model.ln_f_bias, c.layer_norm_epsilon);
-  // logits [L, vocab] = x [L, D] wte^T: the unembedding is the token embedding, transposed.
-  out.logits = Tensor2::from_shape({L, c.vocab_size});
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(L), int(c.vocab_size), int(D), 1.0f, final_x.data(),
-              int(D), model.wte.data(), int(D), 0.0f, out.logits.data(), int(c.vocab_size));
+  out.logits = gpt2_unembed(model, layer_norm(x, model.ln_f_weight, model.ln_f_bias, c.layer_norm_epsilon), threads);
   return out;
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <regex>
 #include <set>
 #include <vector>
@@ -55,27 +57,75 @@ Entries::const_iterator find_parameter(const Entries& stored, const std::string&
   return found;
 }
 
+std::size_t value_bytes(const SafetensorsEntry& e) { return e.dtype == "F32" ? 4 : 2; }
+
+// The values [first, first + count) of e, as an entry of their own.
+SafetensorsEntry slice(const SafetensorsEntry& e, std::size_t first, std::size_t count) {
+  return {e.dtype, {}, e.data + first * value_bytes(e), count};
+}
+
+// e widened into out; InputError naming the stored tensor when a value is not finite.
+void widen_finite(const SafetensorsEntry& e, const std::string& name, float* out, const std::string& source) {
+  if (!widen_to_float(e, out)) throw InputError(source + ": tensor \"" + name + "\" holds a non-finite value");
+}
+
 // GPT-2 ties its unembedding to wte; an lm_head that differs would make our logits wrong.
-// Compared as widened values, a block at a time (no second copy of the vocabulary matrix).
-void check_lm_head(const Entries& stored, const Tensor2& wte, const std::string& source) {
+// The same bytes are the same values; otherwise both are widened and compared a block at a time.
+void check_lm_head(const Entries& stored, const SafetensorsEntry& wte, const std::string& source) {
   auto it = stored.find("lm_head.weight");
   if (it == stored.end()) return;
   const SafetensorsEntry& head = it->second;
-  if (head.shape != shape_of(wte)) {
-    throw InputError(source + ": tensor \"lm_head.weight\": expected shape " + shape_string(shape_of(wte)) +
+  if (head.shape != wte.shape) {
+    throw InputError(source + ": tensor \"lm_head.weight\": expected shape " + shape_string(wte.shape) +
                      " (tied to wte), got " + shape_string(head.shape));
   }
+  if (head.dtype == wte.dtype && std::memcmp(head.data, wte.data, head.count * value_bytes(head)) == 0) return;
   constexpr std::size_t kBlock = 1 << 16;
-  std::vector<float> block(kBlock);
-  const std::size_t width = head.dtype == "F32" ? 4 : 2;
+  std::vector<float> a(kBlock), b(kBlock);
   for (std::size_t i = 0; i < head.count; i += kBlock) {
-    const SafetensorsEntry part{head.dtype, {}, head.data + i * width, std::min(kBlock, head.count - i)};
-    widen_to_float(part, block.data());
-    if (!std::equal(block.begin(), block.begin() + long(part.count), wte.data() + i))
+    const std::size_t n = std::min(kBlock, head.count - i);
+    widen_to_float(slice(head, i, n), a.data());
+    widen_to_float(slice(wte, i, n), b.data());
+    if (!std::equal(a.begin(), a.begin() + long(n), b.begin()))
       throw InputError(source + ": tensor \"lm_head.weight\" differs from wte.weight; GPT-2 ties them "
                        "(untied heads are not supported)");
   }
 }
+
+// A stored tensor and the name it is stored under.
+struct NamedEntry {
+  std::string name;
+  SafetensorsEntry entry;
+};
+
+// The blocks and wte of a model left in their mapped file, widened when a pass reaches them.
+class MappedGpt2Weights final : public Gpt2StoredWeights {
+ public:
+  MappedGpt2Weights(std::shared_ptr<const MappedSafetensors> file, std::string source,
+                    std::map<std::string, NamedEntry> entries, std::size_t n_embd)
+      : file_(std::move(file)), source_(std::move(source)), entries_(std::move(entries)), n_embd_(n_embd) {}
+
+  void widen_block(std::size_t layer, Gpt2Block& out) const override {
+    for (const Gpt2Parameter& p : gpt2_block_parameters(out, layer)) {
+      const NamedEntry& e = entries_.at(p.name);
+      widen_finite(e.entry, e.name, p.data, source_);
+    }
+  }
+
+  void widen_wte_rows(std::size_t first, std::size_t count, float* out) const override {
+    const NamedEntry& e = entries_.at("wte.weight");
+    widen_finite(slice(e.entry, first * n_embd_, count * n_embd_), e.name, out, source_);
+  }
+
+ private:
+  std::shared_ptr<const MappedSafetensors> file_;  // the mapping the entries point into
+  std::string source_;
+  std::map<std::string, NamedEntry> entries_;  // parameter name (gpt2_parameters) -> stored tensor
+  std::size_t n_embd_;
+};
+
+// The parameters a model may leave in its file: wte and every block's (wpe and ln_f are small).
+bool streamable(const std::string& parameter) { return parameter == "wte.weight" || parameter.starts_with("h."); }
 
 }  // namespace
 
@@ -114,27 +164,36 @@ Gpt2Config read_gpt2_config(const std::string& dir) {
   return c;
 }
 
-Gpt2Model read_gpt2_model(const std::string& dir) {
+Gpt2Model read_gpt2_model(const std::string& dir, Gpt2Loading loading) {
+  // Shaped but never written where the weights stay in the file: untouched memory costs nothing.
   Gpt2Model model = unfilled_gpt2_model(read_gpt2_config(dir));
   const std::string source = dir + "/model.safetensors";
-  const MappedSafetensors file(source);
-  const Entries& stored = file.tensors();
+  const auto file = std::make_shared<const MappedSafetensors>(source);
+  const Entries& stored = file->tensors();
   std::set<std::string> used;
+  std::map<std::string, NamedEntry> left_in_file;
   for (const Gpt2Parameter& p : gpt2_parameters(model)) {
     auto it = find_parameter(stored, p.name, source);
     if (it->second.shape != p.shape) {
       throw InputError(source + ": tensor \"" + it->first + "\": expected shape " + shape_string(p.shape) + ", got " +
                        shape_string(it->second.shape));
     }
-    // Widened straight into the model: the file's pages are mapped, never copied whole.
-    if (!widen_to_float(it->second, p.data))
-      throw InputError(source + ": tensor \"" + it->first + "\" holds a non-finite value");
     used.insert(it->first);
+    if (loading == Gpt2Loading::per_block && streamable(p.name))
+      left_in_file.emplace(p.name, NamedEntry{it->first, it->second});
+    else  // widened straight into the model: the file's pages are mapped, never copied whole
+      widen_finite(it->second, it->first, p.data, source);
   }
-  check_lm_head(stored, model.wte, source);
+  check_lm_head(stored, find_parameter(stored, "wte.weight", source)->second, source);
   for (const auto& [name, tensor] : stored)
     if (!used.count(name) && name != "lm_head.weight" && !is_mask_buffer(name))
       throw InputError(source + ": unexpected tensor \"" + name + "\"");
+  if (loading == Gpt2Loading::per_block) {
+    model.blocks.clear();
+    model.wte = Tensor2();
+    model.stored =
+        std::make_shared<const MappedGpt2Weights>(file, source, std::move(left_in_file), model.config.n_embd);
+  }
   return model;
 }
 

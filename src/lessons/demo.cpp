@@ -362,7 +362,8 @@ void gpt2_attention(DemoResult& r, const std::vector<std::int32_t>& ids) {
                gpt2_head_summary(model, ids, f.attention)};
   show_model_heads(r, dm, f.q, f.k, f.v);
 
-  const Gpt2Block& b0 = model.blocks.front();
+  Gpt2Block scratch;
+  const Gpt2Block& b0 = gpt2_block(model, 0, scratch);
   MhaOptions mo;
   mo.num_heads = c.n_head;
   r.decode = decode_check(layer_norm(f.embedded, b0.ln_1_weight, b0.ln_1_bias, c.layer_norm_epsilon),

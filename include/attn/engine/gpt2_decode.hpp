@@ -35,6 +35,7 @@ class Gpt2Decoder {
 
  private:
   const Gpt2Model& model_;
+  Gpt2Block scratch_;  // the block being run, when the model leaves its blocks in their file
   std::vector<KvCache> caches_;
   std::size_t length_ = 0;
 };

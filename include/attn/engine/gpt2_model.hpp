@@ -12,6 +12,7 @@
 // transpose of torch.nn.Linear's [out, in]); c_attn's output columns are q | k | v, each D
 // wide, head h owning columns h*d .. h*d + d of each. Float32 throughout.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,13 +39,40 @@ struct Gpt2Block {
   Tensor1 mlp_proj_bias;  // mlp.c_proj.bias [D]
 };
 
+// The weights a model leaves in its file: each block, and wte's rows, widened to float32 when a
+// pass reaches them, into tensors the caller owns and reuses (already shaped). InputError
+// naming the tensor when a value is not finite.
+class Gpt2StoredWeights {
+ public:
+  virtual ~Gpt2StoredWeights() = default;
+  virtual void widen_block(std::size_t layer, Gpt2Block& out) const = 0;
+  virtual void widen_wte_rows(std::size_t first, std::size_t count, float* out) const = 0;
+};
+
 struct Gpt2Model {
   Gpt2Config config;
   Tensor2 wte;  // [vocab, D]
   Tensor2 wpe;  // [n_positions, D]
   std::vector<Gpt2Block> blocks;
   Tensor1 ln_f_weight, ln_f_bias;  // [D]
+  // Set when the blocks and wte stay in their file (blocks and wte are then empty): a pass
+  // widens one block at a time into a buffer it reuses. A float16 GPT-2 small then costs 28 MB
+  // of float32 instead of 500 MB, and fresh memory is slow to come by (the kernel zeroes every
+  // page: on this project's machine that took longer than the whole forward pass).
+  std::shared_ptr<const Gpt2StoredWeights> stored;
 };
+
+// Block `layer`'s weights: the model's own, or widened from model.stored into scratch (shaped
+// on first use, reused after) and returned from there.
+const Gpt2Block& gpt2_block(const Gpt2Model& model, std::size_t layer, Gpt2Block& scratch);
+// A block of width D with every tensor shaped and its values unset.
+Gpt2Block unfilled_gpt2_block(std::size_t n_embd);
+// x [L, D]: x[i] = wte[ids[i]] + wpe[first_position + i]. InputError for an id outside the
+// vocabulary or a position past n_positions.
+Tensor2 gpt2_embed(const Gpt2Model& model, const std::vector<std::int32_t>& ids, std::size_t first_position);
+// logits [L, vocab] = x [L, D] wte^T: the unembedding is the token embedding, transposed. On up
+// to `threads` threads (0 = every hardware thread), each calling OpenBLAS.
+Tensor2 gpt2_unembed(const Gpt2Model& model, const Tensor2& x, std::size_t threads = 0);
 
 // InputError naming the field unless every size is >= 1 and within what a CPU can hold
 // (n_layer <= 256, n_embd <= 16384, vocab_size <= 1,000,000, n_positions <= 131072),
@@ -66,6 +94,8 @@ struct Gpt2Parameter {
   float* data;
 };
 std::vector<Gpt2Parameter> gpt2_parameters(Gpt2Model& model);
+// Block `layer`'s twelve parameters ("h.{layer}.ln_1.weight", ...), in gpt2_parameters' order.
+std::vector<Gpt2Parameter> gpt2_block_parameters(Gpt2Block& block, std::size_t layer);
 
 // y[i] = (x[i] - mean_i) / sqrt(var_i + eps) * gamma + beta, row by row over x [L, D], with the
 // biased variance (Ba et al. 2016, "Layer Normalization"; torch.nn.LayerNorm).

@@ -23,6 +23,12 @@ Gpt2Config read_gpt2_config(const std::string& dir);
 // InputError naming the tensor for a missing tensor, a wrong shape (expected and actual), a
 // non-finite value, an lm_head.weight that differs from wte, or an unexpected tensor; the
 // safetensors reader's own errors for a truncated or lying file.
-Gpt2Model read_gpt2_model(const std::string& dir);
+//
+// per_block (the default) leaves wte and the blocks in the mapped file and widens them when a
+// pass reaches them (Gpt2Model::stored): for one or two passes over a model, as forward and demo
+// make. widen_all widens every tensor into the model once: for generate, whose every new token
+// is a pass. A non-finite value in a weight left in the file is found when it is widened.
+enum class Gpt2Loading { per_block, widen_all };
+Gpt2Model read_gpt2_model(const std::string& dir, Gpt2Loading loading = Gpt2Loading::per_block);
 
 }  // namespace attn

@@ -37,10 +37,30 @@ TEST_CASE("cli bench decode: every DESIGN.md field, K/V bytes from the shapes, G
 }
 
 TEST_CASE("cli bench decode: refusals are one line, exit 2") {
-  test::check_input_error(run_cli("bench --mode decode --kv 1000 --kv-dtype bf16"), "bf16");
+  test::check_input_error(run_cli("bench --mode decode --kv 1000 --kv-dtype bf16 --backend naive"), "bf16");
   test::check_input_error(run_cli("bench --mode decode --kv 1000 --kv-dtype int8"), "--kv-dtype");
   test::check_input_error(run_cli("bench --mode decode --kv 1000 --heads 8 --kv-heads 3"), "multiple of --kv-heads");
   test::check_input_error(run_cli("bench --mode decode --kv 4 --queries 5"), "--queries 5");
   test::check_input_error(run_cli("bench --mode decode --kv 100 --backend blas"), "flash or naive");
   test::check_input_error(run_cli("bench --mode sideways"), "--mode");
+}
+
+TEST_CASE("cli bench decode: a bf16 cache reads half the bytes, and its rounding shows in the error") {
+  const auto run = run_cli("bench --mode decode --kv 600,2000 --heads 4 --kv-heads 2 --head-dim 32 --kv-dtype bf16 "
+                           "--threads 1,2 --repeat 1 --json");
+  REQUIRE(run.code == 0);
+  const Json out = Json::parse(run.out);
+  REQUIRE(out["runs"].size() == 4);
+  for (const Json& x : out["runs"]) {
+    CHECK(x["kv_dtype"] == "bf16");
+    CHECK(x["kv_bytes"] == 2 * 2 * x["kv_len"].get<std::size_t>() * 32 * 2);  // 2 bytes a value
+    // The kernel on the rounded cache is float32-exact; the rounding itself (2^-8 relative) is
+    // what a bf16 cache costs against float64 on the float32 inputs, and it must be visible.
+    CHECK(x["kernel_err_on_bf16_kv"].get<double>() < 1e-5);
+    CHECK(x["max_abs_err_vs_naive"].get<double>() > 1e-4);
+    CHECK(x["max_abs_err_vs_naive"].get<double>() < 2e-2);
+  }
+  const auto text = run_cli("bench --mode decode --kv 600 --kv-dtype bf16 --repeat 1");
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("KV cache bfloat16") != std::string::npos);
 }

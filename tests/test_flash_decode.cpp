@@ -3,8 +3,10 @@
 // a multiple of any chunk, chunks whose keys are all masked, GQA/MQA, 1-4 threads.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 
+#include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/engine/mask.hpp"
 #include "attn/engine/tile_math.hpp"
@@ -188,4 +190,109 @@ TEST_CASE("tile::row_merge: two halves of a row merge into the one-pass softmax 
   CHECK(g.b == 0);
   CHECK(tile::row_lse(masked) == -INFINITY);
   CHECK(tile::row_output_scale(masked) == 0);
+}
+
+namespace {
+
+// The bfloat16 cache: the kernel against the float64 oracle on the same bf16-rounded K and V
+// (2x rule), so what is checked is the kernel's arithmetic, not the rounding of the cache.
+void check_decode_bf16(const DecodeCase& c, std::uint64_t seed) {
+  CAPTURE(c.H);
+  CAPTURE(c.Hkv);
+  CAPTURE(c.Lq);
+  CAPTURE(c.Lk);
+  CAPTURE(int(c.mask));
+  CAPTURE(c.threads);
+  Rng rng(seed);
+  const Tensor3 q = randn(rng, c.H, c.Lq, c.d);
+  const Bf16Tensor3 kb = to_bf16(randn(rng, c.Hkv, c.Lk, c.d)), vb = to_bf16(randn(rng, c.Hkv, c.Lk, c.dv));
+  const Tensor3 k = from_bf16(kb), v = from_bf16(vb);
+  const bool explicit_mask = c.mask != MaskKind::none && c.mask != MaskKind::causal;
+  const Mask3 mask = explicit_mask ? make_mask(c, rng) : Mask3{};
+  const Mask3* allowed = explicit_mask ? &mask : nullptr;
+  SdpaOptions so;
+  so.causal = c.mask == MaskKind::causal;
+  const SdpaResult ref = sdpa(q, k, v, allowed, so);
+  FlashOptions fo;
+  fo.causal = so.causal;
+  fo.threads = c.threads;
+  const FlashResult f = flash_decode_bf16(q, kb, vb, allowed, fo);
+  const Tensor3 plain = test::plain_float32_output(q, k, v, allowed, so.causal, 1.0f / std::sqrt(float(c.d)));
+  const double err = test::max_abs_diff(test::flat_tensor(f.output), test::flat_tensor(ref.output));
+  const double err_plain = test::max_abs_diff(test::flat_tensor(plain), test::flat_tensor(ref.output));
+  CAPTURE(err);
+  CAPTURE(err_plain);
+  CHECK(err <= 2 * err_plain + 1e-6);
+  for (std::size_t i = 0; i < f.lse.size(); ++i) {
+    const float a = f.lse.data()[i], b = ref.lse.data()[i];
+    if (std::isinf(b))
+      CHECK(a == b);
+    else
+      CHECK(std::fabs(a - b) <= 1e-5 * std::max(1.0f, std::fabs(b)));
+  }
+}
+
+std::uint16_t bf16_of(float x, Bf16Rounding how) {
+  std::uint16_t out;
+  round_to_bf16(&x, 1, &out, how);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bf16: rounding to nearest even by hand, denormals to signed zero, NaN kept, overflow to inf") {
+  for (Bf16Rounding how : {Bf16Rounding::portable, Bf16Rounding::best}) {
+    CHECK(bf16_of(1.0f, how) == 0x3f80);
+    CHECK(bf16_of(-2.5f, how) == 0xc020);
+    CHECK(bf16_of(1.0f + 0x1p-8f, how) == 0x3f80);                // a tie: stays on the even 0x3f80
+    CHECK(bf16_of(1.0f + 3 * 0x1p-8f, how) == 0x3f82);            // a tie: up to the even 0x3f82
+    CHECK(bf16_of(1.0f + 0x1p-8f + 0x1p-20f, how) == 0x3f81);     // past the tie: up
+    CHECK(bf16_of(1.0f + 0x1p-8f - 0x1p-20f, how) == 0x3f80);     // short of it: down
+    CHECK(bf16_of(3.4028235e38f, how) == 0x7f80);                 // FLT_MAX rounds past bf16's largest
+    CHECK(bf16_of(1e-40f, how) == 0x0000);
+    CHECK(bf16_of(-1e-40f, how) == 0x8000);
+    CHECK(bf16_of(INFINITY, how) == 0x7f80);
+    const std::uint16_t nan = bf16_of(NAN, how);
+    CHECK((nan & 0x7f80) == 0x7f80);
+    CHECK((nan & 0x007f) != 0);
+  }
+}
+
+TEST_CASE("bf16: the CPU's conversion and the portable one agree on every kind of float") {
+  INFO("AVX512_BF16 on this CPU: " << cpu_has_avx512_bf16());
+  Rng rng(9);
+  std::vector<float> x(1 << 18);
+  for (float& f : x) {  // random bit patterns: every exponent, denormals, NaNs and infinities
+    const std::uint32_t bits = std::uint32_t(rng.uniform() * 4294967296.0);
+    f = std::bit_cast<float>(bits);
+  }
+  std::vector<std::uint16_t> best(x.size()), portable(x.size());
+  round_to_bf16(x.data(), x.size(), best.data(), Bf16Rounding::best);
+  round_to_bf16(x.data(), x.size(), portable.data(), Bf16Rounding::portable);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) differ += best[i] != portable[i];
+  CHECK(differ == 0);
+  // Half a unit in the 8th significant bit: within 2^-8 relative; widening back is exact.
+  const Tensor3 t = randn(rng, 2, 100, 64);
+  const Tensor3 back = from_bf16(to_bf16(t));
+  for (std::size_t i = 0; i < t.size(); ++i)
+    REQUIRE(std::fabs(back.data()[i] - t.data()[i]) <= std::ldexp(std::fabs(t.data()[i]), -8));
+  CHECK(from_bf16(to_bf16(back)) == back);
+}
+
+TEST_CASE("decode bf16: every Lq, Lk and mask kind, GQA, MQA and threads 1-4 against float64 (2x rule)") {
+  std::uint64_t seed = 500;
+  for (std::size_t Lq : {1, 2, 7})
+    for (std::size_t Lk : {std::size_t(1), std::size_t(129), std::size_t(1000), std::size_t(5001)})
+      for (MaskKind mask : {MaskKind::none, MaskKind::causal, MaskKind::random, MaskKind::first_half_hidden}) {
+        if (Lk < Lq) continue;
+        check_decode_bf16({4, 2, Lq, Lk, mask, 1 + seed % 4}, ++seed);
+      }
+  for (std::size_t Hkv : {1, 2, 8}) check_decode_bf16({8, Hkv, 1, 20000, MaskKind::none, 2 + Hkv % 3}, ++seed);
+  check_decode_bf16({4, 1, 3, 3000, MaskKind::causal, 1, 40, 24}, ++seed);  // d, dv not multiples of a register
+  Rng rng(1);
+  const Tensor3 q = randn(rng, 2, 1, 8);
+  Bf16Tensor3 k = to_bf16(randn(rng, 1, 10, 8));
+  k.bits.pop_back();  // a cache that lies about its shape
+  CHECK_THROWS_AS(flash_decode_bf16(q, k, to_bf16(randn(rng, 1, 10, 8)), nullptr, {}), InputError);
 }

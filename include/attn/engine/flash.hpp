@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/engine/bf16.hpp"
 #include "attn/engine/sdpa.hpp"
 
 namespace attn {
@@ -71,6 +72,14 @@ struct FlashResult {
 // q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv]; allowed [1 or H, Lq, Lk] or null.
 FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                             const Mask3* allowed, const FlashOptions& options);
+
+// Few query rows against a KV cache stored in bfloat16 (bf16.hpp): the decode path of
+// flash_attention (flash_decode.hpp) with each block of K and V widened to float32 as it is
+// streamed, and all arithmetic in float32, so the only difference from a float32 cache is the
+// rounding of K and V. Same semantics (masks, bottom-right causal, GQA, fully masked rows);
+// block sizes, the observer and the precision of `options` are not used.
+FlashResult flash_decode_bf16(const Tensor3& q, const Bf16Tensor3& k, const Bf16Tensor3& v, const Mask3* allowed,
+                              const FlashOptions& options);
 
 // The attention weights of a tiled run, which the kernel never forms, recomputed row by row
 // in float64 from q and k (as FlashAttention's backward pass recomputes them). The lse only

@@ -287,7 +287,7 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
   p.dvp = round_up(p.dv, mk.lanes), p.group = p.H / p.Hkv;
   if (!options.observer && flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
-    flash::flash_decode<T>(mk, {p.H, p.Lq, p.d, p.Hkv, p.Lk, p.dv, scale, options.causal, allowed, options.threads},
+    flash::flash_decode(mk, {p.H, p.Lq, p.d, p.Hkv, p.Lk, p.dv, scale, options.causal, allowed, options.threads},
                            q, k, v, out, lse);
     return;
   }
@@ -375,6 +375,23 @@ FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v
   r.output = xt::cast<float>(f.output);
   r.lse = xt::cast<float>(f.lse);
   r.lse64 = std::move(f.lse);
+  return r;
+}
+
+FlashResult flash_decode_bf16(const Tensor3& q, const Bf16Tensor3& k, const Bf16Tensor3& v, const Mask3* allowed,
+                              const FlashOptions& options) {
+  const double scale = resolved_scale(options.scale, q.shape(2));
+  const Shape ks{k.shape[0], k.shape[1], k.shape[2]}, vs{v.shape[0], v.shape[1], v.shape[2]};
+  check_flash_inputs(shape_of(q), ks, vs, allowed, options, scale);
+  if (k.bits.size() != ks[0] * ks[1] * ks[2] || v.bits.size() != vs[0] * vs[1] * vs[2])
+    throw InputError("k, v: bfloat16 tensors hold " + std::to_string(k.bits.size()) + " and " +
+                     std::to_string(v.bits.size()) + " values, not what their shapes say");
+  const std::array<std::size_t, 6> dims{q.shape(0), q.shape(1), q.shape(2), ks[0], ks[1], vs[2]};
+  FlashResult r{Tensor3::from_shape({dims[0], dims[1], dims[5]}), Tensor2::from_shape({dims[0], dims[1]}), {}};
+  const flash::Microkernels<float>& mk = kernels_for<float>(options);
+  flash::flash_decode(mk, {dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], scale, options.causal, allowed,
+                           options.threads},
+                      q.data(), k.bits.data(), v.bits.data(), r.output.data(), r.lse.data());
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include <xsimd/memory/xsimd_aligned_allocator.hpp>
@@ -41,7 +42,7 @@ struct Rows {
 
 template <class T>
 struct Workspace {
-  Aligned<T> q, v_block, s, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
+  Aligned<T> q, k_block, v_block, s, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
   std::vector<tile::RowState<T>> rows;
 };
 
@@ -52,10 +53,13 @@ struct Partial {
   std::vector<T> o;
 };
 
-template <class T>
+// KV is T (K and V read in place) or std::uint16_t, bfloat16 bits: each block of K and V is then
+// widened into the workspace (L1/L2-sized) first, and everything after is the same.
+template <class T, class KV>
 void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,
-                  std::size_t j0, std::size_t j1, const T* q, const T* k, const T* v, Workspace<T>& ws,
+                  std::size_t j0, std::size_t j1, const T* q, const KV* k, const KV* v, Workspace<T>& ws,
                   Partial<T>& part) {
+  constexpr bool widen = !std::is_same_v<T, KV>;
   const std::size_t d = p.d, dv = p.dv, dvp = round_up(dv, mk.lanes), lds = kBlockKeys;
   const T scale_log2 = T(p.scale * tile::kLog2ed);  // scores in base-2 units (tile_math.hpp)
   std::fill(ws.q.begin(), ws.q.end(), T(0));
@@ -66,10 +70,17 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   std::fill(ws.o.begin(), ws.o.end(), T(0));
   std::fill(ws.alpha.begin(), ws.alpha.end(), T(1));
   std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
-  const bool v_direct = dv == dvp;  // V rows usable in place; else copied into padded rows
+  const bool v_direct = !widen && dv == dvp;  // V rows usable in place; else copied into padded rows
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb);
-    mk.qk_unpacked(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);  // K read in place
+    const T* kb;
+    if constexpr (widen) {
+      mk.widen_bf16(k + jb * d, nb * d, ws.k_block.data());
+      kb = ws.k_block.data();
+    } else {
+      kb = k + jb * d;  // K read in place
+    }
+    mk.qk_unpacked(ws.q.data(), rows.count, d, kb, d, nb, ws.s.data(), lds);
     for (std::size_t r = 0; r < rows.count; ++r) {
       const std::size_t h = g * rows.group + r / p.Lq, i = r % p.Lq;
       T* s = ws.s.data() + r * lds;
@@ -83,10 +94,15 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
       }
       ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
     }
-    const T* vb = v + jb * dv;
-    if (!v_direct) {
-      for (std::size_t j = 0; j < nb; ++j) std::copy(vb + j * dv, vb + (j + 1) * dv, ws.v_block.data() + j * dvp);
-      vb = ws.v_block.data();
+    const KV* vrows = v + jb * dv;
+    const T* vb = ws.v_block.data();
+    if constexpr (widen) {
+      for (std::size_t j = 0; j < nb; ++j) mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
+    } else {
+      if (v_direct)
+        vb = vrows;
+      else
+        for (std::size_t j = 0; j < nb; ++j) std::copy(vrows + j * dv, vrows + (j + 1) * dv, ws.v_block.data() + j * dvp);
     }
     mk.pv(ws.s.data(), lds, rows.padded, nb, vb, dvp, dvp, ws.alpha.data(), ws.o.data(), dvp);
   }
@@ -118,8 +134,8 @@ DecodeSplit decode_split(std::size_t Hkv, std::size_t Lk, std::size_t rows_per_t
   return {chunk_keys, real_chunks, std::min({wanted, Hkv * real_chunks, useful_threads})};
 }
 
-template <class T>
-void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q, const T* k, const T* v,
+template <class T, class KV>
+void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q, const KV* k, const KV* v,
                   T* out, T* lse) {
   const std::size_t group = p.H / p.Hkv, row_align = std::lcm(mk.qk_rows, mk.pv_rows);
   const Rows rows{group * p.Lq, round_up(group * p.Lq, row_align), group};
@@ -129,6 +145,7 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
   std::vector<Workspace<T>> workspaces(split.threads);
   for (Workspace<T>& ws : workspaces) {
     ws.q.resize(rows.padded * p.d);
+    ws.k_block.resize(std::is_same_v<T, KV> ? 0 : kBlockKeys * p.d);
     ws.v_block.resize(kBlockKeys * dvp);
     ws.s.resize(rows.padded * lds);
     ws.o.resize(rows.padded * dvp);
@@ -160,9 +177,11 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
     }
 }
 
-template void flash_decode<float>(const Microkernels<float>&, const DecodeProblem&, const float*, const float*,
-                                  const float*, float*, float*);
-template void flash_decode<double>(const Microkernels<double>&, const DecodeProblem&, const double*,
-                                   const double*, const double*, double*, double*);
+template void flash_decode(const Microkernels<float>&, const DecodeProblem&, const float*, const float*,
+                           const float*, float*, float*);
+template void flash_decode(const Microkernels<double>&, const DecodeProblem&, const double*, const double*,
+                           const double*, double*, double*);
+template void flash_decode(const Microkernels<float>&, const DecodeProblem&, const float*, const std::uint16_t*,
+                           const std::uint16_t*, float*, float*);
 
 }  // namespace attn::flash

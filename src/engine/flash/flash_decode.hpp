@@ -8,6 +8,7 @@
 // read K/V once), keeping a partial (m, l, O) per row; a short merge then combines the partials
 // exactly, with the online softmax's rescaling (tile_math.hpp, row_merge).
 #include <cstddef>
+#include <cstdint>
 
 #include "attn/engine/tensor.hpp"
 #include "microkernels.hpp"
@@ -32,9 +33,11 @@ struct DecodeSplit {
 };
 DecodeSplit decode_split(std::size_t Hkv, std::size_t Lk, std::size_t rows_per_task, std::size_t threads);
 
-// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv] row-major; out [H, Lq, dv], lse [H, Lq].
-template <class T>
-void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q, const T* k, const T* v,
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv] row-major; out [H, Lq, dv], lse [H, Lq]. KV is
+// T, or std::uint16_t for a bfloat16 cache (T = float): widened a block at a time, arithmetic
+// in T.
+template <class T, class KV>
+void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q, const KV* k, const KV* v,
                   T* out, T* lse);
 
 }  // namespace attn::flash

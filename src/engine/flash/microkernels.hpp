@@ -3,6 +3,7 @@
 // and element type (float for speed, double for reference-grade JSON output), chosen at run
 // time (microkernels_impl.hpp explains the blocking).
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "backward_tile.hpp"
@@ -49,6 +50,9 @@ struct Microkernels {
   // The sum of x[0..n): a streaming read at the widest loads this ISA has (stream_read(), the
   // memory-bandwidth yardstick the decode benchmark sets beside the kernel).
   T (*sum)(const T* x, std::size_t n);
+
+  // out[i] = in[i] as float, in[i] the bits of a bfloat16 (the decode path's bfloat16 KV cache).
+  void (*widen_bf16)(const std::uint16_t* in, std::size_t n, T* out);
 
   // One query head of FlashAttention-2's backward (backward_tile.hpp).
   BackwardHeadFn<T> backward_head;

@@ -3,6 +3,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -149,8 +149,8 @@ std::string split_kv_text(const ExplainResult& r) {
     const SplitKvChunk& k = s.chunks[c];
     if (k.visible == 0) empty.push_back(c);
     table.rows.push_back({std::to_string(c), key_range(k.first, k.end), std::to_string(k.visible),
-                          k.visible ? format_fixed(k.m, 4) : "-inf", format_fixed(k.l, 4), format_fixed(k.factor, 4),
-                          vector_text(k.o)});
+                          k.visible ? format_fixed(k.m, 4) : "-inf", k.visible ? format_fixed(k.l, 4) : "0",
+                          k.visible ? format_fixed(k.factor, 4) : "0", k.visible ? vector_text(k.o) : "0"});
   }
   out += render_table(table, TableFormat::text);
   for (std::size_t c : empty) {

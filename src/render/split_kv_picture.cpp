@@ -162,8 +162,7 @@ Figure split_kv_figure(const SplitKvLesson& s, const std::vector<std::string>& k
   for (std::size_t i = 0; i < 4; ++i) o_x += col_w[i];
   o_x += 7;
   f.grids.push_back({cache_x, cache_y, cw, cache_h, 1, n});
-  f.grids.push_back({o_x, table_y + head_h + rh + 2, ow, rh - 4, C, dv});
-  f.grids.back().cell_h = rh;  // rows are rh apart; each strip is rh - 4 tall within its row
+  f.grids.push_back({o_x, table_y + head_h + rh + 2, ow, rh, C, dv});  // each strip rh - 4 tall, rows rh apart
   f.grids.push_back({out_x + out_label_w, out_y + head_h, oc, 22, 2, dv});
 
   f.draw = [=, lesson = s, cols = col_w](Canvas& cv) {

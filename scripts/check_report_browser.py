@@ -11,6 +11,8 @@ into #selftest-result; this script checks:
   - the head selector and the temperature slider change the rendered weights (and the layer
     selector, for a trained model's demo);
   - the flash replay steps forward and ends with the max difference from the naive result;
+  - the split-KV section lists every chunk and the merged row, and ends with the max difference
+    between the merged row and the one-pass row;
   - every picture is embedded and decodes;
   - no request leaves the page: no resource fetched, no Content-Security-Policy violation, and
     chromium's own network log (--log-net-log) holds no http(s) or other remote URL.
@@ -128,6 +130,11 @@ def check_demo(c, result, urls, manifest, trained):
             "replay steps forward (%r)" % result["replay_label"])
     c.check(result["replay_final"] is not None and "max |flash \u2212 naive|" in result["replay_final"],
             "the replay ends with the max difference from the naive result")
+    split = manifest["results"]["split_kv"]
+    c.check(result["splitkv_rows"] == len(split["chunks"]) + 1,
+            "split-KV table: %s rows, expected %d chunks and the merged row" % (result["splitkv_rows"], len(split["chunks"])))
+    c.check(result["splitkv_final"] is not None and "max |merged \u2212 one pass|" in result["splitkv_final"],
+            "the split-KV section ends with the max difference from the one-pass row")
     pngs = {os.path.splitext(a["path"])[0] for a in manifest["artifacts"] if a["path"].endswith((".png", ".svg"))}
     c.check(result["pictures"] == len(pngs) and result["pictures_decoded"] == len(pngs),
             "pictures: %s embedded, %s decoded, %d in the folder" % (result["pictures"], result["pictures_decoded"], len(pngs)))
@@ -222,6 +229,7 @@ def sabotage(cli, out):
             "an image fetched from the network": ("<body>", '<body><img src="http://192.0.2.1/x.png">'),
             "a fetch with the page's policy removed": ('http-equiv="Content-Security-Policy"', 'http-equiv="X-None"'),
             "a dead next button": ('$("replay-next").addEventListener("click", () => go(replayStep + 1));', ""),
+            "the split-KV section never drawn": ("  setupSplitKv();\n", ""),
         }
         for name, (old, new) in damages.items():
             assert old in page, "sabotage %r: the page no longer contains %r" % (name, old)

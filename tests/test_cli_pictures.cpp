@@ -57,7 +57,13 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
 TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-identical on rerun") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on", "run1");
-  CHECK(m["artifacts"].size() == 8);  // 7 pictures and report.html
+  CHECK(m["artifacts"].size() == 9);  // 8 pictures and report.html
+  // The split-KV merge of the last query ('on', 4 keys) in 3 chunks equals the one-pass row.
+  const Json& split = m["results"]["split_kv"];
+  CHECK(split["query"] == 3);
+  CHECK(split["chunk_count"] == 3);
+  CHECK(split["max_abs_diff"].get<double>() < 1e-5);
+  CHECK(test::max_abs_diff(test::flat(split["merged"]), test::flat(split["one_pass"])) == split["max_abs_diff"].get<double>());
   const Json& causal = m["results"]["causal"];
   CHECK(causal["weights"][0][0] == 1.0);  // the first token sees only itself
   CHECK(causal["weights"][0][3] == 0.0);
@@ -89,7 +95,7 @@ TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-iden
   check_demo(dir, "The cat sat on", "run2");
   for (const char* file :
        {"manifest.json", "attention.png", "attention_causal.png", "mask_causal.png", "heads.png", "flash_tiles.png",
-        "variance.png", "complexity.png", "report.html"}) {
+        "split_kv.png", "variance.png", "complexity.png", "report.html"}) {
     CAPTURE(file);
     CHECK(read_text(dir / (std::string("run1/") + file)) == read_text(dir / (std::string("run2/") + file)));
   }
@@ -99,7 +105,7 @@ TEST_CASE("cli pictures: demo with a Chinese sentence, SVG too, another colormap
   TempDir dir;
   const Json m = check_demo(dir, "我喜欢深度学习", "zh", "--format both --colormap viridis --heads 2 --scale 1");
   CHECK(m["tokens"].size() == 4);
-  CHECK(m["artifacts"].size() == 15);
+  CHECK(m["artifacts"].size() == 17);
   CHECK(m["results"]["multi_head"]["weights"].size() == 2);
   check_input_error(run_cli("demo --heads 3"), "--heads: 3 does not divide");
   check_input_error(run_cli("demo --colormap rainbow --out never", "", dir.path.string()), "rainbow");
@@ -173,7 +179,7 @@ TEST_CASE("cli pictures: demo's flash check, its tile grid, and the decode check
 TEST_CASE("cli pictures: demo --rope writes the RoPE heatmap, byte-identical on rerun; a bad style is refused") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on the mat", "r1", "--rope interleaved --heads 2");
-  CHECK(m["artifacts"].size() == 9);
+  CHECK(m["artifacts"].size() == 10);
   CHECK(m["config"]["rope"] == "interleaved");
   const Json& rope = m["results"]["rope"];
   CHECK(rope["style"] == "interleaved");

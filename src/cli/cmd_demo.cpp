@@ -83,6 +83,12 @@ void print_checks(const DemoResult& r) {
   print_tile_grid("non-causal", f.tiles);
   print_tile_grid("causal", f.causal_tiles);
 
+  const SplitKvLesson& s = r.split_kv;
+  std::cout << "\nSplit-KV check (Flash-Decoding): the last query against its " << count_of(s.keys, "key") << " in "
+            << count_of(s.chunks.size(), "chunk") << ", each chunk's (m, l, o) merged with the\n"
+            << "  rescale exp(m_i - m) (tile_math.hpp's row_merge): max |merged - one-pass softmax V| = "
+            << sci(s.max_abs_diff) << "\n";
+
   const DemoDecodeCheck& d = r.decode;
   std::cout << "\nDecode check: " << (r.model ? "the model's layer 0 (" : "the ") << r.config.heads
             << (r.model ? " heads)" : "-head run") << ", causal"

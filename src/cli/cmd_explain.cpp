@@ -12,6 +12,7 @@
 #include "attn/lessons/explain.hpp"
 #include "attn/render/explain_pictures.hpp"
 #include "attn/render/report_table.hpp"
+#include "attn/render/split_kv_picture.hpp"
 #include "attn/render/text_table.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
@@ -129,6 +130,46 @@ std::string multihead_text(const ExplainResult& r) {
   return out;
 }
 
+std::string key_range(std::size_t first, std::size_t end) {
+  return end - first == 1 ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(end - 1);
+}
+
+std::string split_kv_text(const ExplainResult& r) {
+  const SplitKvLesson& s = *r.split_kv;
+  const std::size_t row = r.config.row.value_or(r.tokens.size() - 1), C = s.chunks.size();
+  std::string out = "Split-KV (Flash-Decoding) on row " + std::to_string(row) + " ('" + r.tokens[row] + "'): its " +
+                    count_of(s.keys, "key") + " cut into " + count_of(C, "chunk") +
+                    ", each reduced on its own (as one thread would), then merged exactly:\n"
+                    "  chunk i: m_i = max of its scores, l_i = sum exp(s - m_i), o_i = sum exp(s - m_i) v  (not divided yet)\n"
+                    "  merge:   m = max m_i; each chunk is rescaled to it by exp(m_i - m):\n"
+                    "           l = sum exp(m_i - m) l_i, o = sum exp(m_i - m) o_i, output = o / l\n";
+  Table table{{"chunk", "keys", "visible", "m_i", "l_i", "exp(m_i - m)", "o_i"}, {}};
+  std::vector<std::size_t> empty;
+  for (std::size_t c = 0; c < C; ++c) {
+    const SplitKvChunk& k = s.chunks[c];
+    if (k.visible == 0) empty.push_back(c);
+    table.rows.push_back({std::to_string(c), key_range(k.first, k.end), std::to_string(k.visible),
+                          k.visible ? format_fixed(k.m, 4) : "-inf", k.visible ? format_fixed(k.l, 4) : "0",
+                          k.visible ? format_fixed(k.factor, 4) : "0", k.visible ? vector_text(k.o) : "0"});
+  }
+  out += render_table(table, TableFormat::text);
+  for (std::size_t c : empty) {
+    out += "Chunk " + std::to_string(c) + " has no key this row may see (" +
+           (r.config.causal ? "causal mask" : "mask") + "): m_" + std::to_string(c) + " = -inf, l_" +
+           std::to_string(c) + " = 0, o_" + std::to_string(c) +
+           " = 0, and its factor is 0, never exp(-inf - (-inf)) = NaN.\n";
+  }
+  bool same = true;
+  for (std::size_t x = 0; x < s.merged.size(); ++x) same = same && format_fixed(s.merged[x], 4) == format_fixed(s.one_pass[x], 4);
+  out += "Merged:   m = " + format_fixed(s.m, 4) + ", l = " + format_fixed(s.l, 4) + ", output o / l = " +
+         vector_text(s.merged) + "\n" + "One pass: softmax(q K^T / sqrt(" + std::to_string(r.config.d_model) +
+         ")) V             = " + vector_text(s.one_pass) + "  (attn::sdpa, the naive kernel)\n" +
+         "max |merged - one pass| = " + format_g(s.max_abs_diff, 3) +
+         (same ? ": the same to the 4 decimals printed" : ": they differ at the 4 decimals printed") +
+         " (float32 rounding; the merge is exact in real numbers).\n";
+  return out;
+}
+
 std::string explain_text(const ExplainResult& r) {
   const std::size_t D = r.config.d_model;
   std::vector<std::string> dims;
@@ -164,6 +205,7 @@ std::string explain_text(const ExplainResult& r) {
   if (r.jacobian) out += "\n" + jacobian_text(r);
   if (r.symmetry) out += "\n" + symmetry_text(*r.symmetry);
   if (r.multihead) out += "\n" + multihead_text(r);
+  if (r.split_kv) out += "\n" + split_kv_text(r);
   return out;
 }
 
@@ -180,6 +222,10 @@ void run_explain(ExplainOptions opts) {
   for (int step = 1; step <= 6; ++step) figures.push_back({kExplainSteps[step - 1], explain_step_figure(r, step)});
   if (r.jacobian) figures.push_back({"explain-jacobian", explain_jacobian_figure(r)});
   if (r.multihead) figures.push_back({"explain-multihead", multihead_figure(r)});
+  if (r.split_kv) {
+    const std::size_t row = r.config.row.value_or(r.tokens.size() - 1);
+    figures.push_back({"explain-split-kv", split_kv_figure(*r.split_kv, r.tokens, "'" + r.tokens[row] + "' [" + std::to_string(row) + "]")});
+  }
   write_plots(plots, opts.output, figures);
 }
 
@@ -208,7 +254,10 @@ void setup_explain(CLI::App& app) {
                   "multi-head attention by hand with H heads (at most 16: every head is printed and drawn): "
                   "split, per-head attention, concat, W_o, every shape")
       ->capture_default_str()->check(CLI::Range(1, 16));
-  cmd->add_option("--row", opts->config.row, "the query row of --online and --jacobian (default: the last)");
+  cmd->add_option("--split-kv", opts->config.split_kv,
+                  "Flash-Decoding's split-KV merge on one row: its keys cut into C chunks (1 to the token count), "
+                  "each chunk's (m_i, l_i, o_i), the rescale exp(m_i - m), merged against the one-pass softmax V");
+  cmd->add_option("--row", opts->config.row, "the query row of --online, --jacobian and --split-kv (default: the last)");
   cmd->add_option("--target", opts->config.target, "the cross-entropy target key of --jacobian (default: the row itself)");
   add_output_options(cmd, opts->output, {"text", "json"});
   add_plot_options(cmd, opts->plots);
@@ -218,13 +267,19 @@ hatched, from the mask itself) and explain-4-shifted (minus each row's max) on O
 scale centred on 0; explain-5-weights (softmax on [0, 1], row sums in the subtitle);
 explain-6-output (V beside weights V, one scale); explain-jacobian with --jacobian;
 explain-multihead with --heads H (x, Q K V split into heads, each head's weights and output,
-the concatenation and W_o, a shape on every arrow).
+the concatenation and W_o, a shape on every arrow); explain-split-kv with --split-kv C (the
+row's keys cut into C chunks, each chunk's m_i, l_i and o_i, the rescale factors exp(m_i - m),
+the merged row beside the one-pass row). The chunks are as equal as the key count allows
+(sizes differ by at most one); with the causal mask and an early --row, the chunks after the
+row hold no visible key: m = -inf, l = 0, o = 0, and the merge gives them the factor 0, never NaN.
 
 Examples:
   attn-cli explain
   attn-cli explain "The cat sat on the mat" --online --row 3
   attn-cli explain --jacobian --target 1 --symmetry
   attn-cli explain "The cat sat on the mat" --heads 2 --plots explain-heads
+  attn-cli explain "The cat sat on the mat" --split-kv 3 --plots explain-split
+  attn-cli explain "The cat sat on the mat" --split-kv 3 --row 1 --format json
   attn-cli explain "The cat sat on the mat" --mask none --d-model 3
   echo "Thinking strictly is hard" | attn-cli explain --input - --format json
   attn-cli explain --plots explain-plots --image-format both

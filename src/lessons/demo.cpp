@@ -181,6 +181,15 @@ SeededHead seeded_head(const std::vector<Token>& tokens, const DemoConfig& confi
   return {x, as_head(linear(x, w.w_q)), as_head(linear(x, w.w_k)), as_head(linear(x, w.w_v))};
 }
 
+// Split-KV on one head q, k, v [1, L, d]: the last query, which sees every key (causal or not),
+// against the cache cut into min(3, L) chunks.
+SplitKvLesson last_query_split_kv(const Tensor3& q, const Tensor3& k, const Tensor3& v, double scale) {
+  const std::size_t L = q.shape(1);
+  return split_kv_merge(Tensor1(xt::view(q, 0, L - 1, xt::all())), Tensor2(xt::view(k, 0, xt::all(), xt::all())),
+                        Tensor2(xt::view(v, 0, xt::all(), xt::all())), std::vector<bool>(L, true), scale,
+                        std::min<std::size_t>(3, L));
+}
+
 // The decode check on any multi-head layer: the causal run through a KV cache, the first half
 // of the sentence as the prompt, then one token at a time; it must equal the one-shot causal run.
 DemoDecodeCheck decode_check(const Tensor2& x, const MhaWeights& w, MhaOptions mo) {
@@ -218,6 +227,7 @@ void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
   // FlashAttention on the same Q, K, V: the same numbers, computed tile by tile.
   r.flash = flash_check(q, k, v, a, c);
   r.flash.replay = replay_flash(q, k, v, r.tokens, {teaching_block(L), teaching_block(L), true});
+  r.split_kv = last_query_split_kv(q, k, v, r.scale);
 
   std::optional<RopeOptions> rope;
   if (config.rope) {
@@ -302,6 +312,7 @@ void show_model_heads(DemoResult& r, DemoModel& dm, const std::vector<Tensor3>& 
   r.flash = flash_check(q, k, v, sdpa(q, k, v), sdpa(q, k, v, nullptr, causal));
   const std::size_t L = r.tokens.size();
   r.flash.replay = replay_flash(q, k, v, r.tokens, {teaching_block(L), teaching_block(L), true});
+  r.split_kv = last_query_split_kv(q, k, v, r.scale);
   // The scores behind every weight, for the report's temperature slider.
   for (std::size_t l = 0; l < mc.layers; ++l) dm.scaled_scores.push_back(scaled_scores(q_layers[l], k_layers[l], r.scale));
   r.scores = xt::view(dm.scaled_scores[ind.layer], ind.head, xt::all(), xt::all());
@@ -548,6 +559,7 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
           {"scaled_scores", to_json(r.head_scores, FloatText::shortest)},
           {"mean_over_heads", to_json(r.head_mean, FloatText::shortest)}}},
         {"flash", flash_json(r.flash)},
+        {"split_kv", split_kv_json(r.split_kv)},
         {"decode",
          {{"heads", r.config.heads},
           {"rope", r.rope ? Json(rope_style_name(r.rope->style)) : Json(nullptr)},
@@ -557,6 +569,7 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
           {"max_abs_diff_output", r.decode.output},
           {"max_abs_diff_weights", r.decode.weights}}}}},
   };
+  m["results"]["split_kv"]["query"] = r.tokens.size() - 1;
   if (r.model) add_model_json(m, *r.model);
   if (!r.positions.empty()) {
     m["results"]["positions"] = positions_json(r.positions, r.config.positions);

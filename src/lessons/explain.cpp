@@ -201,7 +201,7 @@ ExplainResult explain_attention(const ExplainConfig& config) {
   }
 
   const std::size_t row = config.row.value_or(L - 1);
-  if ((config.online || config.jacobian) && row >= L)
+  if ((config.online || config.jacobian || config.split_kv) && row >= L)
     throw InputError("--row " + std::to_string(row) + ": the sentence has rows 0 to " + std::to_string(L - 1));
   if (config.online) r.online = online_softmax_row(r, row);
   if (config.jacobian) {
@@ -212,6 +212,11 @@ ExplainResult explain_attention(const ExplainConfig& config) {
     r.jacobian = softmax_jacobian(r, row, target);
   }
   if (config.symmetry) r.symmetry = symmetry_lesson(r);
+  if (config.split_kv) {
+    std::vector<bool> visible(L);
+    for (std::size_t j = 0; j < L; ++j) visible[j] = r.allowed(row, j);
+    r.split_kv = split_kv_merge(Tensor1(xt::view(r.q, row, xt::all())), r.k, r.v, visible, r.scale, *config.split_kv);
+  }
   // Seeded like the demo's multi-head run: its own projections, seed + 2.
   if (config.heads > 1) r.multihead = multihead_by_hand(r.x, config.heads, config.seed + 2, config.causal);
   return r;
@@ -273,6 +278,10 @@ Json explain_json(const ExplainResult& r) {
                      {"weights_no_projection_max_asymmetry", r.symmetry->weights_no_projection}};
   }
   if (r.multihead) j["multi_head"] = multihead_json(*r.multihead);
+  if (r.split_kv) {
+    j["split_kv"] = split_kv_json(*r.split_kv);
+    j["split_kv"]["row"] = r.config.row.value_or(r.tokens.size() - 1);
+  }
   return j;
 }
 

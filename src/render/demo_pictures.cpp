@@ -7,6 +7,7 @@
 #include "attn/render/demo_pictures.hpp"
 #include "attn/render/experiment_pictures.hpp"
 #include "attn/render/flash_tiles_picture.hpp"
+#include "attn/render/split_kv_picture.hpp"
 #include "attn/render/head_grid.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/render/mask_diagram.hpp"
@@ -149,6 +150,13 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
       " · this run's max |flash − naive| on the outputs: " +
       fixed_e(std::max(fl.teaching.plain.output, fl.teaching.causal.output));
   save(flash_tiles_figure(tiles), dir, "flash_tiles", "flash", tiles.title, o, artifacts);
+
+  const std::vector<std::string> shown = visible_token_labels(r.tokens);
+  const std::string last = "'" + shown[L - 1] + "' [" + std::to_string(L - 1) + "]";
+  save(split_kv_figure(r.split_kv, shown, last), dir, "split_kv", "flash",
+       "Split-KV (Flash-Decoding): the last query's KV cache in " + count_of(r.split_kv.chunks.size(), "chunk") +
+           ", merged exactly",
+       o, artifacts);
 
   if (r.rope) {
     HeatmapSpec rope = causal;

@@ -29,6 +29,7 @@
 #include "attn/engine/gpt2_bpe.hpp"
 #include "attn/engine/gpt2_model.hpp"
 #include "attn/lessons/head_summary.hpp"
+#include "attn/lessons/split_kv.hpp"
 #include "attn/lessons/variance.hpp"
 
 namespace attn {
@@ -136,6 +137,9 @@ struct DemoResult {
   Tensor3 head_scores;   // [H, L, L] its scale * q.k (after RoPE when configured), unmasked
   Tensor2 head_mean;     // [L, L] mean over the heads
   DemoFlashCheck flash;
+  // Flash-Decoding's merge on the flash check's head: the last query (the one a decode step
+  // computes) against every key, cut into min(3, L) chunks (split_kv.hpp).
+  SplitKvLesson split_kv;
   DemoDecodeCheck decode;
   std::optional<DemoRope> rope;  // with config.rope
   std::optional<DemoModel> model;  // with config.model

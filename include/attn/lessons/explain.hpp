@@ -20,6 +20,9 @@
 //              they are not; the softmax weights are not symmetric either way (rows normalize).
 //   heads      multi-head attention by hand on the same x: split, per-head attention, concat,
 //              W_o, with every shape (multihead_by_hand.hpp).
+//   split_kv   Flash-Decoding's split-KV merge on one row: its keys cut into C chunks, each
+//              chunk's (m_i, l_i, o_i), the rescale factors exp(m_i - m), the merged row against
+//              the one-pass softmax V (split_kv.hpp).
 //
 // One head with d = D, like the classic small example (seq_len 4, d_k 3). The last step is
 // compared with attn::sdpa on the same Q, K, V: computing step by step (rounding to float32
@@ -32,6 +35,7 @@
 #include "attn/io/json_io.hpp"
 #include "attn/engine/tensor.hpp"
 #include "attn/lessons/multihead_by_hand.hpp"
+#include "attn/lessons/split_kv.hpp"
 
 namespace attn {
 
@@ -43,7 +47,8 @@ struct ExplainConfig {
   std::size_t max_tokens = 16;  // the matrices are printed: keep them readable
   bool online = false, jacobian = false, symmetry = false;
   std::size_t heads = 1;  // > 1: the multi-head lesson with this many heads (its weights: seed + 2)
-  std::optional<std::size_t> row;     // the query row of online and jacobian; default the last
+  std::optional<std::size_t> split_kv;  // C: the split-KV lesson with C chunks of the row's keys
+  std::optional<std::size_t> row;     // the query row of online, jacobian and split_kv; default the last
   std::optional<std::size_t> target;  // the cross-entropy's target key; default the row's own position
 };
 
@@ -102,10 +107,12 @@ struct ExplainResult {
   std::optional<JacobianLesson> jacobian;
   std::optional<SymmetryLesson> symmetry;
   std::optional<MultiHeadByHand> multihead;
+  std::optional<SplitKvLesson> split_kv;  // on config.row's query, K, V and mask
 };
 
-// Throws InputError for an empty or invalid sentence, more than max_tokens tokens, d_model 0, or a row
-// or target outside the sentence (or a target the row may not attend to).
+// Throws InputError for an empty or invalid sentence, more than max_tokens tokens, d_model 0, a row
+// or target outside the sentence (or a target the row may not attend to), or split_kv outside
+// 1 to L chunks.
 ExplainResult explain_attention(const ExplainConfig& config);
 
 Json explain_json(const ExplainResult& result);

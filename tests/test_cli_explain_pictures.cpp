@@ -2,10 +2,14 @@
 // --image-format, byte-identical reruns, stdout unchanged, masked cells never read as 0.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "attn/engine/error.hpp"
+#include "attn/lessons/generate.hpp"
 #include "attn/render/explain_pictures.hpp"
+#include "attn/render/kv_cache_picture.hpp"
+#include "attn/render/text_table.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 
@@ -133,4 +137,53 @@ TEST_CASE("cli explain/pitfalls pictures: --format json stdout unchanged; bad fl
   check_input_error(run_cli("explain --plots q --image-format gif", "", cwd), "gif");
   check_input_error(run_cli("pitfalls --plots q --image-format jpeg", "", cwd), "jpeg");
   CHECK(!fs::exists(dir.path / "q"));
+}
+
+TEST_CASE("pitfall pictures: a key a way masks is hatched, not a 0.000 cell, and the legend says so") {
+  const Pitfall p = pitfall_mask_polarity();
+  const Figure f = pitfall_figure(p);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const CellGrid &wrong = f.grids[0], &right = f.grids[1];
+  // Hatching is grey (no channel stands out); a weight of 0 on Blues is bluish white.
+  auto grey = [](const Rgb8& c) { return std::abs(c.r - c.b) <= 3 && c.r < 240; };
+  CHECK(grey(img.cell_mean(wrong, 0, 0, 2)));   // k0 blocked by the flipped mask
+  CHECK(grey(img.cell_mean(right, 0, 3, 2)));   // pad blocked by the right mask
+  CHECK(!grey(img.cell_mean(right, 0, 0, 2)));  // k0 attended: a Blues colour
+  // The rope pitfall's length-ratio row: white where the ratio is 1, coloured where it is not.
+  const Pitfall rope = pitfall_rope_half_width();
+  const Figure rf = pitfall_figure(rope);
+  const DecodedPng rimg = DecodedPng::from_bytes(render_png(rf, 2));
+  const CellGrid &ratio_wrong = rf.grids[2], &ratio_right = rf.grids[3];
+  std::size_t far = 0;  // the wrong way's position furthest from 1
+  for (std::size_t m = 0; m < rope.tables[1].wrong.shape(1); ++m)
+    if (std::fabs(rope.tables[1].wrong(0, m) - 1) > std::fabs(rope.tables[1].wrong(0, far) - 1)) far = m;
+  const Rgb8 off = rimg.cell_corner(ratio_wrong, 0, far, 2), kept = rimg.cell_corner(ratio_right, 0, far, 2);
+  CAPTURE(off);
+  CAPTURE(kept);
+  CHECK(kept.r > 240);
+  CHECK(kept.g > 240);
+  CHECK(kept.b > 240);                                         // 1.000: the centre of the scale
+  CHECK(std::abs(off.r - off.b) > 60);                          // 5 % off 1 is clearly red or blue
+}
+
+TEST_CASE("long sentences: generate's and explain's pictures quote the sentence cut to 60 columns, as demo does") {
+  std::string sentence;
+  for (int i = 0; i < 48; ++i) sentence += (i ? " word" : "word") + std::to_string(i);
+  const std::string cut = title_quote(sentence);
+  CHECK(display_width(cut) <= 62);  // 60 columns and the quotes
+  CHECK(cut.find("…") != std::string::npos);
+  GenerateConfig g;
+  g.sentence = sentence;
+  const Figure kv = kv_cache_figure(run_generate(g));
+  CHECK(kv.title == "KV-cache decoding of " + cut + ", one row per token");
+  ExplainConfig e;
+  e.sentence = sentence;
+  e.max_tokens = 64;
+  e.heads = 2;
+  const ExplainResult r = explain_attention(e);
+  CHECK(explain_step_figure(r, 1).subtitle.rfind(cut + ": 48 tokens", 0) == 0);
+  const Figure mh = multihead_figure(r);
+  CHECK(mh.title.size() >= cut.size());
+  CHECK(mh.title.compare(mh.title.size() - cut.size(), cut.size(), cut) == 0);
 }

@@ -4,6 +4,7 @@
 // are checked against float64 NumPy by scripts/check_gpt2_heads.py and check_gpt2_generate.py.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "attn/io/json_io.hpp"
@@ -116,4 +117,27 @@ TEST_CASE("cli generate --model: greedy text through the cache, checked - bad se
   std::string long_prompt;
   for (int i = 0; i < 40; ++i) long_prompt += "a ";
   check_input_error(run_cli("generate --model " + tiny() + " '" + long_prompt + "' --tokens 1"), "n_positions");
+}
+
+TEST_CASE("cli forward --out: heads.png's title names the text it was run on") {
+  TempDir dir;
+  // The title used to be "Every head of MODEL" whatever the text: as wide for 3 words as for 6.
+  auto title_ink_width = [&](const std::string& name, const std::string& text) {
+    const CliResult r = run_cli("forward --model " + tiny() + " '" + text + "' --out '" + dir / name + "'");
+    REQUIRE(r.code == 0);
+    const DecodedPng img = DecodedPng::from_file(dir / (name + "/heads.png"));
+    REQUIRE(img.ok());
+    double left = 1e9, right = -1e9;  // 16 points of margin, then a 14-point bold line
+    for (double y = 16; y < 34; y += 0.5)
+      for (double x = 0; x < img.width() / 2.0; x += 0.5) {
+        const Rgb8 p = img.pixel(x, y, 2);
+        if (p.r + p.g + p.b > 3 * 200) continue;
+        left = std::min(left, x);
+        right = std::max(right, x);
+      }
+    return right - left;
+  };
+  const double short_text = title_ink_width("short", "the cat sat");
+  const double long_text = title_ink_width("long", "the cat sat on the mat");
+  CHECK(long_text > short_text + 40);
 }

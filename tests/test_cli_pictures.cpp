@@ -306,3 +306,20 @@ TEST_CASE("cli pictures: mask draws causal, padding, window and graph masks") {
   check_input_error(run_cli("mask --kind causal --size 3 --queries 4", "", cwd), "--queries");
   check_input_error(run_cli("mask --kind padding --size 3 --lengths 5", "", cwd), "padding length");
 }
+
+TEST_CASE("cli pictures: heatmap states rows that are not softmax rows and weights clipped by --vmax") {
+  TempDir dir;
+  const std::string cwd = dir.path.string();
+  CliResult r = run_cli("heatmap --input - --out scores", "[[2, 1], [0.5, 0.5]]", cwd);
+  CAPTURE(r.err);
+  CHECK(r.code == 0);  // drawn, and said
+  CHECK(r.err == "warning: 1 of 2 rows does not sum to 1 (its sum 3): not softmax weights?\n");
+  CHECK(fs::exists(dir.path / "scores.png"));
+  r = run_cli("heatmap --input - --out clipped --vmax 0.5", "[[0.25, 0.75], [1, 0]]", cwd);
+  CHECK(r.code == 0);
+  CHECK(r.err == "warning: 2 of 4 cells lie above the colour scale's top 0.5 and are drawn in its highest colour\n");
+  r = run_cli("heatmap --input - --out fine", "[[0.25, 0.75], [1, 0]]", cwd);
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK(run_cli("heatmap --help").out.find("never silently") != std::string::npos);
+}

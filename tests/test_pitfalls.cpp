@@ -196,3 +196,48 @@ TEST_CASE("pitfalls: the teaching notes' errata, each against numbers known by h
   CHECK(fact(pitfall_mb_mib(), "printed").wrong == 2048.0);             // 2^31 bytes / 2^20
   CHECK(fact(pitfall_mb_mib(), "printed").right == doctest::Approx(2147.483648));
 }
+
+TEST_CASE("pitfalls: the keys each way masks are recorded, so the pictures hatch them instead of showing 0.000") {
+  // Every table whose right way masks keys says which; wherever a way masked a key its weight is 0.
+  for (const Pitfall& p : {pitfall_mask_polarity(), pitfall_causal_alignment(), pitfall_float_mask_sdpa(),
+                           pitfall_eps_after_softmax(), pitfall_fully_masked_row()}) {
+    CAPTURE(p.id);
+    const PitfallTable& t = p.tables.front();
+    REQUIRE(t.right_allowed);
+    CHECK(t.right_allowed->shape(0) == t.right.shape(0));
+    CHECK(t.right_allowed->shape(1) == t.right.shape(1));
+    bool any = false;
+    for (std::size_t i = 0; i < t.right.shape(0); ++i)
+      for (std::size_t j = 0; j < t.right.shape(1); ++j)
+        if (!(*t.right_allowed)(i, j)) {
+          any = true;
+          CHECK(t.right(i, j) == 0.0f);
+        }
+    CHECK(any);
+  }
+  // The wrong mask of mask-polarity blocks the words; the top-left causal mask hides q0's own key.
+  const PitfallTable polarity = pitfall_mask_polarity().tables.front();
+  REQUIRE(polarity.wrong_allowed);
+  CHECK(!(*polarity.wrong_allowed)(0, 0));
+  CHECK((*polarity.wrong_allowed)(0, 3));
+  const PitfallTable causal = pitfall_causal_alignment().tables.front();
+  REQUIRE(causal.wrong_allowed);
+  CHECK(!(*causal.wrong_allowed)(0, 2));   // top-left: q0 (position 2) cannot see key 2, itself
+  CHECK((*causal.right_allowed)(0, 2));    // bottom-right: it can
+  // The float mask masks nothing: the wrong way has no masked key to hatch.
+  CHECK(!pitfall_float_mask_sdpa().tables.front().wrong_allowed);
+}
+
+TEST_CASE("pitfalls: temperature-direction names the goal each T is judged by, not just wrong and right") {
+  const PitfallTable t = pitfall_temperature_direction().tables.front();
+  CHECK(t.wrong_title.find("flattens") != std::string::npos);
+  CHECK(t.right_title.find("sharpens") != std::string::npos);
+  CHECK(t.caption.find("goal: sharper") != std::string::npos);
+}
+
+TEST_CASE("pitfalls: rope-half-width's length ratio is drawn around the 1 a rotation keeps") {
+  const Pitfall p = pitfall_rope_half_width();
+  REQUIRE(p.tables.size() >= 2);
+  CHECK(p.tables[1].reference == 1.0);
+  CHECK(!p.tables[0].reference);
+}

@@ -83,3 +83,12 @@ TEST_CASE("canvas: save_figure writes each format atomically and leaves nothing 
   CHECK_THROWS_AS(save_figure(sample_figure(), dir / "missing/fig", both), InputError);
   CHECK_THROWS_AS(parse_image_formats("jpeg"), InputError);
 }
+
+TEST_CASE("canvas: a ZWJ family emoji is one glyph of the emoji font, not three or a box") {
+  // Noto Color Emoji draws 👨‍👩‍👧 as grey silhouettes on a tile: that is its design, not a
+  // fallback. What must hold: no unknown glyph, and the sequence is shaped as one emoji.
+  Canvas c = Canvas::measuring();
+  CHECK(c.unknown_glyphs("👨‍👩‍👧", {11}) == 0);
+  const double family = c.measure("👨‍👩‍👧", {11}).width, man = c.measure("👨", {11}).width;
+  CHECK(family < 1.5 * man);
+}

@@ -130,3 +130,57 @@ TEST_CASE("experiment pictures: the temperature plot puts the entropy where its 
   // Entropy rises with T: at T = 10 the point sits higher than at T = 0.1.
   CHECK(entropy(10) > entropy(0.1));
 }
+
+TEST_CASE("experiment pictures: with one n the total is a visible marker, and demo's own n is a line") {
+  ComplexityConfig c;
+  c.ns = {1};  // n* = 1024 outside: x runs from 1 / 1.3 to 1024 x 1.3
+  const Figure f = complexity_figure(run_complexity(c));
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const double D = 512, H = 8;
+  const double softmax = 3 * H, total = 8 * D * D + 4 * D + softmax;
+  const double x_lo = std::log2(1 / 1.3), x_hi = std::log2(1024 * 1.3);
+  const double y_lo = std::log10(softmax), y_hi = std::log10(total), y_pad = 0.05 * (y_hi - y_lo);
+  const double fy = (std::log10(total) - y_lo + y_pad) / (y_hi - y_lo + 2 * y_pad);
+  // The projections' blue point lies under it (they are 99.9 % of the total): the total's dark
+  // diamond must cover it, or the total is not drawn at all.
+  const Rgb8 p = at_fraction(img, f.plots[0], (0 - x_lo) / (x_hi - x_lo), fy, 2);
+  CAPTURE(p);
+  CHECK(near(p, Rgb8{0x22, 0x22, 0x22}, 12));
+
+  c.ns = {64, 256, 1024, 4096};
+  const ComplexityReport r = run_complexity(c);
+  const double fx = (std::log2(100.0) - 6 + 0.3) / 6.6;  // x: log2 6..12 widened 5 % a side
+  const Rgb8 green = to_rgb8(series_color(2));
+  const Figure marked = complexity_figure(r, 100);
+  CHECK(near(at_fraction(DecodedPng::from_bytes(render_png(marked, 2)), marked.plots[0], fx, 0.5, 2), green, 10));
+  const Figure plain = complexity_figure(r);
+  CHECK(!near(at_fraction(DecodedPng::from_bytes(render_png(plain, 2)), plain.plots[0], fx, 0.5, 2), green, 40));
+}
+
+TEST_CASE("experiment pictures: the measured-scaling legend never covers a point") {
+  ScalingMeasurement m;
+  m.head_dim = 16;
+  m.repeats = 3;
+  m.exponent = 0.1;
+  // The first point sits in the upper-left corner, where the legend used to be.
+  for (auto [n, ms] : {std::pair{64, 10.0}, {128, 0.5}, {256, 1.0}, {512, 2.0}}) m.points.push_back({std::size_t(n), ms, ms});
+  const Figure f = scaling_figure(m);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const double fx = 0.15 / 3.3, fy = (std::log10(20.0) + 0.065) / (std::log10(20.0) * 1.1);  // log2 6..9, log10 0.5..10
+  CHECK(near(at_fraction(img, f.plots[0], fx, fy, 2), to_rgb8(series_color(0)), 10));
+}
+
+TEST_CASE("experiment pictures: with one d_k the theory is a marker, so the legend lists only what is drawn") {
+  VarianceResult r = hand_made_sweep();
+  r.rows.resize(1);
+  r.rows[0].d_k = r.rows[0].var_unscaled_theory = 64;
+  r.rows[0].var_unscaled = 32;  // y: log2 5..6 widened 5 % a side; the theory at the top
+  const Figure f = variance_figure(r);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const Rgb8 p = at_fraction(img, f.plots[0], 0.5, 1.05 / 1.1, 2);
+  CAPTURE(p);
+  CHECK(near(p, Rgb8{0x55, 0x55, 0x55}, 12));
+}

@@ -96,3 +96,9 @@ TEST_CASE("flash tile picture: tiles that miss or overlap a score are refused") 
   spec.panels = {};
   CHECK_THROWS_AS(flash_tiles_figure(spec), InputError);
 }
+
+TEST_CASE("flash tile picture: the tile shape in words never exceeds the matrix") {
+  CHECK(tile_shape_text(2, 2, 1, 1) == "1 query × 1 key");  // a 1-token sentence, tiles of 2 asked for
+  CHECK(tile_shape_text(2, 4, 12, 12) == "2 queries × 4 keys");
+  CHECK(tile_shape_text(8, 8, 3, 5) == "3 queries × 5 keys");
+}

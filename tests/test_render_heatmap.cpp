@@ -188,10 +188,10 @@ InkBox ink_box(const DecodedPng& img, double x0, double x1, double y0, double y1
 
 }  // namespace
 
-TEST_CASE("heatmap: among rotated column labels, a lone '!' or '(' stays upright") {
+TEST_CASE("heatmap: one orientation per axis, so a short label among long ones turns with them") {
   HeatmapSpec s;
   s.weights = xt::ones<float>({std::size_t{3}, std::size_t{3}}) / 3.0f;
-  s.query_tokens = {"internationalization", "!", "("};
+  s.query_tokens = {"internationalization", "cat", "!"};
   s.key_tokens = s.query_tokens;  // the long one makes the column labels rotate
   const Figure f = heatmap_figure(s);
   const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
@@ -199,13 +199,21 @@ TEST_CASE("heatmap: among rotated column labels, a lone '!' or '(' stays upright
   const CellGrid& g = f.grids[0];
   // The label strip just above the grid, over each column.
   auto label = [&](std::size_t j) { return ink_box(img, g.cell_x(j), g.cell_x(j) + g.cell_w, g.y - 40, g.y - 1, 2); };
-  const InkBox rotated = label(0), bang = label(1), paren = label(2);
-  CAPTURE(rotated.width());
+  const InkBox rotated = label(0), cat = label(1), bang = label(2);
+  CAPTURE(cat.width());
+  CAPTURE(cat.height());
   CAPTURE(bang.width());
   CAPTURE(bang.height());
-  CHECK(rotated.height() > 3 * rotated.width());  // the long label reads upwards
-  CHECK(bang.height() > 2 * bang.width());        // "!" upright: tall and thin, not lying down
-  CHECK(paren.height() > 1.5 * paren.width());
+  CHECK(rotated.height() > 3 * rotated.width());  // the long label reads upwards...
+  CHECK(cat.height() > 1.5 * cat.width());         // ...and so does "cat", which would fit upright
+  CHECK(bang.width() > 2 * bang.height());         // "!" lies along the axis like the rest
+  // Labels that all fit their cells stay upright, every one of them.
+  s.query_tokens = s.key_tokens = {"a", "cat", "!"};
+  const Figure upright = heatmap_figure(s);
+  const DecodedPng img2 = DecodedPng::from_bytes(render_png(upright, 2));
+  const CellGrid& g2 = upright.grids[0];
+  const InkBox cat2 = ink_box(img2, g2.cell_x(1), g2.cell_x(1) + g2.cell_w, g2.y - 40, g2.y - 1, 2);
+  CHECK(cat2.width() > 1.5 * cat2.height());
 }
 
 TEST_CASE("heatmap: an emoji label is drawn in colour from the emoji font, not as a box") {
@@ -327,4 +335,49 @@ TEST_CASE("one-row pictures: the rotated row title starts below the panel title,
   const std::string label = "penalty m·|i − j| subtracted from the score";
   CHECK(render::colorbar_height(m, 40, label) >= m.measure(label, {10}).width);
   CHECK(render::colorbar_height(m, 500, label) == 500);
+}
+
+TEST_CASE("heatmap: cells outside the colour scale are counted in the picture's notes, never clipped silently") {
+  // --vmax 0.5 under weights of 0.75 and 1: two cells drawn in the top colour.
+  HeatmapSpec s = two_by_two();
+  s.vmax = 0.5;
+  const Figure f = heatmap_figure(s);
+  REQUIRE(f.notes.size() == 1);
+  CHECK(f.notes[0] == "2 of 4 cells lie above the colour scale's top 0.5 and are drawn in its highest colour");
+  s.vmax = 1.0;
+  CHECK(heatmap_figure(s).notes.empty());
+  // A long causal map's log floor: weights under it are counted, masked cells are not.
+  const std::size_t L = 32;
+  Tensor2 w = causal_softmax_rows(L);
+  w(L - 1, 0) = 0.001f;  // under the floor 0.01
+  w(L - 1, 1) = 0.0f;
+  const OutsideScale n = count_outside_scale(xt::expand_dims(w, 0), Mask3(xt::expand_dims(causal_allowed(L, L), 0)),
+                                             *long_causal_log_scale(w, causal_allowed(L, L)));
+  CHECK(n.below == 2);
+  CHECK(n.above == 0);
+  CHECK(n.visible == L * (L + 1) / 2);
+  HeatmapSpec long_map;
+  long_map.weights = w;
+  long_map.allowed = causal_allowed(L, L);
+  const Figure lf = heatmap_figure(long_map);
+  REQUIRE(lf.notes.size() == 1);
+  CHECK(lf.notes[0] == "2 of 528 cells lie below the colour scale's floor 0.01 and are drawn in its lowest colour");
+  // The head grid says the same of its heads.
+  HeadGridSpec g;
+  g.weights = Tensor3(xt::expand_dims(two_by_two().weights, 0));
+  g.vmax = 0.5;
+  REQUIRE(head_grid_figure(g).notes.size() == 1);
+}
+
+TEST_CASE("heatmap: rows that are not softmax rows are named, a fully masked row of zeros is not") {
+  const Tensor3 softmax_rows{{{0.25f, 0.75f}, {1.0f, 0.0f}}};
+  CHECK(row_sum_note(softmax_rows, std::nullopt) == "");
+  const Tensor3 zero_row{{{0.0f, 0.0f}, {1.0f, 0.0f}}};  // attends to nothing: all masked
+  CHECK(row_sum_note(zero_row, std::nullopt) == "");
+  const Tensor3 scores{{{2.0f, 1.0f}, {1.0f, 0.0f}, {0.5f, 0.0f}}};
+  CHECK(row_sum_note(scores, std::nullopt) == "2 of 3 rows do not sum to 1 (sums 0.5 to 3): not softmax weights?");
+  // Masked cells do not count: 0.9 on a masked key leaves a visible row of 1.
+  const Tensor3 masked_junk{{{1.0f, 0.9f}}};
+  CHECK(row_sum_note(masked_junk, Mask3{{{true, false}}}) == "");
+  CHECK(row_sum_note(masked_junk, std::nullopt) == "1 of 1 row does not sum to 1 (its sum 1.9): not softmax weights?");
 }

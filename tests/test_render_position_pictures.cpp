@@ -136,3 +136,15 @@ TEST_CASE("kv cache picture: prefill block, the causal triangle, masked and not-
   CHECK(has_evicted_swatch(wimg));
   for (int y = 0; y < wimg.height(); ++y) CHECK(wimg.pixel((wimg.width() - 2) / 2.0, y / 2.0, 2) == Rgb8{255, 255, 255});
 }
+
+TEST_CASE("rope frequencies: a head of width 2 has one pair, named once, not as its own fastest and slowest") {
+  RopeLessonConfig c;
+  c.head_dim = 2;
+  const std::string one = rope_frequency_summary(rope_lesson(c));
+  CHECK(one.find("one pair") != std::string::npos);
+  CHECK(one.find("pair 0") == one.rfind("pair 0"));
+  c.head_dim = 8;
+  const std::string four = rope_frequency_summary(rope_lesson(c));
+  CHECK(four.rfind("pair 0 turns 1 radian per token", 0) == 0);
+  CHECK(four.find("pair 3 turns every") != std::string::npos);
+}

@@ -184,3 +184,12 @@ TEST_CASE("report: a folder that is neither a demo nor a train folder, or a brok
   CHECK_FALSE(fs::exists(dir / "report.html"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("report: whitespace-only tokens get the pictures' visible labels, not empty chips") {
+  ReportContent c;
+  c.title = "t";
+  c.manifest = {{"tokens", {" ", "\n", "cat"}}, {"results", Json::object()}};
+  const std::string page = report_html(c);
+  CHECK(page.find(R"("token_labels":["␣","↵","cat"])") != std::string::npos);
+  CHECK(page.find("const TOKENS = M ? DATA.token_labels") != std::string::npos);
+}

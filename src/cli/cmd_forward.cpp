@@ -17,6 +17,7 @@
 #include "attn/lessons/gpt2_forward.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/report_table.hpp"
+#include "attn/render/text_table.hpp"
 #include "attn/render/model_pictures.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
@@ -71,14 +72,17 @@ void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const
                             const std::vector<Tensor3>& attention, const std::optional<HeadSummary>& summary,
                             std::ostream& log) {
   const std::size_t n = tokens.ids.size();
-  ModelViewSpec spec{attention, tokens.texts, summary ? &*summary : nullptr, "Every head of " + o.model,
+  // The text in the title, as demo's heads.png has it (cut past 60 columns): a folder of pictures
+  // must say what they were run on.
+  const std::string on = o.text.empty() ? "token ids " + title_quote(o.tokens) : title_quote(o.text);
+  ModelViewSpec spec{attention, tokens.texts, summary ? &*summary : nullptr, "Every head of " + o.model + ": " + on,
                      std::to_string(n) + " token" + (n == 1 ? "" : "s") +
                          " · rows: query (attending), columns: key (attended to) · causal" +
                          (summary ? " · each panel titled with the kind its scores give (head_summary.json)" : ""),
                      o.image.colormap};
   std::vector<NamedFigure> figures{{"heads", model_view_figure(spec)}};
   if (o.layer) {
-    spec.title = "Layer " + std::to_string(*o.layer) + " of " + o.model + ": its heads and their mean";
+    spec.title = "Layer " + std::to_string(*o.layer) + " of " + o.model + ": its heads and their mean, " + on;
     figures.push_back({"heads_layer" + std::to_string(*o.layer), head_view_figure(spec, *o.layer)});
   }
   if (summary) {

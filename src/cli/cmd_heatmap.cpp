@@ -100,12 +100,15 @@ void run_heatmap(const HeatmapOptions& opts) {
   const WeightsInput w = read_weights(opts.input, opts.causal);
   const std::size_t H = w.weights.shape(0);
   const std::string title = !opts.title.empty() ? opts.title : !w.title.empty() ? w.title : "Attention weights";
+  // Any numbers are drawn (scores, averaged maps), but never passed off as softmax weights.
+  const std::string sums = row_sum_note(w.weights, w.allowed);
 
   Figure figure;
   if (w.had_heads && !opts.head && H > 1) {
     HeadGridSpec spec{w.weights, w.query_tokens, w.key_tokens, w.allowed, title,
                       "rows: query (attending) · columns: key (attended to) · one colour scale for all heads",
                       opts.image.colormap, opts.vmax};
+    spec.subtitle += sums.empty() ? "" : " · " + sums;
     figure = head_grid_figure(spec);
   } else {
     const std::size_t h = opts.head.value_or(0);
@@ -117,10 +120,14 @@ void run_heatmap(const HeatmapOptions& opts) {
     if (w.allowed) spec.allowed = xt::view(*w.allowed, w.allowed->shape(0) == 1 ? 0 : h, xt::all(), xt::all());
     spec.title = title;
     if (w.had_heads) spec.subtitle = "head " + std::to_string(h) + " of " + std::to_string(H);
+    if (!sums.empty()) spec.subtitle += (spec.subtitle.empty() ? "" : " · ") + sums;
     spec.colormap = opts.image.colormap;
     spec.vmax = opts.vmax;
     figure = heatmap_figure(spec);
   }
+  // What the picture states about its numbers, said on stderr too: clipping is never silent.
+  if (!sums.empty()) warn(sums);
+  for (const std::string& note : figure.notes) warn(note);
   for (const std::string& path : save_figure(figure, stem, image)) {
     std::cout << "Wrote " << path << "\n";
   }
@@ -135,7 +142,8 @@ void setup_heatmap(CLI::App& app) {
                   "or a bare [L,L] / [H,L,L] array; - reads stdin")->required();
   cmd->add_option("-o,--out", opts->out, "output path or stem (.png/.svg added)")->capture_default_str();
   cmd->add_option("--title", opts->title, "title above the picture");
-  cmd->add_option("--vmax", opts->vmax, "top of the colour scale (default: the largest weight)")
+  cmd->add_option("--vmax", opts->vmax, "top of the colour scale (default: the largest weight); larger weights "
+                  "are drawn in the top colour and counted in the subtitle and a warning")
       ->check(CLI::Range(1e-9, 1e9));  // weights are in [0, 1]; PositiveNumber would print 1.8e308 in full
   cmd->add_option("--head", opts->head, "draw only this head of [H, Lq, Lk] weights (default: all, in a grid)");
   cmd->add_flag("--causal", opts->causal, "mark the causal mask's cells (j > i) as masked");
@@ -143,6 +151,11 @@ void setup_heatmap(CLI::App& app) {
   cmd->footer(R"(Input fields: "weights" [Lq,Lk] or [H,Lq,Lk] (attend/mha output works as is),
 "tokens" (or "query_tokens" and "key_tokens"), "mask" of 0/1 (1 = may attend), "causal", "title".
 Masked cells are hatched grey, never drawn as a weight of 0.
+Any numbers are drawn, but never silently: rows whose unmasked cells do not sum to 1 (softmax
+rows do; a row with every key masked sums to 0) and cells outside the colour scale (above
+--vmax, or under a long causal map's log floor) are counted in the picture's subtitle and in a
+"warning:" line on stderr. The picture is still written (exit 0): scores or averaged maps are
+legitimate input, as long as the picture says what they are.
 
 Examples:
   attn-cli heatmap --input data/examples/heatmap_tokens.json

@@ -64,6 +64,7 @@ Pitfall pitfall_float_mask_sdpa() {
             {}, {}};
   p.tables.push_back({"weights of one query (scores 2, 1, 0.5, 3; k3 is masked)", {"query"}, {"k0", "k1", "k2", "k3"},
                       wrong_row, Tensor2(xt::view(r.weights, 0, xt::all(), xt::all()))});
+  p.tables.back().right_allowed = Mask2(xt::view(allowed, 0, xt::all(), xt::all()));  // the float mask masks nothing
   p.facts.push_back({"weight on the masked key k3", wrong[3], r.weights(0, 0, 3)});
   return p;
 }

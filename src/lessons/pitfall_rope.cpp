@@ -110,6 +110,7 @@ Pitfall pitfall_rope_half_width() {
   }
   p.tables.push_back({"|RoPE(q, m)| / |q| at positions m (a rotation keeps 1)", {"length ratio"}, pos_labels,
                       norm_wrong, norm_right});
+  p.tables.back().reference = 1.0;  // on a 0-to-1 scale 0.93 and 1.00 look alike
   p.tables.push_back({"q.k with q at m + 2, k at m: distance 2 every time (equal if relative)", {"q.k"}, pair_labels,
                       dot_wrong, dot_right});
   p.facts.push_back({"cos/sin width for a head of width 8", double(d / 2), double(d)});

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/mask.hpp"
 #include "attn/engine/random.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/engine/sdpa.hpp"
@@ -35,6 +36,8 @@ Tensor2 engine_weights(const std::vector<float>& scores, const Mask3& allowed) {
   return xt::view(r.weights, 0, xt::all(), xt::all());
 }
 
+Mask2 as_mask(const Mask3& one_head) { return xt::view(one_head, 0, xt::all(), xt::all()); }
+
 Tensor2 as_row(const std::vector<double>& p) {
   Tensor2 t = Tensor2::from_shape({1, p.size()});
   for (std::size_t j = 0; j < p.size(); ++j) t(0, j) = static_cast<float>(p[j]);
@@ -66,6 +69,8 @@ Pitfall pitfall_mask_polarity() {
   const Tensor2 wrong = engine_weights(scores, mask_row({false, false, false, true}));
   const Tensor2 right = engine_weights(scores, mask_row({true, true, true, false}));
   p.tables.push_back({"weights of one query", {"query"}, key_labels(4, 3, "pad"), wrong, right});
+  p.tables.back().wrong_allowed = as_mask(mask_row({false, false, false, true}));
+  p.tables.back().right_allowed = as_mask(mask_row({true, true, true, false}));
   p.facts.push_back({"weight on the padding key", wrong(0, 3), right(0, 3)});
   return p;
 }
@@ -92,6 +97,8 @@ Pitfall pitfall_causal_alignment() {
   p.tables.push_back({"weights, 2 new queries against 4 keys (2 cached)", {"q0 (pos 2)", "q1 (pos 3)"},
                       key_labels(4), xt::view(wrong.weights, 0, xt::all(), xt::all()),
                       xt::view(right.weights, 0, xt::all(), xt::all())});
+  p.tables.back().wrong_allowed = as_mask(top_left);
+  p.tables.back().right_allowed = causal_allowed(Lq, Lk);
   auto seen = [&](const SdpaResult& r, std::size_t i) {
     double n = 0;
     for (std::size_t j = 0; j < Lk; ++j) n += r.weights(0, i, j) > 0;
@@ -127,6 +134,7 @@ Pitfall pitfall_fully_masked_row() {
             "garbage into the output. Use -inf and handle the empty row (attn-cli: zeros, never NaN).",
             "tutorials' mask_value = -1e9 (\"避免使用 -inf\", avoid -inf) and masked_fill(mask == 0, -1e9)", {}, {}};
   p.tables.push_back({"weights of a padding query (every key masked)", {"query"}, key_labels(3), as_row(fill), right});
+  p.tables.back().right_allowed = as_mask(mask_row({false, false, false}));  // -1e9 masks nothing exactly
   p.tables.push_back({"its output (v0 = (1, 0), v1 = (0, 1), v2 = (3, 3))", {"query"}, {"out0", "out1"},
                       wrong_out, right_out});
   p.facts.push_back({"sum of the row's weights", fill[0] + fill[1] + fill[2], double(xt::sum(right)())});
@@ -151,7 +159,8 @@ Pitfall pitfall_eps_after_softmax() {
             "a little, and gradients reach keys that must not matter.",
             "a \"robust attention\" recipe (attention_weights + eps)", {}, {}};
   p.tables.push_back({"weights of the first query of a causal row", {"query"}, key_labels(n), as_row(wrong), right});
-  // At 3 decimals both rows above read 0.000 on the future keys: divided by eps, the leak shows.
+  p.tables.back().right_allowed = as_mask(mask_row({true, false, false, false}));  // + eps unmasks them
+  // At 3 decimals the wrong row reads 0.000 on the future keys: divided by eps, the leak shows.
   Tensor2 wrong_leak = Tensor2::from_shape({1, n - 1}), right_leak = Tensor2::from_shape({1, n - 1});
   std::vector<std::string> future = key_labels(n);
   future.erase(future.begin());
@@ -159,7 +168,7 @@ Pitfall pitfall_eps_after_softmax() {
     wrong_leak(0, j - 1) = static_cast<float>(wrong[j] / eps);
     right_leak(0, j - 1) = static_cast<float>(double(right(0, j)) / eps);
   }
-  p.tables.push_back({"the future keys' weights divided by eps = 1e-8 (both read 0.000 above)", {"query"},
+  p.tables.push_back({"the future keys' weights divided by eps = 1e-8 (the wrong ones read 0.000 above)", {"query"},
                       future, wrong_leak, right_leak});
   p.facts.push_back({"weight on each masked (future) key", wrong[1], right(0, 1)});
   p.facts.push_back({"total weight on masked keys", wrong[1] + wrong[2] + wrong[3],
@@ -213,8 +222,10 @@ Pitfall pitfall_temperature_direction() {
     }
     return t;
   };
-  p.tables.push_back({"weights of one row of scores, from T = 1 to the new T", {"T = 1 (start)", "new T"}, cols,
-                      two_rows(flat), two_rows(sharp), "✗ wrong: T = 2", "✓ right: T = 0.5"});
+  // The panel titles name the goal each T is judged by: "wrong" alone does not say wrong for what.
+  p.tables.push_back({"weights of one row of scores, from T = 1 to the new T (goal: sharper attention)",
+                      {"T = 1 (start)", "new T"}, cols, two_rows(flat), two_rows(sharp),
+                      "✗ T = 2 flattens: not the goal", "✓ T = 0.5 sharpens: the goal"});
   p.facts.push_back({"new T", flat.temperature, sharp.temperature});
   p.facts.push_back({"max weight (" + format_g(start.max_weight, 4) + " at T = 1)", flat.max_weight, sharp.max_weight});
   p.facts.push_back({"entropy (nats; " + format_g(start.entropy, 4) + " at T = 1)", flat.entropy, sharp.entropy});

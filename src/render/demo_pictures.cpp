@@ -13,6 +13,7 @@
 #include "attn/render/mask_diagram.hpp"
 #include "attn/render/model_pictures.hpp"
 #include "attn/lessons/number_format.hpp"
+#include "attn/render/text_table.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {
@@ -50,7 +51,7 @@ std::string fixed(double v) { return formatted("%.3f", v); }
 std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string& dir,
                                           const DemoPictureOptions& o) {
   std::vector<Artifact> artifacts;
-  const std::string quoted = render::title_quote(r.config.sentence);
+  const std::string quoted = title_quote(r.config.sentence);
   const std::string d = std::to_string(r.config.d_model);
   const std::size_t L = r.tokens.size();
 
@@ -143,7 +144,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
   tiles.title = "FlashAttention tiles: " + quoted;
   tiles.subtitle =
       "the score matrix as the tiled kernel walks it, in tiles of " +
-      count_of(fl.teaching.tiling.block_q, "query", "queries") + " × " + count_of(fl.teaching.tiling.block_k, "key") +
+      tile_shape_text(fl.teaching.tiling.block_q, fl.teaching.tiling.block_k, L, L) +
       " (asked for " +
       std::to_string(fl.requested_block_q) + " × " + std::to_string(fl.requested_block_k) +
       "; key tiles are rounded up to whole packed key panels of the micro-kernel)" +
@@ -187,7 +188,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
 
   save(variance_figure(r.variance), dir, "variance", "variance",
        "Why attention divides by sqrt(d_k): Var(q.k) = d_k unscaled, 1 scaled", o, artifacts);
-  save(complexity_figure(r.complexity), dir, "complexity", "complexity",
+  save(complexity_figure(r.complexity, L), dir, "complexity", "complexity",
        "FLOPs of one attention layer vs n: the n^2 d matmuls overtake the n d^2 projections", o, artifacts);
   return artifacts;
 }

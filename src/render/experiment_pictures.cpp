@@ -46,6 +46,15 @@ PlotSeries theory(std::string name, std::vector<double> x, std::vector<double> y
   s.band_low = std::move(lo);
   s.band_high = std::move(hi);
   s.band_name = std::move(band_name);
+  if (s.x.size() == 1) {
+    // One d_k: a line of one point and a band of no width are not drawn, so neither may stand
+    // in the legend; the theory's value is a marker, its ±3 se stated in the subtitle instead.
+    s.marker = Marker::diamond;
+    s.line = false;
+    s.band_low.clear();
+    s.band_high.clear();
+    s.band_name.clear();
+  }
   return s;
 }
 
@@ -94,7 +103,8 @@ Figure variance_figure(const VarianceResult& r) {
       {left, right}, "Why attention divides by √d_k",
       "q, k with i.i.d. N(0, 1) entries: Var(q · k) = d_k, so the scores spread like √d_k unless scaled · " +
           std::to_string(inside) + " of " + std::to_string(r.rows.size()) +
-          (r.rows.size() == 1 ? " d_k has" : " d_k have") + " all their estimates inside the band · " + sweep_line(r));
+          (r.rows.size() == 1 ? " d_k has its" : " d_k have all their") +
+          " estimates within ± 3 standard errors of the theory · " + sweep_line(r));
 }
 
 Figure saturation_figure(const VarianceResult& r) {
@@ -215,7 +225,7 @@ Figure temperature_figure(const TemperatureResult& r) {
                 : std::string()));
 }
 
-Figure complexity_figure(const ComplexityReport& r) {
+Figure complexity_figure(const ComplexityReport& r, std::optional<std::size_t> marked_n) {
   // The two groups whose crossing is n*, then softmax: the terms of one group have the same
   // power of n, so only their sum decides where one group overtakes the other.
   struct Term {
@@ -250,11 +260,20 @@ Figure complexity_figure(const ComplexityReport& r) {
   }
   total.color = rgb_from_hex(0x222222);
   total.line_width = 2.5;
+  // A marker too: with one n (--n 1) there is no line to draw, only the point.
+  total.marker = r.rows.size() <= 16 ? Marker::diamond : Marker::none;
+  total.marker_size = 6.5;
   p.series.push_back(total);
   const double n_star = r.crossover.matmuls;
   ReferenceLine cross = ReferenceLine::vertical(n_star, "crossover n* = " + fmt("%.0f", n_star));
   cross.color = rgb_from_hex(0x777777);
   p.references = {cross};
+  if (marked_n) {  // demo: where the sentence itself lies on these curves
+    ReferenceLine here = ReferenceLine::vertical(double(*marked_n), "this sentence: n = " + std::to_string(*marked_n));
+    here.color = series_color(2);
+    here.dashed = false;
+    p.references.push_back(here);
+  }
   p.x = {"sequence length n (tokens, log₂ scale)", AxisScale::log2};
   p.y = {"FLOPs per layer (log₁₀ scale)", AxisScale::log10};
   // Keep n* on the plot even when the sweep stops short of it.
@@ -304,7 +323,7 @@ Figure scaling_figure(const ScalingMeasurement& m) {
   p.y = {"time per call (ms, log₁₀ scale)", AxisScale::log10};
   p.width = 380;
   p.height = 260;
-  p.legend = LegendPlace::upper_left;
+  p.legend = LegendPlace::automatic;  // a corner only where it covers no point, else outside
   p.title = "Measured: attention time grows like n^" + fmt("%.2f", m.exponent);
   p.subtitle = "attn::sdpa (float64 reference), one head of d = " + std::to_string(m.head_dim) +
                " · least-squares slope on log-log axes, predicted " + fmt("%g", m.predicted_exponent) +

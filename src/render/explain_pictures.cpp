@@ -9,6 +9,7 @@
 #include "attn/render/heatmap.hpp"
 #include "attn/render/report_table.hpp"
 #include "attn/lessons/number_format.hpp"
+#include "attn/render/text_table.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {
@@ -40,13 +41,15 @@ struct PanelPair {
   std::vector<std::string> row_labels, col_labels;
   Tensor2 left, right;
   bool weights = false;  // attention weights: the scale is [0, 1]
+  std::optional<Mask2> left_allowed{}, right_allowed{};  // false = masked: hatched, no value
+  std::optional<double> reference{};  // a diverging scale centred here (pitfalls.hpp)
 };
 
 Figure paired_figure(const std::string& title, const std::string& subtitle, std::vector<PanelPair> pairs);
 Figure explain_output_figure(const ExplainResult& r);
 
 std::string sentence_line(const ExplainResult& r) {
-  return "\"" + r.config.sentence + "\": " + count_of(r.tokens.size(), "token") + ", one head, d = " +
+  return title_quote(r.config.sentence) + ": " + count_of(r.tokens.size(), "token") + ", one head, d = " +
          std::to_string(r.config.d_model) + ", seed " + std::to_string(r.config.seed) + " (untrained)";
 }
 
@@ -177,9 +180,16 @@ Figure paired_figure(const std::string& heading, const std::string& subheading, 
     const bool weights = tab.weights;
     const bool is_signed = std::any_of(values.begin(), values.end(), [](float v) { return v < 0; });
     row.label = weights ? "Attention weight" : "Value";
-    row.cmap = std::make_shared<Colormap>(Colormap::by_name(is_signed ? "RdBu_r" : "Blues"));
+    row.cmap = std::make_shared<Colormap>(Colormap::by_name(is_signed || tab.reference ? "RdBu_r" : "Blues"));
     if (weights) {
       row.scale = {0, 1};
+    } else if (tab.reference) {
+      // White at the reference, red above it, blue below: the departure is what to see.
+      double a = 0;
+      for (float v : values) a = std::max(a, std::fabs(double(v) - *tab.reference));
+      if (a == 0) a = 1;
+      row.scale = {*tab.reference - a, *tab.reference + a};
+      row.label = "Value (white = " + format_g(*tab.reference) + ")";
     } else if (is_signed) {
       double a = 0;
       for (float v : values) a = std::max(a, std::fabs(double(v)));
@@ -199,7 +209,10 @@ Figure paired_figure(const std::string& heading, const std::string& subheading, 
       const ColorScale scale = row.scale;
       const auto cmap = row.cmap;
       panel->cell_at = [tables, t, wrong, cmap, scale](std::size_t i, std::size_t j) {
-        const double v = wrong ? (*tables)[t].left(i, j) : (*tables)[t].right(i, j);
+        const PanelPair& p = (*tables)[t];
+        const std::optional<Mask2>& allowed = wrong ? p.left_allowed : p.right_allowed;
+        if (allowed && !(*allowed)(i, j)) return render::Cell{{}, true, std::nullopt, ""};
+        const double v = wrong ? p.left(i, j) : p.right(i, j);
         return render::Cell{cmap->at(scale.position(v)), false, v, ""};
       };
       (wrong ? row.wrong : row.right) = panel;
@@ -215,9 +228,14 @@ Figure paired_figure(const std::string& heading, const std::string& subheading, 
     body_w = std::max(body_w, r.wl.width + gap + r.rl.width + gap + bar_w.back());
     body_h += std::max(r.wl.height, r.wl.grid_y + 80.0) + (body_h > 0 ? row_gap : 0);
   }
-  const render::TitleBlock titles{heading, subheading, std::max(body_w, 520.0)};
+  bool any_masked = false;
+  for (const PanelPair& tab : *tables)
+    for (const std::optional<Mask2>* a : {&tab.left_allowed, &tab.right_allowed})
+      any_masked = any_masked || (*a && std::find((*a)->begin(), (*a)->end(), false) != (*a)->end());
+  const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
+  const render::TitleBlock titles{heading, subheading, std::max({body_w, legend.width, 520.0})};
   const TextSize title = render::title_block_size(m, titles);
-  const double content_w = std::max(body_w, title.width);
+  const double content_w = std::max({body_w, title.width, legend.width});
 
   Figure f;
   f.width = content_w + 2 * margin;
@@ -237,7 +255,9 @@ Figure paired_figure(const std::string& heading, const std::string& subheading, 
     f.grids.push_back(render::panel_grid(*r.right, r.rl, placed.back().rx, y));
     y += std::max(r.wl.height, r.wl.grid_y + bar_h) + row_gap;
   }
-  f.height = y - row_gap + margin;
+  const double legend_y = y - row_gap + 10;
+  f.height = y - row_gap + margin + (any_masked ? legend.height + 10 : 0);
+  const double legend_x = margin + (content_w - legend.width) / 2;
   const double cx = f.width / 2;
   f.draw = [=](Canvas& c) {
     render::draw_title_block(c, titles, cx, margin);
@@ -248,6 +268,7 @@ Figure paired_figure(const std::string& heading, const std::string& subheading, 
       render::draw_colorbar(c, *rows[t].cmap, rows[t].scale.vmin, rows[t].scale.vmax, q.bar_x, q.bar_y, q.bar_h,
                             rows[t].label);
     }
+    if (any_masked) render::draw_masked_legend(c, legend_x, legend_y);
   };
   return f;
 }
@@ -259,7 +280,7 @@ Figure pitfall_figure(const Pitfall& p) {
   std::vector<PanelPair> pairs;
   for (const PitfallTable& t : p.tables)
     pairs.push_back({t.caption, t.wrong_title, t.right_title, t.row_labels, t.col_labels, t.wrong, t.right,
-                     t.caption.rfind("weights", 0) == 0});
+                     t.caption.rfind("weights", 0) == 0, t.wrong_allowed, t.right_allowed, t.reference});
   return paired_figure(p.title, "Lesson: " + p.lesson, std::move(pairs));
 }
 

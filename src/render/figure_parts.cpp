@@ -180,10 +180,9 @@ void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x,
   }
   for (std::size_t j = 0; j < p.col_labels.size() && j < p.cols; j += l.label_step) {
     const double cx = g.cell_x(j) + p.cell / 2;
-    // Among rotated labels, one that fits its cell ("!", "(", "的") stays upright: a lone mark
-    // turned on its side is hard to read.
-    const TextSize size = c.measure(p.col_labels[j], labels);
-    if (l.rotate_col_labels && !(size.width <= p.cell - 3 && size.height <= p.cell - 3)) {
+    // One orientation for the whole axis (layout_panel decides it): a row of upward labels
+    // with a few upright ones among them reads as two axes.
+    if (l.rotate_col_labels) {
       c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0, 0.5, 90);  // reads upwards
     } else {
       c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0.5, 1);
@@ -264,17 +263,6 @@ namespace {
 TextStyle title_style(double wrap) { return {14, true, kInk, wrap, true}; }
 TextStyle subtitle_style(double wrap) { return {10.5, false, kAxisInk, wrap, true}; }
 }  // namespace
-
-std::string title_quote(const std::string& sentence, std::size_t max_columns) {
-  if (display_width(sentence) <= max_columns) return "\"" + sentence + "\"";
-  std::string cut = pad_to_width(sentence, max_columns);  // cut to fit, ending with "…"
-  const std::string ellipsis = "…";
-  if (cut.size() >= ellipsis.size() && cut.compare(cut.size() - ellipsis.size(), ellipsis.size(), ellipsis) == 0)
-    cut.resize(cut.size() - ellipsis.size());
-  const std::size_t space = cut.rfind(' ');
-  if (space != std::string::npos && space > cut.size() / 2) cut.resize(space);  // end on a whole word
-  return "\"" + cut + ellipsis + "\"";
-}
 
 TextSize title_block_size(Canvas& m, const TitleBlock& b) {
   const TextSize t = m.measure(b.title, title_style(b.wrap_width));

@@ -87,10 +87,6 @@ void draw_colorbar(Canvas& canvas, const Colormap& cmap, double vmin, double vma
 TextSize masked_legend_size(Canvas& measure);
 void draw_masked_legend(Canvas& canvas, double x, double y);
 
-// The sentence in double quotes for a title, cut with "…" past max_columns display columns: a
-// 40-word sentence must not become a four-line bold title (the subtitle or JSON has it whole).
-std::string title_quote(const std::string& sentence, std::size_t max_columns = 60);
-
 // Title (bold) and optional subtitle, centred on cx from y down, each wrapped into lines of at
 // most wrap_width points (a long sentence must not stretch the figure).
 struct TitleBlock {

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "attn/engine/error.hpp"
+#include "attn/lessons/number_format.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/engine/tile_math.hpp"
 #include "figure_parts.hpp"
@@ -201,6 +202,10 @@ Figure flash_tiles_figure(const FlashTilesSpec& spec) {
     draw_tile_legend(c, legend, legend_x, legend_y);
   };
   return f;
+}
+
+std::string tile_shape_text(std::size_t block_q, std::size_t block_k, std::size_t Lq, std::size_t Lk) {
+  return count_of(std::min(block_q, Lq), "query", "queries") + " × " + count_of(std::min(block_k, Lk), "key");
 }
 
 }  // namespace attn

@@ -110,6 +110,9 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   std::size_t label_step = 1;
   for (const auto& l : layouts) label_step = std::max(label_step, l.label_step);
   s->subtitle = render::with_note(s->subtitle, render::label_thinning_note(label_step, Lq));
+  // The heads' cells outside the scale (the mean's lie between theirs).
+  const std::string outside = outside_scale_note(count_outside_scale(s->weights, s->allowed, scale), scale);
+  s->subtitle = render::with_note(s->subtitle, outside);
   const double margin = 16, gap = 18;
   const double panels_w = static_cast<double>(ncols) * slot_w + static_cast<double>(ncols - 1) * gap;
   const double panels_h = static_cast<double>(nrows) * slot_h + static_cast<double>(nrows - 1) * gap;
@@ -121,6 +124,8 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
       render::frame_figure(m, s->title, s->subtitle, {body_w, legend.width}, 0, margin);
 
   Figure f;
+  f.title = frame.titles.title;
+  f.subtitle = frame.titles.subtitle;
   const double x0 = frame.centred_x(body_w), y0 = frame.body_y();
   std::vector<std::pair<double, double>> origins;
   for (std::size_t p = 0; p < n_panels; ++p) {
@@ -134,6 +139,7 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   const double legend_y = y0 + std::max(panels_h, grid_y + bar_h) + 10;
   f.width = frame.width();
   f.height = legend_y + (any_masked ? legend.height + 4 : -10) + margin;
+  if (!outside.empty()) f.notes.push_back(outside);
   f.draw = [=](Canvas& c) {
     frame.draw_title(c);
     for (std::size_t p = 0; p < n_panels; ++p) {

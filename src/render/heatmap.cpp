@@ -48,6 +48,57 @@ std::optional<ColorScale> long_causal_log_scale(const Tensor2& weights, const Ma
   return scale;
 }
 
+OutsideScale count_outside_scale(const Tensor3& weights, const std::optional<Mask3>& allowed,
+                                 const ColorScale& scale) {
+  OutsideScale n;
+  const double slack = 1e-6 * std::max(std::fabs(scale.vmin), std::fabs(scale.vmax));  // float rounding is not clipping
+  for (std::size_t h = 0; h < weights.shape(0); ++h)
+    for (std::size_t i = 0; i < weights.shape(1); ++i)
+      for (std::size_t j = 0; j < weights.shape(2); ++j) {
+        if (allowed && !(*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j)) continue;
+        const double v = weights(h, i, j);
+        ++n.visible;
+        n.below += v < scale.vmin - slack;
+        n.above += v > scale.vmax + slack;
+      }
+  return n;
+}
+
+std::string outside_scale_note(const OutsideScale& n, const ColorScale& scale) {
+  const std::string of = " of " + std::to_string(n.visible) + " cells lie ";
+  std::string note;
+  if (n.below > 0) {
+    note = std::to_string(n.below) + of + "below the colour scale's " + (scale.log ? "floor " : "bottom ") +
+           render::tick_label(scale.vmin) + " and are drawn in its lowest colour";
+  }
+  if (n.above > 0) {
+    note = render::with_note(note, std::to_string(n.above) + of + "above the colour scale's top " +
+                                       render::tick_label(scale.vmax) + " and are drawn in its highest colour");
+  }
+  return note;
+}
+
+std::string row_sum_note(const Tensor3& weights, const std::optional<Mask3>& allowed) {
+  std::size_t rows = 0, off = 0;
+  double lo = 0, hi = 0;
+  for (std::size_t h = 0; h < weights.shape(0); ++h)
+    for (std::size_t i = 0; i < weights.shape(1); ++i) {
+      double sum = 0;
+      for (std::size_t j = 0; j < weights.shape(2); ++j)
+        if (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j)) sum += weights(h, i, j);
+      ++rows;
+      if (std::fabs(sum - 1) <= 1e-3 || std::fabs(sum) <= 1e-3) continue;
+      lo = off == 0 ? sum : std::min(lo, sum);
+      hi = off == 0 ? sum : std::max(hi, sum);
+      ++off;
+    }
+  if (off == 0) return "";
+  return std::to_string(off) + " of " + std::to_string(rows) + (rows == 1 ? " row" : " rows") + (off == 1 ? " does" : " do") +
+         " not sum to 1 (" + (off == 1 ? "its sum " + render::tick_label(lo)
+                                      : "sums " + render::tick_label(lo) + " to " + render::tick_label(hi)) +
+         "): not softmax weights?";
+}
+
 namespace {
 
 // One heatmap's panel, colour scale and colorbar, laid out but not yet placed: a figure holds
@@ -60,6 +111,7 @@ struct HeatmapBody {
   render::PanelLayout layout;
   double bar_w = 0, bar_h = 0;
   bool any_masked = false;
+  std::string outside;  // outside_scale_note, already in the subtitle
   static constexpr double kGap = 14;
 
   double width() const { return layout.width + kGap + bar_w; }
@@ -95,6 +147,10 @@ HeatmapBody heatmap_body(Canvas& m, const HeatmapSpec& spec, double target) {
     }
   }
   b.any_masked = s->allowed && std::find(s->allowed->begin(), s->allowed->end(), false) != s->allowed->end();
+  const std::optional<Mask3> allowed3 =
+      s->allowed ? std::optional<Mask3>(xt::expand_dims(*s->allowed, 0)) : std::nullopt;
+  b.outside = outside_scale_note(count_outside_scale(xt::expand_dims(s->weights, 0), allowed3, b.scale), b.scale);
+  s->subtitle = render::with_note(s->subtitle, b.outside);
 
   b.panel = std::make_shared<render::MatrixPanel>();
   render::MatrixPanel& panel = *b.panel;
@@ -135,10 +191,13 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   const double content_w = std::max({body_w, title.width, legend.width});
   const double panel_x = margin + (content_w - body_w) / 2;
   const double panel_y = margin + title.height;
+  f.title = titles.title;
+  f.subtitle = titles.subtitle;
   const double legend_y = panel_y + b.height() + 10;
   f.width = content_w + 2 * margin;
   f.height = legend_y + (b.any_masked ? legend.height + 4 : 0) + margin - (b.any_masked ? 0 : 10);
   f.grids.push_back(render::panel_grid(*b.panel, b.layout, panel_x, panel_y));
+  if (!b.outside.empty()) f.notes.push_back(b.outside);
   const double cx = f.width / 2;
   f.draw = [=](Canvas& c) {
     render::draw_title_block(c, titles, cx, margin);
@@ -165,6 +224,10 @@ Figure heatmap_pair_figure(const HeatmapSpec& left, const HeatmapSpec& right, co
   const double body_w = a.width() + gap + b.width();
   std::string sub = subtitle;
   if (a.scale.log || b.scale.log) sub += " · log colour scale for the weights (long causal map)";
+  std::vector<std::string> notes;
+  for (const auto& [body, name] : {std::pair{&a, &left.title}, std::pair{&b, &right.title}})
+    if (!body->outside.empty()) notes.push_back(*name + ": " + body->outside);
+  for (const std::string& note : notes) sub = render::with_note(sub, note);
   const render::TitleBlock titles{title, sub, std::max({body_w, 480.0})};
   const TextSize t = render::title_block_size(m, titles);
   const double content_w = std::max({body_w, t.width, legend.width});
@@ -176,6 +239,7 @@ Figure heatmap_pair_figure(const HeatmapSpec& left, const HeatmapSpec& right, co
   f.height = legend_y + (any_masked ? legend.height + 4 : 0) + margin - (any_masked ? 0 : 10);
   f.grids.push_back(render::panel_grid(*a.panel, a.layout, x0, y0));
   f.grids.push_back(render::panel_grid(*b.panel, b.layout, xb, y0));
+  f.notes = notes;
   const double cx = f.width / 2;
   const std::string left_title = left.title, right_title = right.title;
   auto grid_centre = [](const HeatmapBody& h, double x) {

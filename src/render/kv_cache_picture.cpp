@@ -10,6 +10,7 @@
 #include "attn/engine/mask.hpp"
 #include "attn/engine/sdpa.hpp"
 #include "attn/lessons/number_format.hpp"
+#include "attn/render/text_table.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {
@@ -115,6 +116,8 @@ Figure kv_cache_figure(const GenerateResult& r) {
   // the later rows white; the heatmaps' log scale then, said in the subtitle (heatmap.hpp).
   const std::optional<ColorScale> log_scale = long_causal_log_scale(*mean, allowed);
   const ColorScale scale = log_scale ? *log_scale : color_scale_for({mean->data(), mean->size()}, std::nullopt);
+  const std::string outside =
+      outside_scale_note(count_outside_scale(xt::expand_dims(*mean, 0), Mask3(xt::expand_dims(allowed, 0)), scale), scale);
   const auto cmap = std::make_shared<Colormap>(Colormap::by_name("Blues"));
   auto mask = std::make_shared<Mask2>(allowed);
 
@@ -154,7 +157,7 @@ Figure kv_cache_figure(const GenerateResult& r) {
   const double legend_w = legend.width, legend_h = legend.height;
 
   const render::FigureFrame frame = render::frame_figure(
-      m, "KV-cache decoding of \"" + c.sentence + "\", one row per token",
+      m, "KV-cache decoding of " + title_quote(c.sentence) + ", one row per token",
       "row t is the attention of token t when it was fed: the cache grows by one key per step, so the rows stack "
       "into the causal triangle · weights averaged over " + std::to_string(c.num_heads) + " heads (" +
           std::to_string(r.num_kv_heads) + " kv heads cached) · largest difference from full recomputation " +
@@ -163,6 +166,7 @@ Figure kv_cache_figure(const GenerateResult& r) {
           (log_scale ? " · log colour scale: row t shares its weight among the keys it sees, so on a linear scale "
                        "the later rows would look empty"
                      : "") +
+          (outside.empty() ? "" : " · " + outside) +
           (pl.label_step > 1 ? " · " + render::label_thinning_note(pl.label_step, L) : ""),
       {body_w, legend_w}, 0, margin);
   const double panel_x = frame.centred_x(body_w), panel_y = frame.body_y();
@@ -175,9 +179,12 @@ Figure kv_cache_figure(const GenerateResult& r) {
   const double legend_x = std::min(panel_x + pl.grid_x, frame.width() - frame.margin - legend_w);
 
   Figure f;
+  f.title = frame.titles.title;
+  f.subtitle = frame.titles.subtitle;
   f.width = frame.width();
   f.height = legend_y + legend_h + margin;
   f.grids.push_back(g);
+  if (!outside.empty()) f.notes.push_back(outside);
   const GenerateResult res = r;
   f.draw = [=](Canvas& cv) {
     frame.draw_title(cv);

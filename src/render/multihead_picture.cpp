@@ -11,6 +11,7 @@
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/explain_pictures.hpp"
 #include "attn/render/heatmap.hpp"
+#include "attn/render/text_table.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {
@@ -126,8 +127,8 @@ Figure multihead_figure(const ExplainResult& r) {
   const double total_w = body_w + 30 + bars_w;
 
   const std::string title = "Multi-head attention by hand: " + count_of(H, "head") + " of d_h = " +
-                            std::to_string(D) + " / " + std::to_string(H) + " = " + std::to_string(d) + " on \"" +
-                            r.config.sentence + "\"";
+                            std::to_string(D) + " / " + std::to_string(H) + " = " + std::to_string(d) + " on " +
+                            title_quote(r.config.sentence);
   const std::string subtitle =
       std::string(mh.causal ? "causal (hatched: masked, not a weight of 0) · " : "no mask · ") +
       "rows are the tokens in order" +
@@ -138,6 +139,8 @@ Figure multihead_figure(const ExplainResult& r) {
   const double ox = frame.centred_x(total_w), oy = frame.body_y();
 
   Figure f;
+  f.title = frame.titles.title;
+  f.subtitle = frame.titles.subtitle;
   f.width = frame.width();
   f.height = oy + body_h + 16;
   for (const Block& b : blocks) {

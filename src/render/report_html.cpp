@@ -8,6 +8,7 @@
 #include "attn/engine/error.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/lessons/train.hpp"
+#include "attn/render/model_pictures.hpp"
 
 namespace attn {
 namespace detail {
@@ -163,8 +164,17 @@ std::string report_html(const ReportContent& c) {
     pictures.push_back({{"path", p.path}, {"kind", p.kind}, {"title", p.title},
                         {"src", "data:" + mime_of(p.path) + ";base64," + base64(p.bytes)}});
   }
+  // The tokens as the pictures label them: a whitespace-only GPT-2 token (" ", "\n") is "␣" or
+  // "↵", not an empty chip (model_pictures.hpp's visible_token_labels, the one rule for both).
+  Json token_labels = Json::array();
+  if (c.manifest.is_object() && c.manifest.contains("tokens") && c.manifest["tokens"].is_array()) {
+    std::vector<std::string> tokens;
+    for (const Json& t : c.manifest["tokens"]) tokens.push_back(t.is_string() ? t.get<std::string>() : t.dump());
+    token_labels = visible_token_labels(tokens);
+  }
   const Json data = {{"title", c.title}, {"summary", c.summary}, {"manifest", c.manifest},
-                     {"train", c.train}, {"replay", c.replay}, {"pictures", pictures}};
+                     {"train", c.train}, {"replay", c.replay}, {"pictures", pictures},
+                     {"token_labels", token_labels}};
   std::string page = detail::kReportTemplate;
   const std::string marker = "{{ATTN_REPORT_DATA}}";
   const std::size_t at = page.find(marker);

@@ -155,6 +155,15 @@ Figure rope_scores_figure(const RopeLesson& r) {
   return heatmap_figure(s);
 }
 
+std::string rope_frequency_summary(const RopeLesson& r) {
+  const RopeFrequency &first = r.frequencies.front(), &last = r.frequencies.back();
+  const std::string turn = " turns " + fmt("%.4g", first.theta) + " radian per token (a full turn every " +
+                           fmt("%.4g", first.wavelength) + " tokens)";
+  if (r.frequencies.size() == 1) return "a head of width 2 has one pair: pair 0" + turn;
+  return "pair 0" + turn + "; pair " + std::to_string(last.pair) + " turns every " + fmt("%.4g", last.wavelength) +
+         " tokens: fast pairs tell near positions apart, slow pairs far ones";
+}
+
 Figure rope_frequencies_figure(const RopeLesson& r) {
   PlotSeries theta, wavelength;
   for (const RopeFrequency& f : r.frequencies) {
@@ -180,12 +189,8 @@ Figure rope_frequencies_figure(const RopeLesson& r) {
   right.title = "Wavelength 2π/θᵢ";
   right.series = {wavelength};
   right.y = {"tokens per full turn (log scale)", AxisScale::log10};
-  const RopeFrequency& last = r.frequencies.back();
-  return line_plot_row_figure(
-      {left, right}, "RoPE frequencies: each pair turns at its own speed",
-      "pair 0 turns 1 radian per token (a full turn every 6.28 tokens); pair " + std::to_string(last.pair) +
-          " turns every " + fmt("%.4g", last.wavelength) + " tokens: fast pairs tell near positions apart, slow "
-          "pairs far ones · " + setup_line(r));
+  return line_plot_row_figure({left, right}, "RoPE frequencies: each pair turns at its own speed",
+                              rope_frequency_summary(r) + " · " + setup_line(r));
 }
 
 namespace {

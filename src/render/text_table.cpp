@@ -53,6 +53,17 @@ std::string pad_to_width(std::string_view s, std::size_t width, bool right_align
   return right_align ? pad + text : text + pad;
 }
 
+std::string title_quote(const std::string& sentence, std::size_t max_columns) {
+  if (display_width(sentence) <= max_columns) return "\"" + sentence + "\"";
+  std::string cut = pad_to_width(sentence, max_columns);  // cut to fit, ending with "…"
+  const std::string ellipsis = "…";
+  if (cut.size() >= ellipsis.size() && cut.compare(cut.size() - ellipsis.size(), ellipsis.size(), ellipsis) == 0)
+    cut.resize(cut.size() - ellipsis.size());
+  const std::size_t space = cut.rfind(' ');
+  if (space != std::string::npos && space > cut.size() / 2) cut.resize(space);  // end on a whole word
+  return "\"" + cut + ellipsis + "\"";
+}
+
 std::string matrix_table(const std::vector<std::string>& row_labels,
                          const std::vector<std::string>& col_labels, const Tensor2& values,
                          int decimals) {

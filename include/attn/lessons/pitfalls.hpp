@@ -4,6 +4,7 @@
 // ways are computed here on purpose; the right ways call the engine (sdpa.hpp) where it
 // applies, so "right" means "what attn-cli's reference does".
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ struct PitfallTable {
   std::vector<std::string> row_labels, col_labels;
   Tensor2 wrong, right;
   std::string wrong_title = "✗ wrong", right_title = "✓ right";  // the pictures' panel titles
+  // The keys each way set to −∞ before softmax (false = masked; none = nothing masked): the
+  // pictures hatch them as every heatmap does, so a masked key never reads as a weight of 0.
+  std::optional<Mask2> wrong_allowed, right_allowed;
+  // A value the right way keeps (1 for a length ratio a rotation preserves): the colour scale is
+  // centred on it, so a small departure from it shows instead of hiding in a 0-to-1 scale.
+  std::optional<double> reference;
 };
 
 // One number, wrong way vs right way.

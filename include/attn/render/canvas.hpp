@@ -111,6 +111,11 @@ struct Figure {
   std::vector<CellGrid> grids;
   std::vector<PlotRect> plots;
   std::function<void(Canvas&)> draw;
+  // What the picture says in its subtitle about values it could not show as they are (cells
+  // outside the colour scale, drawn in its end colour): a command prints these as warnings too.
+  std::vector<std::string> notes{};
+  // The title block's text as drawn (tests read it: a PNG's text cannot be read back).
+  std::string title{}, subtitle{};
 };
 
 // Encoded image bytes (deterministic: no timestamps, no file names inside).

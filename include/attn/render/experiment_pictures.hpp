@@ -10,6 +10,8 @@
 //                the n²·d terms overtake the n·d² projections;
 //   scaling      measured time against n (log-log), the fitted exponent and an n² line.
 // plots[k] of each figure is panel k's plot area (its edges are the axis limits).
+#include <optional>
+
 #include "attn/render/canvas.hpp"
 #include "attn/lessons/complexity.hpp"
 #include "attn/lessons/scaling.hpp"
@@ -21,7 +23,8 @@ namespace attn {
 Figure variance_figure(const VarianceResult& result);
 Figure saturation_figure(const VarianceResult& result);
 Figure temperature_figure(const TemperatureResult& result);
-Figure complexity_figure(const ComplexityReport& report);
+// marked_n: a vertical line at that n, named "this sentence: n = ..." (demo's own sentence).
+Figure complexity_figure(const ComplexityReport& report, std::optional<std::size_t> marked_n = std::nullopt);
 Figure scaling_figure(const ScalingMeasurement& measurement);
 
 }  // namespace attn

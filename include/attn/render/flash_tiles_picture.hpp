@@ -31,6 +31,10 @@ struct FlashTilesSpec {
 // The fills of the three tile kinds (tests look for them in the PNG).
 Rgb flash_tile_color(FlashTile::Kind kind);
 
+// "2 queries × 4 keys": the tile shape a run used, clamped to the matrix (a tile of a 1-token
+// sentence holds 1 query × 1 key, whatever block size was asked for), counted in words.
+std::string tile_shape_text(std::size_t block_q, std::size_t block_k, std::size_t Lq, std::size_t Lk);
+
 // Checks that each panel's tiles cover the matrix once (InputError) and lays out the figure.
 // grids[p] is panel p's grid, one cell per score.
 Figure flash_tiles_figure(const FlashTilesSpec& spec);

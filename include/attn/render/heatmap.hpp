@@ -36,6 +36,21 @@ std::optional<ColorScale> long_causal_log_scale(const Tensor2& weights, const Ma
 ColorScale color_scale_for(std::span<const float> values, std::optional<double> vmax,
                            std::optional<double> vmin = std::nullopt);
 
+// Visible cells of weights [H, Lq, Lk] outside the scale (allowed: [1 or H, Lq, Lk], false =
+// masked, not counted). They are drawn in the scale's end colour; a picture must say so.
+struct OutsideScale {
+  std::size_t below = 0, above = 0, visible = 0;
+};
+OutsideScale count_outside_scale(const Tensor3& weights, const std::optional<Mask3>& allowed, const ColorScale& scale);
+// "12 of 1176 cells lie below the colour scale's floor 0.01 and are drawn in its lowest colour",
+// and the same for the top; "" when every visible cell is on the scale.
+std::string outside_scale_note(const OutsideScale& n, const ColorScale& scale);
+
+// Softmax rows sum to 1, and a row whose keys are all masked attends to nothing (0). Rows of
+// weights [H, Lq, Lk] whose visible cells sum to neither, within 1e-3: "3 of 12 rows do not sum
+// to 1 (sums 0.5 to 1.7): not softmax weights?", or "" when every row does.
+std::string row_sum_note(const Tensor3& weights, const std::optional<Mask3>& allowed);
+
 struct HeatmapSpec {
   Tensor2 weights;                                    // [Lq, Lk]
   std::vector<std::string> query_tokens, key_tokens;  // empty: positions 0, 1, ...
@@ -50,7 +65,8 @@ struct HeatmapSpec {
 };
 
 // Checks the labels and mask against the weights' shape (InputError) and lays out the figure.
-// grids[0] is the cell grid.
+// grids[0] is the cell grid. Cells outside the colour scale (above a given vmax, under a log
+// scale's floor) are counted in the subtitle and in the figure's notes.
 Figure heatmap_figure(const HeatmapSpec& spec);
 
 // Two heatmaps side by side, each with its own colour scale and colorbar, each spec's title

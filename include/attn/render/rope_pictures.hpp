@@ -15,6 +15,9 @@ namespace attn {
 Figure rope_rotation_figure(const RopeLesson& lesson);
 Figure rope_scores_figure(const RopeLesson& lesson);     // grids[0]: the (i, j) cells
 Figure rope_frequencies_figure(const RopeLesson& lesson);
+// The frequencies picture's lead sentence: the fastest and the slowest pair, or the one pair a
+// head of width 2 has (said once, not as its own fastest and slowest).
+std::string rope_frequency_summary(const RopeLesson& lesson);
 Figure rope_styles_figure(const RopeLesson& lesson);
 
 }  // namespace attn

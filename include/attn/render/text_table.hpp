@@ -15,6 +15,11 @@ std::size_t display_width(std::string_view utf8);
 // Pads (or truncates with "…") text to exactly `width` display columns.
 std::string pad_to_width(std::string_view utf8, std::size_t width, bool right_align = false);
 
+// The sentence in double quotes for a picture's title, cut at a word with "…" past max_columns
+// display columns: a 48-token sentence must not become a four-line bold title (the terminal
+// output and JSON have it whole). Every picture that quotes its sentence uses this one.
+std::string title_quote(const std::string& sentence, std::size_t max_columns = 60);
+
 // A labelled matrix, one row per query: rows down the side, columns across the top.
 std::string matrix_table(const std::vector<std::string>& row_labels,
                          const std::vector<std::string>& col_labels, const Tensor2& values,

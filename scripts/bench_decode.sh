@@ -2,7 +2,7 @@
 # Decode at memory speed? One query row against a KV cache (H = 8, d = 64, float32), 1 and 2
 # threads, in one run: attn-cli's decode path against a plain streaming read of the same K and V
 # bytes (the machine's ceiling, same process) and against the tiled (prefill) kernel; then GQA
-# 8:1, which reads an eighth of the bytes.
+# 8:1, which reads an eighth of the bytes; then a bfloat16 cache, which reads half.
 #   scripts/bench_decode.sh            full sweep (installs what is missing and builds first)
 #   scripts/bench_decode.sh --smoke    tiny sizes, seconds (what the test suite runs)
 # ATTN_CLI=path/to/attn-cli skips the install and build. Extra arguments go to every bench call.
@@ -21,3 +21,5 @@ fi
 "$ATTN_CLI" bench --mode decode --kv "$kv" --heads 8 --head-dim 64 --threads 1,2 --repeat "$repeat" "$@"
 echo
 "$ATTN_CLI" bench --mode decode --kv "$kv" --heads 8 --kv-heads 1 --head-dim 64 --threads 1,2 --repeat "$repeat" "$@"
+echo
+"$ATTN_CLI" bench --mode decode --kv "$kv" --heads 8 --head-dim 64 --kv-dtype bf16 --threads 1,2 --repeat "$repeat" "$@"

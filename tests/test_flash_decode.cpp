@@ -12,6 +12,7 @@
 #include "attn/engine/tile_math.hpp"
 #include "engine/flash/flash_decode.hpp"  // private: called directly to reach every Lk
 #include "engine/flash/microkernels.hpp"
+#include "fa_check.hpp"
 #include "fa_rule.hpp"
 #include "support.hpp"
 
@@ -80,19 +81,7 @@ void check_decode(const DecodeCase& c, std::uint64_t seed,
   Tensor2 lse;
   run_decode<T>(c, q, k, v, allowed, out, lse, mk);
   const Tensor3 plain = test::plain_float32_output(q, k, v, allowed, so.causal, 1.0f / std::sqrt(float(c.d)));
-  const double err = test::max_abs_diff(test::flat_tensor(out), test::flat_tensor(ref.output));
-  const double err_plain = test::max_abs_diff(test::flat_tensor(plain), test::flat_tensor(ref.output));
-  CAPTURE(err);
-  CAPTURE(err_plain);
-  CHECK(err <= 2 * err_plain + 1e-6);
-  for (std::size_t i = 0; i < lse.size(); ++i) {
-    const float a = lse.data()[i], b = ref.lse.data()[i];
-    if (std::isinf(b)) {
-      CHECK(a == b);  // fully masked: -inf, and an output of zeros (checked above)
-    } else {
-      CHECK(std::fabs(a - b) <= 1e-5 * std::max(1.0f, std::fabs(b)));
-    }
-  }
+  test::check_fa_rule(out, lse, ref, plain);
 }
 
 }  // namespace
@@ -218,18 +207,7 @@ void check_decode_bf16(const DecodeCase& c, std::uint64_t seed) {
   fo.threads = c.threads;
   const FlashResult f = flash_decode_bf16(q, kb, vb, allowed, fo);
   const Tensor3 plain = test::plain_float32_output(q, k, v, allowed, so.causal, 1.0f / std::sqrt(float(c.d)));
-  const double err = test::max_abs_diff(test::flat_tensor(f.output), test::flat_tensor(ref.output));
-  const double err_plain = test::max_abs_diff(test::flat_tensor(plain), test::flat_tensor(ref.output));
-  CAPTURE(err);
-  CAPTURE(err_plain);
-  CHECK(err <= 2 * err_plain + 1e-6);
-  for (std::size_t i = 0; i < f.lse.size(); ++i) {
-    const float a = f.lse.data()[i], b = ref.lse.data()[i];
-    if (std::isinf(b))
-      CHECK(a == b);
-    else
-      CHECK(std::fabs(a - b) <= 1e-5 * std::max(1.0f, std::fabs(b)));
-  }
+  test::check_fa_rule(f.output, f.lse, ref, plain);
 }
 
 std::uint16_t bf16_of(float x, Bf16Rounding how) {

@@ -9,6 +9,7 @@
 #include "attn/engine/gpt2_decode.hpp"
 #include "attn/engine/random.hpp"
 #include "attn/lessons/gpt2_generate.hpp"
+#include "gpt2_support.hpp"
 
 using namespace attn;
 
@@ -19,15 +20,7 @@ namespace {
 Gpt2Model random_gpt2() {
   Gpt2Config c;
   c.n_layer = 2, c.n_head = 2, c.n_embd = 8, c.vocab_size = 11, c.n_positions = 12;
-  Gpt2Model m = zero_gpt2_model(c);
-  Rng rng(5);
-  for (const Gpt2Parameter& p : gpt2_parameters(m)) {
-    std::size_t count = 1;
-    for (std::size_t n : p.shape) count *= n;
-    const bool gamma = p.name.find("ln_") != std::string::npos && p.name.find(".weight") != std::string::npos;
-    for (std::size_t i = 0; i < count; ++i) p.data[i] = float((gamma ? 1.0 : 0.0) + 0.5 * rng.normal());
-  }
-  return m;
+  return test::random_gpt2(c, 5, 0.5);
 }
 
 double max_row_difference(const Tensor2& a, std::size_t row_a, const Tensor2& b, std::size_t row_b) {

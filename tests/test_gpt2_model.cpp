@@ -11,6 +11,7 @@
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/random.hpp"
+#include "gpt2_support.hpp"
 
 using namespace attn;
 
@@ -87,15 +88,7 @@ namespace {
 Gpt2Model wide_random_gpt2() {
   Gpt2Config c;
   c.n_layer = 2, c.n_head = 4, c.n_embd = 256, c.vocab_size = 1100, c.n_positions = 16;
-  Gpt2Model m = zero_gpt2_model(c);
-  Rng rng(11);
-  for (const Gpt2Parameter& p : gpt2_parameters(m)) {
-    std::size_t count = 1;
-    for (std::size_t n : p.shape) count *= n;
-    const bool gamma = p.name.find("ln_") != std::string::npos && p.name.find(".weight") != std::string::npos;
-    for (std::size_t i = 0; i < count; ++i) p.data[i] = float((gamma ? 1.0 : 0.0) + 0.1 * rng.normal());
-  }
-  return m;
+  return test::random_gpt2(c, 11, 0.1);
 }
 
 // The blocks and wte of an in-memory model served as stored weights are, counting the widenings.

@@ -89,6 +89,10 @@ TEST_CASE("cli forward gpt2: the terminal shows the top 5 next tokens, most like
   REQUIRE(at != std::string::npos);
   const std::string first_row = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
   CHECK(first_row.find(" " + std::to_string(best) + " ") != std::string::npos);
+  CHECK(r.out.find(". 3 tokens:") != std::string::npos);
+  const CliResult one = run_cli("forward --model '" + data_path("gpt2_tiny") + "' --tokens 72");
+  REQUIRE(one.code == 0);
+  CHECK(one.out.find(". 1 token:") != std::string::npos);  // not "1 tokens"
 }
 
 TEST_CASE("cli forward gpt2: folders that are wrong get one error line naming what") {

@@ -130,6 +130,10 @@ TEST_CASE("cli demo --model: a hand-made model's heads are the demo's pictures a
   // a previous-token score of 0.5 is the threshold.
   CHECK(j["artifacts"][0]["title"].get<std::string>().rfind("Candidate induction head (no repeated word", 0) == 0);
   CHECK(j["artifacts"][1]["title"].get<std::string>().rfind("Previous-token head (layer 0", 0) == 0);
+  // One token has no token before it: not a head "not formed yet", a pattern that cannot be tested.
+  REQUIRE(run_cli("demo 'cat' --model hand --out one", "", dir).code == 0);
+  const Json one = Json::parse(read_text(dir + "/one/manifest.json"));
+  CHECK(one["artifacts"][1]["title"].get<std::string>().rfind("Candidate previous-token head (one token", 0) == 0);
 
   check_input_error(run_cli("demo 'a b a' --model hand --out e", "", dir), "context");
   check_input_error(run_cli("demo --model hand --rope half --out e", "", dir), "--rope");

@@ -184,3 +184,11 @@ TEST_CASE("experiment pictures: with one d_k the theory is a marker, so the lege
   CAPTURE(p);
   CHECK(near(p, Rgb8{0x55, 0x55, 0x55}, 12));
 }
+
+TEST_CASE("experiment pictures: with one T the temperature plot compares no steps, rather than saying no") {
+  const Figure one = temperature_figure(run_temperature({3, 1, 0.2}, {1}));
+  CHECK(one.subtitle.find("one T: no step to compare") != std::string::npos);
+  CHECK(one.subtitle.find("rises at every step: no") == std::string::npos);
+  const Figure many = temperature_figure(run_temperature({3, 1, 0.2}, {0.5, 1, 2}));
+  CHECK(many.subtitle.find("rises at every step: yes") != std::string::npos);
+}

@@ -78,7 +78,9 @@ void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const
   ModelViewSpec spec{attention, tokens.texts, summary ? &*summary : nullptr, "Every head of " + o.model + ": " + on,
                      std::to_string(n) + " token" + (n == 1 ? "" : "s") +
                          " · rows: query (attending), columns: key (attended to) · causal" +
-                         (summary ? " · each panel titled with the kind its scores give (head_summary.json)" : ""),
+                         (summary ? " · each panel titled with the kind its scores give, induction scored on this "
+                                    "text repeated twice (head_summary.json)"
+                                  : ""),
                      o.image.colormap};
   std::vector<NamedFigure> figures{{"heads", model_view_figure(spec)}};
   if (o.layer) {
@@ -127,7 +129,7 @@ void run_gpt2_forward(const ForwardOptions& o) {
   } else {
     const Gpt2Config& c = model.config;
     std::cout << "GPT-2 model " << o.model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
-              << c.n_embd << ", vocab " << c.vocab_size << ". " << tokens.ids.size() << " tokens:";
+              << c.n_embd << ", vocab " << c.vocab_size << ". " << count_of(tokens.ids.size(), "token") << ":";
     for (const std::string& t : tokens.texts) std::cout << " [" << one_line(t) << "]";
     std::cout << "\nMost likely next tokens (softmax of the last position's logits):\n";
     Table table{{"rank", "id", "token", "p"}, {}};

@@ -184,11 +184,11 @@ Tensor2 gpt2_unembed(const Gpt2Model& model, const Tensor2& x, std::size_t threa
     const auto rows = std::make_unique_for_overwrite<float[]>(model.stored ? std::min(kRows, count) * D : 0);
     for (std::size_t done = 0; done < count;) {
       const std::size_t n = model.stored ? std::min(kRows, count - done) : count;
-      const float* w = model.wte.data() + (first + done) * D;
-      if (model.stored) {
+      const float* w = rows.get();  // a held model's wte is read in place; a stored one is empty
+      if (model.stored)
         model.stored->widen_wte_rows(first + done, n, rows.get());
-        w = rows.get();
-      }
+      else
+        w = model.wte.data() + (first + done) * D;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(L), int(n), int(D), 1.0f, x.data(), int(D), w, int(D),
                   0.0f, logits.data() + first + done, int(V));
       done += n;

@@ -94,11 +94,18 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
                                     : "induction score " + fixed(*ind.induction) +
                                       ", under 0.5: no head yet puts most of a repeated word's weight on the word "
                                       "after its earlier copy");
-    causal.title = std::string(prev_formed ? "Previous-token head" : "Best previous-token candidate, not formed yet") +
+    const bool prev_testable = r.tokens.size() >= 2;  // one token has nothing before it
+    causal.title = std::string(!prev_testable ? "Candidate previous-token head (one token: nothing before it to test)"
+                               : prev_formed  ? "Previous-token head"
+                                              : "Best previous-token candidate, not formed yet") +
                    " (layer " + std::to_string(prev.layer) + ", head " + std::to_string(prev.head) + "): " + quoted;
-    causal.subtitle = trained + "previous-token score " + fixed(prev.prev_token) +
-                      (prev_formed ? ": each token attends to the token just before it"
-                                   : ", under 0.5: no head yet puts most of a token's weight on the token before it");
+    causal.subtitle =
+        trained + (!prev_testable ? std::string("a single token has no token before it, so no head can show "
+                                                "previous-token attention")
+                   : "previous-token score " + fixed(prev.prev_token) +
+                         (prev_formed ? ": each token attends to the token just before it"
+                                      : ", under 0.5: no head yet puts most of a token's weight on the token before "
+                                        "it"));
   }
   save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
   save(heatmap_figure(causal), dir, "attention_causal", "heatmap", causal.title, o, artifacts);
@@ -117,7 +124,8 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     const std::string subtitle = std::to_string(c.layers) + " layers × " + std::to_string(c.heads) +
                                  " heads, head dim " + std::to_string(c.d_model / c.heads) +
                                  " · rows: query (attending), columns: key (attended to) · causal · one colour scale" +
-                                 (r.model->summary ? " · each head titled with its kind (manifest: results.model.head_summary)"
+                                 (r.model->summary ? " · each head titled with its kind, induction scored on this "
+                                                     "text repeated twice (manifest: results.model.head_summary)"
                                                    : "");
     const ModelViewSpec spec{r.model->attention, r.tokens, r.model->summary ? &*r.model->summary : nullptr, title,
                              subtitle, o.colormap};

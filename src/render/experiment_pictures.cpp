@@ -218,8 +218,10 @@ Figure temperature_figure(const TemperatureResult& r) {
   return line_plot_row_figure(
       {left, right}, "Temperature: a larger T flattens softmax",
       "p = softmax(s / T) for the scores (" + scores + ") · small T → one-hot on the largest score, large T → "
-          "uniform · entropy rises at every step: " + (r.entropy_increasing ? "yes" : "no") +
-          " (dH/dT = Var_p(s) / T³ ≥ 0)" +
+          "uniform · " +
+          (r.points.size() < 2 ? std::string("one T: no step to compare (give several --t; dH/dT = Var_p(s) / T³ ≥ 0)")
+                               : "entropy rises at every step: " + std::string(r.entropy_increasing ? "yes" : "no") +
+                                     " (dH/dT = Var_p(s) / T³ ≥ 0)") +
           (many ? " · " + std::to_string(r.scores.size()) +
                       " keys: line colour is the key's score, dark (lowest) to yellow (highest)"
                 : std::string()));

@@ -174,6 +174,8 @@ Figure compose(std::vector<Panel> panels, const render::TitleBlock& block) {
   const TextSize title = render::title_block_size(m, titles);
   const double content_w = std::max(row_w, title.width);
   Figure f;
+  f.title = titles.title;
+  f.subtitle = titles.subtitle;
   f.width = content_w + 2 * margin;
   f.height = margin + title.height + top + below + margin;
   std::vector<Canvas::Point> origins;

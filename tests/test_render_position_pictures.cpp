@@ -148,3 +148,18 @@ TEST_CASE("rope frequencies: a head of width 2 has one pair, named once, not as 
   CHECK(four.rfind("pair 0 turns 1 radian per token", 0) == 0);
   CHECK(four.find("pair 3 turns every") != std::string::npos);
 }
+
+TEST_CASE("rope pictures: the rotation's label note says why labels are skipped, and 'come round' only after a turn") {
+  RopeLessonConfig c;
+  c.style = RopeStyle::Interleaved;
+  c.head_dim = 32;
+  c.positions = 12;
+  c.pair = 3;  // theta = 10000^(-6/32) = 0.178 rad a token: 12 positions cover 2 rad, under one turn
+  const Figure short_run = rope_rotation_figure(rope_lesson(c));
+  CHECK(short_run.subtitle.find("6 of 12 labelled") != std::string::npos);
+  CHECK(short_run.subtitle.find("round again") == std::string::npos);
+  c.pair = 0;  // 1 rad a token: 40 positions turn six times
+  c.positions = 40;
+  const Figure long_run = rope_rotation_figure(rope_lesson(c));
+  CHECK(long_run.subtitle.find("round again") != std::string::npos);
+}

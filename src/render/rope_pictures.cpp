@@ -65,7 +65,7 @@ Figure rope_rotation_figure(const RopeLesson& r) {
   ring.line_width = 1;
   circle.series.push_back(ring);
   // Spokes and position labels, skipping a point that lands within 0.25 rad of one already
-  // labelled (after a full turn the points come round again).
+  // labelled (crowded points, or after a full turn the points coming round again).
   std::vector<double> labelled;
   for (const RopeRotationPoint& p : r.rotation) {
     const double at = std::fmod(p.angle, kTwoPi);
@@ -126,7 +126,12 @@ Figure rope_rotation_figure(const RopeLesson& r) {
       " rad per token (one turn every " + fmt("%.4g", kTwoPi / theta) + " tokens) · the unit vector on dim " +
       std::to_string(a) + ", rotated by the kernel to " +
       (r.rotation.size() == 1 ? std::string("position 0") : "positions 0–" + std::to_string(r.rotation.size() - 1)) +
-      (labelled.size() < r.rotation.size() ? " (labels skip points that come round again)" : "");
+      (labelled.size() == r.rotation.size()
+           ? std::string()
+           : " (" + std::to_string(labelled.size()) + " of " + std::to_string(r.rotation.size()) + " labelled" +
+                 (labelled.size() >= 24 ? ", at most 24" : "") + ": points within 0.25 rad of a labelled one" +
+                 (r.rotation.back().angle >= kTwoPi ? ", as the turns bring them round again," : "") +
+                 " are skipped)");
   return line_plot_row_figure({circle, angle}, "RoPE turns each pair of dims by an angle proportional to the position",
                               subtitle);
 }

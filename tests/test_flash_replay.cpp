@@ -13,6 +13,7 @@
 #include "attn/engine/flash.hpp"
 #include "attn/engine/random.hpp"
 #include "attn/lessons/flash_replay.hpp"
+#include "attn/render/flash_replay_pictures.hpp"
 #include "support.hpp"
 
 using namespace attn;
@@ -171,6 +172,11 @@ TEST_CASE("flash replay: steps in reading order, the naive check, and JSON for t
   CHECK(j["tiles_skipped"] == 3);
   CHECK(teaching_block(4) == 2);
   CHECK(teaching_block(48) == 6);
+  CHECK(flash_replay_frame(r, 0).subtitle.find("tiles of 2 queries × 2 keys") != std::string::npos);
+  // One token: the tile is clamped to the 1 x 1 matrix, as flash_tiles.png says (not "1 x 2").
+  const Tensor3 q1 = randn(rng, 1, 1, 6), k1 = randn(rng, 1, 1, 6), v1 = randn(rng, 1, 1, 3);
+  const FlashReplay one = replay_flash(q1, k1, v1, {"a"}, {2, 2, true});
+  CHECK(flash_replay_frame(one, 0).subtitle.find("tiles of 1 query × 1 key") != std::string::npos);
 }
 
 TEST_CASE("flash --replay: numbered frames, replay.json and report.html; without --replay only the trace") {

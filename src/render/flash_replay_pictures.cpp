@@ -6,6 +6,7 @@
 
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/colormap.hpp"
+#include "attn/render/flash_tiles_picture.hpp"
 #include "figure_parts.hpp"
 
 namespace attn {
@@ -133,8 +134,8 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
                : s->diagonal ? "on the diagonal: each row computes only the keys it may see; cells: P = exp(s \u2212 m)"
                              : "read in full; cells: P = exp(s \u2212 m), m the row's new running max";
   }
-  subtitle += "\n" + std::string(r.causal ? "causal, " : "") + std::to_string(r.block_q) + " \u00d7 " +
-              std::to_string(r.block_k) + " tiles, float64, " + r.isa + " micro-kernels; " +
+  subtitle += "\n" + std::string(r.causal ? "causal, " : "") + "tiles of " +
+              tile_shape_text(r.block_q, r.block_k, L, L) + ", float64, " + r.isa + " micro-kernels; " +
               count_of(r.read(), "tile") + " read, " + std::to_string(r.skipped()) + " skipped";
 
   Canvas m = Canvas::measuring();
@@ -163,6 +164,8 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
 
   render::FigureFrame frame = render::frame_figure(m, title, subtitle, {layout.width + 30 + table_w});
   Figure fig;
+  fig.title = title;
+  fig.subtitle = subtitle;
   fig.width = frame.width();
   fig.height = frame.body_y() + std::max(layout.height, table_h) + frame.margin;
   const double px = frame.centred_x(layout.width + 30 + table_w), py = frame.body_y();

@@ -57,13 +57,6 @@ Entries::const_iterator find_parameter(const Entries& stored, const std::string&
   return found;
 }
 
-std::size_t value_bytes(const SafetensorsEntry& e) { return e.dtype == "F32" ? 4 : 2; }
-
-// The values [first, first + count) of e, as an entry of their own.
-SafetensorsEntry slice(const SafetensorsEntry& e, std::size_t first, std::size_t count) {
-  return {e.dtype, {}, e.data + first * value_bytes(e), count};
-}
-
 // e widened into out; InputError naming the stored tensor when a value is not finite.
 void widen_finite(const SafetensorsEntry& e, const std::string& name, float* out, const std::string& source) {
   if (!widen_to_float(e, out)) throw InputError(source + ": tensor \"" + name + "\" holds a non-finite value");
@@ -79,13 +72,13 @@ void check_lm_head(const Entries& stored, const SafetensorsEntry& wte, const std
     throw InputError(source + ": tensor \"lm_head.weight\": expected shape " + shape_string(wte.shape) +
                      " (tied to wte), got " + shape_string(head.shape));
   }
-  if (head.dtype == wte.dtype && std::memcmp(head.data, wte.data, head.count * value_bytes(head)) == 0) return;
+  if (head.dtype == wte.dtype && std::memcmp(head.data, wte.data, entry_bytes(head)) == 0) return;
   constexpr std::size_t kBlock = 1 << 16;
   std::vector<float> a(kBlock), b(kBlock);
   for (std::size_t i = 0; i < head.count; i += kBlock) {
     const std::size_t n = std::min(kBlock, head.count - i);
-    widen_to_float(slice(head, i, n), a.data());
-    widen_to_float(slice(wte, i, n), b.data());
+    widen_to_float(slice_entry(head, i, n), a.data());
+    widen_to_float(slice_entry(wte, i, n), b.data());
     if (!std::equal(a.begin(), a.begin() + long(n), b.begin()))
       throw InputError(source + ": tensor \"lm_head.weight\" differs from wte.weight; GPT-2 ties them "
                        "(untied heads are not supported)");
@@ -114,7 +107,7 @@ class MappedGpt2Weights final : public Gpt2StoredWeights {
 
   void widen_wte_rows(std::size_t first, std::size_t count, float* out) const override {
     const NamedEntry& e = entries_.at("wte.weight");
-    widen_finite(slice(e.entry, first * n_embd_, count * n_embd_), e.name, out, source_);
+    widen_finite(slice_entry(e.entry, first * n_embd_, count * n_embd_), e.name, out, source_);
   }
 
  private:

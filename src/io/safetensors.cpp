@@ -227,6 +227,12 @@ bool widen_range(const SafetensorsEntry& e, std::size_t begin, std::size_t count
 
 }  // namespace
 
+SafetensorsEntry slice_entry(const SafetensorsEntry& e, std::size_t first, std::size_t count) {
+  return {e.dtype, {}, e.data + first * dtype_bytes(e.dtype), count};
+}
+
+std::size_t entry_bytes(const SafetensorsEntry& e) { return e.count * dtype_bytes(e.dtype); }
+
 bool widen_to_float(const SafetensorsEntry& e, float* out) {
   if (e.count == 0) return true;  // an empty tensor's out may be null
   // Large tensors on every core: into fresh memory the kernel's zeroing of its pages is most of

@@ -27,6 +27,11 @@ struct SafetensorsEntry {
 // name -> entry, every check above done, pointing into `bytes` (which must outlive the map).
 std::map<std::string, SafetensorsEntry> index_safetensors(std::string_view bytes, const std::string& source);
 
+// The values [first, first + count) of e as an entry of their own (no shape), and the bytes an
+// entry's values take.
+SafetensorsEntry slice_entry(const SafetensorsEntry& e, std::size_t first, std::size_t count);
+std::size_t entry_bytes(const SafetensorsEntry& e);
+
 // out[0..e.count) = the entry's values as float; F16 and BF16 are widened exactly (F16 with
 // the CPU's F16C conversion instructions when it has them). Returns false when a value is not
 // finite (the rest is still written).

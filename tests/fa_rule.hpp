@@ -83,4 +83,41 @@ inline PlainGrads plain_float32_backward(const Tensor3& q, const Tensor3& k, con
   return g;
 }
 
+// Plain attention in a 16-bit type (the baseline of the rule for the float16/bfloat16 kernels,
+// as FlashAttention's tests build it from PyTorch ops in that type): inputs already rounded to
+// the type; each score accumulated in float and rounded to it, the softmax in float and its
+// weights rounded to it, each output accumulated in float and rounded to it. `round` rounds one
+// float to the 16-bit type and back.
+template <class Round>
+Tensor3 plain_16bit_output(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                           bool causal, float scale, Round round) {
+  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1), dv = v.shape(2);
+  const std::size_t group = H / k.shape(0);
+  Tensor3 o = xt::zeros<float>({H, Lq, dv});
+  std::vector<float> s(Lk);
+  std::vector<float> acc(dv);
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < Lq; ++i) {
+      float m = -INFINITY;
+      for (std::size_t j = 0; j < Lk; ++j) {
+        float dot = 0;
+        for (std::size_t c = 0; c < d; ++c) dot += q(h, i, c) * k(h / group, j, c);
+        const bool ok = (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
+                        (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
+        s[j] = ok ? round(dot) * scale : -INFINITY;
+        m = std::max(m, s[j]);
+      }
+      if (m == -INFINITY) continue;
+      float z = 0;
+      for (std::size_t j = 0; j < Lk; ++j) z += (s[j] = std::exp(s[j] - m));
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (std::size_t j = 0; j < Lk; ++j) {
+        const float p = round(s[j] / z);
+        for (std::size_t c = 0; c < dv; ++c) acc[c] += p * v(h / group, j, c);
+      }
+      for (std::size_t c = 0; c < dv; ++c) o(h, i, c) = round(acc[c]);
+    }
+  return o;
+}
+
 }  // namespace attn::test

@@ -9,6 +9,7 @@
 #include "attn/lessons/bench.hpp"
 #include "attn/lessons/bench_decode.hpp"
 #include "attn/lessons/bench_train.hpp"
+#include "attn/engine/cuda.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/io/json_io.hpp"
@@ -27,12 +28,18 @@ struct BenchOptions {
   std::size_t heads = 8, head_dim = 64, repeat = 3, block_q = 0, block_k = 0, sgemm_n = 0;
   bool causal = false, json = false, no_check = false, backward = false;
   // --mode decode: q query rows against a KV cache of each length in kv.
-  std::string mode = "prefill", kv_dtype = "f32";
+  std::string mode = "prefill", kv_dtype = "f32", dtype = "f32";
   std::vector<std::size_t> kv{1024, 16384};
   std::size_t queries = 1, kv_heads = 0;  // 0: as many as --heads
   std::size_t steps = 100;                 // --mode train
   bool backend_given = false;
 };
+
+// The GPU a cuda run used, as the driver names it.
+std::string cuda_device_name() {
+  std::string name;
+  return cuda_usable(&name) ? name : std::string();
+}
 
 // The naive kernel holds H x n x n float64 scores and weights.
 double naive_bytes(std::size_t n, std::size_t heads) { return double(heads) * double(n) * double(n) * 16.0; }
@@ -62,8 +69,10 @@ void check_budgets(const BenchOptions& o) {
           require_memory(naive_bytes(n, o.heads), "bench --n " + std::to_string(n) + " with the " + backend +
                          " backend: the scores [" + std::to_string(o.heads) + ", n, n]", "try --backend flash");
         }
-        // The tiled kernels run on `t` threads at about 5x the naive rate per thread.
-        const double rate = dense ? kFlopsPerSecond : kFlopsPerSecond * 5 * double(t);
+        // The tiled kernels run on `t` threads at about 5x the naive rate per thread; a GPU at
+        // well over 1000x.
+        const double rate = dense ? kFlopsPerSecond : backend == "cuda" ? kFlopsPerSecond * 1000
+                                                                        : kFlopsPerSecond * 5 * double(t);
         seconds += double(o.repeat + 1) * pass / rate;
         if (!o.no_check && naive_fits(o, n)) seconds += attention_flops(o, n) / kFlopsPerSecond;
       }
@@ -105,6 +114,7 @@ void run_bench_command(const BenchOptions& o) {
         c.block_k = o.block_k;
         c.check = !o.no_check && naive_fits(o, n);
         c.backward = o.backward;
+        c.dtype = o.dtype;
         if (progress) std::cerr << "running " << backend << " n=" << n << " threads=" << c.threads << "...      \r" << std::flush;
         const BenchRun r = run_bench(c);
         results.push_back(r);
@@ -116,7 +126,11 @@ void run_bench_command(const BenchOptions& o) {
                     {"max_abs_err_vs_naive", err}};
         if (o.sgemm_n) run["fraction_of_sgemm"] = r.gflops / sgemm_by_threads[ti];
         if (c.threads == 1) run["min_thread_cpu_ms"] = r.min_thread_cpu_ms;
-        if (backend == "cuda") run["includes_host_device_copies"] = true;
+        if (backend == "cuda") {
+          run["dtype"] = o.dtype;
+          run["includes_host_device_copies"] = false;
+          run["device"] = cuda_device_name();
+        }
         if (o.backward) run["pass"] = "backward";
         runs.push_back(run);
       }
@@ -128,7 +142,8 @@ void run_bench_command(const BenchOptions& o) {
     const char* convention = o.backward ? "2.5 x 4*H*n*n*d, halved when causal (FlashAttention's rule for the backward pass)"
                                         : "4*H*n*n*d, halved when causal (FlashAttention's benchmark rule)";
     Json out = {{"flops_convention", convention},
-                {"timing", "one untimed warm-up run, then --repeat timed runs; cuda times include host-device copies"},
+                {"timing", "one untimed warm-up run, then --repeat timed runs; cuda: CUDA events around each launch, "
+                           "inputs already on the device"},
                 {"isa", flash_isa()},
                 {"machine", machine_json()},
                 {"runs", runs}};
@@ -153,14 +168,15 @@ void run_bench_command(const BenchOptions& o) {
       std::printf("OpenBLAS sgemm %zu^3 on %zu thread(s): %.1f GFLOP/s\n", o.sgemm_n, o.threads[ti],
                   sgemm_by_threads[ti]);
   std::printf("(peak MiB: the process's peak during the runs; +MiB: above its size with the inputs)\n");
-  std::printf("\n%-7s %6s %7s %11s %9s %8s %10s %8s %12s\n", "backend", "n", "threads", "median ms", "GFLOP/s",
+  std::printf("\n%-9s %6s %7s %11s %9s %8s %10s %8s %12s\n", "backend", "n", "threads", "median ms", "GFLOP/s",
               o.sgemm_n ? "x sgemm" : "", "peak MiB", "+MiB", "max |err|");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const BenchRun& r = results[i];
     char frac[16] = "", err[24] = "-";
     if (o.sgemm_n) std::snprintf(frac, sizeof frac, "%.2f", runs[i]["fraction_of_sgemm"].get<double>());
     if (r.max_abs_err_vs_naive) std::snprintf(err, sizeof err, "%.2e", *r.max_abs_err_vs_naive);
-    std::printf("%-7s %6zu %7zu %11.2f %9.1f %8s %10.1f %8.1f %12s\n", r.config.backend.c_str(), r.config.n,
+    const std::string label = r.config.backend == "cuda" ? "cuda/" + r.config.dtype : r.config.backend;
+    std::printf("%-9s %6zu %7zu %11.2f %9.1f %8s %10.1f %8.1f %12s\n", label.c_str(), r.config.n,
                 r.config.threads, r.median_ms, r.gflops, frac, double(r.peak_rss_bytes) / (1 << 20),
                 (double(r.peak_rss_bytes) - double(r.baseline_rss_bytes)) / (1 << 20), err);
   }
@@ -324,6 +340,10 @@ void setup_bench(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--kv-heads", o->kv_heads, "decode: key/value heads (GQA/MQA; default: --heads)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--dtype", o->dtype,
+                  "prefill: what the cuda backend computes in: f32, or f16/bf16 on the tensor cores (float32 "
+                  "accumulation); the CPU backends take f32 only")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))->capture_default_str();
   cmd->add_option("--kv-dtype", o->kv_dtype, "decode: KV cache element type: f32, or bf16 (half the bytes; arithmetic stays float32)")->capture_default_str();
   cmd->footer(R"(Decode is one query row against a long KV cache: memory-bound, so it is timed beside a plain
 streaming read of the same K and V bytes in the same process (the machine's ceiling).
@@ -335,6 +355,7 @@ Examples:
   attn-cli bench --mode decode --kv 1024,4096 --heads 8 --repeat 3
   attn-cli bench --mode decode --kv 16384 --heads 8 --kv-heads 1 --threads 1,2 --json
   attn-cli bench --mode train --steps 20 --repeat 1
+  attn-cli bench --backend cuda --dtype f16 --n 4096 --heads 16 --no-check   (with an NVIDIA GPU)
 )");
   cmd->callback([o, cmd] {
     o->backend_given = cmd->count("--backend") > 0;

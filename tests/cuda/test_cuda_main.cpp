@@ -1,10 +1,23 @@
-// The CUDA kernel against the naive oracle on the same inputs. A separate test binary so that
-// CTest can report it as skipped, with the reason, on machines without a CUDA device (exit
-// code 77 = SKIP_RETURN_CODE), instead of silently passing.
+// The CUDA kernels against the naive float64 oracle on the same inputs, under FlashAttention's
+// accuracy rule (fa_rule.hpp): float32 at most 2x the error of plain float32 attention; float16
+// and bfloat16 at most 2x the error of plain attention in that type, both measured against
+// float64 on the same (rounded) inputs. A separate test binary so that CTest can report it as
+// skipped, with the reason, on machines without a CUDA device (exit code 77 =
+// SKIP_RETURN_CODE), instead of silently passing.
+//
+// ATTN_CUDA_TEST_QUICK=1 runs the small cases only (for compute-sanitizer, which is slow).
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
 
+#include "attn/engine/attention.hpp"
+#include "attn/engine/bf16.hpp"
 #include "attn/engine/cuda.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/mha.hpp"
 #include "attn/engine/random.hpp"
 #include "attn/engine/sdpa.hpp"
 #include "fa_rule.hpp"
@@ -13,10 +26,129 @@ using namespace attn;
 
 namespace {
 
+int failures = 0;
+
+void report(bool ok, const std::string& what) {
+  failures += !ok;
+  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
+}
+
 Tensor3 randn(Rng& rng, std::size_t a, std::size_t b, std::size_t c) {
   Tensor3 t = Tensor3::from_shape({a, b, c});
   for (float& x : t) x = float(rng.normal());
   return t;
+}
+
+float round_f16(float x) { return float(static_cast<_Float16>(x)); }
+float round_bf16(float x) {
+  std::uint16_t b;
+  round_to_bf16(&x, 1, &b, Bf16Rounding::portable);
+  const std::uint32_t u = std::uint32_t(b) << 16;
+  float y;
+  std::memcpy(&y, &u, sizeof y);
+  return y;
+}
+float round_to(CudaDtype dtype, float x) {
+  return dtype == CudaDtype::float16 ? round_f16(x) : dtype == CudaDtype::bfloat16 ? round_bf16(x) : x;
+}
+
+enum class MaskKind { none, per_head, shared, empty_rows };
+const char* mask_name(MaskKind m) {
+  switch (m) {
+    case MaskKind::none: return "none";
+    case MaskKind::per_head: return "per-head";
+    case MaskKind::shared: return "shared";
+    case MaskKind::empty_rows: return "empty-rows";
+  }
+  return "?";
+}
+
+struct Case {
+  std::size_t H, Hkv, Lq, Lk, d, dv;
+  bool causal;
+  MaskKind mask;
+};
+
+double max_abs_diff(const Tensor3& a, const Tensor3& b) {
+  double e = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = std::fabs(double(a.data()[i]) - double(b.data()[i]));
+    if (!(x <= e)) e = std::isnan(x) ? INFINITY : x;  // a NaN anywhere fails the rule
+  }
+  return e;
+}
+
+// One kernel run against the oracle; true when within the rule.
+void check_case(const Case& c, CudaDtype dtype, Rng& rng) {
+  Tensor3 q = randn(rng, c.H, c.Lq, c.d), k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
+  for (Tensor3* t : {&q, &k, &v})
+    for (float& x : *t) x = round_to(dtype, x);  // the oracle sees exactly what the kernel multiplies
+  Mask3 mask = Mask3::from_shape({c.mask == MaskKind::shared ? 1 : c.H, c.Lq, c.Lk});
+  for (bool& b : mask) b = rng.uniform() < 0.7;
+  if (c.mask == MaskKind::empty_rows)
+    for (std::size_t h = 0; h < c.H; ++h)
+      for (std::size_t j = 0; j < c.Lk; ++j) mask(h, c.Lq / 2, j) = mask(h, 0, j) = false;
+  const Mask3* allowed = c.mask == MaskKind::none ? nullptr : &mask;
+  SdpaOptions so;
+  so.causal = c.causal;
+  FlashOptions fo;
+  fo.causal = c.causal;
+  const float scale = 1.0f / std::sqrt(float(c.d));
+  const SdpaResult ref = sdpa(q, k, v, allowed, so);
+  CudaOptions co;
+  co.dtype = dtype;
+  const FlashResult got = flash_attention_cuda(q, k, v, allowed, fo, co);
+  const Tensor3 plain = dtype == CudaDtype::float32
+                            ? test::plain_float32_output(q, k, v, allowed, c.causal, scale)
+                            : test::plain_16bit_output(q, k, v, allowed, c.causal, scale,
+                                                       [dtype](float x) { return round_to(dtype, x); });
+  const double err = max_abs_diff(got.output, ref.output), err_plain = max_abs_diff(plain, ref.output);
+  // lse: -inf exactly where every key is masked, else close to float64's.
+  const float lse_tol = dtype == CudaDtype::float32 ? 1e-4f : 1e-3f;
+  bool lse_ok = true;
+  for (std::size_t i = 0; i < ref.lse.size(); ++i) {
+    const float a = got.lse.data()[i], b = ref.lse.data()[i];
+    lse_ok = lse_ok && (std::isinf(b) ? a == b : std::fabs(a - b) <= lse_tol * std::max(1.0f, std::fabs(b)));
+  }
+  const bool ok = err <= 2 * err_plain + 1e-6 && lse_ok;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-4s H=%zu Hkv=%zu Lq=%zu Lk=%zu d=%zu dv=%zu causal=%d mask=%s "
+                "max|err|=%.2e (plain %s %.2e)%s", cuda_dtype_name(dtype), c.H, c.Hkv, c.Lq, c.Lk, c.d, c.dv,
+                int(c.causal), mask_name(c.mask), err, cuda_dtype_name(dtype), err_plain, lse_ok ? "" : " lse off");
+  report(ok, line);
+}
+
+// The backend option as mha and attend use it: output, lse and recomputed weights.
+void check_backend_option(Rng& rng) {
+  const std::size_t D = 64, H = 4, Hkv = 2, L = 37;
+  Tensor2 x = Tensor2::from_shape({L, D});
+  for (float& e : x) e = float(rng.normal());
+  MhaOptions naive;
+  naive.num_heads = H;
+  naive.num_kv_heads = Hkv;
+  naive.attention.causal = true;
+  MhaOptions gpu = naive;
+  gpu.backend.backend = Backend::cuda;
+  const MhaWeights w = init_mha_weights(D, H, Hkv, 7);
+  const MhaResult a = mha(x, x, x, w, nullptr, naive), b = mha(x, x, x, w, nullptr, gpu);
+  double out_err = 0, w_err = 0;
+  for (std::size_t i = 0; i < a.output.size(); ++i)
+    out_err = std::max(out_err, double(std::fabs(a.output.data()[i] - b.output.data()[i])));
+  for (std::size_t i = 0; i < a.weights.size(); ++i)
+    w_err = std::max(w_err, double(std::fabs(a.weights.data()[i] - b.weights.data()[i])));
+  char line[160];
+  std::snprintf(line, sizeof line, "mha backend cuda (GQA 4:2, causal): output max|err| %.2e, weights %.2e", out_err, w_err);
+  report(out_err < 1e-5 && w_err < 1e-5 && b.weights.size() == a.weights.size(), line);
+}
+
+template <class F>
+void expect_input_error(const char* what, F&& f) {
+  try {
+    f();
+    report(false, std::string(what) + ": no error");
+  } catch (const InputError& e) {
+    report(true, std::string(what) + ": InputError \"" + e.what() + "\"");
+  }
 }
 
 }  // namespace
@@ -27,44 +159,58 @@ int main() {
     std::printf("SKIPPED: %s\n", reason.c_str());
     return 77;
   }
-  std::printf("CUDA device: %s\n", reason.c_str());
-  struct Case {
-    std::size_t H, Hkv, Lq, Lk, d, dv;
-    bool causal, mask;
-  };
-  const Case cases[] = {{1, 1, 1, 1, 1, 1, false, false},    {2, 2, 7, 13, 5, 3, true, false},
-                        {4, 2, 100, 37, 64, 64, true, false}, {2, 1, 33, 300, 64, 80, true, true},
-                        {3, 3, 129, 129, 128, 128, false, true}, {2, 2, 70, 90, 256, 256, true, false}};
-  int failures = 0;
+  const bool quick = std::getenv("ATTN_CUDA_TEST_QUICK") != nullptr;
+  std::printf("CUDA device: %s%s\n", reason.c_str(), quick ? " (quick cases)" : "");
   Rng rng(5);
-  for (const Case& c : cases) {
-    const Tensor3 q = randn(rng, c.H, c.Lq, c.d), k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
-    Mask3 mask = Mask3::from_shape({c.H, c.Lq, c.Lk});
-    for (bool& b : mask) b = rng.uniform() < 0.7;
-    SdpaOptions so;
-    so.causal = c.causal;
-    FlashOptions fo;
-    fo.causal = c.causal;
-    const SdpaResult ref = sdpa(q, k, v, c.mask ? &mask : nullptr, so);
-    const FlashResult got = flash_attention_cuda(q, k, v, c.mask ? &mask : nullptr, fo);
-    // FlashAttention's rule, as the CPU tests apply it: at most 2x the error of plain float32.
-    const Tensor3 plain = test::plain_float32_output(q, k, v, c.mask ? &mask : nullptr, c.causal,
-                                                     1.0f / std::sqrt(float(c.d)));
-    double err = 0, err_plain = 0;
-    for (std::size_t i = 0; i < ref.output.size(); ++i) {
-      err = std::max(err, double(std::fabs(ref.output.data()[i] - got.output.data()[i])));
-      err_plain = std::max(err_plain, double(std::fabs(ref.output.data()[i] - plain.data()[i])));
-    }
-    // lse too: -inf exactly where every key is masked (the Lq > Lk causal case has such rows).
-    bool lse_ok = true;
-    for (std::size_t i = 0; i < ref.lse.size(); ++i) {
-      const float a = got.lse.data()[i], b = ref.lse.data()[i];
-      lse_ok = lse_ok && (std::isinf(b) ? a == b : std::fabs(a - b) <= 1e-4f * std::max(1.0f, std::fabs(b)));
-    }
-    const bool ok = err <= 2 * err_plain + 1e-6 && lse_ok;
-    failures += !ok;
-    std::printf("%s H=%zu Lq=%zu Lk=%zu d=%zu causal=%d mask=%d max|err|=%.2e (plain float32 %.2e)\n",
-                ok ? "ok  " : "FAIL", c.H, c.Lq, c.Lk, c.d, int(c.causal), int(c.mask), err, err_plain);
+  using M = MaskKind;
+  // float32: any head dims up to 256, d != dv, tiles not a multiple of 32, causal with Lq < Lk
+  // and Lq > Lk (the first Lq - Lk rows see no key), GQA and MQA, every mask kind.
+  const std::vector<Case> f32_cases = {
+      {1, 1, 1, 1, 1, 1, false, M::none},      {2, 2, 7, 13, 5, 3, true, M::none},
+      {4, 2, 100, 37, 64, 64, true, M::none},  {2, 1, 33, 300, 64, 80, true, M::per_head},
+      {3, 3, 129, 129, 128, 128, false, M::shared}, {2, 2, 70, 90, 256, 256, true, M::none},
+      {8, 1, 65, 65, 32, 32, false, M::empty_rows}, {8, 2, 1, 777, 64, 64, true, M::none},
+      {2, 2, 40, 40, 96, 20, false, M::per_head}};
+  // float16 / bfloat16: d = dv = 64 or 128; rows and keys not multiples of the 64-row tiles.
+  const std::vector<Case> tc_cases = {
+      {1, 1, 1, 1, 64, 64, false, M::none},        {2, 2, 7, 13, 64, 64, true, M::none},
+      {4, 2, 100, 37, 64, 64, true, M::none},      {2, 1, 33, 300, 128, 128, true, M::per_head},
+      {3, 3, 129, 129, 128, 128, false, M::shared}, {8, 1, 65, 200, 64, 64, false, M::empty_rows},
+      {8, 2, 1, 777, 128, 128, true, M::none},     {2, 2, 130, 64, 64, 64, true, M::none}};
+  const std::vector<Case> large = {{8, 8, 1024, 1024, 64, 64, true, M::none},
+                                   {4, 4, 513, 2049, 128, 128, false, M::none}};
+  for (const Case& c : f32_cases) check_case(c, CudaDtype::float32, rng);
+  for (CudaDtype dtype : {CudaDtype::float16, CudaDtype::bfloat16})
+    for (const Case& c : tc_cases) check_case(c, dtype, rng);
+  if (!quick)
+    for (CudaDtype dtype : {CudaDtype::float32, CudaDtype::float16, CudaDtype::bfloat16})
+      for (const Case& c : large) check_case(c, dtype, rng);
+  check_backend_option(rng);
+
+  // Timed launches: one time per launch, each positive.
+  {
+    const Tensor3 q = randn(rng, 2, 64, 64), k = randn(rng, 2, 64, 64), v = randn(rng, 2, 64, 64);
+    CudaOptions co;
+    co.dtype = CudaDtype::float16;
+    co.timed_runs = 3;
+    std::vector<double> ms;
+    flash_attention_cuda(q, k, v, nullptr, FlashOptions{}, co, &ms);
+    report(ms.size() == 3 && ms[0] > 0 && ms[1] > 0 && ms[2] > 0, "timed runs: 3 launch times from CUDA events");
   }
+  // What the 16-bit kernels refuse, as InputError (exit code 2 at the command line).
+  expect_input_error("f16 with d = 96", [&] {
+    const Tensor3 q = randn(rng, 1, 4, 96);
+    CudaOptions co;
+    co.dtype = CudaDtype::float16;
+    flash_attention_cuda(q, q, q, nullptr, FlashOptions{}, co);
+  });
+  expect_input_error("f16 with a value past 65504", [&] {
+    Tensor3 q = randn(rng, 1, 4, 64);
+    q(0, 2, 5) = 1e5f;
+    CudaOptions co;
+    co.dtype = CudaDtype::float16;
+    flash_attention_cuda(q, q, q, nullptr, FlashOptions{}, co);
+  });
+  std::printf("%d failure(s)\n", failures);
   return failures ? 1 : 0;
 }

@@ -12,6 +12,9 @@ namespace attn {
 
 struct BenchConfig {
   std::string backend = "flash";  // "naive" | "flash" | "blas" | "cuda"
+  // "f32"; for cuda also "f16" or "bf16" (the tensor-core kernel). The cuda backend is timed by
+  // CUDA events around each launch, on inputs already on the device.
+  std::string dtype = "f32";
   std::size_t n = 1024, heads = 8, head_dim = 64;
   bool causal = false;
   std::size_t threads = 1;

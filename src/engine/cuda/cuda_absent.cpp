@@ -9,8 +9,9 @@ bool device_usable(std::string& reason) {
   return false;
 }
 
-std::string flash_forward(const float*, const float*, const float*, const unsigned char*,
-                          std::size_t, const FlashDims&, bool, float, float*, float*) {
+std::string flash_forward(const float*, const float*, const float*, const unsigned char*, std::size_t,
+                          const FlashDims&, bool, float, Dtype, float*, float*, std::size_t,
+                          std::vector<double>*) {
   return "attn-cli was built without CUDA";
 }
 

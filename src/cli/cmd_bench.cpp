@@ -348,6 +348,9 @@ void setup_bench(CLI::App& app) {
   cmd->footer(R"(Decode is one query row against a long KV cache: memory-bound, so it is timed beside a plain
 streaming read of the same K and V bytes in the same process (the machine's ceiling).
 
+With an NVIDIA GPU, --backend cuda times the CUDA kernel with CUDA events around each launch
+(inputs already on the device); --dtype f16 or bf16 picks the tensor-core kernel.
+
 Examples:
   attn-cli bench --n 256 --heads 2 --repeat 1
   attn-cli bench --backend flash --n 512 --causal --threads 1,2 --json
@@ -355,7 +358,6 @@ Examples:
   attn-cli bench --mode decode --kv 1024,4096 --heads 8 --repeat 3
   attn-cli bench --mode decode --kv 16384 --heads 8 --kv-heads 1 --threads 1,2 --json
   attn-cli bench --mode train --steps 20 --repeat 1
-  attn-cli bench --backend cuda --dtype f16 --n 4096 --heads 16 --no-check   (with an NVIDIA GPU)
 )");
   cmd->callback([o, cmd] {
     o->backend_given = cmd->count("--backend") > 0;

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <string>
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
@@ -185,7 +186,8 @@ namespace {
 
 // The bfloat16 cache: the kernel against the float64 oracle on the same bf16-rounded K and V
 // (2x rule), so what is checked is the kernel's arithmetic, not the rounding of the cache.
-void check_decode_bf16(const DecodeCase& c, std::uint64_t seed) {
+void check_decode_bf16(const DecodeCase& c, std::uint64_t seed, const std::string& isa = "") {
+  CAPTURE(isa);
   CAPTURE(c.H);
   CAPTURE(c.Hkv);
   CAPTURE(c.Lq);
@@ -205,6 +207,7 @@ void check_decode_bf16(const DecodeCase& c, std::uint64_t seed) {
   FlashOptions fo;
   fo.causal = so.causal;
   fo.threads = c.threads;
+  fo.isa = isa;
   const FlashResult f = flash_decode_bf16(q, kb, vb, allowed, fo);
   const Tensor3 plain = test::plain_float32_output(q, k, v, allowed, so.causal, 1.0f / std::sqrt(float(c.d)));
   test::check_fa_rule(f.output, f.lse, ref, plain);
@@ -256,6 +259,16 @@ TEST_CASE("bf16: the CPU's conversion and the portable one agree on every kind o
   for (std::size_t i = 0; i < t.size(); ++i)
     REQUIRE(std::fabs(back.data()[i] - t.data()[i]) <= std::ldexp(std::fabs(t.data()[i]), -8));
   CHECK(from_bf16(to_bf16(back)) == back);
+}
+
+TEST_CASE("decode bf16: every instruction set this CPU runs widens K and V in registers alike (2x rule)") {
+  std::uint64_t seed = 900;
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (!flash::microkernels_named<float>(isa)) continue;
+    check_decode_bf16({4, 2, 1, 3000, MaskKind::none, 2}, ++seed, isa);
+    check_decode_bf16({8, 8, 2, 1500, MaskKind::causal, 3}, ++seed, isa);
+    check_decode_bf16({4, 1, 7, 2000, MaskKind::random, 1, 40, 24}, ++seed, isa);  // V through the padded copy
+  }
 }
 
 TEST_CASE("decode bf16: every Lq, Lk and mask kind, GQA, MQA and threads 1-4 against float64 (2x rule)") {

@@ -42,7 +42,7 @@ struct Rows {
 
 template <class T>
 struct Workspace {
-  Aligned<T> q, k_block, v_block, s, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
+  Aligned<T> q, v_block, s, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
   std::vector<tile::RowState<T>> rows;
 };
 
@@ -53,8 +53,9 @@ struct Partial {
   std::vector<T> o;
 };
 
-// KV is T (K and V read in place) or std::uint16_t, bfloat16 bits: each block of K and V is then
-// widened into the workspace (L1/L2-sized) first, and everything after is the same.
+// KV is T or std::uint16_t, bfloat16 bits. Either way K and V are read in place, a bfloat16
+// element widened in registers as it is loaded (only V rows of a length that is not a whole
+// number of registers are first widened into the L1-sized workspace); everything after is the same.
 template <class T, class KV>
 void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,
                   std::size_t j0, std::size_t j1, const T* q, const KV* k, const KV* v, Workspace<T>& ws,
@@ -70,17 +71,12 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   std::fill(ws.o.begin(), ws.o.end(), T(0));
   std::fill(ws.alpha.begin(), ws.alpha.end(), T(1));
   std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
-  const bool v_direct = !widen && dv == dvp;  // V rows usable in place; else copied into padded rows
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb);
-    const T* kb;
-    if constexpr (widen) {
-      mk.widen_bf16(k + jb * d, nb * d, ws.k_block.data());
-      kb = ws.k_block.data();
-    } else {
-      kb = k + jb * d;  // K read in place
-    }
-    mk.qk_unpacked(ws.q.data(), rows.count, d, kb, d, nb, ws.s.data(), lds);
+    if constexpr (widen)  // K read in place, bfloat16 widened in registers
+      mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);
+    else  // K read in place
+      mk.qk_unpacked(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);
     for (std::size_t r = 0; r < rows.count; ++r) {
       const std::size_t h = g * rows.group + r / p.Lq, i = r % p.Lq;
       T* s = ws.s.data() + r * lds;
@@ -94,17 +90,22 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
       }
       ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
     }
+    // P V for the task's rows only (padding rows would be FMAs on zeros). V rows whose length
+    // is a whole number of registers are read in place (bfloat16 widened in registers); others
+    // are first copied or widened into padded rows.
     const KV* vrows = v + jb * dv;
-    const T* vb = ws.v_block.data();
-    if constexpr (widen) {
-      for (std::size_t j = 0; j < nb; ++j) mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
-    } else {
-      if (v_direct)
-        vb = vrows;
+    if (dv == dvp) {
+      if constexpr (widen)
+        mk.pv_bf16(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp);
       else
-        for (std::size_t j = 0; j < nb; ++j) std::copy(vrows + j * dv, vrows + (j + 1) * dv, ws.v_block.data() + j * dvp);
+        mk.pv(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp);
+    } else {
+      for (std::size_t j = 0; j < nb; ++j) {
+        if constexpr (widen) mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
+        else std::copy(vrows + j * dv, vrows + (j + 1) * dv, ws.v_block.data() + j * dvp);
+      }
+      mk.pv(ws.s.data(), lds, rows.count, nb, ws.v_block.data(), dvp, dvp, ws.alpha.data(), ws.o.data(), dvp);
     }
-    mk.pv(ws.s.data(), lds, rows.padded, nb, vb, dvp, dvp, ws.alpha.data(), ws.o.data(), dvp);
   }
   part.rows.assign(ws.rows.begin(), ws.rows.begin() + long(rows.count));
   part.o.resize(rows.count * dv);
@@ -145,7 +146,6 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
   std::vector<Workspace<T>> workspaces(split.threads);
   for (Workspace<T>& ws : workspaces) {
     ws.q.resize(rows.padded * p.d);
-    ws.k_block.resize(std::is_same_v<T, KV> ? 0 : kBlockKeys * p.d);
     ws.v_block.resize(kBlockKeys * dvp);
     ws.s.resize(rows.padded * lds);
     ws.o.resize(rows.padded * dvp);

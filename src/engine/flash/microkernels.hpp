@@ -37,15 +37,21 @@ struct Microkernels {
   // s[j] = exp2(s[j] - m) in place; returns their sum. m is finite.
   T (*exp2_sum)(T* s, std::size_t n, T m);
 
-  // O[rows, dvp] = alpha[r] * O[r, :] + P[rows, keys] . V[keys, dvp], rows a multiple of
-  // pv_rows, dvp a multiple of lanes.
+  // O[rows, dvp] = alpha[r] * O[r, :] + P[rows, keys] . V[keys, dvp], dvp a multiple of lanes;
+  // fastest for rows a multiple of pv_rows (the rest are done one row at a time).
   void (*pv)(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const T* v,
              std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo);
+  // The same on V stored as bfloat16 bits (rows of ldv >= dvp elements), widened in registers.
+  void (*pv_bf16)(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const std::uint16_t* v,
+                  std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo);
 
   // S[r, j] = Q[r, :] . K[j, :] for `rows` query rows and `keys` key rows read in place (row
   // stride ldk, no packing): the decode path's scores, where one K row meets few query rows.
   void (*qk_unpacked)(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,
                   std::size_t keys, T* s, std::size_t lds);
+  // The same on K stored as bfloat16 bits, widened in registers as it is read.
+  void (*qk_unpacked_bf16)(const T* q, std::size_t rows, std::size_t d, const std::uint16_t* k,
+                           std::size_t ldk, std::size_t keys, T* s, std::size_t lds);
 
   // The sum of x[0..n): a streaming read at the widest loads this ISA has (stream_read(), the
   // memory-bandwidth yardstick the decode benchmark sets beside the kernel).

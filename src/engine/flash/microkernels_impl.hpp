@@ -165,16 +165,16 @@ struct KernelSet {
   // while every row block of the tile streams past it; a whole 512-key block would not fit.
   static constexpr std::size_t PV_KEYS = 128;
 
-  template <std::size_t NV>
+  template <std::size_t MR, std::size_t NV, class VT>
   static void pv_columns(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys,
-                         const T* v, std::size_t ldv, const T* alpha, T* o,
+                         const VT* v, std::size_t ldv, const T* alpha, T* o,
                          std::size_t ldo) {
     for (std::size_t k0 = 0; k0 < keys; k0 += PV_KEYS) {
       const std::size_t k1 = std::min(keys, k0 + PV_KEYS);
-      for (std::size_t i0 = 0; i0 < rows; i0 += PV_MR) {
-        batch acc[PV_MR][NV];
+      for (std::size_t i0 = 0; i0 < rows; i0 += MR) {
+        batch acc[MR][NV];
 #pragma GCC unroll 8
-        for (std::size_t r = 0; r < PV_MR; ++r) {
+        for (std::size_t r = 0; r < MR; ++r) {
           // The rescale of line 12, folded into the accumulator load of the first slice.
           const batch a(k0 == 0 ? alpha[i0 + r] : T(1));
 #pragma GCC unroll 4
@@ -184,36 +184,134 @@ struct KernelSet {
         for (std::size_t k = k0; k < k1; ++k) {
           batch vb[NV];
 #pragma GCC unroll 4
-          for (std::size_t c = 0; c < NV; ++c) vb[c] = batch::load_unaligned(v + k * ldv + c * W);
+          for (std::size_t c = 0; c < NV; ++c) vb[c] = load_k(v + k * ldv + c * W);
 #pragma GCC unroll 8
-          for (std::size_t r = 0; r < PV_MR; ++r) {
+          for (std::size_t r = 0; r < MR; ++r) {
             const batch pb(p[(i0 + r) * ldp + k]);
 #pragma GCC unroll 4
             for (std::size_t c = 0; c < NV; ++c) acc[r][c] = xsimd::fma(pb, vb[c], acc[r][c]);
           }
         }
 #pragma GCC unroll 8
-        for (std::size_t r = 0; r < PV_MR; ++r)
+        for (std::size_t r = 0; r < MR; ++r)
 #pragma GCC unroll 4
           for (std::size_t c = 0; c < NV; ++c) acc[r][c].store_unaligned(o + (i0 + r) * ldo + c * W);
       }
     }
   }
 
-  static void pv(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys,
-                 const T* v, std::size_t ldv, std::size_t dvp, const T* alpha, T* o,
-                 std::size_t ldo) {
+  // rows in blocks of PV_MR, and the rest (a decode step's one to few rows) one at a time, so
+  // that no FMA is spent on padding rows.
+  template <std::size_t MR, class VT>
+  static void pv_block(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const VT* v,
+                       std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
     std::size_t c0 = 0;
     for (; c0 + PV_NR * W <= dvp; c0 += PV_NR * W)
-      pv_columns<PV_NR>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo);
+      pv_columns<MR, PV_NR>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo);
     // Narrower tails for d_v not a multiple of PV_NR registers (d_v is padded to W).
-    for (; c0 < dvp; c0 += W) pv_columns<1>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo);
+    for (; c0 < dvp; c0 += W) pv_columns<MR, 1>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo);
+  }
+
+  template <class VT>
+  static void pv_any(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const VT* v,
+                     std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
+    const std::size_t full = rows / PV_MR * PV_MR;
+    if (full > 0) pv_block<PV_MR>(p, ldp, full, keys, v, ldv, dvp, alpha, o, ldo);
+    if (full < rows)
+      pv_block<1>(p + full * ldp, ldp, rows - full, keys, v, ldv, dvp, alpha + full, o + full * ldo, ldo);
+  }
+
+  static void pv(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const T* v,
+                 std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
+    pv_any(p, ldp, rows, keys, v, ldv, dvp, alpha, o, ldo);
+  }
+  static void pv_bf16(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const std::uint16_t* v,
+                      std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
+    pv_any(p, ldp, rows, keys, v, ldv, dvp, alpha, o, ldo);
+  }
+
+  // out[t] = the sum of acc[t]'s lanes, t < W. Where the instruction set has the shuffles (float
+  // on AVX-512 and AVX2), as one transpose-and-add tree: each level adds pairs of vectors after
+  // interleaving them, halving the vectors and doubling the keys per vector, until one vector
+  // holds the W sums in key order: 3 (W - 1) instructions for all W sums, where W separate
+  // horizontal sums take about 8 each (and were what bounded the one-row decode kernel).
+  // Elsewhere, W horizontal sums. (xsimd 8.1's haddp, which would do this, gives wrong lanes for
+  // AVX-512 floats: the tests caught it.)
+  static void lane_sums(const batch (&acc)[W], T* out) {
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, float> && W == 16) {
+      // Level 1, keys (2i, 2i+1): in each 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3].
+      __m512 l1[8];
+      for (std::size_t i = 0; i < 8; ++i) {
+        const __m512 a = acc[2 * i], b = acc[2 * i + 1];
+        l1[i] = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+      }
+      // Level 2, keys 4i .. 4i+3: each 128-bit lane holds one partial sum of each, in order.
+      __m512 l2[4];
+      for (std::size_t i = 0; i < 4; ++i) {
+        const __m512d x = _mm512_castps_pd(l1[2 * i]), y = _mm512_castps_pd(l1[2 * i + 1]);
+        l2[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+      }
+      // Levels 3 and 4 add 128-bit lanes: [u.L0 + u.L1, u.L2 + u.L3, v.L0 + v.L1, v.L2 + v.L3].
+      auto add_lane_pairs = [](__m512 u, __m512 v) {
+        return _mm512_add_ps(_mm512_shuffle_f32x4(u, v, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(u, v, _MM_SHUFFLE(3, 1, 3, 1)));
+      };
+      const __m512 keys0_7 = add_lane_pairs(l2[0], l2[1]), keys8_15 = add_lane_pairs(l2[2], l2[3]);
+      _mm512_storeu_ps(out, add_lane_pairs(keys0_7, keys8_15));
+      return;
+    }
+#endif
+#if defined(__AVX2__)
+    if constexpr (std::is_same_v<T, float> && W == 8) {
+      __m256 l1[4];  // as above, within each 128-bit lane
+      for (std::size_t i = 0; i < 4; ++i) {
+        const __m256 a = acc[2 * i], b = acc[2 * i + 1];
+        l1[i] = _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+      }
+      __m256 l2[2];
+      for (std::size_t i = 0; i < 2; ++i) {
+        const __m256d x = _mm256_castps_pd(l1[2 * i]), y = _mm256_castps_pd(l1[2 * i + 1]);
+        l2[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)), _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
+      }
+      _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permute2f128_ps(l2[0], l2[1], 0x20),
+                                          _mm256_permute2f128_ps(l2[0], l2[1], 0x31)));
+      return;
+    }
+#endif
+    for (std::size_t t = 0; t < W; ++t) out[t] = xsimd::hadd(acc[t]);
+  }
+
+  // One K element as T: itself, or the float whose high half a bfloat16's bits are.
+  static T widen_one(T x) { return x; }
+  static T widen_one(std::uint16_t bits) { return T(std::bit_cast<float>(std::uint32_t(bits) << 16)); }
+
+  // W consecutive K elements as a vector: loaded, or for bfloat16 bits widened in registers (zero-
+  // extend each 16-bit lane to 32 bits, shift it to the high half), so no widened copy of K is
+  // written and read back.
+  static batch load_k(const T* p) { return batch::load_unaligned(p); }
+  static batch load_k(const std::uint16_t* p) {
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, float> && W == 16) {
+      const __m512i x = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      return batch(_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)));
+    }
+#endif
+#if defined(__AVX2__)
+    if constexpr (std::is_same_v<T, float> && W == 8) {
+      const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      return batch(_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
+    }
+#endif
+    alignas(64) T lanes[W];
+    for (std::size_t i = 0; i < W; ++i) lanes[i] = widen_one(p[i]);
+    return batch::load_aligned(lanes);
   }
 
   // W keys at a time: W independent accumulators, one per key, each a vector over d, summed
-  // across lanes at the end. (xsimd 8.1's haddp, which would do the W sums in one transpose,
-  // gives wrong lanes for AVX-512 floats: the tests caught it.)
-  static void qk_unpacked(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,
+  // across lanes at the end by lane_sums. KV is T, or std::uint16_t for a bfloat16 K.
+  template <class KV>
+  static void qk_rows(const T* q, std::size_t rows, std::size_t d, const KV* k, std::size_t ldk,
                       std::size_t keys, T* s, std::size_t lds) {
     for (std::size_t r = 0; r < rows; ++r) {
       const T* qr = q + r * d;
@@ -227,20 +325,27 @@ struct KernelSet {
         for (; c + W <= d; c += W) {
           const batch qb = batch::load_unaligned(qr + c);
 #pragma GCC unroll 16
-          for (std::size_t t = 0; t < W; ++t)
-            acc[t] = xsimd::fma(qb, batch::load_unaligned(k + (j0 + t) * ldk + c), acc[t]);
+          for (std::size_t t = 0; t < W; ++t) acc[t] = xsimd::fma(qb, load_k(k + (j0 + t) * ldk + c), acc[t]);
         }
-#pragma GCC unroll 16
-        for (std::size_t t = 0; t < W; ++t) sr[j0 + t] = xsimd::hadd(acc[t]);
+        lane_sums(acc, sr + j0);
         for (; c < d; ++c)  // d not a multiple of W
-          for (std::size_t t = 0; t < W; ++t) sr[j0 + t] += qr[c] * k[(j0 + t) * ldk + c];
+          for (std::size_t t = 0; t < W; ++t) sr[j0 + t] += qr[c] * widen_one(k[(j0 + t) * ldk + c]);
       }
       for (; j0 < keys; ++j0) {
         T dot = 0;
-        for (std::size_t c = 0; c < d; ++c) dot += qr[c] * k[j0 * ldk + c];
+        for (std::size_t c = 0; c < d; ++c) dot += qr[c] * widen_one(k[j0 * ldk + c]);
         sr[j0] = dot;
       }
     }
+  }
+
+  static void qk_unpacked(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,
+                          std::size_t keys, T* s, std::size_t lds) {
+    qk_rows(q, rows, d, k, ldk, keys, s, lds);
+  }
+  static void qk_unpacked_bf16(const T* q, std::size_t rows, std::size_t d, const std::uint16_t* k,
+                               std::size_t ldk, std::size_t keys, T* s, std::size_t lds) {
+    qk_rows(q, rows, d, k, ldk, keys, s, lds);
   }
 
   // Four independent accumulators, so the adds never wait on each other and the loads set
@@ -421,7 +526,7 @@ struct KernelSet {
   }
 
   static attn::flash::Microkernels<T> make(const char* isa) {
-    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &gemm, &row_max, &exp2_sum, &pv, &qk_unpacked, &sum, &widen_bf16,
+    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &gemm, &row_max, &exp2_sum, &pv, &pv_bf16, &qk_unpacked, &qk_unpacked_bf16, &sum, &widen_bf16,
             &backward_head};
   }
 };

@@ -155,3 +155,37 @@ TEST_CASE("decode: requests that cannot be decoded are input errors naming decod
   CHECK_THROWS_WITH_AS(mha_decode(x, w, nullptr, o, 1), doctest::Contains("decode_from: KV-cache decoding is causal"),
                        InputError);
 }
+
+TEST_CASE("kv cache: a bfloat16 cache holds each value rounded to nearest even, 2 bytes a value") {
+  KvCache c(1, 3, 0, KvDtype::bfloat16);
+  // bfloat16 keeps 8 significant bits: near 1 its step is 2^-7. 1 + 2^-9 is under half a step
+  // (down to 1); 1 + 3 * 2^-8 is exactly half-way between 1 + 2^-7 (odd) and 1 + 2^-6 (even).
+  c.append(std::vector<double>{1 + 0x1p-9, 1 + 3 * 0x1p-8, -2.5}, std::vector<double>{0.1, 1e-3, 3});
+  CHECK(c.keys(0)[0] == 1.0);
+  CHECK(c.keys(0)[1] == 1 + 0x1p-6);
+  CHECK(c.keys(0)[2] == -2.5);                // exact in 8 bits
+  CHECK(c.values(0)[0] == 0.10009765625);     // 0x3dcd: 1.6015625 * 2^-4
+  CHECK(c.values(0)[2] == 3.0);
+  CHECK(c.bytes() == 2 * 1 * 1 * 3 * 2);
+  CHECK(kv_stored_value(KvDtype::float64, 0.1) == 0.1);
+  CHECK_THROWS_AS(parse_kv_dtype("f16"), InputError);
+}
+
+TEST_CASE("kv cache: decoding through a bfloat16 cache reads the same rounded K and V in the prefill as in each step") {
+  const Tensor2 x = random_tokens(7, 8, 11);
+  const MhaWeights w = init_mha_weights(8, 2, 1, 12);
+  MhaOptions o;
+  o.num_heads = 2;
+  o.num_kv_heads = 1;
+  o.attention.causal = true;
+  const MhaDecodeResult f64 = mha_decode(x, w, nullptr, o, 1);
+  o.kv_dtype = KvDtype::bfloat16;
+  const MhaDecodeResult stepwise = mha_decode(x, w, nullptr, o, 0), prefilled = mha_decode(x, w, nullptr, o, 7);
+  // Every query reads the same rounded keys and values either way: float rounding apart, equal.
+  CHECK(max_abs_diff(flat_tensor(stepwise.result.output), flat_tensor(prefilled.result.output)) <= 1e-6);
+  // ... and they are not the float64 cache's: the rounding shows, within bfloat16's 2^-8.
+  const double diff = max_abs_diff(flat_tensor(stepwise.result.output), flat_tensor(f64.result.output));
+  CHECK(diff > 1e-6);
+  CHECK(diff < 2e-2);
+  for (std::size_t s = 0; s < f64.steps.size(); ++s) CHECK(4 * stepwise.steps[s].cache_bytes == f64.steps[s].cache_bytes);
+}

@@ -34,6 +34,7 @@ struct GenerateCliOptions {
   bool check = false;
   std::vector<CLI::Option*> lesson_only, model_only;  // flags that belong to one mode
   std::string rope;  // "", "half" or "interleaved"
+  std::string kv_dtype = "f64";
   bool json = false;
   std::string out = "generate-out";
   ImageFlags image;
@@ -96,7 +97,8 @@ void print_generate(const GenerateResult& r) {
   std::cout << ".\nThe tokens go in as if generated (no sampling): " << c.prefill
             << " as the prompt (prefill), then one per step. The cache holds K and V of the tokens a\n"
             << "later query can still see: 2 x " << r.num_kv_heads << " kv heads x tokens x "
-            << r.head_dim << " dims x 8 bytes (float64).\n";
+            << r.head_dim << " dims x " << kv_dtype_bytes(c.kv_dtype) << " bytes ("
+            << (c.kv_dtype == KvDtype::bfloat16 ? "bfloat16, each value rounded as it is stored" : "float64") << ").\n";
 
   std::size_t evicted = 0;
   for (const GenerateStep& s : r.steps) {
@@ -123,7 +125,10 @@ void print_generate(const GenerateResult& r) {
   char diff[32];
   std::snprintf(diff, sizeof diff, "%.1e", r.max_diff);
   std::cout << "\nKV cache at the end: " << count_of(r.decoded.kv_cache_len, "token") << ". Largest difference from "
-            << "recomputing everything: " << diff << " (float32 rounding).\n";
+            << "recomputing everything: " << diff
+            << (c.kv_dtype == KvDtype::bfloat16 ? " (the bfloat16 cache's rounding of K and V: the full recomputation "
+                                                  "keeps them unrounded).\n"
+                                                : " (float32 rounding).\n");
   print_flops_summary(r);
 }
 
@@ -141,7 +146,7 @@ void print_gpt2_generation(const Gpt2Generation& g, const Gpt2Tokenizer& tokeniz
                                ", seed " + std::to_string(o.seed)
                          : std::string("Greedy: the most likely token each step"))
             << ". The prompt is one prefill; each new token is fed alone through " << c.n_layer
-            << " KV caches (float64).\n\n";
+            << " KV caches (" << (o.kv_dtype == KvDtype::bfloat16 ? "bfloat16" : "float64") << ").\n\n";
   Table table{{"step", "id", "token", "p", "cache tokens", "cache bytes", "max |cached - full|"}, {}};
   for (std::size_t n = 0; n < g.steps.size(); ++n) {
     const Gpt2GenerateStep& s = g.steps[n];
@@ -174,6 +179,7 @@ void run_gpt2_generate(const GenerateCliOptions& opts) {
   g.top_k = std::size_t(opts.top_k.value_or(0));
   g.seed = opts.config.seed;
   g.check_every_step = opts.check;
+  g.kv_dtype = parse_kv_dtype(opts.kv_dtype);
   if (!is_gpt2_folder(opts.model))
     throw InputError("--model: " + opts.model + " is not a GPT-2 folder (config.json with \"model_type\": \"gpt2\")");
   const Gpt2Model model = read_gpt2_model(opts.model, Gpt2Loading::widen_all);
@@ -191,6 +197,7 @@ void run_generate_command(GenerateCliOptions opts) {
   for (CLI::Option* flag : opts.model_only)
     if (flag->count()) throw InputError(flag->get_name() + ": generates with a GPT-2 folder; give --model DIR too");
   if (!opts.rope.empty()) opts.config.rope = parse_rope_style(opts.rope, "--rope");
+  opts.config.kv_dtype = parse_kv_dtype(opts.kv_dtype);
   const ImageOptions image = image_options(opts.image);
   const GenerateResult r = run_generate(opts.config);
   OutputFolder folder = prepare_picture_dir(opts.out);
@@ -235,6 +242,10 @@ void setup_generate(CLI::App& app) {
   lesson.push_back(cmd->add_option("--window", c.window, "sliding window: each token sees its last W tokens; the cache keeps W")
       ->check(CLI::Range(1, 1000000)));
   cmd->add_option("--seed", c.seed, "seed for embeddings and weights; with --model, for sampling")->capture_default_str();
+  cmd->add_option("--kv-dtype", opts->kv_dtype,
+                  "what the KV cache stores: f64, or bf16 (each K and V value rounded to bfloat16, 2 bytes; the "
+                  "difference from full recomputation is then that rounding)")
+      ->check(CLI::IsMember({"f64", "bf16"}))->capture_default_str();
   lesson.push_back(cmd->add_option("--max-tokens", c.max_tokens, "refuse sentences with more tokens")
       ->capture_default_str()->check(CLI::Range(1, 1000000)));
   cmd->add_flag("--json", opts->json, "print every step as one JSON object (\"Wrote\" lines go to stderr)");
@@ -249,10 +260,12 @@ Examples:
   attn-cli generate "The cat sat on the mat" --prefill 2 --heads 4 --kv-heads 2 --rope half
   attn-cli generate "我喜欢深度学习" --prefill 0 --window 2 --alibi --json
   attn-cli generate "The cat sat on the mat" --prefill 3 --window 3 --out cat-cache --format both
+  attn-cli generate "The cat sat on the mat" --kv-dtype bf16
 
 With a GPT-2 folder (greedy unless --temperature or --top-k; --check compares every step's
 logits with a full forward pass on the prefix, without the cache):
   attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --check
+  attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --check --kv-dtype bf16
   attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --temperature 0.8 --top-k 40 --seed 7 --json
 )");
   cmd->callback([opts] { run_generate_command(*opts); });

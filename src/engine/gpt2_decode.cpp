@@ -42,9 +42,9 @@ Tensor2 cached_attention(const Tensor2& qkv, const KvCache& cache, std::size_t p
 
 }  // namespace
 
-Gpt2Decoder::Gpt2Decoder(const Gpt2Model& model) : model_(model) {
+Gpt2Decoder::Gpt2Decoder(const Gpt2Model& model, KvDtype dtype) : model_(model) {
   const Gpt2Config& c = model.config;
-  for (std::size_t l = 0; l < c.n_layer; ++l) caches_.emplace_back(c.n_head, c.n_embd / c.n_head);
+  for (std::size_t l = 0; l < c.n_layer; ++l) caches_.emplace_back(c.n_head, c.n_embd / c.n_head, 0, dtype);
 }
 
 std::size_t Gpt2Decoder::cache_bytes() const {

@@ -256,7 +256,7 @@ MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& w, const Mask3* a
   MhaDecodeResult r;
   r.result = {Tensor2::from_shape({L, l.D}), xt::zeros<float>({H, L, L}),
               Tensor2::from_shape({H, L})};
-  KvCache cache(l.Hkv, l.d, options.attention.window);
+  KvCache cache(l.Hkv, l.d, options.attention.window, options.kv_dtype);
   const TensorD2 xd = xt::cast<double>(x);
 
   // Step 0 is the prefill chunk [0, P) (skipped when P = 0); then one token per step.
@@ -265,11 +265,14 @@ MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& w, const Mask3* a
     // Project only the new tokens: the keys and values of earlier ones are in the cache.
     TensorD3 q = split_heads(project_rows(xd, first, count, w.w_q, w.b_q), H);
     TensorD3 k = split_heads(project_rows(xd, first, count, w.w_k, w.b_k), l.Hkv);
-    const TensorD3 v = split_heads(project_rows(xd, first, count, w.w_v, w.b_v), l.Hkv);
+    TensorD3 v = split_heads(project_rows(xd, first, count, w.w_v, w.b_v), l.Hkv);
     if (options.rope) {  // rotate before caching: the cache holds rotated keys
       rotate_heads(q, std::span(q_pos).subspan(first, count), *options.rope);
       rotate_heads(k, std::span(k_pos).subspan(first, count), *options.rope);
     }
+    if (options.kv_dtype != KvDtype::float64)  // the prefill chunk reads them as the cache holds them
+      for (TensorD3* t : {&k, &v})
+        for (double& e : *t) e = kv_stored_value(options.kv_dtype, e);
     // The prefill chunk attends among its own tokens (with a window shorter than P the cache
     // will not keep them all); a decoded token attends to everything the cache holds, itself
     // included. Either way its queries are the last `count` of the keys: bottom-right causal.

@@ -56,6 +56,7 @@ GenerateResult run_generate(const GenerateConfig& c) {
   o.num_kv_heads = Hkv;
   o.attention.causal = true;
   o.attention.window = c.window;
+  o.kv_dtype = c.kv_dtype;
   if (c.alibi) o.attention.alibi_slopes = alibi_slopes(c.num_heads);
   if (c.rope) o.rope = RopeOptions{10000.0, *c.rope, {}, {}};
 
@@ -123,8 +124,10 @@ Json generate_json(const GenerateResult& r) {
         {"rope", c.rope ? Json(rope_style_name(*c.rope)) : Json(nullptr)},
         {"sinusoidal", c.sinusoidal}, {"alibi", c.alibi},
         {"window", c.window ? Json(c.window) : Json(nullptr)},
-        {"cache_dtype", "float64 (8 bytes per value)"},
-        {"cache_bytes_rule", "2 (K and V) x num_kv_heads x cache_len x head_dim x 8"}}},
+        {"cache_dtype", c.kv_dtype == KvDtype::bfloat16 ? "bfloat16 (2 bytes per value)" : "float64 (8 bytes per value)"},
+        {"kv_dtype", kv_dtype_name(c.kv_dtype)},
+        {"cache_bytes_rule", "2 (K and V) x num_kv_heads x cache_len x head_dim x " +
+                                 std::to_string(kv_dtype_bytes(c.kv_dtype))}}},
       {"steps", steps},
       {"kv_cache_len", r.decoded.kv_cache_len},
       {"output", to_json(r.decoded.result.output)},

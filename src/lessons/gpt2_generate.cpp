@@ -60,7 +60,7 @@ Gpt2Generation gpt2_generate(const Gpt2Model& model, const Gpt2GenerateConfig& c
   Gpt2Generation g;
   g.config = config;
   g.ids = config.prompt;
-  Gpt2Decoder decoder(model);
+  Gpt2Decoder decoder(model, config.kv_dtype);
   Rng rng(config.seed);
   std::vector<std::int32_t> feed = config.prompt;  // the prompt as one prefill, then one token a step
   const std::size_t V = model.config.vocab_size;
@@ -122,7 +122,11 @@ Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer& tokenize
           {"temperature", c.temperature},
           {"top_k", c.top_k},
           {"seed", c.seed},
-          {"cache", "one KV cache per layer, float64; the prompt is one prefill, each new token is fed alone"},
+          {"cache", std::string("one KV cache per layer, ") +
+                        (c.kv_dtype == KvDtype::bfloat16 ? "bfloat16 (each K and V value rounded as it is stored)"
+                                                          : "float64") +
+                        "; the prompt is one prefill, each new token is fed alone"},
+          {"kv_dtype", kv_dtype_name(c.kv_dtype)},
           {"steps", steps},
           {"ids", g.ids},
           {"generated_text", gpt2_ids_text(tokenizer, generated)}};

@@ -23,7 +23,8 @@ namespace attn {
 
 class Gpt2Decoder {
  public:
-  explicit Gpt2Decoder(const Gpt2Model& model);  // keeps a reference: the model must outlive it
+  // Keeps a reference: the model must outlive it. dtype: what the caches store (kv_cache.hpp).
+  explicit Gpt2Decoder(const Gpt2Model& model, KvDtype dtype = KvDtype::float64);
 
   // Feeds the next ids; returns their logits [ids.size(), vocab]. InputError for no ids, an id
   // outside the vocabulary, or more tokens in all than n_positions.
@@ -31,7 +32,7 @@ class Gpt2Decoder {
 
   std::size_t length() const { return length_; }  // tokens fed so far
   const std::vector<KvCache>& caches() const { return caches_; }  // one per layer
-  std::size_t cache_bytes() const;  // K and V of every layer, as stored (float64)
+  std::size_t cache_bytes() const;  // K and V of every layer, as stored (8 or 2 bytes a value)
 
  private:
   const Gpt2Model& model_;

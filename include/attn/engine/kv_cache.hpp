@@ -20,14 +20,26 @@
 // kept, because no later query can see further back.
 #include <cstddef>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace attn {
 
+// What the cache stores. float64: the reference. bfloat16: each value rounded to bfloat16 as it
+// is appended (via float32, as a model's activations would be; then to nearest even, bf16.hpp),
+// 2 bytes a value: half a float32 cache. Attention reads the rounded values, so a bfloat16
+// cache's outputs differ from the full recomputation by its rounding, and only by that.
+enum class KvDtype { float64, bfloat16 };
+KvDtype parse_kv_dtype(std::string_view name);  // "f64" | "bf16"; InputError otherwise
+const char* kv_dtype_name(KvDtype dtype);        // "f64" | "bf16"
+std::size_t kv_dtype_bytes(KvDtype dtype);       // 8 | 2
+double kv_stored_value(KvDtype dtype, double x);  // x as a cache of that dtype holds it
+
 class KvCache {
  public:
   // window = 0 keeps every token; window = w keeps the last w.
-  KvCache(std::size_t num_kv_heads, std::size_t head_dim, std::size_t window = 0);
+  KvCache(std::size_t num_kv_heads, std::size_t head_dim, std::size_t window = 0,
+          KvDtype dtype = KvDtype::float64);
 
   // Appends one token: k and v are [Hkv, d] row-major (head-major, like split heads).
   // When the window is full, the oldest token is dropped first.
@@ -36,6 +48,7 @@ class KvCache {
   std::size_t num_kv_heads() const { return num_kv_heads_; }
   std::size_t head_dim() const { return head_dim_; }
   std::size_t window() const { return window_; }
+  KvDtype dtype() const { return dtype_; }
   std::size_t length() const { return length_; }            // tokens held now
   std::size_t tokens_seen() const { return tokens_seen_; }  // tokens ever appended
   // Absolute position (0-based index in the sequence) of the oldest token held.
@@ -45,12 +58,13 @@ class KvCache {
   std::span<const double> keys(std::size_t kv_head) const;
   std::span<const double> values(std::size_t kv_head) const;
 
-  // Bytes of K and V held: 2 * Hkv * length * d * bytes_per_value. The reference stores
-  // float64 (8 bytes); pass 2 for what an fp16/bf16 model would hold for the same tokens.
-  std::size_t bytes(std::size_t bytes_per_value = sizeof(double)) const;
+  // Bytes of K and V held: 2 * Hkv * length * d * bytes_per_value; 0 = the cache's own dtype
+  // (8 for float64, 2 for bfloat16). Pass 2 for what an fp16 model would hold for the same tokens.
+  std::size_t bytes(std::size_t bytes_per_value = 0) const;
 
  private:
   std::size_t num_kv_heads_, head_dim_, window_;
+  KvDtype dtype_;
   std::size_t length_ = 0, tokens_seen_ = 0;
   // Per kv head, [length, d] contiguous. A production cache is a preallocated ring buffer;
   // this one erases the oldest row so that keys(h) stays in sequence order for reading.

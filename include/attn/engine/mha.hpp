@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "attn/engine/kv_cache.hpp"
 #include "attn/engine/rope.hpp"
 #include "attn/engine/attention.hpp"
 #include "attn/engine/sdpa.hpp"
@@ -48,6 +49,9 @@ struct MhaOptions {
   // empty), so a long sequence needs memory linear in its length. The naive kernel forms them
   // anyway. mha_decode always keeps them.
   bool with_weights = true;
+  // mha_decode's KV cache: float64, or bfloat16 (kv_cache.hpp). The prefill chunk attends to
+  // its keys and values as the cache holds them too, so every step reads the same values.
+  KvDtype kv_dtype = KvDtype::float64;
 };
 
 struct MhaResult {
@@ -96,7 +100,7 @@ FusedQkvWeights fuse_qkv(const MhaWeights& weights);
 struct DecodeStep {
   std::size_t first = 0, count = 0;  // tokens [first, first + count) of x
   std::size_t cache_len = 0;         // tokens in the KV cache after this step
-  std::size_t cache_bytes = 0;       // bytes of K and V the cache holds then (float64)
+  std::size_t cache_bytes = 0;       // bytes of K and V the cache holds then (as stored)
 };
 
 struct MhaDecodeResult {

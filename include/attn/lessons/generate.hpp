@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attn/io/json_io.hpp"
+#include "attn/engine/kv_cache.hpp"
 #include "attn/engine/mha.hpp"
 #include "attn/engine/tokenize.hpp"
 
@@ -25,6 +26,7 @@ struct GenerateConfig {
   bool sinusoidal = false;             // x * sqrt(d_model) + PE before attention
   bool alibi = false;                  // ALiBi biases, one slope per head
   std::size_t window = 0;              // sliding window (0 = off): the cache keeps w tokens
+  KvDtype kv_dtype = KvDtype::float64;  // what the cache stores (kv_cache.hpp)
   std::size_t max_tokens = kDefaultMaxTokens;
 };
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/engine/kv_cache.hpp"
 #include "attn/engine/gpt2_bpe.hpp"
 #include "attn/engine/gpt2_model.hpp"
 #include "attn/engine/random.hpp"
@@ -31,6 +32,7 @@ struct Gpt2GenerateConfig {
   std::size_t top_k = 0;             // 0 = every token (when sampling)
   std::uint64_t seed = 42;
   bool check_every_step = false;
+  KvDtype kv_dtype = KvDtype::float64;  // what each layer's KV cache stores (kv_cache.hpp)
 };
 
 struct Gpt2GenerateStep {

@@ -79,6 +79,13 @@ GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD
                              const TensorD3& grad_output, const SdpaOptions& options,
                              const BackendOptions& backend) {
   check_backward_options(options, backend);
+  if (backend.backend == Backend::cuda) {  // float32 on the GPU, from the forward's output and lse
+    const FlashOptions fo = tiled_options(options, backend, q.shape(2));
+    const Tensor3 qf = xt::cast<float>(q), kf = xt::cast<float>(k), vf = xt::cast<float>(v);
+    const SdpaGradients g = flash_backward_cuda(qf, kf, vf, allowed, xt::cast<float>(forward.output),
+                                                xt::cast<float>(forward.lse), xt::cast<float>(grad_output), fo);
+    return {xt::cast<double>(g.grad_q), xt::cast<double>(g.grad_k), xt::cast<double>(g.grad_v)};
+  }
   if (backend.backend == Backend::naive) {
     return sdpa_backward_f64(q, k, v, forward.weights, grad_output,
                              resolved_scale(options.scale, q.shape(2)) / options.temperature);

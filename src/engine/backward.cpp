@@ -26,7 +26,6 @@ void check_backward_options(const SdpaOptions& options, const BackendOptions& ba
   if (options.dropout_p > 0) throw InputError("grad_output: the backward pass does not support dropout");
   if (options.window) throw InputError("grad_output: the backward pass does not support a sliding window");
   if (!options.alibi_slopes.empty()) throw InputError("grad_output: the backward pass does not support ALiBi");
-  if (backend.backend == Backend::cuda) throw InputError("backward: not supported by backend cuda");
 }
 
 GradsF64 sdpa_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v,

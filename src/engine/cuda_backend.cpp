@@ -90,4 +90,38 @@ FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tenso
   return r;
 }
 
+SdpaGradients flash_backward_cuda(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                                  const Tensor3& output, const Tensor2& lse, const Tensor3& grad_output,
+                                  const FlashOptions& options) {
+  std::string why;
+  if (!cuda::device_usable(why)) throw InputError(why);
+  check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
+  const cuda::FlashDims dims{q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
+  check_grad_output_shape(shape_of(grad_output), {dims.H, dims.Lq, dims.dv});
+  if (dims.d > cuda::kMaxHeadDim || dims.dv > cuda::kMaxHeadDim) {
+    throw InputError("q, v: the CUDA kernel supports head dims up to " + std::to_string(cuda::kMaxHeadDim) +
+                     ", got d = " + std::to_string(dims.d) + ", dv = " + std::to_string(dims.dv));
+  }
+  if (dims.H > 65535) throw InputError("q: the CUDA kernel supports up to 65535 heads, got " + std::to_string(dims.H));
+  const double scale = resolved_scale(options.scale, dims.d);
+  if (!std::isfinite(scale)) throw InputError("scale: must be finite, got " + std::to_string(scale));
+  // D = rowsum(dO o O), the softmax Jacobian's correction per row (Algorithm 2, line 4), in float64.
+  Tensor2 delta = Tensor2::from_shape({dims.H, dims.Lq});
+  for (std::size_t r = 0; r < dims.H * dims.Lq; ++r) {
+    double acc = 0;
+    for (std::size_t c = 0; c < dims.dv; ++c)
+      acc += double(grad_output.data()[r * dims.dv + c]) * double(output.data()[r * dims.dv + c]);
+    delta.data()[r] = float(acc);
+  }
+  std::vector<unsigned char> mask;
+  if (allowed) mask.assign(allowed->begin(), allowed->end());
+  SdpaGradients g{Tensor3::from_shape(q.shape()), Tensor3::from_shape(k.shape()), Tensor3::from_shape(v.shape())};
+  const std::string err = cuda::flash_backward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
+                                               allowed ? allowed->shape(0) : 0, dims, options.causal, float(scale),
+                                               grad_output.data(), lse.data(), delta.data(), g.grad_q.data(),
+                                               g.grad_k.data(), g.grad_v.data());
+  if (!err.empty()) throw RuntimeError("CUDA: " + err);
+  return g;
+}
+
 }  // namespace attn

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attn/engine/attention.hpp"
+#include "attn/engine/backward.hpp"
 #include "attn/engine/bf16.hpp"
 #include "attn/engine/cuda.hpp"
 #include "attn/engine/error.hpp"
@@ -118,6 +119,38 @@ void check_case(const Case& c, CudaDtype dtype, Rng& rng) {
   report(ok, line);
 }
 
+// The float32 backward (dQ, dK, dV) against the naive float64 backward, under the same rule
+// against plain float32 gradients (fa_rule.hpp), from the CUDA forward's own output and lse.
+void check_backward_case(const Case& c, Rng& rng) {
+  const Tensor3 q = randn(rng, c.H, c.Lq, c.d), k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
+  const Tensor3 dO = randn(rng, c.H, c.Lq, c.dv);
+  Mask3 mask = Mask3::from_shape({c.mask == MaskKind::shared ? 1 : c.H, c.Lq, c.Lk});
+  for (bool& b : mask) b = rng.uniform() < 0.7;
+  if (c.mask == MaskKind::empty_rows)
+    for (std::size_t h = 0; h < c.H; ++h)
+      for (std::size_t j = 0; j < c.Lk; ++j) mask(h, c.Lq / 2, j) = mask(h, 0, j) = false;
+  const Mask3* allowed = c.mask == MaskKind::none ? nullptr : &mask;
+  SdpaOptions so;
+  so.causal = c.causal;
+  FlashOptions fo;
+  fo.causal = c.causal;
+  const SdpaGradients ref = sdpa_backward(q, k, v, allowed, dO, so);
+  const FlashResult f = flash_attention_cuda(q, k, v, allowed, fo);
+  const SdpaGradients got = flash_backward_cuda(q, k, v, allowed, f.output, f.lse, dO, fo);
+  const test::PlainGrads plain =
+      test::plain_float32_backward(q, k, v, allowed, c.causal, 1.0f / std::sqrt(float(c.d)), dO);
+  const double eq = max_abs_diff(got.grad_q, ref.grad_q), ek = max_abs_diff(got.grad_k, ref.grad_k),
+               ev = max_abs_diff(got.grad_v, ref.grad_v);
+  const double pq = max_abs_diff(plain.dq, ref.grad_q), pk = max_abs_diff(plain.dk, ref.grad_k),
+               pv = max_abs_diff(plain.dv, ref.grad_v);
+  const bool ok = eq <= 2 * pq + 1e-6 && ek <= 2 * pk + 1e-6 && ev <= 2 * pv + 1e-6;
+  char line[256];
+  std::snprintf(line, sizeof line, "bwd  H=%zu Hkv=%zu Lq=%zu Lk=%zu d=%zu dv=%zu causal=%d mask=%s "
+                "max|err| dq %.1e dk %.1e dv %.1e (plain f32 %.1e %.1e %.1e)", c.H, c.Hkv, c.Lq, c.Lk, c.d, c.dv,
+                int(c.causal), mask_name(c.mask), eq, ek, ev, pq, pk, pv);
+  report(ok, line);
+}
+
 // The backend option as mha and attend use it: output, lse and recomputed weights.
 void check_backend_option(Rng& rng) {
   const std::size_t D = 64, H = 4, Hkv = 2, L = 37;
@@ -131,14 +164,24 @@ void check_backend_option(Rng& rng) {
   gpu.backend.backend = Backend::cuda;
   const MhaWeights w = init_mha_weights(D, H, Hkv, 7);
   const MhaResult a = mha(x, x, x, w, nullptr, naive), b = mha(x, x, x, w, nullptr, gpu);
+  // ... and its backward, through mha_backward's door (float32 on the GPU vs float64 naive).
+  Tensor2 dy = Tensor2::from_shape({L, D});
+  for (float& e : dy) e = float(rng.normal());
+  const MhaGradients ga = mha_backward(x, x, x, w, nullptr, dy, naive), gb = mha_backward(x, x, x, w, nullptr, dy, gpu);
+  double grad_err = 0;
+  for (std::size_t i = 0; i < ga.grad_w_q.size(); ++i)
+    grad_err = std::max(grad_err, double(std::fabs(ga.grad_w_q.data()[i] - gb.grad_w_q.data()[i])));
+  for (std::size_t i = 0; i < ga.grad_query.size(); ++i)
+    grad_err = std::max(grad_err, double(std::fabs(ga.grad_query.data()[i] - gb.grad_query.data()[i])));
   double out_err = 0, w_err = 0;
   for (std::size_t i = 0; i < a.output.size(); ++i)
     out_err = std::max(out_err, double(std::fabs(a.output.data()[i] - b.output.data()[i])));
   for (std::size_t i = 0; i < a.weights.size(); ++i)
     w_err = std::max(w_err, double(std::fabs(a.weights.data()[i] - b.weights.data()[i])));
   char line[160];
-  std::snprintf(line, sizeof line, "mha backend cuda (GQA 4:2, causal): output max|err| %.2e, weights %.2e", out_err, w_err);
-  report(out_err < 1e-5 && w_err < 1e-5 && b.weights.size() == a.weights.size(), line);
+  std::snprintf(line, sizeof line, "mha backend cuda (GQA 4:2, causal): output max|err| %.2e, weights %.2e, "
+                "grad_w_q and grad_query %.2e", out_err, w_err, grad_err);
+  report(out_err < 1e-5 && w_err < 1e-5 && grad_err < 1e-4 && b.weights.size() == a.weights.size(), line);
 }
 
 template <class F>
@@ -185,6 +228,10 @@ int main() {
   if (!quick)
     for (CudaDtype dtype : {CudaDtype::float32, CudaDtype::float16, CudaDtype::bfloat16})
       for (const Case& c : large) check_case(c, dtype, rng);
+  // The backward: the float32 cases' shapes (head dims 1-256, GQA, masks, empty rows, causal
+  // both ways), and one long causal run.
+  for (const Case& c : f32_cases) check_backward_case(c, rng);
+  if (!quick) check_backward_case({8, 2, 700, 900, 64, 64, true, M::none}, rng);
   check_backend_option(rng);
 
   // Timed launches: one time per launch, each positive.

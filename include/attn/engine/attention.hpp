@@ -53,7 +53,8 @@ SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const
 //   naive  back-propagates through the stored [H, Lq, Lk] weights (the reference)
 //   flash  FlashAttention-2's Algorithm 2, weights recomputed tile by tile; block_q, block_k
 //          and threads as in the forward; float64 inside whatever `precision` says
-//   cuda   InputError "backward: not supported by backend cuda"
+//   cuda   the same algorithm in float32 on the GPU (flash_backward_cuda, cuda.hpp); without a
+//          device, InputError "no CUDA device (...)"
 // Dropout, ALiBi and sliding windows are refused (InputError).
 SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                                  const Mask3* allowed, const Tensor3& grad_output,

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/engine/backward.hpp"
 #include "attn/engine/flash.hpp"
 
 namespace attn {
@@ -36,5 +37,12 @@ struct CudaOptions {
 FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                                  const Mask3* allowed, const FlashOptions& options,
                                  const CudaOptions& cuda = {}, std::vector<double>* kernel_ms = nullptr);
+
+// The float32 backward on the GPU: dQ, dK, dV from the inputs, grad_output dO [H, Lq, dv] and
+// the forward's output and lse (flash_attention_cuda's), as flash_backward() on the CPU. Same
+// errors as flash_attention_cuda for float32.
+SdpaGradients flash_backward_cuda(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                                  const Tensor3& output, const Tensor2& lse, const Tensor3& grad_output,
+                                  const FlashOptions& options);
 
 }  // namespace attn

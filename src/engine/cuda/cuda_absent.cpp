@@ -15,4 +15,10 @@ std::string flash_forward(const float*, const float*, const float*, const unsign
   return "attn-cli was built without CUDA";
 }
 
+std::string flash_backward(const float*, const float*, const float*, const unsigned char*, std::size_t,
+                           const FlashDims&, bool, float, const float*, const float*, const float*, float*, float*,
+                           float*) {
+  return "attn-cli was built without CUDA";
+}
+
 }  // namespace attn::cuda

@@ -399,6 +399,215 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// float32 backward (FlashAttention-2, Algorithm 2), as two kernels that each own what they write,
+// so no atomics and the same result every run:
+//   flash_dq_kernel    the forward's arrangement (a warp per 8 query rows, a lane per key of a
+//                      32-key tile): recomputes P = exp(scale q.k - lse), dP = dO.v and
+//                      dS = P (dP - D), and accumulates dQ = scale dS K.
+//   flash_dkdv_kernel  the same with queries and keys swapped (a warp per 8 keys, a lane per
+//                      query row of a 32-row tile), over every query head that shares the KV
+//                      head (GQA): dV = P^T dO, dK = scale dS^T Q.
+// D = rowsum(dO o O) and the lse come from the host. A row that sees no key (lse = -inf) gets
+// P = 0 and contributes nothing.
+
+constexpr int kBwdWarps = 4;
+constexpr int kBwdRowsPerWarp = 8;
+constexpr int kBwdBlock = kBwdWarps * kBwdRowsPerWarp;  // rows (dq) or keys (dkdv) per block
+constexpr int kBwdTile = 32;                            // keys (dq) or query rows (dkdv) per tile: one per lane
+
+std::size_t bwd_shared_bytes(int d, int dv) {
+  return sizeof(float) * (std::size_t(kBwdBlock) * (d + dv) + std::size_t(kBwdTile) * (d + 1 + dv + 1) +
+                          2 * std::size_t(kBwdBlock) * kBwdTile + 2 * std::size_t(kBwdTile));
+}
+
+// P and dS of one (query i, key j) pair, given s = q.k, dp = dO.v, the row's lse and D.
+__device__ inline void bwd_pair(bool visible, float s, float dp, float scale, float lse_i, float delta_i,
+                                float& p, float& ds) {
+  p = visible && lse_i != -INFINITY ? expf(s * scale - lse_i) : 0.0f;
+  ds = p * (dp - delta_i);
+}
+
+template <int T>  // output columns per lane: d and dv <= 32 T
+__global__ void __launch_bounds__(kBwdWarps * 32)
+    flash_dq_kernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
+                    const float* delta, const unsigned char* allowed, int mask_heads, int H, int Hkv, int Lq,
+                    int Lk, int d, int dv, bool causal, float scale, float* dq) {
+  extern __shared__ float bwd_smem[];
+  float* q_tile = bwd_smem;                     // [kBwdBlock][d]
+  float* do_tile = q_tile + kBwdBlock * d;      // [kBwdBlock][dv]
+  float* k_tile = do_tile + kBwdBlock * dv;     // [kBwdTile][d + 1] (padded: lane j reads row j)
+  float* v_tile = k_tile + kBwdTile * (d + 1);  // [kBwdTile][dv + 1]
+  float* ds_tile = v_tile + kBwdTile * (dv + 1);  // [kBwdWarps][kBwdRowsPerWarp][kBwdTile]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int h = blockIdx.y, g = h / (H / Hkv);
+  const int i0 = (gridDim.x - 1 - blockIdx.x) * kBwdBlock, row0 = i0 + warp * kBwdRowsPerWarp;
+  float* ds_rows = ds_tile + warp * kBwdRowsPerWarp * kBwdTile;
+  for (int x = threadIdx.x; x < kBwdBlock * d; x += blockDim.x) {
+    const int i = i0 + x / d;
+    q_tile[x] = i < Lq ? q[(size_t(h) * Lq + i) * d + x % d] : 0.0f;
+  }
+  for (int x = threadIdx.x; x < kBwdBlock * dv; x += blockDim.x) {
+    const int i = i0 + x / dv;
+    do_tile[x] = i < Lq ? dout[(size_t(h) * Lq + i) * dv + x % dv] : 0.0f;
+  }
+  float lse_r[kBwdRowsPerWarp], delta_r[kBwdRowsPerWarp], acc[kBwdRowsPerWarp][T];
+#pragma unroll
+  for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+    const int i = row0 + r;
+    lse_r[r] = i < Lq ? lse[size_t(h) * Lq + i] : -INFINITY;
+    delta_r[r] = i < Lq ? delta[size_t(h) * Lq + i] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < T; ++u) acc[r][u] = 0.0f;
+  }
+  const int key_end = causal ? int(tile::causal_key_end(min(i0 + kBwdBlock, Lq), Lq, Lk)) : Lk;
+  for (int j0 = 0; j0 < key_end; j0 += kBwdTile) {
+    const int cols = min(kBwdTile, key_end - j0);
+    __syncthreads();
+    for (int x = threadIdx.x; x < kBwdTile * d; x += blockDim.x) {
+      const int jj = x / d;
+      k_tile[jj * (d + 1) + x % d] = jj < cols ? k[(size_t(g) * Lk + j0 + jj) * d + x % d] : 0.0f;
+    }
+    for (int x = threadIdx.x; x < kBwdTile * dv; x += blockDim.x) {
+      const int jj = x / dv;
+      v_tile[jj * (dv + 1) + x % dv] = jj < cols ? v[(size_t(g) * Lk + j0 + jj) * dv + x % dv] : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+      const float* qr = q_tile + (warp * kBwdRowsPerWarp + r) * d;
+      const float* dor = do_tile + (warp * kBwdRowsPerWarp + r) * dv;
+      float s = 0.0f, dp = 0.0f;
+      for (int c = 0; c < d; ++c) s = fmaf(qr[c], k_tile[lane * (d + 1) + c], s);
+      for (int c = 0; c < dv; ++c) dp = fmaf(dor[c], v_tile[lane * (dv + 1) + c], dp);
+      const bool visible = lane < cols && key_visible(row0 + r, j0 + lane, h, Lq, Lk, causal, allowed, mask_heads);
+      float p, ds;
+      bwd_pair(visible, s, dp, scale, lse_r[r], delta_r[r], p, ds);
+      ds_rows[r * kBwdTile + lane] = ds;
+    }
+    __syncwarp();
+    for (int jj = 0; jj < cols; ++jj) {
+      float kv[T];
+#pragma unroll
+      for (int u = 0; u < T; ++u) kv[u] = lane + 32 * u < d ? k_tile[jj * (d + 1) + lane + 32 * u] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+        const float ds = ds_rows[r * kBwdTile + jj];
+#pragma unroll
+        for (int u = 0; u < T; ++u) acc[r][u] = fmaf(ds, kv[u], acc[r][u]);
+      }
+    }
+    __syncwarp();
+  }
+#pragma unroll
+  for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+    const int i = row0 + r;
+    if (i >= Lq) continue;
+#pragma unroll
+    for (int u = 0; u < T; ++u)
+      if (lane + 32 * u < d) dq[(size_t(h) * Lq + i) * d + lane + 32 * u] = acc[r][u] * scale;
+  }
+}
+
+template <int T>
+__global__ void __launch_bounds__(kBwdWarps * 32)
+    flash_dkdv_kernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
+                      const float* delta, const unsigned char* allowed, int mask_heads, int H, int Hkv, int Lq,
+                      int Lk, int d, int dv, bool causal, float scale, float* dk, float* dvout) {
+  extern __shared__ float bwd_smem[];
+  float* k_tile = bwd_smem;                      // [kBwdBlock][d]   this block's keys
+  float* v_tile = k_tile + kBwdBlock * d;        // [kBwdBlock][dv]
+  float* q_tile = v_tile + kBwdBlock * dv;       // [kBwdTile][d + 1] (padded: lane i reads row i)
+  float* do_tile = q_tile + kBwdTile * (d + 1);  // [kBwdTile][dv + 1]
+  float* p_tile = do_tile + kBwdTile * (dv + 1);  // [kBwdWarps][kBwdRowsPerWarp][kBwdTile]
+  float* ds_tile = p_tile + kBwdBlock * kBwdTile;
+  float* lse_tile = ds_tile + kBwdBlock * kBwdTile;  // [kBwdTile]
+  float* delta_tile = lse_tile + kBwdTile;           // [kBwdTile]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = blockIdx.y, group = H / Hkv;
+  const int j0 = blockIdx.x * kBwdBlock, key0 = j0 + warp * kBwdRowsPerWarp;
+  float* p_rows = p_tile + warp * kBwdRowsPerWarp * kBwdTile;
+  float* ds_rows = ds_tile + warp * kBwdRowsPerWarp * kBwdTile;
+  for (int x = threadIdx.x; x < kBwdBlock * d; x += blockDim.x) {
+    const int j = j0 + x / d;
+    k_tile[x] = j < Lk ? k[(size_t(g) * Lk + j) * d + x % d] : 0.0f;
+  }
+  for (int x = threadIdx.x; x < kBwdBlock * dv; x += blockDim.x) {
+    const int j = j0 + x / dv;
+    v_tile[x] = j < Lk ? v[(size_t(g) * Lk + j) * dv + x % dv] : 0.0f;
+  }
+  float dk_acc[kBwdRowsPerWarp][T], dv_acc[kBwdRowsPerWarp][T];
+#pragma unroll
+  for (int r = 0; r < kBwdRowsPerWarp; ++r)
+#pragma unroll
+    for (int u = 0; u < T; ++u) dk_acc[r][u] = dv_acc[r][u] = 0.0f;
+  // Causal: query rows before the first that sees key j0 skip their tiles by index.
+  const int i_begin = causal ? max(0, j0 - (Lk - Lq)) / kBwdTile * kBwdTile : 0;
+  for (int h = g * group; h < (g + 1) * group; ++h)
+    for (int t0 = i_begin; t0 < Lq; t0 += kBwdTile) {
+      const int rows = min(kBwdTile, Lq - t0);
+      __syncthreads();
+      for (int x = threadIdx.x; x < kBwdTile * d; x += blockDim.x) {
+        const int ii = x / d;
+        q_tile[ii * (d + 1) + x % d] = ii < rows ? q[(size_t(h) * Lq + t0 + ii) * d + x % d] : 0.0f;
+      }
+      for (int x = threadIdx.x; x < kBwdTile * dv; x += blockDim.x) {
+        const int ii = x / dv;
+        do_tile[ii * (dv + 1) + x % dv] = ii < rows ? dout[(size_t(h) * Lq + t0 + ii) * dv + x % dv] : 0.0f;
+      }
+      for (int ii = threadIdx.x; ii < kBwdTile; ii += blockDim.x) {
+        lse_tile[ii] = ii < rows ? lse[size_t(h) * Lq + t0 + ii] : -INFINITY;
+        delta_tile[ii] = ii < rows ? delta[size_t(h) * Lq + t0 + ii] : 0.0f;
+      }
+      __syncthreads();
+      // Lane i: query row t0 + i against each of the warp's keys.
+#pragma unroll
+      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+        const float* kr = k_tile + (warp * kBwdRowsPerWarp + r) * d;
+        const float* vr = v_tile + (warp * kBwdRowsPerWarp + r) * dv;
+        float s = 0.0f, dp = 0.0f;
+        for (int c = 0; c < d; ++c) s = fmaf(q_tile[lane * (d + 1) + c], kr[c], s);
+        for (int c = 0; c < dv; ++c) dp = fmaf(do_tile[lane * (dv + 1) + c], vr[c], dp);
+        const bool visible = lane < rows && key_visible(t0 + lane, key0 + r, h, Lq, Lk, causal, allowed, mask_heads);
+        float p, ds;
+        bwd_pair(visible, s, dp, scale, lse_tile[lane], delta_tile[lane], p, ds);
+        p_rows[r * kBwdTile + lane] = p;
+        ds_rows[r * kBwdTile + lane] = ds;
+      }
+      __syncwarp();
+      for (int ii = 0; ii < rows; ++ii) {
+        float qv[T], dov[T];
+#pragma unroll
+        for (int u = 0; u < T; ++u) {
+          const int c = lane + 32 * u;
+          qv[u] = c < d ? q_tile[ii * (d + 1) + c] : 0.0f;
+          dov[u] = c < dv ? do_tile[ii * (dv + 1) + c] : 0.0f;
+        }
+#pragma unroll
+        for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+          const float p = p_rows[r * kBwdTile + ii], ds = ds_rows[r * kBwdTile + ii];
+#pragma unroll
+          for (int u = 0; u < T; ++u) {
+            dv_acc[r][u] = fmaf(p, dov[u], dv_acc[r][u]);
+            dk_acc[r][u] = fmaf(ds, qv[u], dk_acc[r][u]);
+          }
+        }
+      }
+      __syncwarp();
+    }
+#pragma unroll
+  for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+    const int j = key0 + r;
+    if (j >= Lk) continue;
+#pragma unroll
+    for (int u = 0; u < T; ++u) {
+      const int c = lane + 32 * u;
+      if (c < d) dk[(size_t(g) * Lk + j) * d + c] = dk_acc[r][u] * scale;
+      if (c < dv) dvout[(size_t(g) * Lk + j) * dv + c] = dv_acc[r][u];
+    }
+  }
+}
+
 __device__ inline void round_to(float x, __half* y) { *y = __float2half_rn(x); }
 __device__ inline void round_to(float x, __nv_bfloat16* y) { *y = __float2bfloat16_rn(x); }
 
@@ -509,6 +718,43 @@ cudaError_t round_on_device(const float* in, DeviceBuffer& out, std::size_t n) {
   return cudaGetLastError();
 }
 
+struct BwdLaunch {
+  const float *q, *k, *v, *dout, *lse, *delta;
+  const unsigned char* allowed;
+  int mask_heads;
+  FlashDims dims;
+  bool causal;
+  float scale;
+  float *dq, *dk, *dv;
+};
+
+template <int T>
+cudaError_t launch_backward_t(const BwdLaunch& a) {
+  const std::size_t shared = bwd_shared_bytes(int(a.dims.d), int(a.dims.dv));
+  if (cudaError_t err = allow_shared(flash_dq_kernel<T>, shared); err != cudaSuccess) return err;
+  if (cudaError_t err = allow_shared(flash_dkdv_kernel<T>, shared); err != cudaSuccess) return err;
+  const FlashDims& m = a.dims;
+  if (m.Lq > 0) {
+    flash_dq_kernel<T><<<dim3(unsigned((m.Lq + kBwdBlock - 1) / kBwdBlock), unsigned(m.H)), kBwdWarps * 32, shared>>>(
+        a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H), int(m.Hkv), int(m.Lq), int(m.Lk),
+        int(m.d), int(m.dv), a.causal, a.scale, a.dq);
+    if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+  }
+  if (m.Lk > 0) {
+    flash_dkdv_kernel<T><<<dim3(unsigned((m.Lk + kBwdBlock - 1) / kBwdBlock), unsigned(m.Hkv)), kBwdWarps * 32, shared>>>(
+        a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H), int(m.Hkv), int(m.Lq), int(m.Lk),
+        int(m.d), int(m.dv), a.causal, a.scale, a.dk, a.dv);
+    if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t launch_backward(const BwdLaunch& a) {
+  const std::size_t widest = std::max(a.dims.d, a.dims.dv);
+  return widest <= 32 ? launch_backward_t<1>(a) : widest <= 64 ? launch_backward_t<2>(a)
+       : widest <= 128 ? launch_backward_t<4>(a) : launch_backward_t<8>(a);
+}
+
 }  // namespace
 
 bool device_usable(std::string& reason) {
@@ -603,6 +849,42 @@ std::string flash_forward(const float* q, const float* k, const float* v,
     if (err != cudaSuccess) return cudaGetErrorString(err);
   }
   return std::string();
+}
+
+std::string flash_backward(const float* q, const float* k, const float* v, const unsigned char* allowed,
+                           std::size_t mask_heads, const FlashDims& dims, bool causal, float scale,
+                           const float* dout, const float* lse, const float* delta, float* dq, float* dk,
+                           float* dv) {
+  const std::size_t nq = dims.H * dims.Lq * dims.d, nk = dims.Hkv * dims.Lk * dims.d,
+                    nv = dims.Hkv * dims.Lk * dims.dv, no = dims.H * dims.Lq * dims.dv,
+                    nl = dims.H * dims.Lq, nm = allowed ? mask_heads * dims.Lq * dims.Lk : 0;
+  DeviceBuffer bq, bk, bv, bm, bdo, blse, bdelta, bdq, bdk, bdv;
+  cudaError_t err = cudaSuccess;
+  auto alloc_copy = [&](DeviceBuffer& b, const void* host, std::size_t bytes) {
+    if (err == cudaSuccess) err = b.allocate(bytes);
+    if (err == cudaSuccess && host && bytes) err = cudaMemcpy(b.as<void>(), host, bytes, cudaMemcpyHostToDevice);
+    if (err == cudaSuccess && !host && bytes) err = cudaMemset(b.as<void>(), 0xff, bytes);  // NaN: unwritten shows
+  };
+  alloc_copy(bq, q, nq * sizeof(float));
+  alloc_copy(bk, k, nk * sizeof(float));
+  alloc_copy(bv, v, nv * sizeof(float));
+  alloc_copy(bm, allowed, nm);
+  alloc_copy(bdo, dout, no * sizeof(float));
+  alloc_copy(blse, lse, nl * sizeof(float));
+  alloc_copy(bdelta, delta, nl * sizeof(float));
+  alloc_copy(bdq, nullptr, nq * sizeof(float));
+  alloc_copy(bdk, nullptr, nk * sizeof(float));
+  alloc_copy(bdv, nullptr, nv * sizeof(float));
+  if (err != cudaSuccess) return cudaGetErrorString(err);
+  if (dims.H > 0) {
+    err = launch_backward({bq.as<float>(), bk.as<float>(), bv.as<float>(), bdo.as<float>(), blse.as<float>(),
+                           bdelta.as<float>(), allowed ? bm.as<unsigned char>() : nullptr, int(mask_heads), dims,
+                           causal, scale, bdq.as<float>(), bdk.as<float>(), bdv.as<float>()});
+  }
+  if (err == cudaSuccess) err = cudaMemcpy(dq, bdq.as<void>(), nq * sizeof(float), cudaMemcpyDeviceToHost);
+  if (err == cudaSuccess) err = cudaMemcpy(dk, bdk.as<void>(), nk * sizeof(float), cudaMemcpyDeviceToHost);
+  if (err == cudaSuccess) err = cudaMemcpy(dv, bdv.as<void>(), nv * sizeof(float), cudaMemcpyDeviceToHost);
+  return err == cudaSuccess ? std::string() : std::string(cudaGetErrorString(err));
 }
 
 }  // namespace attn::cuda

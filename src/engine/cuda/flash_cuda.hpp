@@ -32,6 +32,15 @@ std::string flash_forward(const float* q, const float* k, const float* v,
                           float* out, float* lse, std::size_t timed_runs,
                           std::vector<double>* kernel_ms);
 
+// The float32 backward (FlashAttention-2's Algorithm 2): dq [H, Lq, d], dk [Hkv, Lk, d] and dv
+// [Hkv, Lk, dv] (host memory; dk and dv summed over the query heads sharing a KV head) from the
+// inputs, dO [H, Lq, dv], the forward's lse [H, Lq] (natural log) and delta = rowsum(dO o O)
+// [H, Lq]. Returns an empty string on success, else the CUDA error.
+std::string flash_backward(const float* q, const float* k, const float* v, const unsigned char* allowed,
+                           std::size_t mask_heads, const FlashDims& dims, bool causal, float scale,
+                           const float* dout, const float* lse, const float* delta, float* dq, float* dk,
+                           float* dv);
+
 inline constexpr std::size_t kMaxHeadDim = 256;  // float32: q/k and v head dims up to this
 // float16/bfloat16: d == dv, one of these (the tensor-core kernel is compiled per head dim).
 inline constexpr std::size_t kTensorCoreHeadDims[] = {64, 128};

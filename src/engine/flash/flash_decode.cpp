@@ -71,8 +71,15 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   std::fill(ws.o.begin(), ws.o.end(), T(0));
   std::fill(ws.alpha.begin(), ws.alpha.end(), T(1));
   std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
+  // Ask for a block's bytes a step before they are read (into L2), so the reads of one phase
+  // overlap the arithmetic of the other: V of this block during the scores, the next K during P V.
+  auto prefetch = [](const KV* from, std::size_t count) {
+    const char* b = reinterpret_cast<const char*>(from);
+    for (std::size_t off = 0; off < count * sizeof(KV); off += 64) __builtin_prefetch(b + off, 0, 2);
+  };
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb);
+    prefetch(v + jb * dv, nb * dv);
     if constexpr (widen)  // K read in place, bfloat16 widened in registers
       mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);
     else  // K read in place
@@ -90,6 +97,7 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
       }
       ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
     }
+    if (jb + kBlockKeys < j1) prefetch(k + (jb + kBlockKeys) * d, std::min(kBlockKeys, j1 - jb - kBlockKeys) * d);
     // P V for the task's rows only (padding rows would be FMAs on zeros). V rows whose length
     // is a whole number of registers are read in place (bfloat16 widened in registers); others
     // are first copied or widened into padded rows.

@@ -103,6 +103,19 @@ TEST_CASE("explain pictures: step 6 draws V beside the output; --jacobian draws 
   const Figure jf = explain_jacobian_figure(r);
   CHECK(jf.grids[0].rows == r.tokens.size());
   CHECK(DecodedPng::from_bytes(render_png(jf, 1)).ok());
+  // The default row is the last: under the causal mask it sees every key, so nothing is masked
+  // -- said as such, not as "Masked keys: all 0".
+  REQUIRE(r.tokens.size() == 4);  // 我 / 喜欢 / 深度 / 学习
+  CHECK(jf.subtitle.find("No key of row 3 is masked.") != std::string::npos);
+  CHECK(jf.subtitle.find("all 0.") == std::string::npos);
+  // Row 1 may not see keys 2 and 3: named, with their tokens.
+  c.row = 1;
+  const Figure row1 = explain_jacobian_figure(explain_attention(c));
+  CHECK(row1.subtitle.find("Masked keys 2 '深度', 3 '学习': p = 0 there, so their rows and columns are all 0.") !=
+        std::string::npos);
+  c.row = 2;
+  CHECK(explain_jacobian_figure(explain_attention(c)).subtitle.find("Masked key 3 '学习': p = 0 there, so its row and "
+                                                                     "column are all 0.") != std::string::npos);
 }
 
 TEST_CASE("pitfall pictures: wrong | right panels, two per table") {

@@ -199,3 +199,16 @@ TEST_CASE("flash --replay: numbered frames, replay.json and report.html; without
   CHECK(trace.code == 0);
   CHECK(trace.out.find("End: O = O / l. max |flash - naive|") != std::string::npos);
 }
+
+TEST_CASE("flash: one token says 1 tile read, query 0 x key 0") {
+  const test::CliResult r = test::run_cli("flash cat");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1 tile read, 0 skipped") != std::string::npos);
+  CHECK(r.out.find("causal, tiles of 1 query × 1 key, float64") != std::string::npos);  // not "1 x 2 tiles"
+  CHECK(r.out.find("step 1: query 0 x key 0:") != std::string::npos);
+  CHECK(r.out.find("tiles read") == std::string::npos);
+  const test::CliResult six = test::run_cli("flash 'The cat sat on the mat'");
+  REQUIRE(six.code == 0);
+  CHECK(six.out.find("6 tiles read, 3 skipped") != std::string::npos);
+  CHECK(six.out.find("step 1: queries 0-1 x keys 0-1:") != std::string::npos);
+}

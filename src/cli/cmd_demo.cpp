@@ -64,7 +64,7 @@ void print_tile_grid(const std::string& name, const std::vector<FlashTile>& tile
     const FlashTile::Kind kind = tiles[k].kind;
     std::cout << ' ' << (kind == FlashTile::Kind::full ? 'F' : kind == FlashTile::Kind::diagonal ? 'D' : '.');
   }
-  std::cout << "   " << n.skipped << " of " << n.total() << " tiles skipped, " << n.diagonal
+  std::cout << "   " << n.skipped << " of " << count_of(n.total(), "tile") << " skipped, " << n.diagonal
             << " index-tested, " << n.full << " computed in full\n";
 }
 

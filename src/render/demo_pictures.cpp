@@ -32,7 +32,7 @@ void save(const Figure& figure, const std::string& dir, const std::string& name,
 // "causal: 2 of 6 tiles skipped" -- the count a learner should take away from each panel.
 std::string tile_panel_title(const std::string& run, const std::vector<FlashTile>& tiles) {
   const TileCounts n = count_tiles(tiles);
-  const std::string of = " of " + std::to_string(n.total()) + " tiles ";
+  const std::string of = " of " + count_of(n.total(), "tile") + " ";
   if (n.skipped > 0) return run + ": " + std::to_string(n.skipped) + of + "skipped";
   if (n.diagonal > 0) return run + ": " + std::to_string(n.diagonal) + of + "index-tested, none skipped";
   return run + (n.total() == 1 ? ": the one tile computed in full" : ": all " + count_of(n.total(), "tile") + " computed in full");

@@ -189,7 +189,7 @@ TEST_CASE("long sentences: generate's and explain's pictures quote the sentence 
   GenerateConfig g;
   g.sentence = sentence;
   const Figure kv = kv_cache_figure(run_generate(g));
-  CHECK(kv.title == "KV-cache decoding of " + cut + ", one row per token");
+  CHECK(kv.title == "KV-cache decoding of " + cut + " with no positions, one row per token");
   ExplainConfig e;
   e.sentence = sentence;
   e.max_tokens = 64;
@@ -199,4 +199,19 @@ TEST_CASE("long sentences: generate's and explain's pictures quote the sentence 
   const Figure mh = multihead_figure(r);
   CHECK(mh.title.size() >= cut.size());
   CHECK(mh.title.compare(mh.title.size() - cut.size(), cut.size(), cut) == 0);
+}
+
+TEST_CASE("kv_cache.png names the positional scheme it ran with in its title") {
+  GenerateConfig g;
+  g.sentence = "The cat sat on";
+  auto title = [&] { return kv_cache_figure(run_generate(g)).title; };
+  CHECK(title() == "KV-cache decoding of \"The cat sat on\" with no positions, one row per token");
+  g.alibi = true;
+  CHECK(title().find("\" with ALiBi, one row") != std::string::npos);
+  g.alibi = false;
+  g.rope = RopeStyle::Half;
+  CHECK(title().find("\" with RoPE (half), one row") != std::string::npos);
+  g.rope = RopeStyle::Interleaved;
+  g.sinusoidal = true;
+  CHECK(title().find("\" with sinusoidal positions + RoPE (interleaved), one row") != std::string::npos);
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "attn/engine/error.hpp"
 #include "attn/lessons/generate.hpp"
@@ -116,6 +117,54 @@ TEST_CASE("explain pictures: step 6 draws V beside the output; --jacobian draws 
   c.row = 2;
   CHECK(explain_jacobian_figure(explain_attention(c)).subtitle.find("Masked key 3 '学习': p = 0 there, so its row and "
                                                                      "column are all 0.") != std::string::npos);
+}
+
+TEST_CASE("multi-head by hand: O_h and O get their own colour scale and y its own, so their structure shows") {
+  ExplainConfig c;
+  c.sentence = "The cat sat on the mat";
+  c.heads = 2;
+  const ExplainResult r = explain_attention(c);
+  const MultiHeadByHand& mh = *r.multihead;
+  // The largest |value| of some matrices, and where it lies in the last of them.
+  auto largest = [](std::initializer_list<const Tensor2*> ms, std::size_t* at = nullptr) {
+    double top = 0;
+    for (const Tensor2* m : ms) {
+      for (std::size_t i = 0; i < m->size(); ++i) {
+        if (std::fabs(m->data()[i]) > top) {
+          top = std::fabs(m->data()[i]);
+          if (at) *at = i;
+        }
+      }
+    }
+    return top;
+  };
+  const double inputs = largest({&mh.x, &mh.q, &mh.k, &mh.v});
+  std::size_t at_y = 0, at_o = 0;
+  const double y_max = largest({&mh.output}, &at_y), o_max = largest({&mh.concat}, &at_o);
+  CAPTURE(inputs);
+  CAPTURE(o_max);
+  CAPTURE(y_max);
+  // Averaging V's rows shrinks the outputs: on one shared scale they would be pale.
+  REQUIRE(inputs > 1.5 * std::max(y_max, o_max));
+  const Figure f = multihead_figure(r);
+  REQUIRE(f.grids.size() == 10);  // x, Q, K, V, (A_h, O_h) x 2, O (8), y (9)
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const Colormap rdbu = Colormap::by_name("RdBu_r");
+  // Each largest |value| is drawn at its own scale's end: 0.5 + 0.5 v / max|v|, 0 or 1.
+  for (auto [m, grid, at, top] : {std::tuple{&mh.concat, 8, at_o, o_max}, std::tuple{&mh.output, 9, at_y, y_max}}) {
+    const std::size_t D = m->shape(1), i = at / D, j = at % D;
+    const double v = (*m)(i, j);
+    CAPTURE(grid);
+    const Rgb8 got = img.cell_mean(f.grids[std::size_t(grid)], i, j, 2);
+    CAPTURE(got);
+    CHECK(near(got, to_rgb8(rdbu.at(0.5 + 0.5 * v / top)), 6));
+    // Not the washed-out colour that one scale shared with x, Q, K, V gives it.
+    CHECK_FALSE(near(got, to_rgb8(rdbu.at(0.5 + 0.5 * v / inputs)), 6));
+  }
+  CHECK(draws_text(f, "value: O_h, O (own scale)"));
+  CHECK(draws_text(f, "value: y (own scale)"));
+  CHECK(f.subtitle.find("own colour scale") != std::string::npos);
 }
 
 TEST_CASE("pitfall pictures: wrong | right panels, two per table") {

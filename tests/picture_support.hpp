@@ -15,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attn/render/canvas.hpp"
 #include "attn/render/colormap.hpp"
@@ -141,6 +142,23 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
   std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
+
+// Every string a figure draws, in drawing order (Canvas::record_text): the words inside a
+// picture, beyond the title and subtitle Figure keeps.
+inline std::vector<std::string> drawn_texts(const Figure& figure) {
+  Canvas canvas = Canvas::measuring();
+  std::vector<std::string> log;
+  canvas.record_text(&log);
+  figure.draw(canvas);
+  return log;
+}
+
+// Whether any drawn string contains `part`.
+inline bool draws_text(const Figure& figure, const std::string& part) {
+  for (const std::string& t : drawn_texts(figure))
+    if (t.find(part) != std::string::npos) return true;
+  return false;
+}
 
 // True when text is one well-formed XML document.
 inline bool well_formed_xml(const std::string& text) {

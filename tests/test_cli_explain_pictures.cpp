@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "attn/engine/error.hpp"
 #include "attn/lessons/generate.hpp"
@@ -103,6 +104,67 @@ TEST_CASE("explain pictures: step 6 draws V beside the output; --jacobian draws 
   const Figure jf = explain_jacobian_figure(r);
   CHECK(jf.grids[0].rows == r.tokens.size());
   CHECK(DecodedPng::from_bytes(render_png(jf, 1)).ok());
+  // The default row is the last: under the causal mask it sees every key, so nothing is masked
+  // -- said as such, not as "Masked keys: all 0".
+  REQUIRE(r.tokens.size() == 4);  // 我 / 喜欢 / 深度 / 学习
+  CHECK(jf.subtitle.find("No key of row 3 is masked.") != std::string::npos);
+  CHECK(jf.subtitle.find("all 0.") == std::string::npos);
+  // Row 1 may not see keys 2 and 3: named, with their tokens.
+  c.row = 1;
+  const Figure row1 = explain_jacobian_figure(explain_attention(c));
+  CHECK(row1.subtitle.find("Masked keys 2 '深度', 3 '学习': p = 0 there, so their rows and columns are all 0.") !=
+        std::string::npos);
+  c.row = 2;
+  CHECK(explain_jacobian_figure(explain_attention(c)).subtitle.find("Masked key 3 '学习': p = 0 there, so its row and "
+                                                                     "column are all 0.") != std::string::npos);
+}
+
+TEST_CASE("multi-head by hand: O_h and O get their own colour scale and y its own, so their structure shows") {
+  ExplainConfig c;
+  c.sentence = "The cat sat on the mat";
+  c.heads = 2;
+  const ExplainResult r = explain_attention(c);
+  const MultiHeadByHand& mh = *r.multihead;
+  // The largest |value| of some matrices, and where it lies in the last of them.
+  auto largest = [](std::initializer_list<const Tensor2*> ms, std::size_t* at = nullptr) {
+    double top = 0;
+    for (const Tensor2* m : ms) {
+      for (std::size_t i = 0; i < m->size(); ++i) {
+        if (std::fabs(m->data()[i]) > top) {
+          top = std::fabs(m->data()[i]);
+          if (at) *at = i;
+        }
+      }
+    }
+    return top;
+  };
+  const double inputs = largest({&mh.x, &mh.q, &mh.k, &mh.v});
+  std::size_t at_y = 0, at_o = 0;
+  const double y_max = largest({&mh.output}, &at_y), o_max = largest({&mh.concat}, &at_o);
+  CAPTURE(inputs);
+  CAPTURE(o_max);
+  CAPTURE(y_max);
+  // Averaging V's rows shrinks the outputs: on one shared scale they would be pale.
+  REQUIRE(inputs > 1.5 * std::max(y_max, o_max));
+  const Figure f = multihead_figure(r);
+  REQUIRE(f.grids.size() == 10);  // x, Q, K, V, (A_h, O_h) x 2, O (8), y (9)
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const Colormap rdbu = Colormap::by_name("RdBu_r");
+  // Each largest |value| is drawn at its own scale's end: 0.5 + 0.5 v / max|v|, 0 or 1.
+  for (auto [m, grid, at, top] : {std::tuple{&mh.concat, 8, at_o, o_max}, std::tuple{&mh.output, 9, at_y, y_max}}) {
+    const std::size_t D = m->shape(1), i = at / D, j = at % D;
+    const double v = (*m)(i, j);
+    CAPTURE(grid);
+    const Rgb8 got = img.cell_mean(f.grids[std::size_t(grid)], i, j, 2);
+    CAPTURE(got);
+    CHECK(near(got, to_rgb8(rdbu.at(0.5 + 0.5 * v / top)), 6));
+    // Not the washed-out colour that one scale shared with x, Q, K, V gives it.
+    CHECK_FALSE(near(got, to_rgb8(rdbu.at(0.5 + 0.5 * v / inputs)), 6));
+  }
+  CHECK(draws_text(f, "value: O_h, O (own scale)"));
+  CHECK(draws_text(f, "value: y (own scale)"));
+  CHECK(f.subtitle.find("own colour scale") != std::string::npos);
 }
 
 TEST_CASE("pitfall pictures: wrong | right panels, two per table") {
@@ -176,7 +238,7 @@ TEST_CASE("long sentences: generate's and explain's pictures quote the sentence 
   GenerateConfig g;
   g.sentence = sentence;
   const Figure kv = kv_cache_figure(run_generate(g));
-  CHECK(kv.title == "KV-cache decoding of " + cut + ", one row per token");
+  CHECK(kv.title == "KV-cache decoding of " + cut + " with no positions, one row per token");
   ExplainConfig e;
   e.sentence = sentence;
   e.max_tokens = 64;
@@ -186,4 +248,19 @@ TEST_CASE("long sentences: generate's and explain's pictures quote the sentence 
   const Figure mh = multihead_figure(r);
   CHECK(mh.title.size() >= cut.size());
   CHECK(mh.title.compare(mh.title.size() - cut.size(), cut.size(), cut) == 0);
+}
+
+TEST_CASE("kv_cache.png names the positional scheme it ran with in its title") {
+  GenerateConfig g;
+  g.sentence = "The cat sat on";
+  auto title = [&] { return kv_cache_figure(run_generate(g)).title; };
+  CHECK(title() == "KV-cache decoding of \"The cat sat on\" with no positions, one row per token");
+  g.alibi = true;
+  CHECK(title().find("\" with ALiBi, one row") != std::string::npos);
+  g.alibi = false;
+  g.rope = RopeStyle::Half;
+  CHECK(title().find("\" with RoPE (half), one row") != std::string::npos);
+  g.rope = RopeStyle::Interleaved;
+  g.sinusoidal = true;
+  CHECK(title().find("\" with sinusoidal positions + RoPE (interleaved), one row") != std::string::npos);
 }

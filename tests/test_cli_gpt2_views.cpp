@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "attn/io/json_io.hpp"
 #include "picture_support.hpp"
@@ -36,6 +37,7 @@ TEST_CASE("cli forward gpt2 --out: the model view, the head view of --layer, and
   CHECK(s["heads"].size() == 4);  // 2 layers x 2 heads
   CHECK(s["rule"].get<std::string>().find("broad") != std::string::npos);
   CHECK(s["induction_measured"] == true);
+  CHECK(s["bars"]["previous_token"]["bar"].get<double>() >= 0.4);
   for (const Json& h : s["heads"]) {
     for (const char* key : {"previous_token", "first_token", "induction", "entropy"}) {
       CHECK(h[key].get<double>() >= 0);
@@ -44,12 +46,20 @@ TEST_CASE("cli forward gpt2 --out: the model view, the head view of --layer, and
   }
 }
 
-TEST_CASE("cli forward gpt2 --out: one token draws the model view without a summary, and 32 tokens") {
+TEST_CASE("cli forward gpt2 --out: one token draws the model view and an untested summary, and 32 tokens") {
   TempDir dir;
   CliResult r = run_cli("forward --model " + tiny() + " --tokens 5 --out '" + dir / "one" + "'");
   REQUIRE(r.code == 0);
   CHECK(fs::exists(dir / "one/heads.png"));
-  CHECK_FALSE(fs::exists(dir / "one/head_summary.json"));  // query 0 alone says nothing about a head
+  // --help promises head_summary.json: query 0 alone says nothing about a head, so every head
+  // is listed untested, every score null.
+  const Json one = read_json(dir / "one/head_summary.json");
+  REQUIRE(one["heads"].size() == 4);
+  for (const Json& h : one["heads"]) {
+    CHECK(h["kind"] == "untested");
+    CHECK(h["previous_token"].is_null());
+    CHECK(h["induction"].is_null());
+  }
   std::string ids;
   for (int i = 0; i < 32; ++i) ids += (i ? "," : "") + std::to_string(60 + i);
   r = run_cli("forward --model " + tiny() + " --tokens " + ids + " --out '" + dir / "long" + "' --layer 1");
@@ -88,7 +98,25 @@ TEST_CASE("cli demo --model on a GPT-2 folder: GPT-2's tokens, its attention, ev
     for (std::size_t i = 0; i < a[l][1].size(); ++i)
       for (std::size_t j = 0; j <= i; ++j)
         CHECK(a[l][1][i][j].get<double>() == doctest::Approx(f["attention"][l][1][i][j].get<double>()).epsilon(1e-5));
-  CHECK(m["results"]["model"]["head_summary"]["heads"].size() == 4);
+  const Json& heads = m["results"]["model"]["head_summary"]["heads"];
+  CHECK(heads.size() == 4);
+  // attention.png's head is named by heads.png's own scores and rule: the best-scoring head the
+  // rule calls induction, else the best induction score after layer 0 -- chosen here from the
+  // summary, and its score is the summary's, not a second computation.
+  std::optional<std::size_t> want;
+  for (std::size_t k = 0; k < heads.size(); ++k)
+    if (heads[k]["kind"] == "induction" && (!want || heads[k]["induction"] > heads[*want]["induction"])) want = k;
+  if (!want)
+    for (std::size_t k = 2; k < heads.size(); ++k)  // layer 1 of 2 layers x 2 heads
+      if (!want || heads[k]["induction"] > heads[*want]["induction"]) want = k;
+  REQUIRE(want);
+  const Json& shown = m["results"]["single_head"];
+  CHECK(shown["layer"] == heads[*want]["layer"]);
+  CHECK(shown["head"] == heads[*want]["head"]);
+  CHECK(shown["induction_score"] == heads[*want]["induction"]);
+  CHECK(shown["kind"] == heads[*want]["kind"]);
+  const std::string title = m["artifacts"][0]["title"];
+  CHECK(title.rfind(heads[*want]["kind"] == "induction" ? "Induction head (layer " : "Best induction candidate", 0) == 0);
   CHECK(m["results"]["decode"]["max_abs_diff_output"].get<double>() < 1e-4);
   CHECK(fs::exists(dir / "d/heads.png"));
 }

@@ -2,6 +2,7 @@
 // (README's picture tour and explain --help show these commands).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -100,4 +101,26 @@ TEST_CASE("split-kv picture: the merged and one-pass rows are drawn alike, an em
   const CellGrid& cache = f.grids[0];
   CHECK(!near(img.cell_mean(cache, 0, 1, 2), img.cell_mean(cache, 0, 2, 2), 8));
   CHECK_THROWS(split_kv_figure(*r.split_kv, {"a"}, "q"));
+}
+
+TEST_CASE("split-kv picture with one token: its table says key 0, not keys 0") {
+  ExplainConfig c;
+  c.sentence = "cat";
+  c.split_kv = 1;
+  const ExplainResult r = explain_attention(c);
+  const Figure f = split_kv_figure(*r.split_kv, r.tokens, "'cat' [0]");
+  const std::vector<std::string> words = drawn_texts(f);
+  CHECK(std::find(words.begin(), words.end(), "key") != words.end());
+  CHECK(std::find(words.begin(), words.end(), "keys") == words.end());
+  CHECK(std::find(words.begin(), words.end(), "all 1") == words.end());  // the merged row: key 0 as well
+  // Three keys in three chunks: one key each, still "key"; in one chunk: "keys".
+  c.sentence = "The cat sat";
+  c.split_kv = 3;
+  const ExplainResult three = explain_attention(c);
+  const std::vector<std::string> each = drawn_texts(split_kv_figure(*three.split_kv, three.tokens, "q"));
+  CHECK(std::find(each.begin(), each.end(), "key") != each.end());
+  c.split_kv = 1;
+  const ExplainResult whole = explain_attention(c);
+  const std::vector<std::string> one_chunk = drawn_texts(split_kv_figure(*whole.split_kv, whole.tokens, "q"));
+  CHECK(std::find(one_chunk.begin(), one_chunk.end(), "keys") != one_chunk.end());
 }

@@ -88,6 +88,18 @@ TEST_CASE("cli forward: a hand-made model, and model folders that are wrong") {
   const CliResult text = run_cli("forward --model hand 'cat mat' --out pics", "", dir);
   CHECK(text.code == 0);
   CHECK(fs::exists(dir + "/pics/heads.png"));
+  // Query 1 splits 0.5 / 0.5 over its two keys: a previous-token score of 0.5, over the fixed
+  // 0.4, is exactly what a head spreading its weight evenly gets at 2 tokens. Its bar is
+  // 0.5 + 0.25 x (1 - 0.5) = 0.625; the head is broad (entropy ln 2 / ln 2 = 1).
+  const Json summary = Json::parse(read_text(dir + "/pics/head_summary.json"));
+  CHECK(summary["heads"][0]["previous_token"] == 0.5);
+  CHECK(summary["bars"]["previous_token"]["bar"].get<double>() == doctest::Approx(0.625));
+  CHECK(summary["heads"][0]["kind"] == "broad");
+  // One token: head_summary.json is written as --help says, every head untested.
+  REQUIRE(run_cli("forward --model hand --tokens 1 --out one", "", dir).code == 0);
+  const Json one = Json::parse(read_text(dir + "/one/head_summary.json"));
+  CHECK(one["heads"][0]["kind"] == "untested");
+  CHECK(one["heads"][0]["previous_token"].is_null());
 
   check_input_error(run_cli("forward --model hand --tokens 0,2", "", dir), "out of range");
   check_input_error(run_cli("forward --model hand --tokens 0,1,0", "", dir), "context");
@@ -112,24 +124,28 @@ TEST_CASE("cli demo --model: a hand-made model's heads are the demo's pictures a
   write_hand_model(dir + "/hand");
   const CliResult r = run_cli("demo 'cat mat' --model hand --out d --no-color", "", dir);
   REQUIRE(r.code == 0);
-  CHECK(r.out.find("<- the induction head") != std::string::npos);
+  // Nothing can be called an induction head here (the sentence twice does not fit the model's 2
+  // positions): the terminal says candidate, as the picture does.
+  CHECK(r.out.find("<- the best induction candidate") != std::string::npos);
   const Json j = Json::parse(read_text(dir + "/d/manifest.json"));
   const Json expected = Json::parse("[[1.0, 0.0], [0.5, 0.5]]");
   CHECK(j["results"]["model"]["attention"] == Json::array({Json::array({expected})}));
   CHECK(j["results"]["model"]["ids"] == Json::parse("[0, 1]"));
   CHECK(j["results"]["single_head"]["weights"] == expected);
   CHECK(j["results"]["causal"]["weights"] == expected);
-  CHECK(j["results"]["single_head"]["induction_score"].is_null());  // no word repeats
+  CHECK(j["results"]["single_head"]["induction_score"].is_null());  // the sentence twice does not fit
   CHECK(j["results"]["causal"]["prev_token_score"] == 0.5);
+  CHECK(j["results"]["causal"]["kind"] == j["results"]["model"]["head_summary"]["heads"][0]["kind"]);
   CHECK(j["config"]["model"]["layers"] == 1);
   CHECK(j["results"]["decode"]["max_abs_diff_output"].get<double>() < 1e-6);
   CHECK(j["results"]["flash"]["teaching"]["causal"]["max_abs_diff_output"].get<double>() < 1e-12);
   for (const char* png : {"attention.png", "attention_causal.png", "heads.png", "flash_tiles.png"})
     CHECK(fs::exists(dir + "/d/" + png));
-  // A head is named for a pattern only when its score shows it: 'cat mat' repeats nothing, and
-  // a previous-token score of 0.5 is the threshold.
-  CHECK(j["artifacts"][0]["title"].get<std::string>().rfind("Candidate induction head (no repeated word", 0) == 0);
-  CHECK(j["artifacts"][1]["title"].get<std::string>().rfind("Previous-token head (layer 0", 0) == 0);
+  // A head is named for a pattern only when heads.png's rule names it so: 'cat mat' twice is 4
+  // tokens, past the model's 2 positions, and a previous-token score of 0.5 at 2 tokens is what
+  // an even split gives (the bar is 0.625).
+  CHECK(j["artifacts"][0]["title"].get<std::string>().rfind("Candidate induction head (not measured", 0) == 0);
+  CHECK(j["artifacts"][1]["title"].get<std::string>().rfind("Best previous-token candidate, not formed yet (layer 0", 0) == 0);
   // One token has no token before it: not a head "not formed yet", a pattern that cannot be tested.
   REQUIRE(run_cli("demo 'cat' --model hand --out one", "", dir).code == 0);
   const Json one = Json::parse(read_text(dir + "/one/manifest.json"));

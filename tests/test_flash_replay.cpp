@@ -14,6 +14,7 @@
 #include "attn/engine/random.hpp"
 #include "attn/lessons/flash_replay.hpp"
 #include "attn/render/flash_replay_pictures.hpp"
+#include "picture_support.hpp"
 #include "support.hpp"
 
 using namespace attn;
@@ -177,6 +178,14 @@ TEST_CASE("flash replay: steps in reading order, the naive check, and JSON for t
   const Tensor3 q1 = randn(rng, 1, 1, 6), k1 = randn(rng, 1, 1, 6), v1 = randn(rng, 1, 1, 3);
   const FlashReplay one = replay_flash(q1, k1, v1, {"a"}, {2, 2, true});
   CHECK(flash_replay_frame(one, 0).subtitle.find("tiles of 1 query × 1 key") != std::string::npos);
+  // ... and its title names query 0 and key 0 (not "queries 0 × keys 0"); its legend lists only
+  // what the frame shows: no earlier step, nothing left to reach.
+  const Figure first = flash_replay_frame(one, 0);
+  CHECK(first.title == "FlashAttention replay, step 1 of 1: query 0 × key 0");
+  CHECK(test::draws_text(first, "this step's tile"));
+  CHECK_FALSE(test::draws_text(first, "earlier step"));
+  CHECK_FALSE(test::draws_text(first, "not reached yet"));
+  CHECK(flash_replay_frame(r, 0).title == "FlashAttention replay, step 1 of 9: queries 0–1 × keys 0–1");
 }
 
 TEST_CASE("flash --replay: numbered frames, replay.json and report.html; without --replay only the trace") {
@@ -198,4 +207,53 @@ TEST_CASE("flash --replay: numbered frames, replay.json and report.html; without
   const test::CliResult trace = test::run_cli("flash \"The cat sat on\"");
   CHECK(trace.code == 0);
   CHECK(trace.out.find("End: O = O / l. max |flash - naive|") != std::string::npos);
+}
+
+TEST_CASE("flash replay frames: a skipped tile is not drawn like a masked score, and a legend says which is which") {
+  Rng rng(6);
+  const Tensor3 q = randn(rng, 1, 6, 4), k = randn(rng, 1, 6, 4), v = randn(rng, 1, 6, 3);
+  const FlashReplay r = replay_flash(q, k, v, {"a", "b", "c", "d", "e", "f"}, {2, 2, true});
+  REQUIRE(r.skipped() == 3);  // 3 x 3 tiles of 2 x 2, causal: the three above the diagonal
+  const Figure f = flash_replay_frame(r, r.steps.size());  // the end: every tile drawn
+  const test::DecodedPng img = test::DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const CellGrid& g = f.grids[0];
+  using test::Rgb8;
+  using test::near;
+  using test::draws_text;
+  // Query 0, key 5 lies in a skipped tile: one flat grey, never read.
+  const Rgb8 skipped = img.cell_mean(g, 0, 5, 2);
+  CHECK(near(skipped, Rgb8{0x9a, 0x9a, 0x9a}, 3));
+  CHECK(near(img.cell_corner(g, 0, 5, 2), skipped, 3));
+  // Query 0, key 1 lies in a diagonal tile that computed it and set it to -inf: hatched, and
+  // hatching is not that grey.
+  const Rgb8 masked = img.cell_mean(g, 0, 1, 2);
+  CAPTURE(skipped);
+  CAPTURE(masked);
+  CHECK_FALSE(near(masked, skipped, 8));
+  CHECK(draws_text(f, "skipped tile: every key after every query, never read"));
+  CHECK(draws_text(f, "masked: a key after its query"));
+  CHECK(f.subtitle.find("labelled") == std::string::npos);  // 6 tokens: every label drawn
+
+  // 48 tokens: the labels are thinned, and the subtitle says so.
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 48; ++i) tokens.push_back("w" + std::to_string(i));
+  const Tensor3 q48 = randn(rng, 1, 48, 4), k48 = randn(rng, 1, 48, 4), v48 = randn(rng, 1, 48, 3);
+  const FlashReplay long_replay = replay_flash(q48, k48, v48, tokens, {teaching_block(48), teaching_block(48), true});
+  const Figure f48 = flash_replay_frame(long_replay, 0);
+  CHECK(f48.subtitle.find("token labelled (0, ") != std::string::npos);
+  CHECK(f48.subtitle.find("of 48") != std::string::npos);
+}
+
+TEST_CASE("flash: one token says 1 tile read, query 0 x key 0") {
+  const test::CliResult r = test::run_cli("flash cat");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1 tile read, 0 skipped") != std::string::npos);
+  CHECK(r.out.find("causal, tiles of 1 query × 1 key, float64") != std::string::npos);  // not "1 x 2 tiles"
+  CHECK(r.out.find("step 1: query 0 x key 0:") != std::string::npos);
+  CHECK(r.out.find("tiles read") == std::string::npos);
+  const test::CliResult six = test::run_cli("flash 'The cat sat on the mat'");
+  REQUIRE(six.code == 0);
+  CHECK(six.out.find("6 tiles read, 3 skipped") != std::string::npos);
+  CHECK(six.out.find("step 1: queries 0-1 x keys 0-1:") != std::string::npos);
 }

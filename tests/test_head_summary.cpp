@@ -30,14 +30,14 @@ TEST_CASE("summarize_heads: a previous-token head, a sink, an even head and an i
   const std::vector<Tensor3> on_text = {pattern(n, prev), pattern(n, sink), pattern(n, even)};
   const HeadSummary s = summarize_heads(on_text, {});
   REQUIRE(s.heads.size() == 3);
-  CHECK(s.heads[0].previous_token == doctest::Approx(1.0));
-  CHECK(s.heads[0].first_token == doctest::Approx(0.25));  // only query 1's previous key is key 0
-  CHECK(s.heads[0].entropy == doctest::Approx(0.0));
+  CHECK(*s.heads[0].previous_token == doctest::Approx(1.0));
+  CHECK(*s.heads[0].first_token == doctest::Approx(0.25));  // only query 1's previous key is key 0
+  CHECK(*s.heads[0].entropy == doctest::Approx(0.0));
   CHECK(s.heads[0].kind == "previous-token");
-  CHECK(s.heads[1].first_token == doctest::Approx(1.0));
+  CHECK(*s.heads[1].first_token == doctest::Approx(1.0));
   CHECK(s.heads[1].kind == "first-token");
-  CHECK(s.heads[2].entropy == doctest::Approx(1.0));  // evenly spread: H = ln(i+1) on every row
-  CHECK(s.heads[2].previous_token == doctest::Approx((1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5) / 4));
+  CHECK(*s.heads[2].entropy == doctest::Approx(1.0));  // evenly spread: H = ln(i+1) on every row
+  CHECK(*s.heads[2].previous_token == doctest::Approx((1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5) / 4));
   CHECK(s.heads[2].kind == "broad");
   CHECK_FALSE(s.heads[2].induction);
 
@@ -49,10 +49,73 @@ TEST_CASE("summarize_heads: a previous-token head, a sink, an even head and an i
   CHECK(with.heads[0].kind == "induction");
 }
 
-TEST_CASE("summarize_heads: a head split between two keys is mixed - one token is refused") {
+TEST_CASE("summarize_heads: a head split between two keys is mixed") {
   auto split = [](std::size_t i, std::size_t j) { return i == 0 ? 1.0 : (j == i ? 0.7 : (j + 1 == i ? 0.3 : 0.0)); };
   const HeadSummary s = summarize_heads({pattern(6, split)}, {});
-  CHECK(s.heads[0].previous_token == doctest::Approx(0.3));
+  CHECK(*s.heads[0].previous_token == doctest::Approx(0.3));
   CHECK(s.heads[0].kind == "mixed");
-  CHECK_THROWS_AS(summarize_heads({pattern(1, split)}, {}), InputError);
+}
+
+TEST_CASE("summarize_heads: at 3 tokens a near-uniform head is not a previous-token head") {
+  // Row 1 splits evenly, row 2 nearly so: previous-token = (0.5 + 0.34) / 2 = 0.42, over the
+  // fixed 0.4 -- but a head spreading its weight evenly scores (1/2 + 1/3) / 2 = 5/12 here.
+  auto flat = [](std::size_t i, std::size_t j) {
+    const double row2[] = {0.3, 0.34, 0.36};
+    return i == 0 ? 1.0 : i == 1 ? 0.5 : row2[j];
+  };
+  const HeadSummary s = summarize_heads({pattern(3, flat)}, {});
+  CHECK(*s.heads[0].previous_token == doctest::Approx(0.42));
+  REQUIRE(s.previous_token_bar);
+  CHECK(s.previous_token_bar->uniform == doctest::Approx(5.0 / 12));
+  // The bar: a quarter of the way from 5/12 to 1, 5/12 + 7/48 = 27/48.
+  CHECK(s.previous_token_bar->bar == doctest::Approx(27.0 / 48));
+  CHECK(s.first_token_bar->bar == doctest::Approx(27.0 / 48));  // over the fixed 0.5 too
+  CHECK(s.heads[0].kind == "broad");
+
+  // A head that does look back still passes at 3 tokens: (1 + 0.8) / 2 = 0.9.
+  auto back = [](std::size_t i, std::size_t j) { return i == 0 ? 1.0 : i == 1 ? (j == 0 ? 1.0 : 0.0) : (j == 1 ? 0.8 : 0.1); };
+  CHECK(summarize_heads({pattern(3, back)}, {}).heads[0].kind == "previous-token");
+}
+
+TEST_CASE("summarize_heads: the bars at other lengths, worked out by hand") {
+  auto even = [](std::size_t i, std::size_t) { return 1.0 / double(i + 1); };
+  // 12 tokens: uniform = (1/2 + ... + 1/12) / 11 = 0.19120, and 0.19120 + 0.25 x 0.80880 =
+  // 0.39340 is under 0.4: the fixed threshold is the bar again.
+  const HeadSummary twelve = summarize_heads({pattern(12, even)}, {});
+  CHECK(twelve.previous_token_bar->uniform == doctest::Approx(0.191201).epsilon(1e-5));
+  CHECK(twelve.previous_token_bar->bar == doctest::Approx(0.4));
+  CHECK(twelve.first_token_bar->bar == doctest::Approx(0.5));
+  // Induction at 3 tokens is scored on queries 3..5 of the text twice: uniform = (1/4 + 1/5 +
+  // 1/6) / 3 = 0.205556, bar 0.205556 + 0.25 x 0.794444 = 0.404167. An induction score of 0.402
+  // clears the fixed 0.4 but not the bar.
+  auto weak = [&](std::size_t i, std::size_t j) {
+    if (i < 3) return even(i, j);
+    const double rest = (1 - 0.402) / double(i);  // 0.402 on key i - 2, the rest spread
+    return j == i - 2 ? 0.402 : rest;
+  };
+  const HeadSummary three = summarize_heads({pattern(3, even)}, {pattern(6, weak)});
+  REQUIRE(three.induction_bar);
+  CHECK(three.induction_bar->uniform == doctest::Approx((0.25 + 0.2 + 1.0 / 6) / 3));
+  CHECK(three.induction_bar->bar == doctest::Approx(0.404167).epsilon(1e-5));
+  CHECK(*three.heads[0].induction == doctest::Approx(0.402));
+  CHECK(three.heads[0].kind != "induction");
+  // JSON states the bars with the scores.
+  const Json j = head_summary_json(three);
+  CHECK(j["bars"]["induction"]["bar"].get<double>() == doctest::Approx(0.404167).epsilon(1e-5));
+  CHECK(j["bars"]["previous_token"]["uniform"].get<double>() == doctest::Approx((0.5 + 1.0 / 3) / 2));
+}
+
+TEST_CASE("summarize_heads: one token - every head untested, every score null") {
+  auto self = [](std::size_t, std::size_t) { return 1.0; };
+  const HeadSummary s = summarize_heads({pattern(1, self), pattern(1, self)}, {});
+  REQUIRE(s.heads.size() == 2);
+  for (const HeadScores& h : s.heads) {
+    CHECK(h.kind == "untested");
+    CHECK_FALSE(h.previous_token);
+    CHECK_FALSE(h.entropy);
+  }
+  CHECK_FALSE(s.previous_token_bar);
+  const Json j = head_summary_json(s);
+  CHECK(j["heads"][1]["previous_token"].is_null());
+  CHECK(j["bars"]["first_token"].is_null());
 }

@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "attn/render/canvas.hpp"
+#include "attn/lessons/temperature.hpp"
+#include "attn/render/experiment_pictures.hpp"
 #include "attn/engine/error.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
@@ -91,4 +93,27 @@ TEST_CASE("canvas: a ZWJ family emoji is one glyph of the emoji font, not three 
   CHECK(c.unknown_glyphs("👨‍👩‍👧", {11}) == 0);
   const double family = c.measure("👨‍👩‍👧", {11}).width, man = c.measure("👨", {11}).width;
   CHECK(family < 1.5 * man);
+}
+
+TEST_CASE("typographic_minus: a number's minus sign becomes U+2212, while hyphens, ranges and options stay") {
+  CHECK(typographic_minus("-1.5") == "−1.5");
+  CHECK(typographic_minus("score -1, t=-2; [-3 (-0.5 /-4 ×-2") == "score −1, t=−2; [−3 (−0.5 /−4 ×−2");
+  CHECK(typographic_minus("-.5 and -∞") == "−.5 and −∞");
+  CHECK(typographic_minus("1.2e-05, 3e-7") == "1.2e−05, 3e−7");
+  for (const char* kept : {"well-known", "keys 0-3", "--heads 2", "x-1", "i - 1", "e-5", "-", "a -b", "2024-05"})
+    CHECK(typographic_minus(kept) == kept);
+}
+
+TEST_CASE("pictures draw negative numbers with the typographic minus") {
+  const Figure f = temperature_figure(run_temperature({2, -1, 0.5}, {0.5, 1, 2}));
+  bool minus = false;
+  for (const std::string& t : drawn_texts(f)) {
+    CAPTURE(t);
+    CHECK(t.find("-1") == std::string::npos);  // no ASCII hyphen before a digit: "−1"
+    minus = minus || t.find("score −1") != std::string::npos;
+  }
+  CHECK(minus);
+  // Measured as drawn: "−" is wider than "-", so a box sized for one fits the other.
+  Canvas m = Canvas::measuring();
+  CHECK(m.measure("-1", {10}).width == m.measure("−1", {10}).width);
 }

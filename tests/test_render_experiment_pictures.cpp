@@ -142,11 +142,31 @@ TEST_CASE("experiment pictures: with one n the total is a visible marker, and de
   const double x_lo = std::log2(1 / 1.3), x_hi = std::log2(1024 * 1.3);
   const double y_lo = std::log10(softmax), y_hi = std::log10(total), y_pad = 0.05 * (y_hi - y_lo);
   const double fy = (std::log10(total) - y_lo + y_pad) / (y_hi - y_lo + 2 * y_pad);
-  // The projections' blue point lies under it (they are 99.9 % of the total): the total's dark
-  // diamond must cover it, or the total is not drawn at all.
-  const Rgb8 p = at_fraction(img, f.plots[0], (0 - x_lo) / (x_hi - x_lo), fy, 2);
-  CAPTURE(p);
-  CHECK(near(p, Rgb8{0x22, 0x22, 0x22}, 12));
+  // The projections' blue point lies on the total's (they are 99.9 % of it): both must show.
+  // The projections' circle is drawn over the total's larger grey diamond, whose tips stick out
+  // 3.5 points above and below the circle's centre.
+  const PlotRect& a = f.plots[0];
+  const double px = a.x + (0 - x_lo) / (x_hi - x_lo) * a.width, py = a.y + (1 - fy) * a.height;
+  const Rgb8 centre = img.pixel(px, py, 2), tip = img.pixel(px, py - 3.5, 2);
+  CAPTURE(centre);
+  CAPTURE(tip);
+  CHECK(near(centre, to_rgb8(series_color(0)), 12));
+  CHECK(near(tip, Rgb8{0xb4, 0xb4, 0xb4}, 12));
+  // With four n the projections' line and points at n = 64 (94 % of the total: 8 n D² against
+  // 4 n² D + 3 H n²) sit on the total's line, and stay on top of it.
+  {
+    ComplexityConfig four;
+    four.ns = {64, 256, 1024, 4096};
+    const Figure g = complexity_figure(run_complexity(four));
+    const DecodedPng gi = DecodedPng::from_bytes(render_png(g, 2));
+    auto total4 = [&](double n) { return 8 * n * D * D + 4 * n * n * D + 3 * H * n * n; };
+    const double lo = std::log10(3 * H * 64 * 64), hi = std::log10(total4(4096)), pad = 0.05 * (hi - lo);
+    const double gy = (std::log10(8 * 64 * D * D) - lo + pad) / (hi - lo + 2 * pad);
+    const PlotRect& b = g.plots[0];
+    const Rgb8 point = gi.pixel(b.x + 0.3 / 6.6 * b.width, b.y + (1 - gy) * b.height, 2);
+    CAPTURE(point);
+    CHECK(near(point, to_rgb8(series_color(0)), 12));
+  }
 
   c.ns = {64, 256, 1024, 4096};
   const ComplexityReport r = run_complexity(c);

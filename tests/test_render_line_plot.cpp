@@ -207,3 +207,29 @@ TEST_CASE("line plot: bad data is refused with InputError") {
   LinePlotSpec empty;
   CHECK_THROWS_AS(line_plot_figure(empty), InputError);
 }
+
+TEST_CASE("line plot: a label with a backdrop hides the line behind it, one without is struck through") {
+  LinePlotSpec s = fixed_axes(AxisScale::linear, 0, 10, AxisScale::linear, 0, 10);
+  PlotSeries line;
+  line.x = {0, 10};
+  line.y = {5, 5};
+  line.color = kRed;
+  line.line_width = 3;
+  s.series = {line};
+  PlotLabel label{5, 5, "MMMM", 0.5, 0.5, std::nullopt, 12};
+  Canvas m = Canvas::measuring();
+  const double w = m.measure("MMMM", {12}).width;
+  for (bool backdrop : {true, false}) {
+    CAPTURE(backdrop);
+    label.backdrop = backdrop;
+    s.labels = {label};
+    const Figure f = line_plot_figure(s);
+    const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+    const PlotRect& r = f.plots[0];
+    // Just left of the text, inside the box's 2-point padding, on the line.
+    const Rgb8 p = img.pixel(r.x + r.width / 2 - w / 2 - 1, r.y + r.height / 2, 2);
+    CAPTURE(p);
+    CHECK((p == Rgb8{255, 255, 255}) == backdrop);
+    CHECK(near(p, to_rgb8(kRed), 20) == !backdrop);
+  }
+}

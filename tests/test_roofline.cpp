@@ -2,6 +2,8 @@
 // as min(peak, bandwidth x intensity), and each point's wall from its side of the ridge.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "attn/engine/error.hpp"
 #include "attn/lessons/roofline.hpp"
 #include "attn/render/roofline_picture.hpp"
@@ -71,4 +73,51 @@ TEST_CASE("cli roofline: JSON with every point and the picture in --plots") {
   REQUIRE(text.code == 0);
   CHECK(text.out.find("ridge point:") != std::string::npos);
   CHECK(text.out.find("decode L = 512 MHA") != std::string::npos);
+}
+
+TEST_CASE("roofline caption: each point's side of the ridge and its share of the roof, computed per point") {
+  RooflineResult r;
+  r.peak_gflops = 100;
+  r.bandwidth_gbps = 10;
+  r.ridge = 10;  // FLOP/byte
+  auto at = [&](RooflinePoint p, double gflops) {
+    p.gflops = gflops;
+    p.roof_gflops = std::min(r.peak_gflops, r.bandwidth_gbps * p.intensity);
+    p.memory_bound = p.intensity < r.ridge;
+    return p;
+  };
+  // Intensities 128 and 512 (n / 4) lie right of the ridge, MHA decode's 0.5 left of it.
+  r.points = {at(prefill_point(512, 8, 64), 8), at(prefill_point(2048, 8, 64), 90), at(decode_point(4096, 8, 8, 64), 4)};
+  std::string c = roofline_caption(r);
+  CAPTURE(c);
+  CHECK(c.find("Right of it, compute-bound (roof: the sgemm's 100 GFLOP/s): prefill n = 512 at 8 %, prefill n = 2048 "
+               "at 90 % of the roof.") != std::string::npos);
+  CHECK(c.find("Left of it, memory-bound (roof: 10 GB/s × intensity): decode L = 4096 MHA at 80 % of the roof.") !=
+        std::string::npos);
+  // n = 512 at 8 % of its roof hits no wall: the caption must not say it does.
+  CHECK(c.find("1 point runs under half of its roof: held back by the kernel itself, not by a wall.") != std::string::npos);
+  CHECK(c.find("hit the") == std::string::npos);
+  CHECK(c.find("warning") == std::string::npos);  // the reader of a picture sees no terminal
+  r.points[1] = at(prefill_point(2048, 8, 64), 120);
+  c = roofline_caption(r);
+  CHECK(c.find("1 compute-bound point runs above the sgemm roof") != std::string::npos);
+  const Figure f = roofline_figure(r);
+  CHECK(f.subtitle == c);
+
+  // Labels keep off the roof: a prefill point under its roof (n = 512, 8 of 100 GFLOP/s) is
+  // labelled below itself, one over it (n = 2048, 120) above; every label on a white box.
+  // A decode point under its rising roof (L = 4096 MHA, 4 of 5 GFLOP/s) is labelled to its
+  // right, where the roof is higher; one over it (4096 GQA 8:1 at 50 of 40) to its left.
+  r.points.push_back(at(decode_point(4096, 8, 1, 64), 50));
+  const std::vector<PlotLabel> labels = roofline_labels(r);
+  REQUIRE(labels.size() == 4);
+  CHECK(labels[0].y < 8);
+  CHECK(labels[0].anchor_y == 0.0);  // its top edge under the point
+  CHECK(labels[1].y > 120);
+  CHECK(labels[1].anchor_y == 1.0);  // its bottom edge over the point
+  CHECK(labels[2].x > r.points[2].intensity);
+  CHECK(labels[2].anchor_x == 0.0);
+  CHECK(labels[3].x < r.points[3].intensity);
+  CHECK(labels[3].anchor_x == 1.0);
+  for (const PlotLabel& l : labels) CHECK(l.backdrop);
 }

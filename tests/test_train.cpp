@@ -187,29 +187,3 @@ TEST_CASE("forward: a hand-made model gives the numbers worked out by hand") {
   CHECK(f.logits(1, 1) == 1.5f);
   CHECK_THROWS_AS(run_toy_forward(read, toy_tokens_from_list("0,1,0", 2)), InputError);  // past the context
 }
-
-TEST_CASE("sequence head scores: worked out by hand on 5 7 9 5 7") {
-  // Queries 3 and 4 repeat tokens 0 and 1, so their induction keys are 1 and 2.
-  const std::size_t L = 5;
-  Tensor3 a = xt::zeros<float>({std::size_t(3), L, L});
-  for (std::size_t i = 0; i < L; ++i) {
-    a(0, i, i == 0 ? 0 : i - 1) = 1;        // head 0: the previous token
-    a(1, i, i == 3 ? 1 : i == 4 ? 2 : i) = 1;  // head 1: induction, else itself
-    for (std::size_t j = 0; j <= i; ++j) a(2, i, j) = 1.0f / float(i + 1);  // head 2: uniform
-  }
-  const std::vector<SequenceHeadScore> s = sequence_head_scores({a}, {5, 7, 9, 5, 7});
-  REQUIRE(s.size() == 3);
-  CHECK(s[0].prev_token == doctest::Approx(1.0));
-  CHECK(*s[0].induction == doctest::Approx(0.0));
-  CHECK(s[1].prev_token == doctest::Approx(0.0));
-  CHECK(*s[1].induction == doctest::Approx(1.0));
-  CHECK(s[2].prev_token == doctest::Approx((1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5) / 4));
-  CHECK(*s[2].induction == doctest::Approx((1.0 / 4 + 1.0 / 5) / 2));
-  CHECK(s[2].layer == 0);
-  CHECK(s[2].head == 2);
-  // The latest earlier copy counts: in 5 5 5 query 2's key is 2 (after position 1), not 1.
-  Tensor3 b = xt::zeros<float>({std::size_t(1), std::size_t(3), std::size_t(3)});
-  b(0, 0, 0) = b(0, 1, 1) = b(0, 2, 2) = 1;
-  CHECK(*sequence_head_scores({b}, {5, 5, 5})[0].induction == doctest::Approx(1.0));
-  CHECK_FALSE(sequence_head_scores({b}, {1, 2, 3})[0].induction.has_value());
-}

@@ -64,7 +64,7 @@ void print_tile_grid(const std::string& name, const std::vector<FlashTile>& tile
     const FlashTile::Kind kind = tiles[k].kind;
     std::cout << ' ' << (kind == FlashTile::Kind::full ? 'F' : kind == FlashTile::Kind::diagonal ? 'D' : '.');
   }
-  std::cout << "   " << n.skipped << " of " << n.total() << " tiles skipped, " << n.diagonal
+  std::cout << "   " << n.skipped << " of " << count_of(n.total(), "tile") << " skipped, " << n.diagonal
             << " index-tested, " << n.full << " computed in full\n";
 }
 
@@ -182,24 +182,26 @@ void print_model_heads(const DemoResult& r, const char* scale) {
             << m.config.heads
             << (gpt2 ? " heads, width " + std::to_string(m.config.d_model) + ", GPT-2's own BPE tokens.\n"
                      : std::string(" heads, trained (each distinct word is the next token id).\n"))
-            << "Every head's scores on this sentence (previous-token: weight on the token before; induction: a\n"
-            << "repeated token's weight on the token after its earlier copy)"
-            << (m.summary ? "; kind: from the scores on the sentence repeated twice,\n  " + std::string(kHeadKindRule)
-                          : std::string())
-            << ":\n";
-  std::cout << "  layer  head  previous-token  induction" << (m.summary ? "  kind" : "") << "\n";
-  for (const SequenceHeadScore& s : m.scores) {
+            << "Every head's scores (previous-token: weight on the token before; induction: on the sentence\n"
+            << "repeated twice, a token's weight on the token after its first copy); kind, as heads.png titles\n"
+            << "each head: " << kHeadKindRule << ":\n";
+  std::cout << "  layer  head  previous-token  induction  kind\n";
+  auto cell = [](const std::optional<double>& x) { return x ? format_fixed(*x, 3) : std::string("-"); };
+  for (const HeadScores& s : m.summary.heads) {
     const bool ind = s.layer == m.induction_head.layer && s.head == m.induction_head.head;
     const bool prev = s.layer == m.prev_token_head.layer && s.head == m.prev_token_head.head;
     std::cout << "  " << pad_to_width(std::to_string(s.layer), 5, true) << pad_to_width(std::to_string(s.head), 6, true)
-              << pad_to_width(format_fixed(s.prev_token, 3), 16, true)
-              << pad_to_width(s.induction ? format_fixed(*s.induction, 3) : "-", 11, true)
-              << (m.summary ? "  " + pad_to_width(m.summary->heads[s.layer * m.config.heads + s.head].kind, 14) : std::string())
-              << (ind ? "   <- the induction head (the heatmap below)" : prev ? "   <- the previous-token head" : "")
+              << pad_to_width(cell(s.previous_token), 16, true) << pad_to_width(cell(s.induction), 11, true) << "  "
+              << pad_to_width(s.kind, 14)
+              << (ind    ? (s.kind == "induction" ? "   <- the induction head (the heatmap below)"
+                                                  : "   <- the best induction candidate (the heatmap below)")
+                  : prev ? (s.kind == "previous-token" ? "   <- the previous-token head"
+                                                       : "   <- the best previous-token candidate")
+                         : "")
               << "\n";
   }
   std::cout << "\n";
-  const SequenceHeadScore& ind = m.induction_head;
+  const HeadScores& ind = m.induction_head;
   std::cout << "Layer " << ind.layer << ", head " << ind.head << " (head dim " << m.config.d_model / m.config.heads
             << ", scale = " << scale << "), causal.\n"
             << "Rows: query (attending). Columns: key (attended to). Each row sums to 1.\n\n";

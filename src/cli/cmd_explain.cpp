@@ -83,7 +83,7 @@ std::string jacobian_text(const ExplainResult& r) {
   out += "Checked by central differences in float64: max |difference| = " + format_g(J.max_fd_diff, 3) +
          ". Every row sums to 0 (max |sum| " + format_g(J.max_row_sum, 3) +
          "): adding one number to all scores changes no weight. Symmetric: max |J - J^T| = " +
-         format_g(J.max_asymmetry, 3) + ". A masked key's row and column are 0.\n";
+         format_g(J.max_asymmetry, 3) + ". " + jacobian_masked_text(r) + "\n";
   out += "Cross-entropy -log p_y with target y = " + std::to_string(J.target) + " ('" + r.tokens[J.target] +
          "'): its gradient with respect to the scores is p - onehot(y) = " + vector_text(J.grad_ce) +
          "\n(checked by central differences: max |difference| = " + format_g(J.max_ce_fd_diff, 3) +

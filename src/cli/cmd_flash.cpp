@@ -1,6 +1,7 @@
 // attn-cli flash: one head of a short sentence through the tiled FlashAttention kernel with
 // tiny tiles, tile by tile as the kernel's own observer hook recorded it; --replay also writes
 // the steps as numbered frames, replay.json and a report.html that steps through them.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "attn/lessons/flash_replay.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/flash_replay_pictures.hpp"
+#include "attn/render/flash_tiles_picture.hpp"
 #include "attn/render/report_html.hpp"
 #include "attn/render/text_table.hpp"
 #include "commands.hpp"
@@ -28,17 +30,24 @@ struct FlashCmdOptions {
   ImageFlags image;
 };
 
+// "query 3" or "queries 2-3": a tile's rows or columns.
+std::string index_range(std::size_t first, std::size_t count, const char* one, const char* many) {
+  return count == 1 ? std::string(one) + " " + std::to_string(first)
+                    : std::string(many) + " " + std::to_string(first) + "-" + std::to_string(first + count - 1);
+}
+
 std::string num(double x) { return std::isfinite(x) ? format_g(x, 4) : (x < 0 ? "-inf" : "inf"); }
 
 void print_replay(const FlashReplay& r) {
   std::cout << "FlashAttention, tile by tile: one head of " << count_of(r.tokens.size(), "token") << ", "
-            << (r.causal ? "causal, " : "") << r.block_q << " x " << r.block_k << " tiles, float64 ("
+            << (r.causal ? "causal, " : "") << "tiles of "
+            << tile_shape_text(r.block_q, r.block_k, r.tokens.size(), r.tokens.size()) << ", float64 ("
             << r.isa << " micro-kernels), recorded by the kernel's observer hook.\n"
             << "m = running max of the scaled scores, l = running sum of exp(s - m), rescale = exp(m_before - m_after).\n";
   for (std::size_t k = 0; k < r.steps.size(); ++k) {
     const FlashTileStep& s = r.steps[k];
-    std::cout << "\nstep " << k + 1 << ": queries " << s.i0 << "-" << s.i0 + s.rows - 1 << " x keys " << s.j0 << "-"
-              << s.j0 + s.cols - 1 << ": "
+    std::cout << "\nstep " << k + 1 << ": " << index_range(s.i0, s.rows, "query", "queries") << " x "
+              << index_range(s.j0, std::min(s.cols, r.tokens.size() - s.j0), "key", "keys") << ": "
               << (s.skipped ? "skipped by causality (never read)" : s.diagonal ? "on the diagonal" : "read in full")
               << "\n";
     if (s.skipped) continue;
@@ -51,8 +60,8 @@ void print_replay(const FlashReplay& r) {
     }
   }
   std::cout << "\nEnd: O = O / l. max |flash - naive| = " << format_g(r.max_diff_output, 2) << " (outputs), "
-            << format_g(r.max_diff_lse, 2) << " (log-sum-exp); " << r.read() << " tiles read, " << r.skipped()
-            << " skipped.\n";
+            << format_g(r.max_diff_lse, 2) << " (log-sum-exp); " << count_of(r.read(), "tile") << " read, "
+            << r.skipped() << " skipped.\n";
 }
 
 void run_flash_command(const FlashCmdOptions& opts) {

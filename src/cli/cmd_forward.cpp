@@ -54,14 +54,24 @@ void print_predictions(const ToyTokens& t, const ToyForward& f) {
 
 // Each head's scores and kind on the terminal (head_summary.hpp states the rule).
 void print_head_summary(const HeadSummary& s, std::ostream& out) {
+  if (s.tokens < 2) {
+    out << "Heads: not classified: one token attends only to itself, so no score can be measured "
+           "(head_summary.json lists every head as untested).\n";
+    return;
+  }
+  auto bar = [](const char* name, const std::optional<KindBar>& b) {
+    return std::string(name) + " " + format_fixed(b->bar, 3) + " (uniform head: " + format_fixed(b->uniform, 3) + ")";
+  };
   out << "Heads, classified by measured scores (" << kHeadKindRule << "; induction measured on the "
       << s.tokens << " tokens repeated twice" << (s.induction_measured ? "" : ", not run: 2n exceeds the model's positions")
-      << "):\n";
+      << ").\nBars at " << s.tokens << " tokens: " << bar("previous-token", s.previous_token_bar) << ", "
+      << bar("first-token", s.first_token_bar)
+      << (s.induction_bar ? ", " + bar("induction", s.induction_bar) : std::string()) << ":\n";
   Table table{{"layer", "head", "previous-token", "first-token", "induction", "entropy", "kind"}, {}};
+  auto cell = [](const std::optional<double>& x) { return x ? format_fixed(*x, 3) : std::string("-"); };
   for (const HeadScores& h : s.heads) {
-    table.rows.push_back({std::to_string(h.layer), std::to_string(h.head), format_fixed(h.previous_token, 3),
-                          format_fixed(h.first_token, 3), h.induction ? format_fixed(*h.induction, 3) : "-",
-                          format_fixed(h.entropy, 3), h.kind});
+    table.rows.push_back({std::to_string(h.layer), std::to_string(h.head), cell(h.previous_token),
+                          cell(h.first_token), cell(h.induction), cell(h.entropy), h.kind});
   }
   out << render_table(table, TableFormat::text);
 }
@@ -69,33 +79,32 @@ void print_head_summary(const HeadSummary& s, std::ostream& out) {
 // --out DIR: heads.png (the model view: every layer x head), with --layer L heads_layer<L>.png
 // (the head view of one layer) and head_summary.json (every head's scores and kind).
 void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const ToyTokens& tokens,
-                            const std::vector<Tensor3>& attention, const std::optional<HeadSummary>& summary,
-                            std::ostream& log) {
+                            const std::vector<Tensor3>& attention, const HeadSummary& summary, std::ostream& log) {
   const std::size_t n = tokens.ids.size();
   // The text in the title, as demo's heads.png has it (cut past 60 columns): a folder of pictures
   // must say what they were run on.
   const std::string on = o.text.empty() ? "token ids " + title_quote(o.tokens) : title_quote(o.text);
-  ModelViewSpec spec{attention, tokens.texts, summary ? &*summary : nullptr, "Every head of " + o.model + ": " + on,
-                     std::to_string(n) + " token" + (n == 1 ? "" : "s") +
-                         " · rows: query (attending), columns: key (attended to) · causal" +
-                         (summary ? " · each panel titled with the kind its scores give, induction scored on this "
-                                    "text repeated twice (head_summary.json)"
-                                  : ""),
+  const bool classified = n >= 2;  // one token: every head untested, no kind in the titles
+  ModelViewSpec spec{attention, tokens.texts, classified ? &summary : nullptr, "Every head of " + o.model + ": " + on,
+                     count_of(n, "token") + " · rows: query (attending), columns: key (attended to) · causal" +
+                         (classified ? " · each panel titled with the kind its scores give, induction scored on this "
+                                       "text repeated twice (head_summary.json)"
+                                     : " · one token attends only to itself: no head can be classified"),
                      o.image.colormap};
   std::vector<NamedFigure> figures{{"heads", model_view_figure(spec)}};
   if (o.layer) {
     spec.title = "Layer " + std::to_string(*o.layer) + " of " + o.model + ": its heads and their mean, " + on;
     figures.push_back({"heads_layer" + std::to_string(*o.layer), head_view_figure(spec, *o.layer)});
   }
-  if (summary) {
-    Json j = head_summary_json(*summary);
+  {
+    Json j = head_summary_json(summary);
     j["model"] = o.model;
     j["token_texts"] = tokens.texts;
     j["token_ids"] = tokens.ids;
     write_file_atomically((std::filesystem::path(folder.staging()) / "head_summary.json").string(), j.dump(2) + "\n");
   }
   save_pictures(figures, folder, image_options(o.image), log);
-  if (summary) log << "Wrote " << folder.final_path("head_summary.json") << "\n";
+  log << "Wrote " << folder.final_path("head_summary.json") << "\n";
 }
 
 void check_layer(const ForwardOptions& o, std::size_t layers) {
@@ -122,7 +131,7 @@ void run_gpt2_forward(const ForwardOptions& o) {
   std::optional<OutputFolder> folder;  // checked before the output, written as a whole after it
   if (!o.out.empty()) folder.emplace(prepare_picture_dir(o.out));
   const std::optional<HeadSummary> summary =
-      folder ? gpt2_head_summary(model, tokens.ids, f.attention) : std::nullopt;
+      folder ? std::optional<HeadSummary>(gpt2_head_summary(model, tokens.ids, f.attention)) : std::nullopt;
   std::ostream& log = o.json ? std::cerr : std::cout;
   if (o.json) {
     std::cout << forward_json(tokens, f.attention, f.logits).dump() << "\n";
@@ -148,8 +157,8 @@ void run_gpt2_forward(const ForwardOptions& o) {
               << format_fixed(gflop / std::max(forward_s, 1e-9), 1) << " GFLOP/s; compare attn-cli bench --sgemm 2048)\n";
   }
   if (!folder) return;
-  if (summary) print_head_summary(*summary, log);
-  write_forward_pictures(o, *folder, tokens, f.attention, summary, log);
+  print_head_summary(*summary, log);
+  write_forward_pictures(o, *folder, tokens, f.attention, *summary, log);
 }
 
 void run_forward_command(const ForwardOptions& o) {
@@ -170,9 +179,9 @@ void run_forward_command(const ForwardOptions& o) {
     print_predictions(tokens, f);
   }
   if (!folder) return;
-  const std::optional<HeadSummary> summary = toy_head_summary(model, tokens, f.attention);
+  const HeadSummary summary = toy_head_summary(model, tokens, f.attention);
   std::ostream& log = o.json ? std::cerr : std::cout;
-  if (summary) print_head_summary(*summary, log);
+  print_head_summary(summary, log);
   write_forward_pictures(o, *folder, tokens, f.attention, summary, log);
 }
 
@@ -192,7 +201,8 @@ void setup_forward(CLI::App& app) {
   cmd->add_option("--out", opts->out,
                   "folder for heads.png (the model view: every head of every layer, one row per layer, one "
                   "colour scale), head_summary.json (each head's previous-token, first-token, induction and "
-                  "entropy scores and the kind they give) and, with --layer, heads_layer<L>.png");
+                  "entropy scores, the kind they give, and the bars a score must reach at this length; every head "
+                  "untested with one token) and, with --layer, heads_layer<L>.png");
   cmd->add_option("--layer", opts->layer, "with --out: also draw the head view of layer L (0-based): its heads, "
                   "larger, and their mean");
   add_image_flags(cmd, opts->image, true);

@@ -267,32 +267,36 @@ void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
   r.decode = decode_check(x, wh, mo);
 }
 
-// The best head by `score` among those `eligible`; the first eligible one when no score exists.
+// The head the rule calls `kind` with the best `score`; when none, the best candidate among
+// those `eligible` (the first eligible one when no score exists).
 template <class Score, class Eligible>
-SequenceHeadScore best_head(const std::vector<SequenceHeadScore>& scores, Score score, Eligible eligible) {
-  const SequenceHeadScore* best = nullptr;
-  for (const SequenceHeadScore& s : scores) {
-    if (!eligible(s)) continue;
-    if (!best || score(s) > score(*best)) best = &s;
+HeadScores named_head(const HeadSummary& summary, const char* kind, Score score, Eligible eligible) {
+  const HeadScores* best = nullptr;
+  auto better = [&](const HeadScores& h) { return !best || score(h).value_or(-1.0) > score(*best).value_or(-1.0); };
+  for (const HeadScores& h : summary.heads)
+    if (h.kind == kind && better(h)) best = &h;
+  if (!best) {
+    for (const HeadScores& h : summary.heads)
+      if (eligible(h) && better(h)) best = &h;
   }
   return *best;
 }
 
-// The two heatmaps' heads, picked by their scores on the sentence, and the flash check on the
+// The two heatmaps' heads, named by heads.png's scores and rule, and the flash check on the
 // induction head's own Q, K, V ([layers] of [H, L, d]) as the model computed them.
 void show_model_heads(DemoResult& r, DemoModel& dm, const std::vector<Tensor3>& q_layers,
                       const std::vector<Tensor3>& k_layers, const std::vector<Tensor3>& v_layers) {
   const ToyConfig& mc = dm.config;
   const std::size_t first_induction_layer = mc.layers > 1 ? 1 : 0;
-  dm.induction_head = best_head(
-      dm.scores, [](const SequenceHeadScore& s) { return s.induction.value_or(-1.0); },
-      [&](const SequenceHeadScore& s) { return s.layer >= first_induction_layer; });
-  dm.prev_token_head = best_head(
-      dm.scores, [](const SequenceHeadScore& s) { return s.prev_token; },
-      [](const SequenceHeadScore& s) { return s.layer == 0; });
+  dm.induction_head = named_head(
+      dm.summary, "induction", [](const HeadScores& s) { return s.induction; },
+      [&](const HeadScores& s) { return s.layer >= first_induction_layer; });
+  dm.prev_token_head = named_head(
+      dm.summary, "previous-token", [](const HeadScores& s) { return s.previous_token; },
+      [](const HeadScores& s) { return s.layer == 0; });
 
-  const SequenceHeadScore& ind = dm.induction_head;
-  const SequenceHeadScore& prev = dm.prev_token_head;
+  const HeadScores& ind = dm.induction_head;
+  const HeadScores& prev = dm.prev_token_head;
   r.config.d_model = mc.d_model;
   r.config.heads = mc.heads;
   r.scale = resolved_scale(std::nullopt, mc.d_model / mc.heads);
@@ -328,8 +332,7 @@ void model_attention(DemoResult& r) {
   const ToyTokens t = toy_tokens_from_words(r.tokens, mc.vocab);
   const ToyForward f = run_toy_forward(model, t);
 
-  DemoModel dm{r.config.model_path, "toy", mc, t.ids, f.attention, sequence_head_scores(f.attention, t.ids), {}, {},
-               toy_head_summary(model, t, f.attention)};
+  DemoModel dm{r.config.model_path, "toy", mc, t.ids, f.attention, toy_head_summary(model, t, f.attention), {}, {}, {}};
   show_model_heads(r, dm, f.q, f.k, f.v);
 
   // The decode check on the model's first layer, from its embedded sentence.
@@ -369,8 +372,7 @@ void gpt2_attention(DemoResult& r, const std::vector<std::int32_t>& ids) {
   const Gpt2Config& c = model.config;
   const Gpt2Forward f = gpt2_forward(model, ids);
   const ToyConfig mc{c.vocab_size, c.n_embd, c.n_head, c.n_layer, c.n_positions};
-  DemoModel dm{r.config.model_path, "gpt2", mc, ids, f.attention, sequence_head_scores(f.attention, ids), {}, {},
-               gpt2_head_summary(model, ids, f.attention)};
+  DemoModel dm{r.config.model_path, "gpt2", mc, ids, f.attention, gpt2_head_summary(model, ids, f.attention), {}, {}, {}};
   show_model_heads(r, dm, f.q, f.k, f.v);
 
   Gpt2Block scratch;
@@ -469,41 +471,45 @@ void add_model_json(Json& m, const DemoModel& dm) {
                      {"heads", c.heads}, {"layers", c.layers}, {"context", c.context}};
   config["embeddings"] = gpt2 ? "GPT-2's wte[id] + wpe[i] on GPT-2's own BPE tokens of the sentence"
                               : "the model's embed[id] + pos[i]; each distinct word gets the next id in order of first appearance";
-  config["projections"] = gpt2 ? "the model's own weights (LayerNorm, biases and MLPs included): single_head is the "
-                                 "head with the best induction score after layer 0, causal the best previous-token "
-                                 "head of layer 0"
-                               : "the model's trained weights: single_head is its induction head, causal its previous-token head";
+  config["projections"] =
+      std::string(gpt2 ? "the model's own weights (LayerNorm, biases and MLPs included)" : "the model's trained weights") +
+      ": single_head is the best-scoring head that results.model.head_summary calls induction (else the best "
+      "induction score after layer 0), causal the best it calls previous-token (else the best of layer 0)";
   config["multi_head_projections"] = "the model's weights: multi_head is its last layer";
   Json& results = m["results"];
-  const SequenceHeadScore& ind = dm.induction_head;
-  const SequenceHeadScore& prev = dm.prev_token_head;
+  const HeadScores& ind = dm.induction_head;
+  const HeadScores& prev = dm.prev_token_head;
   results["single_head"]["layer"] = ind.layer;
   results["single_head"]["head"] = ind.head;
   results["single_head"]["induction_score"] = optional_score(ind.induction);
+  results["single_head"]["kind"] = ind.kind;
   results["causal"]["layer"] = prev.layer;
   results["causal"]["head"] = prev.head;
-  results["causal"]["prev_token_score"] = prev.prev_token;
+  results["causal"]["prev_token_score"] = optional_score(prev.previous_token);
+  results["causal"]["kind"] = prev.kind;
   results["multi_head"]["layer"] = c.layers - 1;
   results["decode"]["layer"] = 0;
   Json scores = Json::array(), attention = Json::array();
-  for (const SequenceHeadScore& s : dm.scores) {
-    scores.push_back({{"layer", s.layer}, {"head", s.head}, {"prev_token_score", s.prev_token},
-                      {"induction_score", optional_score(s.induction)}});
+  for (const HeadScores& s : dm.summary.heads) {
+    scores.push_back({{"layer", s.layer}, {"head", s.head}, {"prev_token_score", optional_score(s.previous_token)},
+                      {"induction_score", optional_score(s.induction)}, {"kind", s.kind}});
   }
   for (const Tensor3& a : dm.attention) attention.push_back(to_json(a, FloatText::shortest));
   Json scaled = Json::array();
   for (const Tensor3& s : dm.scaled_scores) scaled.push_back(to_json(s, FloatText::shortest));
   results["model"] = {{"ids", dm.ids},
                       {"score_rules",
-                       {{"prev_token_score", "mean over queries i >= 1 of A[i, i-1]"},
+                       {{"prev_token_score", "head_summary's previous_token: mean over queries i >= 1 of A[i, i-1]"},
                         {"induction_score",
-                         "mean over queries whose token occurred before (latest at j) of A[i, j+1]; null when no token repeats"}}},
+                         "head_summary's induction: on the sentence twice (n tokens each), mean over i in [n, 2n) of "
+                         "A[i, i-n+1]; null when 2n exceeds the model's positions or n < 2"},
+                        {"kind", "head_summary's rule"}}},
                       {"scores", scores},
                       {"induction_head", {{"layer", ind.layer}, {"head", ind.head}}},
                       {"prev_token_head", {{"layer", prev.layer}, {"head", prev.head}}},
                       {"attention", attention},
                       {"scaled_scores", scaled}};
-  if (dm.summary) results["model"]["head_summary"] = head_summary_json(*dm.summary);
+  results["model"]["head_summary"] = head_summary_json(dm.summary);
   if (gpt2) {
     results["decode"]["input"] = "ln_1 of block 0 applied to the embeddings; c_attn and c_proj as y = x W^T + b";
   }

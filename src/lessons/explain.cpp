@@ -84,6 +84,8 @@ JacobianLesson softmax_jacobian(const ExplainResult& r, std::size_t i, std::size
   J.target = target;
   J.jacobian = Tensor2::from_shape({L, L});
   const double h = 1e-5;
+  for (std::size_t k = 0; k < L; ++k)
+    if (std::isinf(s[k]) && s[k] < 0) J.masked_keys.push_back(k);
   for (std::size_t k = 0; k < L; ++k) {
     // Column k by central differences: nudge score k (a masked score stays -inf: no column).
     std::vector<double> up = s, down = s;
@@ -222,6 +224,16 @@ ExplainResult explain_attention(const ExplainConfig& config) {
   return r;
 }
 
+std::string jacobian_masked_text(const ExplainResult& r) {
+  const JacobianLesson& J = *r.jacobian;
+  if (J.masked_keys.empty()) return "No key of row " + std::to_string(J.row) + " is masked.";
+  std::string keys;
+  for (std::size_t k : J.masked_keys) keys += (keys.empty() ? "" : ", ") + std::to_string(k) + " '" + r.tokens[k] + "'";
+  const bool one = J.masked_keys.size() == 1;
+  return std::string(one ? "Masked key " : "Masked keys ") + keys + ": p = 0 there, so " + (one ? "its" : "their") +
+         " row" + (one ? "" : "s") + " and column" + (one ? "" : "s") + " are all 0.";
+}
+
 Json explain_json(const ExplainResult& r) {
   Json mask = Json::array();
   for (std::size_t i = 0; i < r.allowed.shape(0); ++i) {
@@ -270,7 +282,8 @@ Json explain_json(const ExplainResult& r) {
     j["jacobian"] = {{"row", J.row}, {"target", J.target}, {"matrix", to_json(J.jacobian)},
                      {"max_finite_difference_diff", J.max_fd_diff}, {"max_row_sum", J.max_row_sum},
                      {"max_asymmetry", J.max_asymmetry}, {"cross_entropy_grad", J.grad_ce},
-                     {"cross_entropy_max_finite_difference_diff", J.max_ce_fd_diff}};
+                     {"cross_entropy_max_finite_difference_diff", J.max_ce_fd_diff},
+                     {"masked_keys", J.masked_keys}};
   }
   if (r.symmetry) {
     j["symmetry"] = {{"scores_no_projection_max_asymmetry", r.symmetry->scores_no_projection},

@@ -48,46 +48,15 @@ ToyForward run_toy_forward(const ToyModel& model, const ToyTokens& tokens) {
   return toy_forward(model, tokens.ids);
 }
 
-std::optional<HeadSummary> toy_head_summary(const ToyModel& model, const ToyTokens& tokens,
-                                            const std::vector<Tensor3>& attention) {
+HeadSummary toy_head_summary(const ToyModel& model, const ToyTokens& tokens, const std::vector<Tensor3>& attention) {
   const std::size_t n = tokens.ids.size();
-  if (n < 2) return std::nullopt;
   std::vector<Tensor3> repeated;
-  if (2 * n <= model.config.context) {
+  if (n >= 2 && 2 * n <= model.config.context) {
     std::vector<std::int32_t> twice = tokens.ids;
     twice.insert(twice.end(), tokens.ids.begin(), tokens.ids.end());
     repeated = toy_forward(model, twice).attention;
   }
   return summarize_heads(attention, repeated);
-}
-
-std::vector<SequenceHeadScore> sequence_head_scores(const std::vector<Tensor3>& attention,
-                                                    const std::vector<std::int32_t>& ids) {
-  const std::size_t n = ids.size();
-  // earlier[i]: the latest j < i with ids[j] == ids[i], or n when the token is new at i.
-  std::vector<std::size_t> earlier(n, n);
-  std::map<std::int32_t, std::size_t> last_seen;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto [it, fresh] = last_seen.try_emplace(ids[i], i);
-    if (!fresh) earlier[i] = it->second, it->second = i;
-  }
-  std::vector<SequenceHeadScore> scores;
-  for (std::size_t l = 0; l < attention.size(); ++l) {
-    const Tensor3& a = attention[l];
-    for (std::size_t h = 0; h < a.shape(0); ++h) {
-      double prev = 0, induction = 0;
-      std::size_t repeats = 0;
-      for (std::size_t i = 1; i < n; ++i) prev += a(h, i, i - 1);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (earlier[i] == n) continue;
-        induction += a(h, i, earlier[i] + 1);
-        ++repeats;
-      }
-      scores.push_back({l, h, n > 1 ? prev / double(n - 1) : 0.0,
-                        repeats > 0 ? std::optional<double>(induction / double(repeats)) : std::nullopt});
-    }
-  }
-  return scores;
 }
 
 Json forward_json(const ToyTokens& tokens, const ToyForward& forward) {

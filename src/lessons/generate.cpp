@@ -35,6 +35,15 @@ void add(StepFlops& sum, const StepFlops& f) {
 
 }  // namespace
 
+std::string positions_name(const GenerateConfig& c) {
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : " + ") + part; };
+  if (c.sinusoidal) add("sinusoidal positions");
+  if (c.rope) add("RoPE (" + rope_style_name(*c.rope) + ")");
+  if (c.alibi) add("ALiBi");
+  return out.empty() ? "no positions" : out;
+}
+
 GenerateResult run_generate(const GenerateConfig& c) {
   const std::vector<Token> tokens = tokenize(c.sentence, c.max_tokens);
   GenerateResult r;

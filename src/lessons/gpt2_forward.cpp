@@ -48,12 +48,11 @@ double gpt2_forward_flops(const Gpt2Config& c, std::size_t n) {
   return 2 * N * (12 * L * D * D + double(c.vocab_size) * D) + L * 2 * N * N * D;
 }
 
-std::optional<HeadSummary> gpt2_head_summary(const Gpt2Model& model, const std::vector<std::int32_t>& ids,
-                                             const std::vector<Tensor3>& attention) {
+HeadSummary gpt2_head_summary(const Gpt2Model& model, const std::vector<std::int32_t>& ids,
+                              const std::vector<Tensor3>& attention) {
   const std::size_t n = ids.size();
-  if (n < 2) return std::nullopt;
   std::vector<Tensor3> repeated;
-  if (2 * n <= model.config.n_positions) {
+  if (n >= 2 && 2 * n <= model.config.n_positions) {
     std::vector<std::int32_t> twice = ids;
     twice.insert(twice.end(), ids.begin(), ids.end());
     repeated = gpt2_forward(model, twice).attention;

@@ -137,27 +137,48 @@ RooflineResult run_roofline(const RooflineConfig& c) {
 }
 
 std::string roofline_caption(const RooflineResult& r) {
-  std::size_t memory = 0, compute = 0;
-  for (const RooflinePoint& p : r.points) (p.memory_bound ? memory : compute) += 1;
+  // Each point's side of the ridge (its arithmetic intensity against peak / bandwidth) says which
+  // roof bounds it; how far under that roof it runs says whether it reaches the wall at all.
+  auto percent = [](const RooflinePoint& p) { return format_fixed(100 * p.gflops / p.roof_gflops, 0) + " %"; };
+  auto side = [&](bool memory) {
+    std::string list;
+    for (const RooflinePoint& p : r.points) {
+      if (p.memory_bound != memory) continue;
+      list += (list.empty() ? "" : ", ") + std::string(p.kind == "prefill" ? "prefill " : "decode ") + p.label +
+              " at " + percent(p);
+    }
+    return list;
+  };
   std::string s = "Ridge point " + format_g(r.ridge, 3) + " FLOP/byte (sgemm " + format_g(r.peak_gflops, 3) +
-                  " GFLOP/s ÷ stream " + format_g(r.bandwidth_gbps, 3) + " GB/s): ";
-  s += count_of(compute, "point") + " to its right hit the compute wall";
-  s += ", " + count_of(memory, "point") + " to its left the memory wall";
-  s += ". Prefill's intensity grows with n (n/4 FLOP/byte); decode reads every key and value once for "
-       "4 d FLOPs per key, whatever the cache length, so only sharing K and V (GQA) moves it right.";
-  std::size_t above_peak = 0, above_bandwidth = 0;
+                  " GFLOP/s ÷ stream " + format_g(r.bandwidth_gbps, 3) + " GB/s).";
+  const std::string compute = side(false), memory = side(true);
+  if (!compute.empty())
+    s += " Right of it, compute-bound (roof: the sgemm's " + format_g(r.peak_gflops, 3) + " GFLOP/s): " + compute +
+         " of the roof.";
+  if (!memory.empty())
+    s += " Left of it, memory-bound (roof: " + format_g(r.bandwidth_gbps, 3) + " GB/s × intensity): " + memory +
+         " of the roof.";
+  std::size_t far_below = 0, above_peak = 0, above_bandwidth = 0;
   for (const RooflinePoint& p : r.points) {
-    if (p.gflops <= p.roof_gflops) continue;
-    (p.memory_bound ? above_bandwidth : above_peak) += 1;
+    if (p.gflops < 0.5 * p.roof_gflops) ++far_below;
+    if (p.gflops > p.roof_gflops) (p.memory_bound ? above_bandwidth : above_peak) += 1;
+  }
+  if (far_below > 0) {
+    s += " " + count_of(far_below, "point") +
+         (far_below == 1 ? " runs under half of its roof" : " run under half of their roofs") +
+         ": held back by the kernel itself, not by a wall.";
   }
   if (above_peak > 0) {
-    s += " " + count_of(above_peak, "point") + " beat the sgemm roof: the BLAS measured is not this CPU's peak "
-         "(its core leaves vectors unused; see the warning).";
+    s += " " + count_of(above_peak, "compute-bound point") + (above_peak == 1 ? " runs" : " run") +
+         " above the sgemm roof: the BLAS sgemm measured here ran slower than this kernel, so it understates the "
+         "CPU's peak.";
   }
   if (above_bandwidth > 0) {
-    s += " " + count_of(above_bandwidth, "memory-bound point") + " beat the streaming read: a small cache is read "
-         "from the CPU's caches, faster than main memory.";
+    s += " " + count_of(above_bandwidth, "memory-bound point") + (above_bandwidth == 1 ? " runs" : " run") +
+         " above the streaming read: a small cache is read from the CPU's caches, faster than main memory.";
   }
+  s += " Prefill's intensity grows with n (n/4 FLOP/byte); decode reads every key and value once for 4 d FLOPs "
+       "per key, whatever the cache length, so only sharing K and V (GQA) moves it right.";
   return s;
 }
 

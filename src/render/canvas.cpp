@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <cstring>
 #include <numbers>
 
 #include "attn/engine/error.hpp"
@@ -46,6 +47,29 @@ void draw_on(cairo_surface_t* surface, const Figure& figure, double scale) {
 }
 
 }  // namespace
+
+std::string typographic_minus(const std::string& text) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  auto starts = [&](std::size_t at, const char* s) { return text.compare(at, std::strlen(s), s) == 0; };
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c != '-') {
+      out += c;
+      continue;
+    }
+    const bool number_follows = i + 1 < text.size() && (digit(text[i + 1]) || text[i + 1] == '.' || starts(i + 1, "∞"));
+    bool sign_place = i == 0;
+    if (!sign_place) {
+      const char b = text[i - 1];
+      sign_place = std::strchr(" ([{=,:;/", b) != nullptr || (b == 'e' && i >= 2 && digit(text[i - 2])) ||
+                   (i >= 2 && (text.compare(i - 2, 2, "×") == 0 || text.compare(i - 2, 2, "±") == 0));
+    }
+    out += number_follows && sign_place ? "−" : "-";
+  }
+  return out;
+}
 
 std::vector<ImageFormat> parse_image_formats(const std::string& text) {
   if (text == "png") return {ImageFormat::png};
@@ -102,7 +126,9 @@ void Canvas::set_style(const std::string& text, const TextStyle& style) {
     pango_layout_set_width(layout_, -1);
     pango_layout_set_ellipsize(layout_, PANGO_ELLIPSIZE_NONE);
   }
-  pango_layout_set_text(layout_, text.c_str(), static_cast<int>(text.size()));
+  // Measured as drawn: with the typographic minus, a little wider than a hyphen.
+  const std::string shown = typographic_minus(text);
+  pango_layout_set_text(layout_, shown.c_str(), static_cast<int>(shown.size()));
 }
 
 TextSize Canvas::measure(const std::string& text, const TextStyle& style) {
@@ -121,6 +147,7 @@ int Canvas::unknown_glyphs(const std::string& text, const TextStyle& style) {
 void Canvas::text(const std::string& text, double x, double y, const TextStyle& style,
                   double anchor_x, double anchor_y, double angle) {
   if (text.empty()) return;
+  if (text_log_) text_log_->push_back(typographic_minus(text));
   set_style(text, style);
   PangoRectangle ink_unused, logical;
   pango_layout_get_extents(layout_, &ink_unused, &logical);

@@ -32,7 +32,7 @@ void save(const Figure& figure, const std::string& dir, const std::string& name,
 // "causal: 2 of 6 tiles skipped" -- the count a learner should take away from each panel.
 std::string tile_panel_title(const std::string& run, const std::vector<FlashTile>& tiles) {
   const TileCounts n = count_tiles(tiles);
-  const std::string of = " of " + std::to_string(n.total()) + " tiles ";
+  const std::string of = " of " + count_of(n.total(), "tile") + " ";
   if (n.skipped > 0) return run + ": " + std::to_string(n.skipped) + of + "skipped";
   if (n.diagonal > 0) return run + ": " + std::to_string(n.diagonal) + of + "index-tested, none skipped";
   return run + (n.total() == 1 ? ": the one tile computed in full" : ": all " + count_of(n.total(), "tile") + " computed in full");
@@ -74,38 +74,55 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
                                                                                 : "no positions") +
                     "); each token sees only itself and the tokens before it";
   if (r.model) {
-    // Both heads are the trained model's own, causal as it was trained.
-    const SequenceHeadScore& ind = r.model->induction_head;
-    const SequenceHeadScore& prev = r.model->prev_token_head;
-    const std::string trained =
-        (r.model->architecture == "gpt2" ? "GPT-2 model " : "trained model ") + r.model->path + " · ";
+    // Both heads are the trained model's own, causal as it was trained. Each is named for a
+    // pattern only when heads.png's rule gives it that kind (head_summary.hpp: the score must reach
+    // its bar, which a head spreading its weight evenly does not); otherwise it is the best candidate.
+    const DemoModel& m = *r.model;
+    const HeadScores& ind = m.induction_head;
+    const HeadScores& prev = m.prev_token_head;
+    const std::string trained = (m.architecture == "gpt2" ? "GPT-2 model " : "trained model ") + m.path + " · ";
+    const std::string at = " (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) + "): ";
+    // "score 0.420, under the bar 0.563 (a uniform head gets 0.417)" and the like.
+    auto against_bar = [](const std::string& name, double score, const std::string& measured, const KindBar& bar,
+                          const HeadScores& h, const std::string& kind) {
+      const std::string said = name + " " + fixed(score) + measured;
+      const std::string uniform = "a head spreading its weight evenly gets " + fixed(bar.uniform);
+      if (h.kind == kind) return said + ", over the bar " + fixed(bar.bar) + " (" + uniform + ")";
+      if (score >= bar.bar)
+        return said + ", over the bar " + fixed(bar.bar) + ", but its " + h.kind + " score is larger (heads.png calls it " +
+               head_kind_short(h.kind) + ")";
+      return said + ", under the bar " + fixed(bar.bar) + " (" + uniform + ")";
+    };
     single.allowed = r.causal_allowed;
-    // A head is named for what it does only when its score says so (the score rules' 0.5: most of
-    // the weight where the pattern puts it); otherwise it is the best candidate, not yet formed.
-    const bool ind_formed = ind.induction && *ind.induction >= 0.5, prev_formed = prev.prev_token >= 0.5;
-    single.title = std::string(!ind.induction ? "Candidate induction head (no repeated word to test it)"
-                               : ind_formed   ? "Induction head"
-                                              : "Best induction candidate, no induction head yet") +
-                   " (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) + "): " + quoted;
-    single.subtitle =
-        trained + (!ind.induction ? std::string("no token repeats here, so no head can show induction")
-                   : ind_formed     ? "induction score " + fixed(*ind.induction) +
-                                      ": a repeated token attends to the token that followed its earlier copy"
-                                    : "induction score " + fixed(*ind.induction) +
-                                      ", under 0.5: no head yet puts most of a repeated word's weight on the word "
-                                      "after its earlier copy");
-    const bool prev_testable = r.tokens.size() >= 2;  // one token has nothing before it
-    causal.title = std::string(!prev_testable ? "Candidate previous-token head (one token: nothing before it to test)"
-                               : prev_formed  ? "Previous-token head"
-                                              : "Best previous-token candidate, not formed yet") +
-                   " (layer " + std::to_string(prev.layer) + ", head " + std::to_string(prev.head) + "): " + quoted;
-    causal.subtitle =
-        trained + (!prev_testable ? std::string("a single token has no token before it, so no head can show "
-                                                "previous-token attention")
-                   : "previous-token score " + fixed(prev.prev_token) +
-                         (prev_formed ? ": each token attends to the token just before it"
-                                      : ", under 0.5: no head yet puts most of a token's weight on the token before "
-                                        "it"));
+    const bool ind_formed = ind.kind == "induction";
+    if (!ind.induction) {
+      const bool one = L < 2;
+      single.title = std::string("Candidate induction head (") +
+                     (one ? "one token: no repeat to test it" : "not measured: the sentence twice does not fit") + ")" +
+                     at + quoted;
+      single.subtitle = trained + (one ? std::string("a single token repeats nothing, so no head can show induction")
+                                       : "induction is scored on the sentence repeated twice (" +
+                                             count_of(2 * L, "token") + "), past the model's " +
+                                             std::to_string(m.config.context) + " positions");
+    } else {
+      single.title = std::string(ind_formed ? "Induction head" : "Best induction candidate, no induction head yet") +
+                     at + quoted;
+      single.subtitle = trained + against_bar("induction score", *ind.induction, " (on the sentence repeated twice)",
+                                              *m.summary.induction_bar, ind, "induction") +
+                        (ind_formed ? ": a repeated token attends to the token that followed its earlier copy" : "");
+    }
+    const std::string prev_at = " (layer " + std::to_string(prev.layer) + ", head " + std::to_string(prev.head) + "): ";
+    if (!prev.previous_token) {  // one token has nothing before it
+      causal.title = "Candidate previous-token head (one token: nothing before it to test)" + prev_at + quoted;
+      causal.subtitle = trained + "a single token has no token before it, so no head can show previous-token attention";
+    } else {
+      const bool prev_formed = prev.kind == "previous-token";
+      causal.title = std::string(prev_formed ? "Previous-token head" : "Best previous-token candidate, not formed yet") +
+                     prev_at + quoted;
+      causal.subtitle = trained + against_bar("previous-token score", *prev.previous_token, "",
+                                              *m.summary.previous_token_bar, prev, "previous-token") +
+                        (prev_formed ? ": each token attends to the token just before it" : "");
+    }
   }
   save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
   save(heatmap_figure(causal), dir, "attention_causal", "heatmap", causal.title, o, artifacts);
@@ -124,11 +141,11 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     const std::string subtitle = std::to_string(c.layers) + " layers × " + std::to_string(c.heads) +
                                  " heads, head dim " + std::to_string(c.d_model / c.heads) +
                                  " · rows: query (attending), columns: key (attended to) · causal · one colour scale" +
-                                 (r.model->summary ? " · each head titled with its kind, induction scored on this "
-                                                     "text repeated twice (manifest: results.model.head_summary)"
-                                                   : "");
-    const ModelViewSpec spec{r.model->attention, r.tokens, r.model->summary ? &*r.model->summary : nullptr, title,
-                             subtitle, o.colormap};
+                                 (L >= 2 ? " · each head titled with its kind, induction scored on this "
+                                           "text repeated twice (manifest: results.model.head_summary)"
+                                         : " · one token attends only to itself: no head can be classified");
+    const ModelViewSpec spec{r.model->attention, r.tokens, L >= 2 ? &r.model->summary : nullptr, title, subtitle,
+                             o.colormap};
     save(model_view_figure(spec), dir, "heads", "heads", title, o, artifacts);
   } else {
     HeadGridSpec heads;

@@ -241,6 +241,21 @@ Figure complexity_figure(const ComplexityReport& r, std::optional<std::size_t> m
       {"matmuls QKᵀ + PV (n²·D)", [](const AttentionFlops& f) { return f.scores + f.weighted_sum; }, 3, false},
       {"softmax (H·n²)", [](const AttentionFlops& f) { return f.softmax; }, 4, false}};
   LinePlotSpec p;
+  // The total first, as a wide light band under the terms: at small n the projections are
+  // almost all of it, and a total drawn on top hid their line and points entirely.
+  PlotSeries total;
+  total.name = "total";
+  for (const ComplexityRow& row : r.rows) {
+    total.x.push_back(static_cast<double>(row.n));
+    total.y.push_back(static_cast<double>(row.flops.total));
+  }
+  total.color = rgb_from_hex(0xb4b4b4);
+  total.line_width = 6;
+  // A marker too: with one n (--n 1) there is no line to draw, only the point; larger than
+  // the terms' circles, so its tips show around the projections' point.
+  total.marker = r.rows.size() <= 16 ? Marker::diamond : Marker::none;
+  total.marker_size = 10;
+  p.series.push_back(total);
   for (const Term& term : terms) {
     PlotSeries s;
     s.name = term.name;
@@ -254,18 +269,6 @@ Figure complexity_figure(const ComplexityReport& r, std::optional<std::size_t> m
     s.marker_size = 4.5;
     p.series.push_back(s);
   }
-  PlotSeries total;
-  total.name = "total";
-  for (const ComplexityRow& row : r.rows) {
-    total.x.push_back(static_cast<double>(row.n));
-    total.y.push_back(static_cast<double>(row.flops.total));
-  }
-  total.color = rgb_from_hex(0x222222);
-  total.line_width = 2.5;
-  // A marker too: with one n (--n 1) there is no line to draw, only the point.
-  total.marker = r.rows.size() <= 16 ? Marker::diamond : Marker::none;
-  total.marker_size = 6.5;
-  p.series.push_back(total);
   const double n_star = r.crossover.matmuls;
   ReferenceLine cross = ReferenceLine::vertical(n_star, "crossover n* = " + fmt("%.0f", n_star));
   cross.color = rgb_from_hex(0x777777);

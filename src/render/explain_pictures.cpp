@@ -147,7 +147,7 @@ Figure explain_jacobian_figure(const ExplainResult& r) {
   s.title = "Softmax Jacobian of row " + std::to_string(J.row) + " ('" + r.tokens[J.row] + "'): diag(p) − p pᵀ";
   s.subtitle = "Cell (j, k) = ∂p_j / ∂s_k. Checked by central differences in float64: max |difference| " +
                format_g(J.max_fd_diff, 2) + ". Each row sums to 0 (max |sum| " + format_g(J.max_row_sum, 2) +
-               "): adding the same number to every score changes nothing. Masked keys: all 0.";
+               "): adding the same number to every score changes nothing. " + jacobian_masked_text(r);
   s.row_title = "Weight p_j";
   s.col_title = "Score s_k";
   s.value_label = "∂p_j / ∂s_k";

@@ -20,6 +20,34 @@ const Rgb kMuted = rgb_from_hex(0x555555);
 const Rgb kCurrent = rgb_from_hex(0xd9730d);
 const Rgb kDone = rgb_from_hex(0xc6dbef);
 const Rgb kDoneDiagonal = rgb_from_hex(0xfde0c5);
+// A skipped tile is not a masked score: the kernel never even reads it. Solid grey, unlike the
+// light hatching of a score that a diagonal tile computed and then set to −∞ (whose mean
+// colour is a light grey: the two must not be confused).
+const Rgb kSkipped = rgb_from_hex(0x9a9a9a);
+const Rgb kWhite = rgb_from_hex(0xffffff);
+
+// What one cell of a frame shows.
+enum class CellKind { unreached, current, done_full, done_diagonal, masked, skipped };
+
+// The frame's key to its cell colours, under the table: the kinds this frame shows, in order.
+struct ReplayLegendEntry {
+  enum class Swatch { fill, hatch, ramp } swatch;
+  Rgb fill;
+  std::string text;
+};
+
+std::vector<ReplayLegendEntry> replay_legend(const std::vector<bool>& shown) {
+  using S = ReplayLegendEntry::Swatch;
+  auto has = [&](CellKind k) { return shown[std::size_t(k)]; };
+  std::vector<ReplayLegendEntry> e;
+  if (has(CellKind::current)) e.push_back({S::ramp, {}, "this step's tile: P = exp(s \u2212 m), white 0 to dark blue 1"});
+  if (has(CellKind::done_full)) e.push_back({S::fill, kDone, "read in full at an earlier step"});
+  if (has(CellKind::done_diagonal)) e.push_back({S::fill, kDoneDiagonal, "diagonal tile, done at an earlier step"});
+  if (has(CellKind::masked)) e.push_back({S::hatch, {}, "masked: a key after its query, \u2212\u221e before the softmax"});
+  if (has(CellKind::skipped)) e.push_back({S::fill, kSkipped, "skipped tile: every key after every query, never read"});
+  if (has(CellKind::unreached)) e.push_back({S::fill, kWhite, "not reached yet"});
+  return e;
+}
 
 std::string g4(double x) {
   if (!std::isfinite(x)) return x < 0 ? "\u2212\u221e" : "\u221e";
@@ -30,8 +58,10 @@ std::string g4(double x) {
   return s;
 }
 
-std::string range_text(std::size_t a, std::size_t b) {
-  return b - a == 1 ? std::to_string(a) : std::to_string(a) + "\u2013" + std::to_string(b - 1);
+// "query 3" or "queries 2–3" (one / many name the index).
+std::string range_text(std::size_t a, std::size_t b, const char* one, const char* many) {
+  return b - a == 1 ? std::string(one) + " " + std::to_string(a)
+                    : std::string(many) + " " + std::to_string(a) + "\u2013" + std::to_string(b - 1);
 }
 
 // The per-row table of one step: each row's values as text, and the partial output.
@@ -78,25 +108,32 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
   // The panel is drawn after this function returns: it keeps its own copies, and the replay
   // by address (the caller's, alive while the figure is drawn).
   const FlashReplay* replay = &r;
-  panel.cell_at = [replay, owner, blues, L, step, final](std::size_t i, std::size_t j) -> Cell {
+  auto kind_of = [replay, owner, L, step, final](std::size_t i, std::size_t j) {
     const int k = owner[i * L + j];
-    if (k < 0) return {rgb_from_hex(0xffffff)};
+    if (k < 0 || (!final && std::size_t(k) > step)) return CellKind::unreached;
     const FlashTileStep& t = replay->steps[std::size_t(k)];
-    if (!final && std::size_t(k) == step && !t.skipped) {
-      const std::size_t row = i - t.i0, col = j - t.j0;
-      if (col < t.visible[row]) {
-        Cell c{blues.at(t.p[row * t.cols + col])};
-        c.value = t.p[row * t.cols + col];
-        return c;
-      }
-      return {rgb_from_hex(0xffffff), true};
+    if (t.skipped) return CellKind::skipped;                               // never read
+    if (j - t.j0 >= t.visible[i - t.i0]) return CellKind::masked;          // computed, then set to −∞
+    if (!final && std::size_t(k) == step) return CellKind::current;
+    return t.diagonal ? CellKind::done_diagonal : CellKind::done_full;
+  };
+  std::vector<bool> shown(6, false);
+  for (std::size_t i = 0; i < L; ++i)
+    for (std::size_t j = 0; j < L; ++j) shown[std::size_t(kind_of(i, j))] = true;
+  panel.cell_at = [replay, owner, blues, L, kind_of](std::size_t i, std::size_t j) -> Cell {
+    switch (kind_of(i, j)) {
+      case CellKind::unreached: return {kWhite};
+      case CellKind::skipped: return {kSkipped};
+      case CellKind::masked: return {kWhite, true};
+      case CellKind::done_full: return {kDone};
+      case CellKind::done_diagonal: return {kDoneDiagonal};
+      case CellKind::current: break;
     }
-    if (final || std::size_t(k) <= step) {
-      // Skipped tiles, and the scores of a diagonal tile its rows never computed: hatched.
-      if (t.skipped || j - t.j0 >= t.visible[i - t.i0]) return {rgb_from_hex(0xffffff), true};
-      return {t.diagonal ? kDoneDiagonal : kDone};
-    }
-    return {rgb_from_hex(0xffffff)};
+    const FlashTileStep& t = replay->steps[std::size_t(owner[i * L + j])];
+    const std::size_t cell = (i - t.i0) * t.cols + (j - t.j0);
+    Cell c{blues.at(t.p[cell])};
+    c.value = t.p[cell];
+    return c;
   };
 
   // The table of the current block's rows (or, at the end, every row's final output).
@@ -128,18 +165,19 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
                   r.max_diff_output, r.max_diff_lse);
     subtitle = buf;
   } else {
-    title = "FlashAttention replay, step " + std::to_string(step + 1) + " of " + std::to_string(N) + ": queries " +
-            range_text(s->i0, s->i0 + s->rows) + " \u00d7 keys " + range_text(s->j0, s->j0 + s->cols);
+    title = "FlashAttention replay, step " + std::to_string(step + 1) + " of " + std::to_string(N) + ": " +
+            range_text(s->i0, s->i0 + s->rows, "query", "queries") + " \u00d7 " +
+            range_text(s->j0, std::min(s->j0 + s->cols, L), "key", "keys");
     subtitle = s->skipped    ? "skipped by causality: every key lies after every query of the block; never read"
                : s->diagonal ? "on the diagonal: each row computes only the keys it may see; cells: P = exp(s \u2212 m)"
                              : "read in full; cells: P = exp(s \u2212 m), m the row's new running max";
   }
-  subtitle += "\n" + std::string(r.causal ? "causal, " : "") + "tiles of " +
-              tile_shape_text(r.block_q, r.block_k, L, L) + ", float64, " + r.isa + " micro-kernels; " +
-              count_of(r.read(), "tile") + " read, " + std::to_string(r.skipped()) + " skipped";
-
   Canvas m = Canvas::measuring();
   const render::PanelLayout layout = render::layout_panel(m, panel);
+  subtitle += "\n" + std::string(r.causal ? "causal, " : "") + "tiles of " +
+              tile_shape_text(r.block_q, r.block_k, L, L) + ", float64, " + r.isa + " micro-kernels; " +
+              count_of(r.read(), "tile") + " read, " + std::to_string(r.skipped()) + " skipped" +
+              (layout.label_step > 1 ? " · " + render::label_thinning_note(layout.label_step, L) : "");
   const TextStyle th{10, true, kInk}, td{10, false, kInk};
   const double strip_cell = 3, row_h = 16, pad = 10;
   std::vector<double> col_w(head.size(), 0);
@@ -156,11 +194,17 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
                   "m: running max of the row's scaled scores; \u2113: running sum of exp(s \u2212 m); rescale = exp(m_before \u2212 m_after)",
                   "(0 at a row's first key: exp(\u2212\u221e) on an empty sum). partial O: the unnormalised output",
                   "(blue negative, orange positive, each row to its own largest |value|)"};
+  const std::vector<ReplayLegendEntry> legend = replay_legend(shown);
+  const TextStyle legend_style{9.5, false, kInk};
+  const double legend_line = 16, swatch = 12;
   double table_w = 0, notes_w = 0;
   for (double w : col_w) table_w += w + pad;
   for (const std::string& n : notes) notes_w = std::max(notes_w, m.measure(n, note).width);
+  for (const ReplayLegendEntry& e : legend)
+    notes_w = std::max(notes_w, swatch + 6 + m.measure(e.text, legend_style).width);
   table_w = std::max(table_w, notes_w);
-  const double table_h = row_h * double(lines.size() + 1) + 14 * double(notes.size()) + 20;
+  const double notes_h = 14 * double(notes.size());
+  const double table_h = row_h * double(lines.size() + 1) + notes_h + 20 + 8 + legend_line * double(legend.size());
 
   render::FigureFrame frame = render::frame_figure(m, title, subtitle, {layout.width + 30 + table_w});
   Figure fig;
@@ -170,7 +214,8 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
   fig.height = frame.body_y() + std::max(layout.height, table_h) + frame.margin;
   const double px = frame.centred_x(layout.width + 30 + table_w), py = frame.body_y();
   fig.grids.push_back(render::panel_grid(panel, layout, px, py));
-  fig.draw = [=, &r, lines = std::move(lines), head = std::move(head), col_w = std::move(col_w)](Canvas& c) {
+  fig.draw = [=, &r, lines = std::move(lines), head = std::move(head), col_w = std::move(col_w),
+              legend = std::move(legend)](Canvas& c) {
     c.fill_rect(0, 0, fig.width, fig.height, rgb_from_hex(0xffffff));
     frame.draw_title(c);
     render::draw_panel(c, panel, layout, px, py);
@@ -204,6 +249,20 @@ Figure flash_replay_frame(const FlashReplay& r, std::size_t step) {
       y += row_h;
     }
     for (std::size_t k = 0; k < notes.size(); ++k) c.text(notes[k], x0, y + 8 + 14 * double(k), note);
+    y += 8 + notes_h + 10;
+    for (const ReplayLegendEntry& e : legend) {
+      const double sy = y + (legend_line - swatch) / 2;
+      switch (e.swatch) {
+        case ReplayLegendEntry::Swatch::hatch: c.hatch_rect(x0, sy, swatch, swatch); break;
+        case ReplayLegendEntry::Swatch::ramp:
+          for (int k = 0; k < 4; ++k) c.fill_rect(x0 + swatch / 4 * k, sy, swatch / 4, swatch, blues.at((k + 0.5) / 4));
+          break;
+        case ReplayLegendEntry::Swatch::fill: c.fill_rect(x0, sy, swatch, swatch, e.fill); break;
+      }
+      c.stroke_rect(x0, sy, swatch, swatch, kMuted, 0.6);
+      c.text(e.text, x0 + swatch + 6, y + legend_line / 2, legend_style, 0, 0.5);
+      y += legend_line;
+    }
   };
   return fig;
 }

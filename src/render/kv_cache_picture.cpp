@@ -157,7 +157,7 @@ Figure kv_cache_figure(const GenerateResult& r) {
   const double legend_w = legend.width, legend_h = legend.height;
 
   const render::FigureFrame frame = render::frame_figure(
-      m, "KV-cache decoding of " + title_quote(c.sentence) + ", one row per token",
+      m, "KV-cache decoding of " + title_quote(c.sentence) + " with " + positions_name(c) + ", one row per token",
       "row t is the attention of token t when it was fed: the cache grows by one key per step, so the rows stack "
       "into the causal triangle · weights averaged over " + std::to_string(c.num_heads) + " heads (" +
           std::to_string(r.num_kv_heads) + " kv heads cached) · largest difference from full recomputation " +

@@ -123,7 +123,14 @@ void draw_plot(Canvas& c, const Panel& p, double x, double y) {
       for (const Canvas::Point& q : run) draw_marker(c, ser.marker, q.x, q.y, ser.marker_size, color_of(ser, i));
   }
   for (const PlotLabel& l : s.labels) {
-    c.text(l.text, m.px(l.x), m.py(l.y), {l.size, false, l.color ? *l.color : kInk}, l.anchor_x, l.anchor_y);
+    const TextStyle style{l.size, false, l.color ? *l.color : kInk};
+    if (l.backdrop) {
+      const TextSize box = c.measure(l.text, style);
+      const double pad = 2;
+      c.fill_rect(m.px(l.x) - l.anchor_x * box.width - pad, m.py(l.y) - l.anchor_y * box.height - pad,
+                  box.width + 2 * pad, box.height + 2 * pad, rgb_from_hex(0xffffff));
+    }
+    c.text(l.text, m.px(l.x), m.py(l.y), style, l.anchor_x, l.anchor_y);
   }
   c.stroke_rect(area.x, area.y, area.width, area.height, kFrame, 0.8);
 

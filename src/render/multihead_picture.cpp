@@ -2,8 +2,10 @@
 // matrix under it and what each arrow does above it:
 //   x [L, D] -> (x W_q^T, x W_k^T, x W_v^T) Q, K, V [L, D], each cut into H column blocks
 //   -> per head A_h [L, L] and O_h [L, d_h] -> concat O [L, D] -> y = O W_o^T [L, D].
-// Values share one red-blue scale centred on 0, weights one [0, 1] scale; a head keeps its
-// colour (the outline of its columns) from the split to the concatenation.
+// Values are red-blue scales centred on 0: one for the inputs x, Q, K, V, one for the heads'
+// outputs O_h and their concatenation O (each O_h row is a weighted average of V's rows, smaller
+// than V: on V's scale it was washed out) and one for y = O W_o^T; weights one [0, 1] scale. A head keeps its colour (the outline of its
+// columns) from the split to the concatenation.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -28,7 +30,8 @@ Rgb head_colour(std::size_t h) { return rgb_from_hex(kHeadColours[h % 10]); }
 struct Block {  // one matrix: where it is drawn and with which scale
   const Tensor2* m = nullptr;
   double x = 0, y = 0;
-  bool weights = false;           // [0, 1] Blues, else the value scale
+  bool weights = false;           // [0, 1] Blues, else a value scale
+  std::size_t scale = 0;          // value scale: 0 x, Q, K, V; 1 O_h, O; 2 y
   std::size_t head_blocks = 0;    // > 0: outline this many column blocks in head colours
   std::optional<std::size_t> head;  // outline the whole matrix in this head's colour
   std::string label, shape;       // above, below
@@ -61,22 +64,22 @@ Figure multihead_figure(const ExplainResult& r) {
     blocks.push_back(std::move(b));
     column.push_back(col);
   };
-  add(0, {&mh.x, 0, 0, false, 0, std::nullopt, "x (embeddings)", "[L, D] = [" + std::to_string(L) + ", " + std::to_string(D) + "]"});
+  add(0, {&mh.x, 0, 0, false, 0, 0, std::nullopt, "x (embeddings)", "[L, D] = [" + std::to_string(L) + ", " + std::to_string(D) + "]"});
   const char* qkv_names[] = {"Q = x W_qᵀ", "K = x W_kᵀ", "V = x W_vᵀ"};
   const Tensor2* qkv[] = {&mh.q, &mh.k, &mh.v};
   for (int i = 0; i < 3; ++i) {
-    add(1, {qkv[i], 0, slot * i, false, H, std::nullopt, qkv_names[i],
+    add(1, {qkv[i], 0, slot * i, false, 0, H, std::nullopt, qkv_names[i],
             "[L, D], " + std::to_string(H) + " blocks of d_h = " + std::to_string(d)});
   }
   for (std::size_t h = 0; h < H; ++h) {
     const std::string n = std::to_string(h);
-    add(2, {&mh.weights[h], 0, slot * double(h), true, 0, h, "head " + n + ": A_" + n,
+    add(2, {&mh.weights[h], 0, slot * double(h), true, 0, 0, h, "head " + n + ": A_" + n,
             "[L, L] =\nsoftmax(Q_" + n + " K_" + n + "ᵀ / √" + std::to_string(d) + ")"});
-    add(3, {&mh.head_out[h], 0, slot * double(h), false, 0, h, "O_" + n + " = A_" + n + " V_" + n,
+    add(3, {&mh.head_out[h], 0, slot * double(h), false, 1, 0, h, "O_" + n + " = A_" + n + " V_" + n,
             "[L, d_h] = [" + std::to_string(L) + ", " + std::to_string(d) + "]"});
   }
-  add(4, {&mh.concat, 0, 0, false, H, std::nullopt, "O = [O_0 | … | O_" + std::to_string(H - 1) + "]", "[L, D]"});
-  add(5, {&mh.output, 0, 0, false, 0, std::nullopt, "y = O W_oᵀ", "[L, D]: the layer's output"});
+  add(4, {&mh.concat, 0, 0, false, 1, H, std::nullopt, "O = [O_0 | … | O_" + std::to_string(H - 1) + "]", "[L, D]"});
+  add(5, {&mh.output, 0, 0, false, 2, 0, std::nullopt, "y = O W_oᵀ", "[L, D]: the layer's output"});
 
   // A column is as wide as its widest matrix, label or shape, so a short sentence's labels do
   // not run into the next column; the arrows fill the gaps.
@@ -112,18 +115,21 @@ Figure multihead_figure(const ExplainResult& r) {
                        b.x + m.measure(b.shape, shape_style).width});
     body_h = std::max(body_h, b.y + slot);
   }
-  // One scale for every value matrix, centred on 0; the weights on [0, 1].
-  double vmax = 0;
-  for (const Block& b : blocks)
-    if (!b.weights)
-      for (float v : *b.m) vmax = std::max(vmax, double(std::fabs(v)));
-  if (vmax == 0) vmax = 1;
+  // Three value scales centred on 0 (x, Q, K, V; O_h, O; y), the weights on [0, 1].
+  double vmax[3] = {0, 0, 0};
+  for (const Block& b : blocks) {
+    if (b.weights) continue;
+    for (float v : *b.m) vmax[b.scale] = std::max(vmax[b.scale], double(std::fabs(v)));
+  }
+  for (double& top : vmax)
+    if (top == 0) top = 1;
   const auto values = std::make_shared<Colormap>(Colormap::by_name("RdBu_r"));
   const auto weights = std::make_shared<Colormap>(Colormap::by_name("Blues"));
   const double bar_h = std::max(120.0, std::min(body_h - 20, 220.0));
-  const double bar_v = render::colorbar_width(m, -vmax, vmax, "value");
-  const double bar_w = render::colorbar_width(m, 0, 1, "weight");
-  const double bars_w = bar_v + 24 + bar_w;
+  const std::string bar_label[3] = {"value: x, Q, K, V", "value: O_h, O (own scale)", "value: y (own scale)"};
+  double bar_x[4] = {0, 0, 0, 0};  // the four colorbars' left edges, from the first
+  for (int k = 0; k < 3; ++k) bar_x[k + 1] = bar_x[k] + render::colorbar_width(m, -vmax[k], vmax[k], bar_label[k]) + 24;
+  const double bars_w = bar_x[3] + render::colorbar_width(m, 0, 1, "weight");
   const double total_w = body_w + 30 + bars_w;
 
   const std::string title = "Multi-head attention by hand: " + count_of(H, "head") + " of d_h = " +
@@ -131,7 +137,8 @@ Figure multihead_figure(const ExplainResult& r) {
                             title_quote(r.config.sentence);
   const std::string subtitle =
       std::string(mh.causal ? "causal (hatched: masked, not a weight of 0) · " : "no mask · ") +
-      "rows are the tokens in order" +
+      "rows are the tokens in order · O_h and O share their own colour scale, y has its own: each row of O_h "
+      "averages V's rows, so on x, Q, K, V's scale it would fade" +
       (label_step > 1 ? " (" + render::label_thinning_note(label_step, L) + ")" : "") + " · split = a reshape [L, H, d_h] and a transpose, no arithmetic · "
       "max |by hand − attn::mha| = " + format_g(mh.max_diff_vs_mha, 2) +
       " · fused W_qkv [3D, D], one product split in three: max |fused − separate| = " + format_g(mh.max_diff_fused, 2);
@@ -174,7 +181,8 @@ Figure multihead_figure(const ExplainResult& r) {
             continue;
           }
           const double v = (*b.m)(i, j);
-          cv.fill_rect(x, y, c, c, b.weights ? weights->at(std::clamp(v, 0.0, 1.0)) : values->at((v / vmax + 1) / 2));
+          cv.fill_rect(x, y, c, c,
+                       b.weights ? weights->at(std::clamp(v, 0.0, 1.0)) : values->at((v / vmax[b.scale] + 1) / 2));
         }
       }
       const double w = c * double(cols), h = c * double(rows);
@@ -191,8 +199,8 @@ Figure multihead_figure(const ExplainResult& r) {
             ox + (col_x[k] + col_w[k] + col_x[k + 1]) / 2, arrow_text[k]);
     }
     const double bx = ox + body_w + 30, by = oy + label_h;
-    render::draw_colorbar(cv, *values, -vmax, vmax, bx, by, bar_h, "value");
-    render::draw_colorbar(cv, *weights, 0, 1, bx + bar_v + 24, by, bar_h, "weight");
+    for (int k = 0; k < 3; ++k) render::draw_colorbar(cv, *values, -vmax[k], vmax[k], bx + bar_x[k], by, bar_h, bar_label[k]);
+    render::draw_colorbar(cv, *weights, 0, 1, bx + bar_x[3], by, bar_h, "weight");
   };
   return f;
 }

@@ -8,25 +8,97 @@
 
 namespace attn {
 
-Figure roofline_figure(const RooflineResult& r) {
-  double lo = r.ridge, hi = r.ridge;
-  for (const RooflinePoint& p : r.points) {
-    lo = std::min(lo, p.intensity);
-    hi = std::max(hi, p.intensity);
+namespace {
+
+constexpr double kPlotHeight = 340;  // points
+
+// Both axes' limits (log10): x half a decade past the points and the ridge (further left for
+// decode labels standing left of their points), y from under the lowest point and
+// the roof's left end to 1.8 x the highest point (room for labels above).
+struct RooflineAxes {
+  double x_lo = 0, x_hi = 0, y_lo = 0, y_hi = 0;
+  double ratio(double points) const {  // the factor in y that `points` of height span
+    return std::pow(y_hi / y_lo, points / kPlotHeight);
   }
-  lo /= 2;
-  hi *= 2;
+};
+
+RooflineAxes roofline_axes(const RooflineResult& r) {
+  RooflineAxes a{r.ridge, r.ridge, 0, r.peak_gflops};
+  double low = r.peak_gflops;
+  for (const RooflinePoint& p : r.points) {
+    a.x_lo = std::min(a.x_lo, p.intensity);
+    a.x_hi = std::max(a.x_hi, p.intensity);
+    a.y_hi = std::max(a.y_hi, p.gflops);
+    low = std::min(low, p.gflops);
+  }
+  a.x_lo /= 2;
+  // A decode label over its roof stands left of its point, about 0.6 of a decade: inside the
+  // plot, not over the y axis' numbers.
+  for (const RooflinePoint& p : r.points)
+    if (p.kind == "decode" && p.gflops > p.roof_gflops) a.x_lo = std::min(a.x_lo, p.intensity / 8);
+  a.x_hi *= 2;
+  a.y_hi *= 1.8;
+  a.y_lo = std::min(r.bandwidth_gbps * a.x_lo, low / 3);
+  return a;
+}
+
+std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& axes) {
+  std::vector<PlotLabel> labels;
+  std::vector<std::size_t> column;  // decode labels: one column per (KV heads, side)
+  // 7 points: clear of an 8-point marker's half and the label's box; a line of 8-point text.
+  const double gap = axes.ratio(7), line = axes.ratio(11);
+  for (const RooflinePoint& p : r.points) {
+    // Every label on the side away from its roof, so the roof never runs through the text.
+    const bool under = p.gflops <= p.roof_gflops;
+    if (p.kind == "prefill") {
+      // Prefill points sit a factor 2 apart: each label below a point under its (flat) roof,
+      // above one over it, the GFLOP/s under the name.
+      labels.push_back({p.intensity, under ? p.gflops / gap : p.gflops * gap, p.label + "\n" + format_g(p.gflops, 3),
+                        0.5, under ? 0.0 : 1.0, std::nullopt, 8, true});
+      column.push_back(0);
+    } else {
+      // Decode points of one kind share an intensity: their labels stand beside the column, to
+      // the right under the roof (a rising roof is higher there), to the left over it (lower
+      // there). The legend says MHA or GQA, so a label needs only the cache length.
+      labels.push_back({under ? p.intensity * 1.15 : p.intensity / 1.15, p.gflops,
+                        "L = " + std::to_string(p.size) + " · " + format_g(p.gflops, 3), under ? 0.0 : 1.0, 0.5,
+                        std::nullopt, 8, true});
+      column.push_back(1 + 2 * p.kv_heads + (under ? 1 : 0));
+    }
+  }
+  // Labels of one column may lie close in GFLOP/s: spread them downwards to at least a line of
+  // text apart on these axes.
+  std::vector<std::size_t> order(labels.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return labels[a].y > labels[b].y; });
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (column[order[k]] == 0) continue;
+    for (std::size_t above = k; above-- > 0;) {
+      if (column[order[above]] != column[order[k]]) continue;
+      labels[order[k]].y = std::min(labels[order[k]].y, labels[order[above]].y / line);
+      break;
+    }
+  }
+  return labels;
+}
+
+}  // namespace
+
+std::vector<PlotLabel> roofline_labels(const RooflineResult& r) { return labels_on(r, roofline_axes(r)); }
+
+Figure roofline_figure(const RooflineResult& r) {
+  const RooflineAxes axes = roofline_axes(r);
+  const double lo = axes.x_lo, hi = axes.x_hi;
   LinePlotSpec spec;
   spec.title = "The roofline of this machine, and where attention sits on it";
   spec.subtitle = roofline_caption(r);
   spec.x = {"arithmetic intensity (FLOP per byte moved)", AxisScale::log10, lo, hi};
   spec.y.title = "GFLOP/s";
-  double top = r.peak_gflops;
-  for (const RooflinePoint& p : r.points) top = std::max(top, p.gflops);
-  spec.y.max = top * 1.8;  // room for the labels above the highest points
+  spec.y.min = axes.y_lo;
+  spec.y.max = axes.y_hi;
   spec.y.scale = AxisScale::log10;
   spec.width = 520;
-  spec.height = 340;
+  spec.height = kPlotHeight;
   spec.legend = LegendPlace::lower_right;
 
   PlotSeries roof;
@@ -60,33 +132,10 @@ Figure roofline_figure(const RooflineResult& r) {
       if (!g.take(p)) continue;
       s.x.push_back(p.intensity);
       s.y.push_back(p.gflops);
-      // Prefill points sit a factor 2 apart: each label above its point, the GFLOP/s under
-      // the name. Decode points share one intensity, so their labels stack on the left.
-      if (p.kind == "prefill") {
-        spec.labels.push_back({p.intensity, p.gflops * 1.12, p.label + "\n" + format_g(p.gflops, 3), 0.5, 1,
-                               std::nullopt, 8});
-      } else {
-        // MHA's labels to the left, GQA's to the right of their column of points; the legend
-        // says which is which, so a label needs only the cache length.
-        const bool gqa = p.kv_heads != r.config.heads;
-        spec.labels.push_back({gqa ? p.intensity * 1.15 : p.intensity / 1.15, p.gflops,
-                               "L = " + std::to_string(p.size) + " · " + format_g(p.gflops, 3), gqa ? 0.0 : 1.0, 0.5,
-                               std::nullopt, 8});
-      }
     }
     if (!s.x.empty()) spec.series.push_back(s);
   }
-  // Decode points of one kind share an intensity and may lie close in GFLOP/s: spread their
-  // labels downwards to at least 12 % apart (a line of 8-point text on these axes).
-  std::vector<PlotLabel*> left, right;
-  for (PlotLabel& l : spec.labels) {
-    if (l.anchor_y != 0.5) continue;  // prefill labels sit above their points
-    (l.anchor_x == 0 ? right : left).push_back(&l);
-  }
-  for (std::vector<PlotLabel*>* side : {&left, &right}) {
-    std::sort(side->begin(), side->end(), [](const PlotLabel* a, const PlotLabel* b) { return a->y > b->y; });
-    for (std::size_t i = 1; i < side->size(); ++i) (*side)[i]->y = std::min((*side)[i]->y, (*side)[i - 1]->y / 1.12);
-  }
+  spec.labels = labels_on(r, axes);
   return line_plot_figure(spec);
 }
 

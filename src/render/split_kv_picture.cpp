@@ -87,7 +87,11 @@ Figure split_kv_figure(const SplitKvLesson& s, const std::vector<std::string>& k
   const double ow = dv <= 6 ? 46 : std::clamp(std::floor(280.0 / double(dv)), 4.0, 16.0);
   const bool o_text = dv <= 6;
   const double rh = 18, bar_max = 70;
-  const std::vector<std::string> headers = {"chunk", "keys", "mᵢ", "ℓᵢ", "oᵢ = Σ exp(s − mᵢ) v", "exp(mᵢ − m)"};
+  // "key" over a column where every chunk holds one key (one token: "key 0", not "keys 0").
+  const bool one_key_each = std::all_of(s.chunks.begin(), s.chunks.end(),
+                                        [](const SplitKvChunk& k) { return k.end - k.first == 1; });
+  const std::vector<std::string> headers = {"chunk", one_key_each ? "key" : "keys", "mᵢ", "ℓᵢ",
+                                            "oᵢ = Σ exp(s − mᵢ) v", "exp(mᵢ − m)"};
   std::vector<std::vector<std::string>> rows;
   for (std::size_t c = 0; c < C; ++c) {
     const SplitKvChunk& k = s.chunks[c];
@@ -97,7 +101,7 @@ Figure split_kv_figure(const SplitKvLesson& s, const std::vector<std::string>& k
     rows.push_back({std::to_string(c), keys, k.visible ? signed_fixed(k.m, 3) : "−∞", k.visible ? signed_fixed(k.l, 3) : "0", "",
                     factor_text(k.factor) + (k.visible ? "" : "  (no visible key; not NaN)")});
   }
-  rows.push_back({"merged", "all " + std::to_string(n), signed_fixed(s.m, 3), signed_fixed(s.l, 3), "", ""});
+  rows.push_back({"merged", n == 1 ? "0" : "all " + std::to_string(n), signed_fixed(s.m, 3), signed_fixed(s.l, 3), "", ""});
   std::vector<double> col_w(headers.size());
   for (std::size_t i = 0; i < headers.size(); ++i) {
     col_w[i] = m.measure(headers[i], {9.5, true}).width + 14;

@@ -55,10 +55,11 @@ struct DemoConfig {
   std::string model_path;  // how the manifest and the pictures name it
 };
 
-// The sentence through a trained model. The two heads shown as heatmaps are picked by their
-// scores on this sentence (forward.hpp's sequence_head_scores): the induction head is the best
-// one after layer 0 (it needs a previous-token head before it; any layer for a 1-layer model),
-// the previous-token head the best one of layer 0.
+// The sentence through a trained model. The two heads shown as heatmaps are named by the same
+// scores and rule as heads.png's panel titles (head_summary.hpp, induction on the sentence twice):
+// the induction head is the best-scoring head the rule calls "induction", else the best candidate
+// after layer 0 (it needs a previous-token head before it; any layer for a 1-layer model); the
+// previous-token head the best the rule calls "previous-token", else the best candidate of layer 0.
 inline const char* kDemoModelSentence = "the cat sat on the mat . the cat sat on the mat";
 struct DemoModel {
   std::string path;
@@ -66,9 +67,8 @@ struct DemoModel {
   ToyConfig config;  // for GPT-2: vocab_size, n_embd, n_head, n_layer, n_positions
   std::vector<std::int32_t> ids;
   std::vector<Tensor3> attention;  // [layers] of [H, L, L]
-  std::vector<SequenceHeadScore> scores;
-  SequenceHeadScore induction_head, prev_token_head;
-  std::optional<HeadSummary> summary;  // head_summary.hpp's kinds (nullopt for one token)
+  HeadSummary summary;             // every head's scores and kind (every head "untested" for one token)
+  HeadScores induction_head, prev_token_head;  // two of summary.heads
   std::vector<Tensor3> scaled_scores;  // [layers] of [H, L, L]: scale * q.k before any mask
 };
 

@@ -79,6 +79,7 @@ struct JacobianLesson {
   double max_asymmetry = 0;      // |J - J^T|
   std::vector<double> grad_ce;   // p - onehot(target) [L]
   double max_ce_fd_diff = 0;     // against central differences of -log p_target
+  std::vector<std::size_t> masked_keys;  // the row's keys at -inf: p = 0, so their rows and columns are 0
 };
 
 struct SymmetryLesson {
@@ -116,5 +117,10 @@ struct ExplainResult {
 ExplainResult explain_attention(const ExplainConfig& config);
 
 Json explain_json(const ExplainResult& result);
+
+// What the Jacobian's row says of masking, for the terminal and the picture: "No key of row 2 is
+// masked." or "Masked keys 3 'on', 4 'the' (the causal mask): p = 0 there, so their rows and
+// columns are all 0."
+std::string jacobian_masked_text(const ExplainResult& result);
 
 }  // namespace attn

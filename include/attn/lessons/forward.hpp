@@ -30,24 +30,9 @@ ToyTokens toy_tokens_from_list(const std::string& list, std::size_t vocab);
 // InputError for an empty sequence or one longer than the model's context.
 ToyForward run_toy_forward(const ToyModel& model, const ToyTokens& tokens);
 
-// Each head's scores on one sequence of any content (train.hpp's head_scores needs the exact
-// "P ids, then again" layout; this one works for a sentence):
-//   previous-token score = mean over i in [1, n) of A[i, i-1]
-//   induction score      = mean, over the positions i whose token occurred before (latest at
-//                          j < i), of A[i, j+1]: the weight on what followed the earlier copy;
-//                          absent when no token repeats.
-struct SequenceHeadScore {
-  std::size_t layer, head;
-  double prev_token;
-  std::optional<double> induction;
-};
-std::vector<SequenceHeadScore> sequence_head_scores(const std::vector<Tensor3>& attention,
-                                                    const std::vector<std::int32_t>& ids);
-
-// head_summary.hpp's scores for a toy model (the ids twice when 2n fits its context); nullopt
-// for fewer than 2 tokens.
-std::optional<HeadSummary> toy_head_summary(const ToyModel& model, const ToyTokens& tokens,
-                                            const std::vector<Tensor3>& attention);
+// head_summary.hpp's scores for a toy model (the ids twice when 2n fits its context); every
+// head "untested" for one token.
+HeadSummary toy_head_summary(const ToyModel& model, const ToyTokens& tokens, const std::vector<Tensor3>& attention);
 
 // {"tokens": [{"id", "text"}], "attention": [layer][head][n][n], "logits": [n][vocab]}.
 // The same for any model's attention and logits (GPT-2's too).

@@ -51,6 +51,10 @@ struct GenerateStep {
   StepFlops with_cache, recompute;
 };
 
+// Which positional scheme the run used, for titles: "no positions", "RoPE (half)",
+// "sinusoidal positions", "ALiBi", or several joined by " + ".
+std::string positions_name(const GenerateConfig& config);
+
 struct GenerateResult {
   GenerateConfig config;
   std::vector<std::string> tokens;

@@ -61,7 +61,9 @@ double roofline_flops(const RooflineConfig& config);
 void check_roofline_config(const RooflineConfig& config);
 RooflineResult run_roofline(const RooflineConfig& config);
 
-// One sentence per point: which wall it hits and how close it runs to its roof.
+// Per point, computed: which side of the ridge its intensity lies on (compute- or memory-bound),
+// and what fraction of that roof it reaches; points under half their roof are said to be held
+// back by the kernel, not by a wall.
 std::string roofline_caption(const RooflineResult& result);
 
 Json roofline_json(const RooflineResult& result);

@@ -36,6 +36,13 @@ struct TextStyle {
   bool wrap = false;     // ...or, with wrap, broken into centred lines at word boundaries
 };
 
+// Every number's minus sign as the typographic minus U+2212, as matplotlib writes it (an ASCII
+// "-" is a hyphen: shorter and higher). A "-" counts as a minus when a digit, "." or "∞"
+// follows it and it starts the text or follows a space, one of ( [ { = , : ; / × ± or an
+// exponent's e after a digit (1e-05). Hyphens in words, ranges such as 0-3 and options
+// such as --heads are left alone. Canvas::text applies it to everything it draws.
+std::string typographic_minus(const std::string& text);
+
 struct TextSize {
   double width = 0, height = 0;
 };
@@ -83,12 +90,17 @@ class Canvas {
 
   cairo_t* cr() { return cr_; }
 
+  // Every string text() draws from now on is appended to *log (nullptr: stop). Tests read a
+  // picture's words this way: a PNG's text cannot be read back.
+  void record_text(std::vector<std::string>* log) { text_log_ = log; }
+
  private:
   Canvas(cairo_t* cr, bool owns_cr);
   void set_style(const std::string& text, const TextStyle& style);
   cairo_t* cr_;
   PangoLayout* layout_;
   bool owns_cr_;
+  std::vector<std::string>* text_log_ = nullptr;
 };
 
 // Where a grid of cells lies inside a figure (points): tests and callers can find cell (i, j).
@@ -114,7 +126,8 @@ struct Figure {
   // What the picture says in its subtitle about values it could not show as they are (cells
   // outside the colour scale, drawn in its end colour): a command prints these as warnings too.
   std::vector<std::string> notes{};
-  // The title block's text as drawn (tests read it: a PNG's text cannot be read back).
+  // The title block's text as drawn, before typographic_minus (tests read it: a PNG's text
+  // cannot be read back).
   std::string title{}, subtitle{};
 };
 

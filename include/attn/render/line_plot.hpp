@@ -70,6 +70,9 @@ struct PlotLabel {
   double anchor_x = 0.5, anchor_y = 0.5;
   std::optional<Rgb> color;
   double size = 9;
+  // An opaque white box behind the text (matplotlib's bbox): a line of the plot that passes
+  // through the label, such as a roof, is hidden there instead of striking the text through.
+  bool backdrop = false;
 };
 
 enum class LegendPlace { automatic, upper_left, upper_right, lower_left, lower_right, outside_right, none };

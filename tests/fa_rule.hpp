@@ -11,33 +11,6 @@
 
 namespace attn::test {
 
-// Plain float32 attention (the baseline of FlashAttention's rule): float accumulators.
-inline Tensor3 plain_float32_output(const Tensor3& q, const Tensor3& k, const Tensor3& v,
-                                    const Mask3* allowed, bool causal, float scale) {
-  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1), dv = v.shape(2);
-  const std::size_t group = H / k.shape(0);
-  Tensor3 o = xt::zeros<float>({H, Lq, dv});
-  std::vector<float> s(Lk);
-  for (std::size_t h = 0; h < H; ++h)
-    for (std::size_t i = 0; i < Lq; ++i) {
-      float m = -INFINITY;
-      for (std::size_t j = 0; j < Lk; ++j) {
-        float acc = 0;
-        for (std::size_t c = 0; c < d; ++c) acc += q(h, i, c) * k(h / group, j, c);
-        const bool ok = (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
-                        (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
-        s[j] = ok ? acc * scale : -INFINITY;
-        m = std::max(m, s[j]);
-      }
-      if (m == -INFINITY) continue;
-      float z = 0;
-      for (std::size_t j = 0; j < Lk; ++j) z += (s[j] = std::exp(s[j] - m));
-      for (std::size_t j = 0; j < Lk; ++j)
-        for (std::size_t c = 0; c < dv; ++c) o(h, i, c) += s[j] / z * v(h / group, j, c);
-    }
-  return o;
-}
-
 // Plain float32 backward of the same attention (the baseline of the rule for gradients): the
 // weights from float scores, D = rowsum(P o dP), every product accumulated in float.
 struct PlainGrads {
@@ -118,6 +91,13 @@ Tensor3 plain_16bit_output(const Tensor3& q, const Tensor3& k, const Tensor3& v,
       for (std::size_t c = 0; c < dv; ++c) o(h, i, c) = round(acc[c]);
     }
   return o;
+}
+
+// Plain float32 attention (the baseline of FlashAttention's rule): float accumulators, the
+// same computation as plain_16bit_output with nothing rounded.
+inline Tensor3 plain_float32_output(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                                    const Mask3* allowed, bool causal, float scale) {
+  return plain_16bit_output(q, k, v, allowed, causal, scale, [](float x) { return x; });
 }
 
 }  // namespace attn::test

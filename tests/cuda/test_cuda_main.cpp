@@ -79,17 +79,30 @@ double max_abs_diff(const Tensor3& a, const Tensor3& b) {
   return e;
 }
 
-// One kernel run against the oracle; true when within the rule.
-void check_case(const Case& c, CudaDtype dtype, Rng& rng) {
-  Tensor3 q = randn(rng, c.H, c.Lq, c.d), k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
-  for (Tensor3* t : {&q, &k, &v})
-    for (float& x : *t) x = round_to(dtype, x);  // the oracle sees exactly what the kernel multiplies
-  Mask3 mask = Mask3::from_shape({c.mask == MaskKind::shared ? 1 : c.H, c.Lq, c.Lk});
-  for (bool& b : mask) b = rng.uniform() < 0.7;
+// A case's random q, k, v (rounded to dtype: the oracle sees exactly what the kernel multiplies)
+// and its mask: 70 % of keys visible, and with empty_rows rows 0 and Lq / 2 seeing none.
+struct CaseInputs {
+  Tensor3 q, k, v;
+  Mask3 mask;
+};
+
+CaseInputs case_inputs(const Case& c, CudaDtype dtype, Rng& rng) {
+  CaseInputs in{randn(rng, c.H, c.Lq, c.d), randn(rng, c.Hkv, c.Lk, c.d), randn(rng, c.Hkv, c.Lk, c.dv),
+                Mask3::from_shape({c.mask == MaskKind::shared ? 1 : c.H, c.Lq, c.Lk})};
+  for (Tensor3* t : {&in.q, &in.k, &in.v})
+    for (float& x : *t) x = round_to(dtype, x);
+  for (bool& b : in.mask) b = rng.uniform() < 0.7;
   if (c.mask == MaskKind::empty_rows)
     for (std::size_t h = 0; h < c.H; ++h)
-      for (std::size_t j = 0; j < c.Lk; ++j) mask(h, c.Lq / 2, j) = mask(h, 0, j) = false;
-  const Mask3* allowed = c.mask == MaskKind::none ? nullptr : &mask;
+      for (std::size_t j = 0; j < c.Lk; ++j) in.mask(h, c.Lq / 2, j) = in.mask(h, 0, j) = false;
+  return in;
+}
+
+// One kernel run against the oracle; true when within the rule.
+void check_case(const Case& c, CudaDtype dtype, Rng& rng) {
+  const CaseInputs in = case_inputs(c, dtype, rng);
+  const Tensor3 &q = in.q, &k = in.k, &v = in.v;
+  const Mask3* allowed = c.mask == MaskKind::none ? nullptr : &in.mask;
   SdpaOptions so;
   so.causal = c.causal;
   FlashOptions fo;
@@ -122,14 +135,10 @@ void check_case(const Case& c, CudaDtype dtype, Rng& rng) {
 // The float32 backward (dQ, dK, dV) against the naive float64 backward, under the same rule
 // against plain float32 gradients (fa_rule.hpp), from the CUDA forward's own output and lse.
 void check_backward_case(const Case& c, Rng& rng) {
-  const Tensor3 q = randn(rng, c.H, c.Lq, c.d), k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
+  const CaseInputs in = case_inputs(c, CudaDtype::float32, rng);
+  const Tensor3 &q = in.q, &k = in.k, &v = in.v;
   const Tensor3 dO = randn(rng, c.H, c.Lq, c.dv);
-  Mask3 mask = Mask3::from_shape({c.mask == MaskKind::shared ? 1 : c.H, c.Lq, c.Lk});
-  for (bool& b : mask) b = rng.uniform() < 0.7;
-  if (c.mask == MaskKind::empty_rows)
-    for (std::size_t h = 0; h < c.H; ++h)
-      for (std::size_t j = 0; j < c.Lk; ++j) mask(h, c.Lq / 2, j) = mask(h, 0, j) = false;
-  const Mask3* allowed = c.mask == MaskKind::none ? nullptr : &mask;
+  const Mask3* allowed = c.mask == MaskKind::none ? nullptr : &in.mask;
   SdpaOptions so;
   so.causal = c.causal;
   FlashOptions fo;

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "attn/engine/tile_math.hpp"
 #include "flash_cuda.hpp"
@@ -166,41 +167,30 @@ __global__ void __launch_bounds__(kF32Warps * 32)
 
 // The element type's two tensor-core operations: two floats rounded into one 32-bit register
 // (low half = first), and D = A B + D for m16n8k16 with float32 accumulators (PTX ISA,
-// "Matrix fragments for mma.m16n8k16").
+// "Matrix fragments for mma.m16n8k16"). E is __half or __nv_bfloat16.
 template <class E>
-struct TensorCore;
-
-template <>
-struct TensorCore<__half> {
+struct TensorCore {
+  static constexpr bool kHalf = std::is_same_v<E, __half>;
   __device__ static uint32_t pack(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
     uint32_t u;
-    memcpy(&u, &h, sizeof u);
+    if constexpr (kHalf) {
+      const __half2 h = __floats2half2_rn(lo, hi);
+      memcpy(&u, &h, sizeof u);
+    } else {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+      memcpy(&u, &h, sizeof u);
+    }
     return u;
   }
   __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-
-template <>
-struct TensorCore<__nv_bfloat16> {
-  __device__ static uint32_t pack(float lo, float hi) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    uint32_t u;
-    memcpy(&u, &h, sizeof u);
-    return u;
-  }
-  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    if constexpr (kHalf)
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                   : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                   : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 };
 

@@ -6,6 +6,7 @@
 // SKIP_RETURN_CODE), instead of silently passing.
 //
 // ATTN_CUDA_TEST_QUICK=1 runs the small cases only (for compute-sanitizer, which is slow).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +41,18 @@ Tensor3 randn(Rng& rng, std::size_t a, std::size_t b, std::size_t c) {
   return t;
 }
 
-float round_f16(float x) { return float(static_cast<_Float16>(x)); }
+// x rounded to the nearest float16, ties to even, as a float (clang 14 has no _Float16 on x86):
+// float16 keeps 11 significant bits, exponents down to 2^-14 (below, subnormal steps of 2^-24),
+// and its largest value is 65504.
+float round_f16(float x) {
+  const float a = std::fabs(x);
+  if (!std::isfinite(x) || a == 0) return x;
+  if (a >= 65520.0f) return std::copysign(INFINITY, x);  // half a step past 65504 and beyond
+  int e = 0;
+  std::frexp(a, &e);                                          // a = m 2^e, m in [0.5, 1)
+  const float step = std::ldexp(1.0f, std::max(e - 1, -14) - 10);  // float16's spacing at a
+  return std::copysign(std::nearbyint(a / step) * step, x);  // default rounding: to nearest even
+}
 float round_bf16(float x) {
   std::uint16_t b;
   round_to_bf16(&x, 1, &b, Bf16Rounding::portable);

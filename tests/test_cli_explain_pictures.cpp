@@ -152,7 +152,12 @@ TEST_CASE("multi-head by hand: O_h and O get their own colour scale and y its ow
   REQUIRE(img.ok());
   const Colormap rdbu = Colormap::by_name("RdBu_r");
   // Each largest |value| is drawn at its own scale's end: 0.5 + 0.5 v / max|v|, 0 or 1.
-  for (auto [m, grid, at, top] : {std::tuple{&mh.concat, 8, at_o, o_max}, std::tuple{&mh.output, 9, at_y, y_max}}) {
+  for (const auto& panel : {std::tuple{&mh.concat, 8, at_o, o_max}, std::tuple{&mh.output, 9, at_y, y_max}}) {
+    // Plain locals, not a structured binding: clang 14's CAPTURE cannot capture one.
+    const auto* m = std::get<0>(panel);
+    const int grid = std::get<1>(panel);
+    const std::size_t at = std::get<2>(panel);
+    const double top = std::get<3>(panel);
     const std::size_t D = m->shape(1), i = at / D, j = at % D;
     const double v = (*m)(i, j);
     CAPTURE(grid);

@@ -267,6 +267,14 @@ TEST_CASE("cli: demo prints tokens and the top-2 table and writes manifest.json,
   CHECK(read_text((s.dir / "run1/manifest.json").string()) == read_text((s.dir / "run2/manifest.json").string()));
 }
 
+TEST_CASE("cli: demo of one token names its teaching tile clamped to the sentence, as the picture does") {
+  Scratch s;
+  const CliResult r = run_cli("demo Hi --out one", "", s.dir.string());
+  REQUIRE(r.code == 0);
+  // One token: one query and one key, whatever tile was asked for (it said "1 query x 2 keys").
+  CHECK(r.out.find("got 1 query × 1 key (") != std::string::npos);
+}
+
 TEST_CASE("cli: demo with a Chinese sentence, and an unwritable --out") {
   Scratch s;
   const CliResult r = run_cli("demo '我喜欢深度学习' --out zh", "", s.dir.string());

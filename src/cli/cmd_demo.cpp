@@ -10,6 +10,7 @@
 
 #include "attn/lessons/demo.hpp"
 #include "attn/render/demo_pictures.hpp"
+#include "attn/render/flash_tiles_picture.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
@@ -76,9 +77,11 @@ void print_checks(const DemoResult& r) {
             << "                precision isa      tiles     non-causal          causal\n";
   print_flash_run("fast kernel", f.fast);
   print_flash_run("teaching run", f.teaching);
+  // The tile shape as the picture names it: clamped to the sentence (one token is 1 query x 1 key).
+  const std::size_t L = r.tokens.size();
   std::cout << "  Teaching tiles: asked for " << f.requested_block_q << " x " << f.requested_block_k << ", got "
-            << count_of(f.teaching.tiling.block_q, "query", "queries") << " x "
-            << count_of(f.teaching.tiling.block_k, "key") << " (a key tile is whole micro-kernel panels).\n"
+            << tile_shape_text(f.teaching.tiling.block_q, f.teaching.tiling.block_k, L, L)
+            << " (a key tile is whole micro-kernel panels).\n"
             << "  Tiles row by row (F computed in full, D diagonal: index-tested, . skipped: never read):\n";
   print_tile_grid("non-causal", f.tiles);
   print_tile_grid("causal", f.causal_tiles);

@@ -21,6 +21,40 @@ void check_fits_float16(const Tensor3& t, const char* name) {
   }
 }
 
+// What every CUDA entry point checks first: a usable device, consistent shapes, and sizes the
+// kernel for `dtype` takes. Returns the dims and the resolved, finite scale.
+struct CheckedCall {
+  cuda::FlashDims dims;
+  double scale;
+};
+
+CheckedCall check_cuda_call(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                            const FlashOptions& options, CudaDtype dtype) {
+  std::string why;
+  if (!cuda::device_usable(why)) throw InputError(why);
+  check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
+  const cuda::FlashDims dims{q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
+  if (dtype == CudaDtype::float32) {
+    if (dims.d > cuda::kMaxHeadDim || dims.dv > cuda::kMaxHeadDim) {
+      throw InputError("q, v: the CUDA kernel supports head dims up to " + std::to_string(cuda::kMaxHeadDim) +
+                       ", got d = " + std::to_string(dims.d) + ", dv = " + std::to_string(dims.dv));
+    }
+  } else {
+    const auto& dims_ok = cuda::kTensorCoreHeadDims;
+    if (dims.d != dims.dv || std::find(std::begin(dims_ok), std::end(dims_ok), dims.d) == std::end(dims_ok)) {
+      throw InputError(std::string("q, v: the CUDA ") + cuda_dtype_name(dtype) +
+                       " kernel supports d = dv = 64 or 128, got d = " + std::to_string(dims.d) +
+                       ", dv = " + std::to_string(dims.dv));
+    }
+  }
+  if (dims.H > 65535) throw InputError("q: the CUDA kernel supports up to 65535 heads, got " + std::to_string(dims.H));
+  if (dims.Lq > (std::size_t(1) << 30) || dims.Lk > (std::size_t(1) << 30))
+    throw InputError("q, k: the CUDA kernel supports up to 2^30 positions");
+  const double scale = resolved_scale(options.scale, dims.d);
+  if (!std::isfinite(scale)) throw InputError("scale: must be finite, got " + std::to_string(scale));
+  return {dims, scale};
+}
+
 }  // namespace
 
 CudaDtype parse_cuda_dtype(std::string_view name) {
@@ -49,33 +83,12 @@ bool cuda_usable(std::string* reason) {
 FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                                  const Mask3* allowed, const FlashOptions& options,
                                  const CudaOptions& cuda, std::vector<double>* kernel_ms) {
-  std::string why;
-  if (!cuda::device_usable(why)) throw InputError(why);
-  check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
-  const cuda::FlashDims dims{q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
-  if (cuda.dtype == CudaDtype::float32) {
-    if (dims.d > cuda::kMaxHeadDim || dims.dv > cuda::kMaxHeadDim) {
-      throw InputError("q, v: the CUDA kernel supports head dims up to " + std::to_string(cuda::kMaxHeadDim) +
-                       ", got d = " + std::to_string(dims.d) + ", dv = " + std::to_string(dims.dv));
-    }
-  } else {
-    const auto& dims_ok = cuda::kTensorCoreHeadDims;
-    if (dims.d != dims.dv || std::find(std::begin(dims_ok), std::end(dims_ok), dims.d) == std::end(dims_ok)) {
-      throw InputError(std::string("q, v: the CUDA ") + cuda_dtype_name(cuda.dtype) +
-                       " kernel supports d = dv = 64 or 128, got d = " + std::to_string(dims.d) +
-                       ", dv = " + std::to_string(dims.dv));
-    }
-  }
+  const auto [dims, scale] = check_cuda_call(q, k, v, allowed, options, cuda.dtype);
   if (cuda.dtype == CudaDtype::float16) {
     check_fits_float16(q, "q");
     check_fits_float16(k, "k");
     check_fits_float16(v, "v");
   }
-  if (dims.H > 65535) throw InputError("q: the CUDA kernel supports up to 65535 heads, got " + std::to_string(dims.H));
-  if (dims.Lq > (std::size_t(1) << 30) || dims.Lk > (std::size_t(1) << 30))
-    throw InputError("q, k: the CUDA kernel supports up to 2^30 positions");
-  const double scale = resolved_scale(options.scale, dims.d);
-  if (!std::isfinite(scale)) throw InputError("scale: must be finite, got " + std::to_string(scale));
   std::vector<unsigned char> mask;
   if (allowed) mask.assign(allowed->begin(), allowed->end());
   const cuda::Dtype dtype = cuda.dtype == CudaDtype::float16    ? cuda::Dtype::float16
@@ -93,18 +106,8 @@ FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tenso
 SdpaGradients flash_backward_cuda(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
                                   const Tensor3& output, const Tensor2& lse, const Tensor3& grad_output,
                                   const FlashOptions& options) {
-  std::string why;
-  if (!cuda::device_usable(why)) throw InputError(why);
-  check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
-  const cuda::FlashDims dims{q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
+  const auto [dims, scale] = check_cuda_call(q, k, v, allowed, options, CudaDtype::float32);
   check_grad_output_shape(shape_of(grad_output), {dims.H, dims.Lq, dims.dv});
-  if (dims.d > cuda::kMaxHeadDim || dims.dv > cuda::kMaxHeadDim) {
-    throw InputError("q, v: the CUDA kernel supports head dims up to " + std::to_string(cuda::kMaxHeadDim) +
-                     ", got d = " + std::to_string(dims.d) + ", dv = " + std::to_string(dims.dv));
-  }
-  if (dims.H > 65535) throw InputError("q: the CUDA kernel supports up to 65535 heads, got " + std::to_string(dims.H));
-  const double scale = resolved_scale(options.scale, dims.d);
-  if (!std::isfinite(scale)) throw InputError("scale: must be finite, got " + std::to_string(scale));
   // D = rowsum(dO o O), the softmax Jacobian's correction per row (Algorithm 2, line 4), in float64.
   Tensor2 delta = Tensor2::from_shape({dims.H, dims.Lq});
   for (std::size_t r = 0; r < dims.H * dims.Lq; ++r) {

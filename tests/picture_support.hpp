@@ -19,6 +19,7 @@
 
 #include "attn/render/canvas.hpp"
 #include "attn/render/colormap.hpp"
+#include "support.hpp"
 
 namespace attn::test {
 
@@ -128,20 +129,6 @@ inline std::size_t files_in(const std::filesystem::path& dir) {
   return static_cast<std::size_t>(
       std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{}));
 }
-
-// A fresh folder for one test's files, removed afterwards.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    static int n = 0;
-    path = std::filesystem::temp_directory_path() /
-           ("attn-pictures-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 // Every string a figure draws, in drawing order (Canvas::record_text): the words inside a
 // picture, beyond the title and subtitle Figure keeps.

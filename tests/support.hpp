@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
 #include "attn/io/json_io.hpp"
@@ -17,6 +19,20 @@
 #include "attn/engine/random.hpp"
 
 namespace attn::test {
+
+// A fresh folder for one test's files, removed afterwards.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static int n = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("attn-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
 
 inline std::string data_path(const std::string& relative) {
   return std::string(ATTN_DATA_DIR) + "/" + relative;

@@ -56,7 +56,7 @@ TEST_CASE("attention: the temperature fold is scale / T") {
   CHECK(resolved_scale(0.3, 64) == 0.3);
 }
 
-TEST_CASE("attention: what the tiled kernels cannot do is refused by name; backend names parse") {
+TEST_CASE("attention: what the tiled kernels cannot do is refused by name, backend names parse") {
   SdpaOptions dropout;
   dropout.dropout_p = 0.1;
   CHECK_THROWS_WITH_AS(tiled_options(dropout, {Backend::flash}, 8), "dropout: not supported by backend \"flash\"",

@@ -257,7 +257,7 @@ TEST_CASE("backward: flash's result does not depend on the thread count") {
   CHECK(max_abs(one.dv, three.dv) == 0.0);
 }
 
-TEST_CASE("backward: the attention door picks the backend; float32 entry points agree") {
+TEST_CASE("backward: the attention door picks the backend, float32 entry points agree") {
   Rng rng(5);
   auto randn = [&](std::size_t a, std::size_t b, std::size_t c) {
     Tensor3 t = Tensor3::from_shape({a, b, c});

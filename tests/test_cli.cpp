@@ -328,7 +328,7 @@ TEST_CASE("cli: overflowing scores are an error, never a null or NaN in the JSON
                     "overflow");
 }
 
-TEST_CASE("cli: output that cannot be written is a runtime error; /dev/stdout works") {
+TEST_CASE("cli: output that cannot be written is a runtime error, /dev/stdout works") {
   Scratch s;
   const std::string cli = "'" + std::string(ATTN_CLI) + "' attend --input data/examples/attend_small.json";
   const std::string err = (s.dir / "err").string(), out = (s.dir / "out").string();

@@ -92,7 +92,7 @@ TEST_CASE("explain pictures: steps 1 to 4 share one colour scale, so scaling sho
   CHECK(near(s2, s3, 2));                                 // the mask leaves an allowed score alone
 }
 
-TEST_CASE("explain pictures: step 6 draws V beside the output; --jacobian draws the Jacobian") {
+TEST_CASE("explain pictures: step 6 draws V beside the output, --jacobian draws the Jacobian") {
   ExplainConfig c;
   c.jacobian = true;
   const ExplainResult r = explain_attention(c);
@@ -185,7 +185,7 @@ TEST_CASE("pitfall pictures: wrong | right panels, two per table") {
   CHECK(!pitfall_has_figure(none));
 }
 
-TEST_CASE("cli explain/pitfalls pictures: --format json stdout unchanged; bad flags exit 2") {
+TEST_CASE("cli explain/pitfalls pictures: --format json stdout unchanged, bad flags exit 2") {
   TempDir dir;
   const std::string cwd = dir.path.string();
   for (const std::string args : {"explain --format json", "pitfalls fully-masked-row --format json"}) {

@@ -176,7 +176,7 @@ TEST_CASE("cli pictures: demo's flash check, its tile grid, and the decode check
   CHECK(decode["max_abs_diff_weights"].get<double>() < 1e-6);
 }
 
-TEST_CASE("cli pictures: demo --rope writes the RoPE heatmap, byte-identical on rerun; a bad style is refused") {
+TEST_CASE("cli pictures: demo --rope writes the RoPE heatmap, byte-identical on rerun, a bad style is refused") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on the mat", "r1", "--rope interleaved --heads 2");
   CHECK(m["artifacts"].size() == 10);

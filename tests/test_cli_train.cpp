@@ -51,7 +51,7 @@ TEST_CASE("cli train: options out of range are refused with one line") {
   check_input_error(run_cli("train --resume x --lr 0.01"), "--lr");
 }
 
-TEST_CASE("cli train: a rerun gives the same bytes; --resume equals the uninterrupted run") {
+TEST_CASE("cli train: a rerun gives the same bytes, --resume equals the uninterrupted run") {
   const std::string dir = scratch_dir("runs");
   REQUIRE(run_cli("train " + kQuick + " --out a", "", dir).code == 0);
   const CliResult b = run_cli("train " + kQuick + " --out b", "", dir);

@@ -188,7 +188,7 @@ TEST_CASE("flash replay: steps in reading order, the naive check, and JSON for t
   CHECK(flash_replay_frame(r, 0).title == "FlashAttention replay, step 1 of 9: queries 0–1 × keys 0–1");
 }
 
-TEST_CASE("flash --replay: numbered frames, replay.json and report.html; without --replay only the trace") {
+TEST_CASE("flash --replay: numbered frames, replay.json and report.html, without --replay only the trace") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("attn-flash-replay-" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -158,7 +158,7 @@ void check_case(const Case& c, std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("mha backward: matches finite differences (biases, RoPE, GQA, causal, mask, cross; naive and flash)") {
+TEST_CASE("mha backward: matches finite differences (biases, RoPE, GQA, causal, mask, cross, naive and flash)") {
   //        D  H  Hkv Lq Lk  self   causal biases mask   rope                    backend
   const Case cases[] = {
       {4, 2, 2, 3, 0, true, false, true, false, {}, Backend::naive},

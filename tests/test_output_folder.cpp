@@ -65,7 +65,7 @@ TEST_CASE("output folder: nothing appears until commit, and a run that fails lea
   fs::remove_all(root);
 }
 
-TEST_CASE("output folder: a staged subfolder replaces the one already there whole; other files stay") {
+TEST_CASE("output folder: a staged subfolder replaces the one already there whole, other files stay") {
   const fs::path root = fresh_dir("attn-folder-sub");
   const fs::path out = root / "run";
   fs::create_directories(out / "model");

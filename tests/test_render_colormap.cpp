@@ -38,7 +38,7 @@ TEST_CASE("colormap: every map is monotonic in luminance, so darker (or brighter
   }
 }
 
-TEST_CASE("colormap: names are case-insensitive; an unknown one names the known ones") {
+TEST_CASE("colormap: names are case-insensitive, an unknown one names the known ones") {
   CHECK(Colormap::by_name("BLUES").name() == "Blues");
   try {
     Colormap::by_name("jet");

@@ -129,7 +129,7 @@ TEST_CASE("head grid: one panel per head plus the mean, all on one colour scale"
   CHECK(head_grid_figure(s).grids.size() == 2);
 }
 
-TEST_CASE("head grid: a per-head mask hatches that head's cells; the mean is masked only where every head is") {
+TEST_CASE("head grid: a per-head mask hatches that head's cells, the mean is masked only where every head is") {
   HeadGridSpec s;
   s.weights = Tensor3{{{1.0f, 0.0f}, {0.5f, 0.5f}}, {{0.5f, 0.5f}, {0.5f, 0.5f}}};
   Mask3 allowed = xt::ones<bool>({2, 2, 2});

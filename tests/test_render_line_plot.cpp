@@ -176,7 +176,7 @@ TEST_CASE("line plot: ticks are powers of two on log2, powers of ten on log10, '
   for (const AxisTick& k : axis_ticks(counts, 0, 3)) CHECK(k.value == std::round(k.value));
 }
 
-TEST_CASE("line plot: a legend that fits no corner moves outside; SVG is well-formed XML") {
+TEST_CASE("line plot: a legend that fits no corner moves outside, SVG is well-formed XML") {
   LinePlotSpec s = fixed_axes(AxisScale::linear, 0, 1, AxisScale::linear, 0, 1);
   PlotSeries cross;  // ink in all four corners
   cross.name = "an X through every corner";

@@ -71,7 +71,7 @@ TEST_CASE("terminal heatmap: the xterm-256 palette index nearest to a colour") {
   CHECK(ansi256_index({95 / 255.0, 135 / 255.0, 175 / 255.0}) == 16 + 36 * 1 + 6 * 2 + 3);
 }
 
-TEST_CASE("terminal heatmap: truecolor cells carry the colormap's colour; masked cells are dots, not numbers") {
+TEST_CASE("terminal heatmap: truecolor cells carry the colormap's colour, masked cells are dots, not numbers") {
   TerminalHeatmap h = sample();
   const Mask2 causal = causal_allowed(4, 4);
   h.allowed = &causal;
@@ -90,7 +90,7 @@ TEST_CASE("terminal heatmap: truecolor cells carry the colormap's colour; masked
   CHECK(render_terminal_heatmap(h, ColorMode::ansi256).find("\x1b[48;5;") != std::string::npos);
 }
 
-TEST_CASE("terminal heatmap: Chinese labels line up by display width; without colour it is the plain table") {
+TEST_CASE("terminal heatmap: Chinese labels line up by display width, without colour it is the plain table") {
   const TerminalHeatmap h = sample();
   std::istringstream lines(strip_ansi(render_terminal_heatmap(h, ColorMode::truecolor)));
   std::string line;

@@ -34,12 +34,6 @@ std::string model_bytes(const TrainRun& run, const std::string& dir) {
   return test::read_text(dir + "/model/model.safetensors");
 }
 
-std::string scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("attn-train-" + std::to_string(::getpid()) + "-" + name);
-  std::filesystem::remove_all(dir);
-  return dir.string();
-}
-
 }  // namespace
 
 TEST_CASE("train: the tasks' sequences repeat or mirror their first half") {
@@ -126,10 +120,11 @@ TEST_CASE("train: options out of range are refused") {
   CHECK_THROWS_AS(parse_train_task("copy"), InputError);
 }
 
-TEST_CASE("train: same seed and threads, same bytes; another seed, other bytes") {
+TEST_CASE("train: same seed and threads, same bytes, another seed, other bytes") {
   const TrainRun a = run_training(tiny_options(12)), b = run_training(tiny_options(12));
   CHECK(train_json(a, tiny_options(12)).dump() == train_json(b, tiny_options(12)).dump());
-  CHECK(model_bytes(a, scratch("a")) == model_bytes(b, scratch("b")));
+  const test::TempDir tmp;
+  CHECK(model_bytes(a, tmp / "a") == model_bytes(b, tmp / "b"));
   TrainOptions other = tiny_options(12);
   other.seed = 7;
   CHECK(train_json(run_training(other), other).dump() != train_json(a, tiny_options(12)).dump());
@@ -141,9 +136,10 @@ TEST_CASE("train: same seed and threads, same bytes; another seed, other bytes")
 
 TEST_CASE("train: a run continued from its folder equals the uninterrupted run") {
   const TrainRun whole = run_training(tiny_options(20));
+  const test::TempDir tmp;
   for (std::size_t stop : {10, 7}) {  // on a logging step, and between two
     CAPTURE(stop);
-    const std::string dir = scratch("resume-" + std::to_string(stop));
+    const std::string dir = tmp / ("resume-" + std::to_string(stop));
     write_train_run(dir, run_training(tiny_options(stop)), tiny_options(stop));
     TrainOptions o = tiny_options(0);
     const TrainRun saved = read_train_run(dir, o);
@@ -158,7 +154,7 @@ TEST_CASE("train: a run continued from its folder equals the uninterrupted run")
   CHECK_THROWS_AS([] { TrainOptions o; read_train_run("/nonexistent-run", o); }(), InputError);
 }
 
-TEST_CASE("forward: words get ids by first appearance; id lists are checked") {
+TEST_CASE("forward: words get ids by first appearance, id lists are checked") {
   const ToyTokens t = toy_tokens_from_words({"the", "cat", "the", "mat"}, 8);
   CHECK(t.ids == std::vector<std::int32_t>{0, 1, 0, 2});
   CHECK_THROWS_AS(toy_tokens_from_words({"a", "b", "c"}, 2), InputError);
@@ -174,7 +170,8 @@ TEST_CASE("forward: a hand-made model gives the numbers worked out by hand") {
   //   position 1 sees both equally: x = e1 + (e0 + e1)/2 = [0.5, 1.5]; logits = x.
   ToyModel m = zero_toy_model({2, 2, 1, 1, 2});
   m.embed = m.unembed = m.layers[0].w_v = m.layers[0].w_o = xt::eye<float>(2);
-  const std::string dir = scratch("hand");
+  const test::TempDir tmp;
+  const std::string dir = tmp / "hand";
   write_toy_model(dir, m, {});
   const ToyModel read = read_toy_model(dir);
   const ToyForward f = run_toy_forward(read, toy_tokens_from_list("0,1", 2));

@@ -9,6 +9,7 @@
 #include "attn/render/line_plot.hpp"
 #include "attn/lessons/temperature.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include "picture_support.hpp"
 
@@ -192,17 +193,26 @@ TEST_CASE("experiment pictures: the measured-scaling legend never covers a point
   CHECK(near(at_fraction(img, f.plots[0], fx, fy, 2), to_rgb8(series_color(0)), 10));
 }
 
-TEST_CASE("experiment pictures: with one d_k the theory is a marker, so the legend lists only what is drawn") {
+TEST_CASE("experiment pictures: with one d_k the theory is a marker and its band a bar the y axis spans") {
   VarianceResult r = hand_made_sweep();
   r.rows.resize(1);
   r.rows[0].d_k = r.rows[0].var_unscaled_theory = 64;
-  r.rows[0].var_unscaled = 32;  // y: log2 5..6 widened 5 % a side; the theory at the top
+  r.rows[0].var_scaled = 1.02;  // right panel, linear y: the band 0.97..1.03 widened 5 % a side
   const Figure f = variance_figure(r);
   const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
   REQUIRE(img.ok());
-  const Rgb8 p = at_fraction(img, f.plots[0], 0.5, 1.05 / 1.1, 2);
-  CAPTURE(p);
-  CHECK(near(p, Rgb8{0x55, 0x55, 0x55}, 12));
+  const auto fy = [](double y) { return (y - 0.967) / 0.066; };
+  const Rgb8 theory = at_fraction(img, f.plots[1], 0.5, fy(1.0), 2), band = at_fraction(img, f.plots[1], 0.5, fy(0.98), 2);
+  CAPTURE(theory);
+  CAPTURE(band);
+  CHECK(near(theory, Rgb8{0x55, 0x55, 0x55}, 12));
+  CHECK((band.r == band.g && band.g == band.b && band.r > 150 && band.r < 240));  // grey tint, neither white nor ink
+  CHECK(near(at_fraction(img, f.plots[1], 0.5, fy(1.02), 2), to_rgb8(series_color(1)), 12));
+  const std::vector<std::string> texts = drawn_texts(f);
+  CHECK(std::count(texts.begin(), texts.end(), "± 3 standard errors") == 2);  // in both legends
+  const Figure s = saturation_figure(r);
+  CHECK(s.subtitle.find("one d_k: give --dk several widths") != std::string::npos);
+  CHECK(s.subtitle.find("as d_k grows; scaled rows look alike") == std::string::npos);
 }
 
 TEST_CASE("experiment pictures: with one T the temperature plot compares no steps, rather than saying no") {

@@ -71,6 +71,32 @@ std::string typographic_minus(const std::string& text) {
   return out;
 }
 
+std::string operators_kept_with_operands(const std::string& text) {
+  static const char* const kOperators[] = {"=", "≈", "≠", "≤", "≥", "<", ">", "→", "←", "/", "×", "+", "−", "-", "±", "∝"};
+  const char* const nbsp = "\u00a0";
+  std::string out;
+  out.reserve(text.size() + 16);
+  std::size_t i = 0;
+  while (i < text.size()) {
+    bool joined = false;
+    if (text[i] == ' ') {
+      for (const char* op : kOperators) {
+        const std::size_t n = std::strlen(op);
+        if (text.compare(i + 1, n, op) == 0 && i + 1 + n < text.size() && text[i + 1 + n] == ' ') {
+          out += nbsp;
+          out += op;
+          out += nbsp;
+          i += n + 2;
+          joined = true;
+          break;
+        }
+      }
+    }
+    if (!joined) out += text[i++];
+  }
+  return out;
+}
+
 std::vector<ImageFormat> parse_image_formats(const std::string& text) {
   if (text == "png") return {ImageFormat::png};
   if (text == "svg") return {ImageFormat::svg};
@@ -127,7 +153,8 @@ void Canvas::set_style(const std::string& text, const TextStyle& style) {
     pango_layout_set_ellipsize(layout_, PANGO_ELLIPSIZE_NONE);
   }
   // Measured as drawn: with the typographic minus, a little wider than a hyphen.
-  const std::string shown = typographic_minus(text);
+  const std::string minus = typographic_minus(text);
+  const std::string shown = style.max_width > 0 && style.wrap ? operators_kept_with_operands(minus) : minus;
   pango_layout_set_text(layout_, shown.c_str(), static_cast<int>(shown.size()));
 }
 

@@ -46,14 +46,9 @@ PlotSeries theory(std::string name, std::vector<double> x, std::vector<double> y
   s.band_low = std::move(lo);
   s.band_high = std::move(hi);
   s.band_name = std::move(band_name);
-  if (s.x.size() == 1) {
-    // One d_k: a line of one point and a band of no width are not drawn, so neither may stand
-    // in the legend; the theory's value is a marker, its ±3 se stated in the subtitle instead.
+  if (s.x.size() == 1) {  // one d_k: a line of one point is not drawn, so the theory is a marker
     s.marker = Marker::diamond;
     s.line = false;
-    s.band_low.clear();
-    s.band_high.clear();
-    s.band_name.clear();
   }
   return s;
 }
@@ -148,8 +143,15 @@ Figure saturation_figure(const VarianceResult& r) {
   panels[0].y.max = 1.0;
   panels.back().legend = LegendPlace::outside_right;  // one legend for all three, at the end
   std::string subtitle = "one query against n = " + std::to_string(first.keys) + " keys, averaged over " +
-                         std::to_string(first.softmax_rows) + " rows per d_k: unscaled, max p → 1 and ‖J‖_F → 0 as d_k "
-                         "grows; scaled rows look alike for every d_k · seed " + std::to_string(r.config.seed);
+                         std::to_string(first.softmax_rows) + " rows per d_k: ";
+  if (r.rows.size() == 1) {  // one width shows no trend: its numbers, and how to see the trend
+    subtitle += "at d_k = " + std::to_string(first.d_k) + " max p is " + fmt("%.3g", first.max_weight_unscaled) +
+                " unscaled, " + fmt("%.3g", first.max_weight_scaled) +
+                " scaled · one d_k: give --dk several widths to watch max p → 1 and ‖J‖_F → 0 as d_k grows";
+  } else {
+    subtitle += "unscaled, max p → 1 and ‖J‖_F → 0 as d_k grows; scaled rows look alike for every d_k";
+  }
+  subtitle += " · seed " + std::to_string(r.config.seed);
   if (const auto rise = jacobian_rise(r)) subtitle += ". " + jacobian_rise_sentence(*rise);
   return line_plot_row_figure(panels, "Unscaled scores saturate softmax and starve its gradient", subtitle);
 }

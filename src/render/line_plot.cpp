@@ -108,6 +108,11 @@ void draw_plot(Canvas& c, const Panel& p, double x, double y) {
       if (std::isfinite(ser.x[k]) && std::isfinite(ser.band_high[k])) poly.push_back(m.at(ser.x[k], ser.band_high[k]));
     for (std::size_t k = ser.x.size(); k-- > 0;)
       if (std::isfinite(ser.x[k]) && std::isfinite(ser.band_low[k])) poly.push_back(m.at(ser.x[k], ser.band_low[k]));
+    if (poly.size() == 2) {  // one point: its band is a shaded bar as wide as the legend's swatch
+      const double half = 5;
+      poly = {{poly[0].x - half, poly[0].y}, {poly[0].x + half, poly[0].y}, {poly[1].x + half, poly[1].y},
+              {poly[1].x - half, poly[1].y}};
+    }
     c.fill_polygon(poly, color_of(ser, i), 0.22);
   }
   for (const ReferenceLine& r : s.references) draw_reference(c, r, p, m);

@@ -43,6 +43,11 @@ struct TextStyle {
 // such as --heads are left alone. Canvas::text applies it to everything it draws.
 std::string typographic_minus(const std::string& text);
 
+// The spaces around an operator standing between spaces (= ≈ ≠ ≤ ≥ < > → ← / × + − - ± ∝)
+// become no-break spaces, so a wrapped line never ends inside "n = 64" or "6.56 / k". The
+// clause separator "·" stays breakable. Canvas::text applies it to wrapped text.
+std::string operators_kept_with_operands(const std::string& text);
+
 struct TextSize {
   double width = 0, height = 0;
 };

@@ -119,6 +119,25 @@ TEST_CASE("explain pictures: step 6 draws V beside the output, --jacobian draws 
                                                                      "column are all 0.") != std::string::npos);
 }
 
+TEST_CASE("explain pictures: step 6 at 48 tokens is as tall as step 5, with shorter rows and every value written") {
+  ExplainConfig c;
+  c.max_tokens = 64;
+  c.sentence.clear();
+  for (int i = 0; i < 48; ++i) c.sentence += "w" + std::to_string(i % 17) + " ";
+  const ExplainResult r = explain_attention(c);
+  REQUIRE(r.tokens.size() == 48);
+  const Figure six = explain_step_figure(r, 6), five = explain_step_figure(r, 5);
+  CHECK(six.height < 1.2 * five.height);  // it was 4.3 times as tall: square cells 58 points high
+  REQUIRE(six.grids.size() == 2);
+  CHECK(six.grids[0].cell_h < six.grids[0].cell_w / 3);
+  CHECK(six.grids[0].cell_h * 48 <= 560.5);
+  // Every value of V and of the output is still written in its cell.
+  std::size_t values = 0;
+  for (const std::string& t : drawn_texts(six)) values += t.size() >= 5 && t.find('.') != std::string::npos && t.find(' ') == std::string::npos;
+  CHECK(values >= 2 * 48 * r.config.d_model);
+  CHECK(DecodedPng::from_bytes(render_png(six, 1)).ok());
+}
+
 TEST_CASE("multi-head by hand: O_h and O get their own colour scale and y its own, so their structure shows") {
   ExplainConfig c;
   c.sentence = "The cat sat on the mat";

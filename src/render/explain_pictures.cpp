@@ -15,6 +15,9 @@
 namespace attn {
 namespace {
 
+// The tallest a paired table's grid grows (points): about the height of the other steps' heatmaps.
+constexpr double kTallestGrid = 560;
+
 // The largest finite |v|: the half-width of a diverging scale centred on 0, so white always means 0.
 double max_abs(const Tensor2& m) {
   double a = 0;
@@ -206,6 +209,9 @@ Figure paired_figure(const std::string& heading, const std::string& subheading, 
       panel->title = wrong ? tab.left_title : tab.right_title;
       panel->col_title = tab.caption;
       panel->cell = std::min(58.0, 320.0 / static_cast<double>(std::max<std::size_t>(panel->cols, 1)));
+      // A long, narrow table (V of 48 tokens) keeps its width and gets shorter rows, so the
+      // picture is as tall as the other steps' and its values stay written.
+      panel->cell_h = std::min(panel->cell, kTallestGrid / static_cast<double>(std::max<std::size_t>(panel->rows, 1)));
       const ColorScale scale = row.scale;
       const auto cmap = row.cmap;
       panel->cell_at = [tables, t, wrong, cmap, scale](std::size_t i, std::size_t j) {
@@ -248,7 +254,7 @@ Figure paired_figure(const std::string& heading, const std::string& subheading, 
     const Row& r = rows[t];
     const double w = r.wl.width + gap + r.rl.width + gap + bar_w[t];
     const double x = margin + (content_w - w) / 2;
-    const double grid_h = r.wrong->cell * static_cast<double>(r.wrong->rows);
+    const double grid_h = render::row_height(*r.wrong) * static_cast<double>(r.wrong->rows);
     const double bar_h = std::max(grid_h, 80.0);
     placed.push_back({x, x + r.wl.width + gap, y, x + r.wl.width + gap + r.rl.width + gap, y + r.wl.grid_y, bar_h});
     f.grids.push_back(render::panel_grid(*r.wrong, r.wl, placed.back().wx, y));

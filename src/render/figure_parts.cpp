@@ -80,12 +80,15 @@ double cell_size_for(std::size_t rows, std::size_t cols, double target, double m
   return std::clamp(target / n, min_cell, max_cell);
 }
 
+double row_height(const MatrixPanel& p) { return p.cell_h > 0 ? p.cell_h : p.cell; }
+
 PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   PanelLayout l;
-  l.label_size = std::min(p.label_size, p.cell * 0.8);
+  const double rh = row_height(p), smaller = std::min(p.cell, rh);
+  l.label_size = std::min(p.label_size, smaller * 0.8);
   if (l.label_size < 6) {  // tiny cells: fewer, still readable labels
     l.label_size = 6;
-    l.label_step = static_cast<std::size_t>(std::ceil(7.5 / p.cell));
+    l.label_step = static_cast<std::size_t>(std::ceil(7.5 / smaller));
   }
   double row_label_w = 0, col_label_w = 0;
   for (const auto& s : p.row_labels) row_label_w = std::max(row_label_w, m.measure(s, label_style(l.label_size)).width);
@@ -94,12 +97,12 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   l.rotate_col_labels = col_label_w > p.cell - 3;
 
   // Values in cells: 3 decimals if they fit, else 2, else none (the JSON has every number).
-  l.value_size = std::clamp(p.cell * 0.27, 7.0, 12.0);
+  l.value_size = std::clamp(smaller * 0.27, 7.0, 12.0);
   l.decimals = -1;
   if (p.rows * p.cols <= 4096) {
     for (int d : {3, 2}) {
       const TextSize s = m.measure(format_fixed(-0.5, d), {l.value_size});  // widest: a sign and d digits
-      if (s.width <= p.cell - 4 && s.height <= p.cell - 2) {
+      if (s.width <= p.cell - 4 && s.height <= rh - 2) {
         l.decimals = d;
         break;
       }
@@ -107,7 +110,7 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   }
 
   const TextSize short_text = m.measure("−∞", {l.value_size});
-  l.short_text_fits = short_text.width <= p.cell - 4 && short_text.height <= p.cell - 2;
+  l.short_text_fits = short_text.width <= p.cell - 4 && short_text.height <= rh - 2;
 
   const double grid_w = p.cell * static_cast<double>(p.cols);
   const double title_h = p.title.empty() ? 0 : m.measure(p.title, {p.title_size, true}).height + 4;
@@ -130,7 +133,7 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   l.width = right - left;
   // The row title is drawn rotated, centred on the grid: a grid shorter than the title (a mask
   // of 2 queries) gets room above and below so that the title is never clipped.
-  const double grid_h = p.cell * static_cast<double>(p.rows);
+  const double grid_h = rh * static_cast<double>(p.rows);
   const double row_title_len = p.row_title.empty() ? 0 : m.measure(p.row_title, axis_style(p.label_size)).width;
   const double overhang = std::max(0.0, (row_title_len - grid_h) / 2);
   // Above the grid the title must end before the rotated row title begins (a one-row mask).
@@ -140,35 +143,36 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
 }
 
 CellGrid panel_grid(const MatrixPanel& p, const PanelLayout& l, double x, double y) {
-  return {x + l.grid_x, y + l.grid_y, p.cell, p.cell, p.rows, p.cols};
+  return {x + l.grid_x, y + l.grid_y, p.cell, row_height(p), p.rows, p.cols};
 }
 
 void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x, double y) {
   const CellGrid g = panel_grid(p, l, x, y);
+  const double rh = row_height(p);
   const double grid_w = p.cell * static_cast<double>(p.cols);
-  const double grid_h = p.cell * static_cast<double>(p.rows);
+  const double grid_h = rh * static_cast<double>(p.rows);
 
   for (std::size_t i = 0; i < p.rows; ++i) {
     for (std::size_t j = 0; j < p.cols; ++j) {
       const Cell cell = p.cell_at(i, j);
       const double cx = g.cell_x(j), cy = g.cell_y(i);
       if (cell.hatched) {
-        c.hatch_rect(cx, cy, p.cell, p.cell);
+        c.hatch_rect(cx, cy, p.cell, rh);
       } else {
-        c.fill_rect(cx, cy, p.cell, p.cell, cell.fill);
+        c.fill_rect(cx, cy, p.cell, rh, cell.fill);
       }
       std::string text = l.short_text_fits ? cell.text : "";
       if (cell.text.empty() && cell.value && l.decimals >= 0) text = format_fixed(*cell.value, l.decimals);
       if (!text.empty()) {
         const Rgb ink = cell.hatched ? kInk : readable_text_on(cell.fill);
-        c.text(text, cx + p.cell / 2, cy + p.cell / 2, {l.value_size, false, ink}, 0.5, 0.5);
+        c.text(text, cx + p.cell / 2, cy + rh / 2, {l.value_size, false, ink}, 0.5, 0.5);
       }
     }
   }
   // Thin white separators keep neighbouring cells of similar colour apart; on tiny cells they
   // would wash the colours out, so long sequences go without.
-  if (p.cell >= 5) {
-    const double sep = std::clamp(p.cell * 0.05, 0.4, 1.5);
+  if (std::min(p.cell, rh) >= 5) {
+    const double sep = std::clamp(std::min(p.cell, rh) * 0.05, 0.4, 1.5);
     for (std::size_t k = 1; k < p.cols; ++k) c.fill_rect(g.cell_x(k) - sep / 2, g.y, sep, grid_h, {1, 1, 1});
     for (std::size_t k = 1; k < p.rows; ++k) c.fill_rect(g.x, g.cell_y(k) - sep / 2, grid_w, sep, {1, 1, 1});
   }
@@ -176,7 +180,7 @@ void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x,
 
   const TextStyle labels = label_style(l.label_size);
   for (std::size_t i = 0; i < p.row_labels.size() && i < p.rows; i += l.label_step) {
-    c.text(p.row_labels[i], g.x - kLabelGap, g.cell_y(i) + p.cell / 2, labels, 1, 0.5);
+    c.text(p.row_labels[i], g.x - kLabelGap, g.cell_y(i) + rh / 2, labels, 1, 0.5);
   }
   for (std::size_t j = 0; j < p.col_labels.size() && j < p.cols; j += l.label_step) {
     const double cx = g.cell_x(j) + p.cell / 2;

@@ -29,7 +29,9 @@ struct MatrixPanel {
   std::size_t rows = 0, cols = 0;
   std::vector<std::string> row_labels, col_labels;  // may be empty: no labels
   std::string title, row_title, col_title;
-  double cell = 40;  // cell edge, points
+  double cell = 40;    // cell edge, points (the width when cell_h is set)
+  double cell_h = 0;   // row height, points; 0 = square cells. Long, narrow matrices (48 tokens
+                       // x 4 dimensions) keep their values legible without a picture 5000 px tall.
   double label_size = 11;
   double title_size = 12;
   std::function<Cell(std::size_t i, std::size_t j)> cell_at;
@@ -47,6 +49,9 @@ struct PanelLayout {
 };
 
 PanelLayout layout_panel(Canvas& measure, const MatrixPanel& panel);
+
+// The panel's row height: cell_h when set, else cell.
+double row_height(const MatrixPanel& panel);
 
 // Where the panel's cells land when its top-left corner is at (x, y).
 CellGrid panel_grid(const MatrixPanel& panel, const PanelLayout& layout, double x, double y);

@@ -7,8 +7,10 @@
 #include <tuple>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/mask.hpp"
 #include "attn/lessons/generate.hpp"
 #include "attn/render/explain_pictures.hpp"
+#include "attn/render/heatmap.hpp"
 #include "attn/render/kv_cache_picture.hpp"
 #include "attn/render/text_table.hpp"
 #include "picture_support.hpp"
@@ -189,6 +191,36 @@ TEST_CASE("multi-head by hand: O_h and O get their own colour scale and y its ow
   CHECK(draws_text(f, "value: O_h, O (own scale)"));
   CHECK(draws_text(f, "value: y (own scale)"));
   CHECK(f.subtitle.find("own colour scale") != std::string::npos);
+}
+
+TEST_CASE("multi-head by hand at 48 causal tokens: the heads' weights are on the log scale, so late rows show") {
+  ExplainConfig c;
+  c.max_tokens = 64;
+  c.heads = 2;
+  for (int i = 0; i < 48; ++i) c.sentence += "w" + std::to_string(i % 17) + " ";
+  const ExplainResult r = explain_attention(c);
+  const MultiHeadByHand& mh = *r.multihead;
+  const Figure f = multihead_figure(r);
+  REQUIRE(f.grids.size() == 10);  // x, Q, K, V, (A_h, O_h) x 2, O, y
+  CHECK(f.subtitle.find(kLongCausalLogNote) != std::string::npos);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  // Head 0's last row: 48 weights near 1/48, a colour on the log scale 0.01..1, which on a
+  // linear 0..1 scale would be all but white.
+  const std::optional<ColorScale> log = long_causal_log_scale(mh.weights[0], causal_allowed(48, 48));
+  REQUIRE(log);
+  const Colormap blues = Colormap::by_name("Blues");
+  for (std::size_t j : {0, 20, 47}) {
+    CAPTURE(j);
+    const double w = mh.weights[0](47, j);
+    const Rgb8 got = img.cell_mean(f.grids[4], 47, j, 2);
+    CAPTURE(got);
+    CHECK(near(got, to_rgb8(blues.at(log->position(w))), 8));
+    CHECK_FALSE(near(got, to_rgb8(blues.at(w)), 8));
+  }
+  // A short sentence keeps the linear scale.
+  c.sentence = "The cat sat";
+  CHECK(multihead_figure(explain_attention(c)).subtitle.find(kLongCausalLogNote) == std::string::npos);
 }
 
 TEST_CASE("pitfall pictures: wrong | right panels, two per table") {

@@ -104,11 +104,12 @@ TEST_CASE("typographic_minus: a number's minus sign becomes U+2212, while hyphen
     CHECK(typographic_minus(kept) == kept);
 }
 
-TEST_CASE("wrapped text keeps an operator with its operands: the spaces around it do not break") {
+TEST_CASE("wrapped text keeps an operator with its left operand and a shape in brackets whole") {
   const std::string nb = "\u00a0";
-  CHECK(operators_kept_with_operands("n = 64 keys · 6.56 / k") == "n" + nb + "=" + nb + "64 keys · 6.56" + nb + "/" + nb + "k");
-  CHECK(operators_kept_with_operands("max p → 1, i − 1 ≤ j") == "max p" + nb + "→" + nb + "1, i" + nb + "−" + nb + "1" + nb + "≤" + nb + "j");
-  for (const char* kept : {"q · k", "a=b", "keys 0-3", "x =", "= y", "d_k grows", "--heads 2"})
+  CHECK(operators_kept_with_operands("n = 64 keys · 6.56 / k") == "n" + nb + "= 64 keys · 6.56" + nb + "/ k");
+  CHECK(operators_kept_with_operands("max p → 1, i − 1 ≤ j") == "max p" + nb + "→ 1, i" + nb + "− 1" + nb + "≤ j");
+  CHECK(operators_kept_with_operands("split: [L, D] into [L, H, d_h]") == "split: [L," + nb + "D] into [L," + nb + "H," + nb + "d_h]");
+  for (const char* kept : {"q · k", "a=b", "keys 0-3", "x =", "= y", "d_k grows", "--heads 2", "a [b c", "a] b"})
     CHECK(operators_kept_with_operands(kept) == kept);
 }
 

@@ -77,7 +77,15 @@ std::string operators_kept_with_operands(const std::string& text) {
   std::string out;
   out.reserve(text.size() + 16);
   std::size_t i = 0;
+  int bracket_depth = 0;  // a shape such as [L, H, d_h] is one expression too
   while (i < text.size()) {
+    if (text[i] == '[') ++bracket_depth;
+    if (text[i] == ']' && bracket_depth > 0) --bracket_depth;
+    if (text[i] == ' ' && bracket_depth > 0 && text.find(']', i) != std::string::npos) {
+      out += nbsp;
+      ++i;
+      continue;
+    }
     bool joined = false;
     if (text[i] == ' ') {
       for (const char* op : kOperators) {
@@ -85,8 +93,7 @@ std::string operators_kept_with_operands(const std::string& text) {
         if (text.compare(i + 1, n, op) == 0 && i + 1 + n < text.size() && text[i + 1 + n] == ' ') {
           out += nbsp;
           out += op;
-          out += nbsp;
-          i += n + 2;
+          i += n + 1;  // the space after it stays: a line may end after an operator, as in TeX
           joined = true;
           break;
         }

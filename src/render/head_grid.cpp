@@ -61,8 +61,7 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
     }
     if (log) {
       scale = *log;
-      s->subtitle = render::with_note(s->subtitle, "log colour scale: query i shares its weight among the i + 1 keys "
-                                                   "it sees, so on a linear scale the later rows would look empty");
+      s->subtitle = render::with_note(s->subtitle, kLongCausalLogNote);
     }
   }
 

@@ -142,8 +142,7 @@ HeatmapBody heatmap_body(Canvas& m, const HeatmapSpec& spec, double target) {
   if (s->auto_log && !s->vmax && !s->vmin && s->allowed) {
     if (const auto log = long_causal_log_scale(s->weights, *s->allowed)) {
       b.scale = *log;
-      s->subtitle += std::string(s->subtitle.empty() ? "" : " · ") + "log colour scale: query i shares its weight among "
-                     "the i + 1 keys it sees, so on a linear scale the later rows would look empty";
+      s->subtitle = render::with_note(s->subtitle, kLongCausalLogNote);
     }
   }
   b.any_masked = s->allowed && std::find(s->allowed->begin(), s->allowed->end(), false) != s->allowed->end();

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 
+#include "attn/engine/mask.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/explain_pictures.hpp"
 #include "attn/render/heatmap.hpp"
@@ -125,11 +126,22 @@ Figure multihead_figure(const ExplainResult& r) {
     if (top == 0) top = 1;
   const auto values = std::make_shared<Colormap>(Colormap::by_name("RdBu_r"));
   const auto weights = std::make_shared<Colormap>(Colormap::by_name("Blues"));
+  // The heads share one mask; a long causal one puts every head's weights on heatmap.hpp's log
+  // scale, as every other weight picture does.
+  ColorScale weight_scale{0, 1};
+  if (mh.causal) {
+    const Mask2 allowed = causal_allowed(L, L);
+    std::optional<ColorScale> log;
+    for (const Tensor2& w : mh.weights)
+      if (!(log = long_causal_log_scale(w, allowed))) break;
+    if (log) weight_scale = *log;
+  }
   const double bar_h = std::max(120.0, std::min(body_h - 20, 220.0));
   const std::string bar_label[3] = {"value: x, Q, K, V", "value: O_h, O (own scale)", "value: y (own scale)"};
   double bar_x[4] = {0, 0, 0, 0};  // the four colorbars' left edges, from the first
   for (int k = 0; k < 3; ++k) bar_x[k + 1] = bar_x[k] + render::colorbar_width(m, -vmax[k], vmax[k], bar_label[k]) + 24;
-  const double bars_w = bar_x[3] + render::colorbar_width(m, 0, 1, "weight");
+  const double bars_w =
+      bar_x[3] + render::colorbar_width(m, weight_scale.vmin, weight_scale.vmax, "weight", weight_scale.log);
   const double total_w = body_w + 30 + bars_w;
 
   const std::string title = "Multi-head attention by hand: " + count_of(H, "head") + " of d_h = " +
@@ -139,7 +151,9 @@ Figure multihead_figure(const ExplainResult& r) {
       std::string(mh.causal ? "causal (hatched: masked, not a weight of 0) · " : "no mask · ") +
       "rows are the tokens in order · O_h and O share their own colour scale, y has its own: each row of O_h "
       "averages V's rows, so on x, Q, K, V's scale it would fade" +
-      (label_step > 1 ? " (" + render::label_thinning_note(label_step, L) + ")" : "") + " · split = a reshape [L, H, d_h] and a transpose, no arithmetic · "
+      (L >= 16 ? std::string(" (a late row averages many, so its values shrink toward V's mean: pale there is small)") : "") +
+      (weight_scale.log ? std::string(" · ") + kLongCausalLogNote : "") +
+      (label_step > 1 ? " · " + render::label_thinning_note(label_step, L) : "") + " · split = a reshape [L, H, d_h] and a transpose, no arithmetic · "
       "max |by hand − attn::mha| = " + format_g(mh.max_diff_vs_mha, 2) +
       " · fused W_qkv [3D, D], one product split in three: max |fused − separate| = " + format_g(mh.max_diff_fused, 2);
   const render::FigureFrame frame = render::frame_figure(m, title, subtitle, {total_w}, 0, 16);
@@ -182,7 +196,8 @@ Figure multihead_figure(const ExplainResult& r) {
           }
           const double v = (*b.m)(i, j);
           cv.fill_rect(x, y, c, c,
-                       b.weights ? weights->at(std::clamp(v, 0.0, 1.0)) : values->at((v / vmax[b.scale] + 1) / 2));
+                       b.weights ? weights->at(std::clamp(weight_scale.position(v), 0.0, 1.0))
+                                 : values->at((v / vmax[b.scale] + 1) / 2));
         }
       }
       const double w = c * double(cols), h = c * double(rows);
@@ -200,7 +215,8 @@ Figure multihead_figure(const ExplainResult& r) {
     }
     const double bx = ox + body_w + 30, by = oy + label_h;
     for (int k = 0; k < 3; ++k) render::draw_colorbar(cv, *values, -vmax[k], vmax[k], bx + bar_x[k], by, bar_h, bar_label[k]);
-    render::draw_colorbar(cv, *weights, 0, 1, bx + bar_x[3], by, bar_h, "weight");
+    render::draw_colorbar(cv, *weights, weight_scale.vmin, weight_scale.vmax, bx + bar_x[3], by, bar_h, "weight",
+                          weight_scale.log);
   };
   return f;
 }

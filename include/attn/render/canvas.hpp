@@ -43,9 +43,11 @@ struct TextStyle {
 // such as --heads are left alone. Canvas::text applies it to everything it draws.
 std::string typographic_minus(const std::string& text);
 
-// The spaces around an operator standing between spaces (= ≈ ≠ ≤ ≥ < > → ← / × + − - ± ∝)
-// become no-break spaces, so a wrapped line never ends inside "n = 64" or "6.56 / k". The
-// clause separator "·" stays breakable. Canvas::text applies it to wrapped text.
+// The space before an operator standing between spaces (= ≈ ≠ ≤ ≥ < > → ← / × + − - ± ∝)
+// becomes a no-break space, so a wrapped line never starts with "= 64" or "/ k": as in TeX,
+// a line may end after an operator, not before it. The clause separator "·" stays breakable.
+// Spaces inside square brackets ([L, H, d_h]) do not break. Canvas::text applies it to
+// wrapped text.
 std::string operators_kept_with_operands(const std::string& text);
 
 struct TextSize {

@@ -30,6 +30,10 @@ struct ColorScale {
 // 16 rows whose visible-key counts differ by 8x or more, the weights are in [0, 1] and the top
 // was not given: bottom = the power of ten at or below 1 / (2 x keys), top = 1.
 std::optional<ColorScale> long_causal_log_scale(const Tensor2& weights, const Mask2& allowed);
+// What a picture on that scale says of it, in its subtitle.
+inline constexpr const char* kLongCausalLogNote =
+    "log colour scale: query i shares its weight among the i + 1 keys it sees, so on a linear scale the later "
+    "rows would look empty";
 
 // vmin = the given bottom, else min(0, smallest value): weights start at 0, so an empty-looking
 // cell means ~0. vmax = the given top, else the largest value (matplotlib's autoscaling), > vmin.

@@ -95,6 +95,21 @@ TEST_CASE("cli forward gpt2: the terminal shows the top 5 next tokens, most like
   CHECK(one.out.find(". 1 token:") != std::string::npos);  // not "1 tokens"
 }
 
+TEST_CASE("cli gpt2: a token holding part of a character is shown by its bytes, its JSON text stays U+FFFD") {
+  // data/gpt2_tiny has no merges for the emoji: one token per byte, F0 9F 98 80.
+  const std::string model = "--model '" + data_path("gpt2_tiny") + "' ";
+  const CliResult r = run_cli("forward " + model + "'the \xF0\x9F\x98\x80 cat'");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("[\\xf0] [\\x9f] [\\x98] [\\x80]") != std::string::npos);
+  CHECK(r.out.find("\xEF\xBF\xBD") == std::string::npos);
+  const CliResult t = run_cli("tokenize " + model + "'\xF0\x9F\x98\x80'");
+  REQUIRE(t.code == 0);
+  for (const char* b : {"\\xf0", "\\x9f", "\\x98", "\\x80"}) CHECK(t.out.find(b) != std::string::npos);
+  const Json j = Json::parse(run_cli("tokenize " + model + "'\xF0\x9F\x98\x80' --json").out);
+  REQUIRE(j["tokens"].size() == 4);
+  for (const Json& tok : j["tokens"]) CHECK(tok["text"] == "\xEF\xBF\xBD");  // as decode([id]) gives it
+}
+
 TEST_CASE("cli forward gpt2: folders that are wrong get one error line naming what") {
   const std::string dir = tiny_copy("errors");
   const std::string model = " --model '" + dir + "' --tokens 1,2";

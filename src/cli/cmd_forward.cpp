@@ -37,7 +37,7 @@ struct ForwardOptions {
 // Each position's most likely next token, its probability, and the word it stands for.
 void print_predictions(const ToyTokens& t, const ToyForward& f) {
   std::map<std::int32_t, std::string> word_of;
-  for (std::size_t i = 0; i < t.ids.size(); ++i) word_of.emplace(t.ids[i], t.texts[i]);
+  for (std::size_t i = 0; i < t.ids.size(); ++i) word_of.emplace(t.ids[i], t.labels[i]);
   Table table{{"position", "token", "id", "predicted next id", "p", "which is"}, {}};
   const std::size_t V = f.logits.shape(1);
   for (std::size_t i = 0; i < t.ids.size(); ++i) {
@@ -46,7 +46,7 @@ void print_predictions(const ToyTokens& t, const ToyForward& f) {
     for (std::size_t v = 0; v < V; ++v) best = f.logits(i, v) > f.logits(i, best) ? v : best;
     for (std::size_t v = 0; v < V; ++v) sum += std::exp(double(f.logits(i, v)) - double(f.logits(i, best)));
     const auto word = word_of.find(std::int32_t(best));
-    table.rows.push_back({std::to_string(i), t.texts[i], std::to_string(t.ids[i]), std::to_string(best),
+    table.rows.push_back({std::to_string(i), t.labels[i], std::to_string(t.ids[i]), std::to_string(best),
                           format_fixed(1.0 / sum, 3), word == word_of.end() ? "" : "'" + word->second + "'"});
   }
   std::cout << render_table(table, TableFormat::text);
@@ -85,7 +85,7 @@ void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const
   // must say what they were run on.
   const std::string on = o.text.empty() ? "token ids " + title_quote(o.tokens) : title_quote(o.text);
   const bool classified = n >= 2;  // one token: every head untested, no kind in the titles
-  ModelViewSpec spec{attention, tokens.texts, classified ? &summary : nullptr, "Every head of " + o.model + ": " + on,
+  ModelViewSpec spec{attention, tokens.labels, classified ? &summary : nullptr, "Every head of " + o.model + ": " + on,
                      count_of(n, "token") + " · rows: query (attending), columns: key (attended to) · causal" +
                          (classified ? " · each panel titled with the kind its scores give, induction scored on this "
                                        "text repeated twice (head_summary.json)"
@@ -139,12 +139,12 @@ void run_gpt2_forward(const ForwardOptions& o) {
     const Gpt2Config& c = model.config;
     std::cout << "GPT-2 model " << o.model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
               << c.n_embd << ", vocab " << c.vocab_size << ". " << count_of(tokens.ids.size(), "token") << ":";
-    for (const std::string& t : tokens.texts) std::cout << " [" << one_line(t) << "]";
+    for (const std::string& t : tokens.labels) std::cout << " [" << one_line(t) << "]";
     std::cout << "\nMost likely next tokens (softmax of the last position's logits):\n";
     Table table{{"rank", "id", "token", "p"}, {}};
     const std::vector<NextToken> next = top_next_tokens(f.logits, tokenizer, 5);
     for (std::size_t r = 0; r < next.size(); ++r) {
-      table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + one_line(next[r].text) + "]",
+      table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + one_line(next[r].label) + "]",
                             format_fixed(next[r].probability, 4)});
     }
     std::cout << render_table(table, TableFormat::text);

@@ -139,7 +139,7 @@ void print_gpt2_generation(const Gpt2Generation& g, const Gpt2Tokenizer& tokeniz
   const bool sampling = o.temperature > 0 || o.top_k > 0;
   std::cout << "GPT-2 model " << model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
             << c.n_embd << ". Prompt, " << count_of(o.prompt.size(), "token") << ":";
-  for (std::int32_t id : o.prompt) std::cout << " [" << one_line(tokenizer.token_text(id)) << "]";
+  for (std::int32_t id : o.prompt) std::cout << " [" << one_line(tokenizer.label_or_id(id)) << "]";
   std::cout << "\n"
             << (sampling ? "Sampling: softmax(logits / " + format_fixed(o.temperature > 0 ? o.temperature : 1.0, 3) +
                                ") over the " + (o.top_k ? "top " + std::to_string(o.top_k) : std::string("whole vocabulary")) +
@@ -153,8 +153,7 @@ void print_gpt2_generation(const Gpt2Generation& g, const Gpt2Tokenizer& tokeniz
     char diff[48] = "-";
     if (s.max_diff_vs_full) std::snprintf(diff, sizeof diff, "%.1e (logits up to %.3g)", *s.max_diff_vs_full, s.logit_scale);
     table.rows.push_back({std::to_string(n + 1), std::to_string(s.id),
-                          "[" + one_line(std::size_t(s.id) < tokenizer.vocab_size() ? tokenizer.token_text(s.id)
-                                                                                  : "<id " + std::to_string(s.id) + ">") + "]",
+                          "[" + one_line(tokenizer.label_or_id(s.id)) + "]",
                           format_fixed(s.probability, 4), std::to_string(s.cache_len), std::to_string(s.cache_bytes), diff});
   }
   std::cout << render_table(table, TableFormat::text);

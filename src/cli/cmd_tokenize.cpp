@@ -57,7 +57,7 @@ void print_gpt2_tokens(const TokenizeOptions& opts) {
   std::cout << pad_to_width("index", 6, true) << "  " << pad_to_width("id", 6, true) << "  text\n";
   for (std::size_t i = 0; i < ids.size(); ++i) {
     std::cout << pad_to_width(std::to_string(i), 6, true) << "  " << pad_to_width(std::to_string(ids[i]), 6, true)
-              << "  " << visible(tokenizer.token_text(ids[i])) << "\n";
+              << "  " << visible(tokenizer.token_label(ids[i])) << "\n";
   }
 }
 

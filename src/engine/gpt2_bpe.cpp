@@ -190,6 +190,19 @@ std::string Gpt2Tokenizer::token_text(TokenId id) const {
   return utf8_with_replacement(bytes_[id]);
 }
 
+std::string Gpt2Tokenizer::token_label(TokenId id) const {
+  check_id(id);
+  return utf8_escaping_invalid(bytes_[id]);
+}
+
+std::string Gpt2Tokenizer::text_or_id(TokenId id) const {
+  return id >= 0 && std::size_t(id) < symbols_.size() ? token_text(id) : "<id " + std::to_string(id) + ">";
+}
+
+std::string Gpt2Tokenizer::label_or_id(TokenId id) const {
+  return id >= 0 && std::size_t(id) < symbols_.size() ? token_label(id) : "<id " + std::to_string(id) + ">";
+}
+
 const std::string& Gpt2Tokenizer::symbol(TokenId id) const {
   check_id(id);
   return symbols_[id];

@@ -1,8 +1,10 @@
 #include "icu_text.hpp"
 
+#include <unicode/utf8.h>
 #include <unicode/ustring.h>
 
 #include <cstdint>
+#include <cstdio>
 
 #include "attn/engine/error.hpp"
 
@@ -37,6 +39,28 @@ std::string utf8_with_replacement(std::string_view bytes) {
   std::string out;
   icu::UnicodeString::fromUTF8(icu::StringPiece(bytes.data(), static_cast<int32_t>(bytes.size())))
       .toUTF8String(out);
+  return out;
+}
+
+std::string utf8_escaping_invalid(std::string_view bytes) {
+  std::string out;
+  const auto* s = reinterpret_cast<const uint8_t*>(bytes.data());
+  const auto length = static_cast<int32_t>(bytes.size());  // a token: a few bytes
+  int32_t i = 0;
+  while (i < length) {
+    const int32_t start = i;
+    UChar32 c = 0;
+    U8_NEXT(s, i, length, c);  // c < 0: an ill-formed sequence, i past its maximal subpart
+    if (c >= 0) {
+      out.append(bytes.substr(static_cast<std::size_t>(start), static_cast<std::size_t>(i - start)));
+      continue;
+    }
+    for (int32_t k = start; k < i; ++k) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", unsigned(s[k]));
+      out += hex;
+    }
+  }
   return out;
 }
 

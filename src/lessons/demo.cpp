@@ -400,7 +400,7 @@ DemoResult run_demo(const DemoConfig& config) {
   if (config.gpt2) {  // GPT-2's own BPE tokens, not words
     const ToyTokens t = gpt2_tokens_from_text(*config.gpt2_tokenizer, config.sentence);
     if (t.ids.empty()) throw InputError("sentence: no tokens");
-    r.tokens = t.texts;
+    r.tokens = t.labels;  // a token holding part of a character reads \xf0, not U+FFFD
     r.causal_allowed = causal_allowed(t.ids.size(), t.ids.size());
     gpt2_attention(r, t.ids);
   } else {

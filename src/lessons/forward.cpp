@@ -18,6 +18,7 @@ ToyTokens toy_tokens_from_words(const std::vector<std::string>& words, std::size
     t.ids.push_back(it->second);
     t.texts.push_back(w);
   }
+  t.labels = t.texts;
   return t;
 }
 
@@ -37,6 +38,7 @@ ToyTokens toy_tokens_from_list(const std::string& list, std::size_t vocab) {
     t.texts.push_back(item);
     begin = end + 1;
   }
+  t.labels = t.texts;
   return t;
 }
 

@@ -6,27 +6,22 @@
 #include "attn/engine/topk.hpp"
 
 namespace attn {
-namespace {
-
-// A token's text, or "<id N>" for an id the model has but the tokenizer's vocabulary lacks.
-std::string text_of(const Gpt2Tokenizer& tokenizer, TokenId id) {
-  return std::size_t(id) < tokenizer.vocab_size() ? tokenizer.token_text(id) : "<id " + std::to_string(id) + ">";
-}
-
-}  // namespace
-
 ToyTokens gpt2_tokens_from_text(const Gpt2Tokenizer& tokenizer, const std::string& text) {
   ToyTokens t;
   for (TokenId id : tokenizer.encode(text)) {
     t.ids.push_back(id);
     t.texts.push_back(tokenizer.token_text(id));
+    t.labels.push_back(tokenizer.token_label(id));
   }
   return t;
 }
 
 ToyTokens gpt2_tokens_from_list(const Gpt2Tokenizer& tokenizer, const std::string& list, std::size_t vocab) {
   ToyTokens t = toy_tokens_from_list(list, vocab);
-  for (std::size_t i = 0; i < t.ids.size(); ++i) t.texts[i] = text_of(tokenizer, t.ids[i]);
+  for (std::size_t i = 0; i < t.ids.size(); ++i) {
+    t.texts[i] = tokenizer.text_or_id(t.ids[i]);
+    t.labels[i] = tokenizer.label_or_id(t.ids[i]);
+  }
   return t;
 }
 
@@ -39,7 +34,8 @@ std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenize
   for (double x : row) sum += std::exp(x - row[best[0]]);
   std::vector<NextToken> out;
   for (std::size_t v : best)
-    out.push_back({TokenId(v), text_of(tokenizer, TokenId(v)), std::exp(row[v] - row[best[0]]) / sum});
+    out.push_back({TokenId(v), tokenizer.text_or_id(TokenId(v)), tokenizer.label_or_id(TokenId(v)),
+                   std::exp(row[v] - row[best[0]]) / sum});
   return out;
 }
 

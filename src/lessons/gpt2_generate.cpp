@@ -102,14 +102,11 @@ std::string gpt2_ids_text(const Gpt2Tokenizer& tokenizer, const std::vector<std:
 }
 
 Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer& tokenizer) {
-  auto text_of = [&](std::int32_t id) {
-    return std::size_t(id) < tokenizer.vocab_size() ? tokenizer.token_text(id) : "<id " + std::to_string(id) + ">";
-  };
   const Gpt2GenerateConfig& c = g.config;
   const bool sampling = c.temperature > 0 || c.top_k > 0;
   Json steps = Json::array();
   for (const Gpt2GenerateStep& s : g.steps) {
-    Json j = {{"id", s.id},        {"text", text_of(s.id)},         {"probability", s.probability},
+    Json j = {{"id", s.id},        {"text", tokenizer.text_or_id(s.id)},         {"probability", s.probability},
               {"cache_len", s.cache_len}, {"cache_bytes", s.cache_bytes}, {"logit_scale", s.logit_scale}};
     if (s.max_diff_vs_full) j["max_abs_diff_vs_full"] = *s.max_diff_vs_full;
     steps.push_back(j);

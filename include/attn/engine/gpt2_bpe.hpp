@@ -61,6 +61,13 @@ class Gpt2Tokenizer {
 
   // One token as readable text: its bytes, each ill-formed UTF-8 sequence replaced by U+FFFD.
   std::string token_text(TokenId id) const;
+  // One token as a picture or terminal shows it: its bytes, each byte of an ill-formed UTF-8
+  // sequence written as \xf0, so the four byte tokens of one emoji read apart.
+  std::string token_label(TokenId id) const;
+  // token_text / token_label, or "<id N>" for an id past the vocabulary (a model may have
+  // more embedding rows than its tokenizer has tokens).
+  std::string text_or_id(TokenId id) const;
+  std::string label_or_id(TokenId id) const;
   const std::string& symbol(TokenId id) const;
   std::size_t vocab_size() const { return symbols_.size(); }
 

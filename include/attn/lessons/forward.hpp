@@ -18,7 +18,10 @@ namespace attn {
 
 struct ToyTokens {
   std::vector<std::int32_t> ids;
-  std::vector<std::string> texts;  // the word, or the id as text for --tokens
+  std::vector<std::string> texts;  // the word, or the id as text for --tokens (JSON's "text")
+  // As pictures and terminals show them: the texts, except that a GPT-2 token holding part of
+  // a UTF-8 character shows its bytes (\xf0) where its text has U+FFFD.
+  std::vector<std::string> labels;
 };
 
 // InputError when the text has more distinct words than the model's vocabulary.

@@ -22,7 +22,7 @@ ToyTokens gpt2_tokens_from_list(const Gpt2Tokenizer& tokenizer, const std::strin
 // row of the logits (in float64), with each token's text.
 struct NextToken {
   TokenId id;
-  std::string text;
+  std::string text, label;  // ToyTokens' texts and labels
   double probability;
 };
 std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenizer& tokenizer, std::size_t k);

@@ -3,7 +3,10 @@
 // with its own workspace (the flash forward, its decode path and the flash backward).
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <system_error>
@@ -18,10 +21,114 @@ inline std::size_t thread_count(std::size_t requested, std::size_t items) {
   return std::max<std::size_t>(1, std::min(wanted, items));
 }
 
+// Threads kept between calls. Starting and joining a thread costs 40-170 microseconds here
+// (a hypervisor's clone and exit), as long as a whole decode step over a 16 MiB cache takes on
+// two threads; waking a parked one costs a few. A finished worker spins for kSpin before it
+// sleeps, so the calls of a generation loop or a benchmark find it awake.
+//
+// One caller at a time: a call made while the pool is in use (from inside a work item, or from
+// another thread of a program that uses the library) is told so and starts its own threads.
+class WorkerPool {
+ public:
+  struct Job {
+    void (*call)(void* context, std::size_t worker);
+    void* context;
+  };
+
+  static WorkerPool& shared() {
+    static WorkerPool pool;
+    return pool;
+  }
+
+  // Runs job on up to `helpers` pool threads as workers 1, 2, ... and returns how many took it
+  // (fewer when the system refuses a thread), or -1 when the pool is in use. Every started job
+  // must be followed by finish() from the same thread.
+  long start(std::size_t helpers, Job job) {
+    if (!busy_.try_lock()) return -1;
+    std::lock_guard<std::mutex> lock(m_);
+    while (threads_.size() < helpers) {
+      try {
+        // The generation before this job's: the new thread may first run after the increment.
+        threads_.emplace_back(&WorkerPool::loop, this, threads_.size(), generation_.load(std::memory_order_relaxed));
+      } catch (...) {  // a system_error, or bad_alloc while growing the list: fewer threads
+        break;
+      }
+    }
+    active_ = std::min(helpers, threads_.size());
+    pending_.store(active_, std::memory_order_relaxed);
+    job_ = job;
+    generation_.fetch_add(1, std::memory_order_release);
+    wake_.notify_all();
+    return long(active_);
+  }
+
+  // Waits until every worker of the started job has returned.
+  void finish() {
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    while (pending_.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until) pause();
+    {
+      std::unique_lock<std::mutex> lock(m_);
+      done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    }
+    busy_.unlock();
+  }
+
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  static constexpr std::chrono::microseconds kSpin{50};
+
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+
+  void loop(std::size_t index, std::uint64_t seen) {
+    for (;;) {
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) pause();
+      Job job{};
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
+        if (stop_) return;
+        seen = generation_.load(std::memory_order_acquire);
+        if (index >= active_) continue;  // this job asked for fewer threads
+        job = job_;
+      }
+      job.call(job.context, index + 1);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(m_);  // finish() may be between its test and its wait
+        done_.notify_one();
+      }
+    }
+  }
+
+  std::mutex busy_;  // held from start() to finish() by the one caller
+  std::mutex m_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  Job job_{};
+  std::size_t active_ = 0;
+  std::atomic<std::size_t> pending_{0};
+  std::atomic<std::uint64_t> generation_{0};
+  bool stop_ = false;
+};
+
 // Calls work(worker, item) for every item in [0, items), taken in order by `threads` workers
-// (worker 0 is the caller's thread). Anything a worker throws stops the others after their
-// current item and is rethrown here after the join, never std::terminate. When the system
-// gives fewer threads than asked (a ulimit), the ones running share all the work.
+// (worker 0 is the caller's thread, the others WorkerPool's, or threads of its own when the
+// pool is in use). Anything a worker throws stops the others after their current item and is
+// rethrown here after the join, never std::terminate. When the system gives fewer threads than
+// asked (a ulimit), the ones running share all the work.
 template <class Work>
 void parallel_items(std::size_t items, std::size_t threads, Work&& work) {
   std::atomic<std::size_t> next{0};
@@ -36,16 +143,27 @@ void parallel_items(std::size_t items, std::size_t threads, Work&& work) {
       if (!failure) failure = std::current_exception();
     }
   };
-  std::vector<std::thread> pool;
+  if (threads > 1) {
+    using Worker = decltype(worker);
+    WorkerPool& pool = WorkerPool::shared();
+    const WorkerPool::Job job{[](void* w, std::size_t index) { (*static_cast<Worker*>(w))(index); }, &worker};
+    if (pool.start(threads - 1, job) >= 0) {
+      worker(0);
+      pool.finish();
+      if (failure) std::rethrow_exception(failure);
+      return;
+    }
+  }
+  std::vector<std::thread> own;
   for (std::size_t w = 1; w < threads; ++w) {
     try {
-      pool.emplace_back(worker, w);
+      own.emplace_back(worker, w);
     } catch (const std::system_error&) {
       break;
     }
   }
   worker(0);
-  for (std::thread& t : pool) t.join();
+  for (std::thread& t : own) t.join();
   if (failure) std::rethrow_exception(failure);
 }
 

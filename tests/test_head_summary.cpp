@@ -47,6 +47,9 @@ TEST_CASE("summarize_heads: a previous-token head, a sink, an even head and an i
   CHECK(with.induction_measured);
   CHECK(*with.heads[0].induction == doctest::Approx(1.0));
   CHECK(with.heads[0].kind == "induction");
+  // What the pictures say of it: scored when the repeated run was there, else "not scored".
+  CHECK(induction_scope(with) == "induction scored on this text repeated twice");
+  CHECK(induction_scope(s) == "induction not scored: the text twice (10 tokens) does not fit the model's positions");
 }
 
 TEST_CASE("summarize_heads: a head split between two keys is mixed") {

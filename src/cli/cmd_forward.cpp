@@ -87,8 +87,8 @@ void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const
   const bool classified = n >= 2;  // one token: every head untested, no kind in the titles
   ModelViewSpec spec{attention, tokens.labels, classified ? &summary : nullptr, "Every head of " + o.model + ": " + on,
                      count_of(n, "token") + " · rows: query (attending), columns: key (attended to) · causal" +
-                         (classified ? " · each panel titled with the kind its scores give, induction scored on this "
-                                       "text repeated twice (head_summary.json)"
+                         (classified ? " · each panel titled with the kind its scores give, " + induction_scope(summary) +
+                                         " (head_summary.json)"
                                      : " · one token attends only to itself: no head can be classified"),
                      o.image.colormap};
   std::vector<NamedFigure> figures{{"heads", model_view_figure(spec)}};

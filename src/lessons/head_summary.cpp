@@ -139,4 +139,10 @@ Json head_summary_json(const HeadSummary& s) {
           {"heads", heads}};
 }
 
+std::string induction_scope(const HeadSummary& s) {
+  if (s.induction_measured) return "induction scored on this text repeated twice";
+  return "induction not scored: the text twice (" + std::to_string(2 * s.tokens) +
+         " tokens) does not fit the model's positions";
+}
+
 }  // namespace attn

@@ -141,8 +141,8 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     const std::string subtitle = std::to_string(c.layers) + " layers × " + std::to_string(c.heads) +
                                  " heads, head dim " + std::to_string(c.d_model / c.heads) +
                                  " · rows: query (attending), columns: key (attended to) · causal · one colour scale" +
-                                 (L >= 2 ? " · each head titled with its kind, induction scored on this "
-                                           "text repeated twice (manifest: results.model.head_summary)"
+                                 (L >= 2 ? " · each head titled with its kind, " + induction_scope(r.model->summary) +
+                                           " (manifest: results.model.head_summary)"
                                          : " · one token attends only to itself: no head can be classified");
     const ModelViewSpec spec{r.model->attention, r.tokens, L >= 2 ? &r.model->summary : nullptr, title, subtitle,
                              o.colormap};

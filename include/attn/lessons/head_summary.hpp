@@ -71,6 +71,10 @@ bool reaches_bar(const std::optional<double>& score, const std::optional<KindBar
 // "L3 H5" style short name of a kind, for picture titles: "prev", "first", "induct", "broad", "mixed".
 std::string head_kind_short(const std::string& kind);
 
+// What a picture of these heads says of the induction score: "induction scored on this text
+// repeated twice", or, when the text twice did not fit the model's positions, that it was not.
+std::string induction_scope(const HeadSummary& s);
+
 // {"rule", "thresholds", "bars", "score_definitions", "tokens", "induction_measured", "heads": [...]}.
 Json head_summary_json(const HeadSummary& summary);
 

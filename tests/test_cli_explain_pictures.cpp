@@ -223,6 +223,18 @@ TEST_CASE("multi-head by hand at 48 causal tokens: the heads' weights are on the
   CHECK(multihead_figure(explain_attention(c)).subtitle.find(kLongCausalLogNote) == std::string::npos);
 }
 
+TEST_CASE("kv cache picture: a bfloat16 cache's difference from recomputation is named as its rounding") {
+  GenerateConfig g;
+  g.sentence = "the cat sat on the mat";
+  g.kv_dtype = KvDtype::bfloat16;
+  const GenerateResult r = run_generate(g);
+  REQUIRE(r.max_diff > 0);
+  const Figure bf = kv_cache_figure(r);
+  CHECK(bf.subtitle.find("rounded to bfloat16: that rounding, not the caching, is the difference") != std::string::npos);
+  g.kv_dtype = KvDtype::float64;
+  CHECK(kv_cache_figure(run_generate(g)).subtitle.find("bfloat16") == std::string::npos);
+}
+
 TEST_CASE("pitfall pictures: wrong | right panels, two per table") {
   const Pitfall p = pitfall_causal_alignment();
   REQUIRE(pitfall_has_figure(p));

@@ -161,7 +161,11 @@ Figure kv_cache_figure(const GenerateResult& r) {
       "row t is the attention of token t when it was fed: the cache grows by one key per step, so the rows stack "
       "into the causal triangle · weights averaged over " + std::to_string(c.num_heads) + " heads (" +
           std::to_string(r.num_kv_heads) + " kv heads cached) · largest difference from full recomputation " +
-          scientific(r.max_diff) + " · FLOPs with the cache " + format_si(double(r.total_with_cache.total())) +
+          scientific(r.max_diff) +
+          (c.kv_dtype == KvDtype::bfloat16 ? " (the cache holds K and V rounded to bfloat16: that rounding, not the "
+                                             "caching, is the difference)"
+                                           : "") +
+          " · FLOPs with the cache " + format_si(double(r.total_with_cache.total())) +
           ", recomputing the prefix every step " + format_si(double(r.total_recompute.total())) +
           (log_scale ? " · log colour scale: row t shares its weight among the keys it sees, so on a linear scale "
                        "the later rows would look empty"

@@ -83,3 +83,18 @@ TEST_CASE("mask diagram: two query rows still show the whole rotated axis title"
   s.rows.push_back({causal_allowed(2, 6), time_labels(2, 4), {}, ""});
   CHECK(DecodedPng::from_bytes(render_png(mask_figure(s), 1)).ink_on_border(4) == 0);
 }
+
+TEST_CASE("mask diagram: one query against 48 keys is a row at least 40 points tall, its thinning counted over 48") {
+  MaskDiagramSpec s;
+  const Mask2 row = xt::view(causal_allowed(48, 48), xt::range(20, 21), xt::all());  // keys 0..20 allowed
+  s.rows.push_back({row, {}, {}, ""});
+  const Figure f = mask_figure(s);
+  REQUIRE(f.grids.size() == 2);
+  CHECK(f.grids[0].rows == 1);
+  CHECK(f.grids[0].cell_h * double(f.grids[0].rows) >= 40);  // it was one 6-point strip
+  CHECK(f.subtitle.find("of 48") != std::string::npos);       // the 48 keys, not "of 1"
+  CHECK(f.subtitle.find("of 1") == std::string::npos);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  two_colours(img, f.grids[1], row);  // every cell of the tall row drawn as the mask says
+}

@@ -38,6 +38,9 @@ Figure mask_figure(const MaskDiagramSpec& spec) {
       p->row_title = "Query " + spec.axis_noun + " — attending";
       p->col_title = "Key " + spec.axis_noun + " — attended to";
       p->cell = render::cell_size_for(Lq, Lk, 300, 2, 44);
+      // A few queries against many keys (decode: one row of 48 keys) would be a strip a few
+      // points tall: its rows grow to make the grid at least 40 points high.
+      if (double(Lq) * p->cell < 40) p->cell_h = std::min(44.0, 40.0 / double(Lq));
       p->label_size = 10;
       p->cell_at = [allowed, blocked_view, blocked_red, allowed_green, off](std::size_t i, std::size_t j) {
         const bool ok = (*allowed)(i, j);
@@ -62,7 +65,7 @@ Figure mask_figure(const MaskDiagramSpec& spec) {
   std::size_t label_step = 1, rows = 0;
   for (const auto& pl : placed) {
     label_step = std::max(label_step, pl.layout.label_step);
-    rows = std::max(rows, pl.panel->rows);
+    rows = std::max({rows, pl.panel->rows, pl.panel->cols});  // labels are thinned on both axes
   }
   const render::TitleBlock titles{spec.title, render::with_note(spec.subtitle, render::label_thinning_note(label_step, rows)),
                                   std::max(pair_w, 480.0)};
@@ -71,6 +74,8 @@ Figure mask_figure(const MaskDiagramSpec& spec) {
   const double content_w = std::max(pair_w, title.width);
 
   Figure f;
+  f.title = titles.title;
+  f.subtitle = titles.subtitle;
   std::vector<std::pair<double, double>> origins;
   double y = margin + title_h;
   std::vector<double> caption_y;

@@ -210,6 +210,9 @@ TEST_CASE("experiment pictures: with one d_k the theory is a marker and its band
   CHECK(near(at_fraction(img, f.plots[1], 0.5, fy(1.02), 2), to_rgb8(series_color(1)), 12));
   const std::vector<std::string> texts = drawn_texts(f);
   CHECK(std::count(texts.begin(), texts.end(), "± 3 standard errors") == 2);  // in both legends
+  // One width spans no octave: plain axes, not a "log₂ scale" with linear ticks.
+  CHECK(std::count(texts.begin(), texts.end(), "d_k (key/query width)") == 2);
+  for (const std::string& t : texts) CHECK(t.find("log₂") == std::string::npos);
   const Figure s = saturation_figure(r);
   CHECK(s.subtitle.find("one d_k: give --dk several widths") != std::string::npos);
   CHECK(s.subtitle.find("as d_k grows; scaled rows look alike") == std::string::npos);

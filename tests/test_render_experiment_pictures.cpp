@@ -7,6 +7,7 @@
 
 #include "attn/render/experiment_pictures.hpp"
 #include "attn/render/line_plot.hpp"
+#include "attn/render/train_pictures.hpp"
 #include "attn/lessons/temperature.hpp"
 
 #include <algorithm>
@@ -224,4 +225,13 @@ TEST_CASE("experiment pictures: with one T the temperature plot compares no step
   CHECK(one.subtitle.find("rises at every step: no") == std::string::npos);
   const Figure many = temperature_figure(run_temperature({3, 1, 0.2}, {0.5, 1, 2}));
   CHECK(many.subtitle.find("rises at every step: yes") != std::string::npos);
+}
+
+TEST_CASE("train head pictures say their one linear scale, so a pale untrained head reads as spread, not empty") {
+  Tensor3 a = Tensor3::from_shape({1, 3, 3});
+  a.fill(0);
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j <= i; ++j) a(0, i, j) = 1.0f / float(i + 1);
+  const Figure f = train_heads_figure({a}, {"0", "1", "2"}, "Every head before training", "rows: query", "Blues");
+  CHECK(f.subtitle.find("one linear colour scale 0 to 1") != std::string::npos);
 }

@@ -77,7 +77,12 @@ Figure train_curves_figure(const TrainRun& run, const TrainOptions& o) {
 
 Figure train_heads_figure(const std::vector<Tensor3>& attention, const std::vector<std::string>& tokens,
                           const std::string& title, const std::string& subtitle, const std::string& colormap) {
-  ModelViewSpec spec{attention, tokens, nullptr, title, subtitle, colormap, /*fixed_scale=*/true};
+  // One linear 0..1 scale in all three moments, so they compare: before training a head spreads
+  // its weight and is pale; a learned head is dark where it looks. Said, as a log scale is.
+  ModelViewSpec spec{attention, tokens, nullptr, title,
+                     subtitle + " · one linear colour scale 0 to 1 in the before, phase-change and after pictures, "
+                                "so a head that spreads its weight is pale and a learned one dark",
+                     colormap, /*fixed_scale=*/true};
   return model_view_figure(spec);
 }
 

@@ -57,9 +57,12 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
     if (o.window < 1) throw InputError("--window: expected at least 1");
     spec.rows.push_back({sliding_window_allowed(Lq, Lk, o.window - 1, o.right), query_t, {}, ""});
     // The window counts the query itself: window 3 is the query and the 2 keys before it.
+    // With --right the window back and the keys ahead add up: say the total a row sees.
     spec.title = "Sliding-window mask, window " + std::to_string(o.window) + " (the query and " +
                  count_of(o.window - 1, "key") + " before it" +
-                 (o.right ? ", " + count_of(o.right, "key") + " ahead)" : ")");
+                 (o.right ? ") + " + count_of(o.right, "key") + " ahead: up to " +
+                                count_of(o.window + o.right, "key") + " a row"
+                          : ")");
     spec.subtitle = "query t=i may attend to keys t=i−" + std::to_string(o.window - 1) + " … t=i" +
                     (o.right ? "+" + std::to_string(o.right) + " (local attention looking ahead too, as in Longformer; "
                                                                 "Mistral's window is causal)"

@@ -33,7 +33,14 @@ TEST_CASE("cli explain/pitfalls pictures: files exist, decode, and reruns are by
     CAPTURE(p.err);
     REQUIRE(p.code == 0);
     CHECK(p.out.find("Wrote " + out + "/pitfall-causal-alignment.png") != std::string::npos);
+    // The six without a matrix are named, not skipped in silence.
+    CHECK(p.out.find("No picture for mask-value-float16, paper-dk, softmax-cost, mha-bias, flash-memory, mb-mib: ") !=
+          std::string::npos);
   }
+  const CliResult one = run_cli("pitfalls paper-dk --plots p-one", "", cwd);
+  REQUIRE(one.code == 0);
+  CHECK(one.out.find("No picture for paper-dk: its lesson is numbers, not a matrix") != std::string::npos);
+  std::filesystem::remove_all(dir.path / "p-one");
   const std::vector<std::string> names = {"explain-1-scores", "explain-2-scaled", "explain-3-masked",
                                           "explain-4-shifted", "explain-5-weights", "explain-6-output",
                                           "pitfall-mask-polarity",

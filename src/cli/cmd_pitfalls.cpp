@@ -62,10 +62,19 @@ void run_pitfalls(const PitfallsOptions& opts) {
   });
   if (opts.plots.dir.empty()) return;
   std::vector<NamedFigure> figures;
+  std::string without;  // pitfalls whose lesson is a few numbers, not a matrix: no picture, said so
   for (const Pitfall& p : list) {
     if (pitfall_has_figure(p)) figures.push_back({"pitfall-" + p.id, pitfall_figure(p)});
+    else without += (without.empty() ? "" : ", ") + p.id;
   }
   write_plots(plots, opts.output, figures);
+  if (!without.empty()) {
+    const bool data_on_stdout = opts.output.format == "json";
+    (data_on_stdout ? std::cerr : std::cout)
+        << "No picture for " << without << ": " << (list.size() == 1 ? "its lesson is" : "their lessons are")
+        << " numbers, not a matrix (in the output above)" << (figures.empty() ? "; nothing written to --plots" : "")
+        << ".\n";
+  }
 }
 
 }  // namespace
@@ -79,8 +88,9 @@ void setup_pitfalls(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed of the random example (missing-scale)")->capture_default_str();
   add_output_options(cmd, opts->output, {"text", "json", "markdown"});
   add_plot_options(cmd, opts->plots);
-  cmd->footer(R"(Pictures written into --plots DIR: pitfall-ID for each pitfall, its wrong and right
-tables side by side ("wrong | right"), the lesson as subtitle.
+  cmd->footer(R"(Pictures written into --plots DIR: pitfall-ID for each pitfall that has tables, its wrong
+and right tables side by side ("wrong | right"), the lesson as subtitle; the pitfalls whose lesson
+is a few numbers are named as having no picture.
 
 Examples:
   attn-cli pitfalls

@@ -34,6 +34,10 @@ TEST_CASE("report_table: number formats, and no NaN can reach a printout") {
   CHECK(format_bytes(512.0) == "512 B");
   CHECK(format_g(1e-8) == "1e-08");
   CHECK(format_fixed(3.14159, 3) == "3.142");
+  CHECK(format_fixed(-0.0004, 3) == "0.000");  // no sign on a zero
+  CHECK(format_fixed(-0.0, 2) == "0.00");
+  CHECK(format_fixed(-0.0006, 3) == "-0.001");
+  CHECK(format_fixed(-0.4, 0) == "0");
   CHECK_THROWS_AS(format_g(std::nan("")), std::logic_error);
   CHECK_THROWS_AS(format_fixed(INFINITY, 2), std::logic_error);
 }

@@ -38,7 +38,10 @@ std::string format_fixed(double x, int decimals) {
   require_finite(x);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  return buf;
+  // A tiny negative value rounds to "-0.000": a sign on zero reads as a real negative number.
+  const std::string s = buf;
+  if (s[0] == '-' && s.find_first_not_of("0.", 1) == std::string::npos) return s.substr(1);
+  return s;
 }
 
 std::string format_si(double x) {

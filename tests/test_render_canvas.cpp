@@ -106,11 +106,16 @@ TEST_CASE("typographic_minus: a number's minus sign becomes U+2212, while hyphen
 
 TEST_CASE("wrapped text keeps an operator with its left operand and a shape in brackets whole") {
   const std::string nb = "\u00a0";
-  CHECK(operators_kept_with_operands("n = 64 keys · 6.56 / k") == "n" + nb + "= 64 keys · 6.56" + nb + "/ k");
-  CHECK(operators_kept_with_operands("max p → 1, i − 1 ≤ j") == "max p" + nb + "→ 1, i" + nb + "− 1" + nb + "≤ j");
-  CHECK(operators_kept_with_operands("split: [L, D] into [L, H, d_h]") == "split: [L," + nb + "D] into [L," + nb + "H," + nb + "d_h]");
-  for (const char* kept : {"q · k", "a=b", "keys 0-3", "x =", "= y", "d_k grows", "--heads 2", "a [b c", "a] b"})
-    CHECK(operators_kept_with_operands(kept) == kept);
+  CHECK(keep_expressions_whole("n = 64 keys · 6.56 / k") == "n" + nb + "= 64 keys · 6.56" + nb + "/ k");
+  CHECK(keep_expressions_whole("max p → 1, i − 1 ≤ j") == "max p" + nb + "→ 1, i" + nb + "− 1" + nb + "≤ j");
+  CHECK(keep_expressions_whole("split: [L, D] into [L, H, d_h]") == "split: [L," + nb + "D] into [L," + nb + "H," + nb + "d_h]");
+  const std::string wj = "\u2060";
+  CHECK(keep_expressions_whole("FLOPs 6.56 k, 16 MiB in 3 ms") == "FLOPs 6.56" + nb + "k, 16" + nb + "MiB in 3" + nb + "ms");
+  CHECK(keep_expressions_whole("Cell (i, j) and (dH/dT") == "Cell (i," + nb + "j) and (dH/" + wj + "dT");
+  CHECK(keep_expressions_whole("max |flash − naive|") == "max |" + wj + "flash" + nb + "− naive|");
+  for (const char* kept : {"q · k", "a=b", "keys 0-3", "x =", "= y", "d_k grows", "--heads 2", "a [b c", "a] b",
+                           "2 keys", "8 Ms", "a (long parenthesis here)", "x | y", "a /b"})
+    CHECK(keep_expressions_whole(kept) == kept);
 }
 
 TEST_CASE("pictures draw negative numbers with the typographic minus") {

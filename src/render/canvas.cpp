@@ -71,24 +71,36 @@ std::string typographic_minus(const std::string& text) {
   return out;
 }
 
-std::string operators_kept_with_operands(const std::string& text) {
+std::string keep_expressions_whole(const std::string& text) {
   static const char* const kOperators[] = {"=", "≈", "≠", "≤", "≥", "<", ">", "→", "←", "/", "×", "+", "−", "-", "±", "∝"};
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "ms", "µs", "ns", "k", "M", "G", "T", "P", "B", "s", "%"};
   const char* const nbsp = "\u00a0";
+  const char* const joiner = "\u2060";  // WORD JOINER: no break here, nothing drawn
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c & 0x80); };
   std::string out;
   out.reserve(text.size() + 16);
   std::size_t i = 0;
   int bracket_depth = 0;  // a shape such as [L, H, d_h] is one expression too
+  std::size_t paren_close = std::string::npos;  // the end of a short "(i, j)" being copied
   while (i < text.size()) {
-    if (text[i] == '[') ++bracket_depth;
-    if (text[i] == ']' && bracket_depth > 0) --bracket_depth;
-    if (text[i] == ' ' && bracket_depth > 0 && text.find(']', i) != std::string::npos) {
+    const char c = text[i];
+    if (c == '[') ++bracket_depth;
+    if (c == ']' && bracket_depth > 0) --bracket_depth;
+    if (c == '(') {
+      const std::size_t close = text.find_first_of("()", i + 1);
+      if (close != std::string::npos && text[close] == ')' && close - i <= 10) paren_close = close;
+    }
+    if (c == ' ' && ((bracket_depth > 0 && text.find(']', i) != std::string::npos) ||
+                     (paren_close != std::string::npos && i < paren_close))) {
       out += nbsp;
       ++i;
       continue;
     }
-    bool joined = false;
-    if (text[i] == ' ') {
-      for (const char* op : kOperators) {
+    if (i == paren_close) paren_close = std::string::npos;
+    if (c == ' ') {
+      bool joined = false;
+      for (const char* op : kOperators) {  // an operator stays with its left operand
         const std::size_t n = std::strlen(op);
         if (text.compare(i + 1, n, op) == 0 && i + 1 + n < text.size() && text[i + 1 + n] == ' ') {
           out += nbsp;
@@ -98,8 +110,25 @@ std::string operators_kept_with_operands(const std::string& text) {
           break;
         }
       }
+      if (!joined && i > 0 && digit(text[i - 1])) {
+        for (const char* unit : kUnits) {  // a number stays with its unit: "6.56 k", "16 MiB"
+          const std::size_t n = std::strlen(unit);
+          if (text.compare(i + 1, n, unit) == 0 && (i + 1 + n == text.size() || !letter(text[i + 1 + n]))) {
+            out += nbsp;
+            ++i;
+            joined = true;
+            break;
+          }
+        }
+      }
+      if (joined) continue;
     }
-    if (!joined) out += text[i++];
+    out += c;
+    ++i;
+    const bool starts_group = i == 1 || text[i - 2] == ' ' || text[i - 2] == '(';
+    if (i < text.size() && text[i] != ' ' &&
+        ((c == '/' && i >= 2 && text[i - 2] != ' ') || (c == '|' && starts_group)))
+      out += joiner;  // "dH/dT" and "|flash" break neither after the slash nor after the bar
   }
   return out;
 }
@@ -161,7 +190,7 @@ void Canvas::set_style(const std::string& text, const TextStyle& style) {
   }
   // Measured as drawn: with the typographic minus, a little wider than a hyphen.
   const std::string minus = typographic_minus(text);
-  const std::string shown = style.max_width > 0 && style.wrap ? operators_kept_with_operands(minus) : minus;
+  const std::string shown = style.max_width > 0 && style.wrap ? keep_expressions_whole(minus) : minus;
   pango_layout_set_text(layout_, shown.c_str(), static_cast<int>(shown.size()));
 }
 

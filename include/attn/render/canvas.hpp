@@ -43,12 +43,13 @@ struct TextStyle {
 // such as --heads are left alone. Canvas::text applies it to everything it draws.
 std::string typographic_minus(const std::string& text);
 
-// The space before an operator standing between spaces (= ≈ ≠ ≤ ≥ < > → ← / × + − - ± ∝)
-// becomes a no-break space, so a wrapped line never starts with "= 64" or "/ k": as in TeX,
-// a line may end after an operator, not before it. The clause separator "·" stays breakable.
-// Spaces inside square brackets ([L, H, d_h]) do not break. Canvas::text applies it to
-// wrapped text.
-std::string operators_kept_with_operands(const std::string& text);
+// Where a wrapped line may not break: the space before an operator standing between spaces
+// (= ≈ ≠ ≤ ≥ < > → ← / × + − - ± ∝; as in TeX, a line may end after an operator, not before
+// it), spaces inside square brackets ([L, H, d_h]) and short parentheses ((i, j)), the space
+// between a number and its unit (6.56 k, 16 MiB, 3 ms), and after a slash between two words
+// (dH/dT) or an opening bar (|flash − naive|). No-break spaces and word joiners do it; the
+// clause separator "·" stays breakable. Canvas::text applies it to wrapped text.
+std::string keep_expressions_whole(const std::string& text);
 
 struct TextSize {
   double width = 0, height = 0;

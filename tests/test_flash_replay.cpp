@@ -186,6 +186,22 @@ TEST_CASE("flash replay: steps in reading order, the naive check, and JSON for t
   CHECK_FALSE(test::draws_text(first, "earlier step"));
   CHECK_FALSE(test::draws_text(first, "not reached yet"));
   CHECK(flash_replay_frame(r, 0).title == "FlashAttention replay, step 1 of 9: queries 0–1 × keys 0–1");
+  // The last frame's lse column: each value with 4 significant digits, trailing zeros kept, so a
+  // column reads 3.000, 2.910, 3.105 and not 3, 2.91, 3.105.
+  const std::vector<std::string> texts = test::drawn_texts(flash_replay_frame(r, r.steps.size()));
+  for (std::size_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    const bool found = std::any_of(texts.begin(), texts.end(), [&](const std::string& t) {
+      if (t.empty() || t.find_first_not_of("0123456789.−-") != std::string::npos) return false;
+      const std::size_t digits = std::size_t(std::count_if(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }));
+      const std::size_t lead = t.find_first_not_of("0.−-") == std::string::npos ? 0 : t.find_first_not_of("0.−-");
+      const std::size_t leading_zeros = std::size_t(std::count(t.begin(), t.begin() + long(lead), '0'));
+      std::string ascii = t;
+      if (ascii.rfind("−", 0) == 0) ascii = "-" + ascii.substr(std::string("−").size());
+      return digits - leading_zeros == 4 && std::fabs(std::stod(ascii) - r.lse[i]) <= 5e-4 * std::max(1.0, std::fabs(r.lse[i]));
+    });
+    CHECK(found);
+  }
 }
 
 TEST_CASE("flash --replay: numbered frames, replay.json and report.html, without --replay only the trace") {

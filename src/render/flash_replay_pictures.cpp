@@ -52,7 +52,7 @@ std::vector<ReplayLegendEntry> replay_legend(const std::vector<bool>& shown) {
 std::string g4(double x) {
   if (!std::isfinite(x)) return x < 0 ? "\u2212\u221e" : "\u221e";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", x);
+  std::snprintf(buf, sizeof buf, "%#.4g", x);  // '#': 3.000 and 2.910 beside 3.105, not 3 and 2.91
   std::string s = buf;
   if (!s.empty() && s[0] == '-') s = "\u2212" + s.substr(1);
   return s;

@@ -225,6 +225,18 @@ TEST_CASE("multi-head by hand at 48 causal tokens: the heads' weights are on the
     CHECK(near(got, to_rgb8(blues.at(log->position(w))), 8));
     CHECK_FALSE(near(got, to_rgb8(blues.at(w)), 8));
   }
+  // Q's head blocks are two cells of 3 points wide: their cells show values, not head outlines
+  // (those become bars under the matrix).
+  double inputs = 0;
+  for (const Tensor2* m : {&mh.x, &mh.q, &mh.k, &mh.v})
+    for (float x : *m) inputs = std::max(inputs, double(std::fabs(x)));
+  const Colormap rdbu = Colormap::by_name("RdBu_r");
+  for (std::size_t j = 0; j < mh.q.shape(1); ++j) {
+    CAPTURE(j);
+    const Rgb8 got = img.cell_mean(f.grids[1], 24, j, 2);
+    CAPTURE(got);
+    CHECK(near(got, to_rgb8(rdbu.at(0.5 + 0.5 * mh.q(24, j) / inputs)), 12));
+  }
   // A short sentence keeps the linear scale.
   c.sentence = "The cat sat";
   CHECK(multihead_figure(explain_attention(c)).subtitle.find(kLongCausalLogNote) == std::string::npos);

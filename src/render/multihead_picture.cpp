@@ -204,10 +204,14 @@ Figure multihead_figure(const ExplainResult& r) {
       if (b.head) cv.stroke_rect(bx - 1, by + label_h - 1, w + 2, h + 2, head_colour(*b.head), 2);
       else cv.stroke_rect(bx, by + label_h, w, h, rgb_from_hex(0x909090), 0.6);
       const std::size_t hd = b.head_blocks ? cols / b.head_blocks : 0;
+      // A head's columns are outlined in its colour; a block too narrow for an outline to leave
+      // its cells visible (48 tokens, d_h = 2) gets a bar of its colour under the matrix instead.
+      const bool bars = b.head_blocks && c * double(hd) < 12;
       for (std::size_t k = 0; k < b.head_blocks; ++k) {
-        cv.stroke_rect(bx + c * double(k * hd) + 0.75, by + label_h + 0.75, c * double(hd) - 1.5, h - 1.5, head_colour(k), 1.5);
+        if (bars) cv.fill_rect(bx + c * double(k * hd), by + label_h + h + 1, c * double(hd), 3, head_colour(k));
+        else cv.stroke_rect(bx + c * double(k * hd) + 0.75, by + label_h + 0.75, c * double(hd) - 1.5, h - 1.5, head_colour(k), 1.5);
       }
-      cv.text(b.shape, bx, by + label_h + h + 2, shape_style, 0, 0);
+      cv.text(b.shape, bx, by + label_h + h + (bars ? 5 : 2), shape_style, 0, 0);
     }
     for (int k = 0; k + 1 < kColumns; ++k) {
       arrow(ox + col_x[k] + mat_w[k] + 6, mid_y, ox + col_x[k + 1] - 6, mid_y,

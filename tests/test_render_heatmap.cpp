@@ -314,6 +314,8 @@ TEST_CASE("label thinning: tiny cells label every k-th token, and the note that 
   CHECK(render::label_thinning_note(l.label_step, 32) == "every 2nd token labelled (0, 2, 4, ...) of 32");
   CHECK(render::label_thinning_note(3, 95) == "every 3rd token labelled (0, 3, 6, ...) of 95");
   CHECK(render::label_thinning_note(12, 200) == "every 12th token labelled (0, 12, 24, ...) of 200");
+  CHECK(render::label_thinning_note(21, 400) == "every 21st token labelled (0, 21, 42, ...) of 400");
+  CHECK(render::label_thinning_note(2, 48, "node") == "every 2nd node labelled (0, 2, 4, ...) of 48");
   CHECK(render::label_thinning_note(1, 5).empty());
   CHECK(render::with_note("a", "") == "a");
   CHECK(render::with_note("", "b") == "b");

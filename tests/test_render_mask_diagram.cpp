@@ -92,6 +92,7 @@ TEST_CASE("mask diagram: one query against 48 keys is a row at least 40 points t
   REQUIRE(f.grids.size() == 2);
   CHECK(f.grids[0].rows == 1);
   CHECK(f.grids[0].cell_h * double(f.grids[0].rows) >= 40);  // it was one 6-point strip
+  CHECK(f.subtitle.find("position labelled") != std::string::npos);  // the axes' noun, not "token"
   CHECK(f.subtitle.find("of 48") != std::string::npos);       // the 48 keys, not "of 1"
   CHECK(f.subtitle.find("of 1") == std::string::npos);
   const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));

@@ -60,12 +60,13 @@ void check_labels(const std::vector<std::string>& labels, std::size_t n, const s
   }
 }
 
-std::string label_thinning_note(std::size_t step, std::size_t tokens) {
+std::string label_thinning_note(std::size_t step, std::size_t tokens, const std::string& noun) {
   if (step <= 1) return "";
-  const char* suffix = step % 10 == 2 && step % 100 != 12   ? "nd"
+  const char* suffix = step % 10 == 1 && step % 100 != 11   ? "st"
+                       : step % 10 == 2 && step % 100 != 12 ? "nd"
                        : step % 10 == 3 && step % 100 != 13 ? "rd"
                                                             : "th";
-  return "every " + std::to_string(step) + suffix + " token labelled (0, " + std::to_string(step) + ", " +
+  return "every " + std::to_string(step) + suffix + " " + noun + " labelled (0, " + std::to_string(step) + ", " +
          std::to_string(2 * step) + ", ...) of " + std::to_string(tokens);
 }
 

@@ -61,7 +61,7 @@ void draw_panel(Canvas& canvas, const MatrixPanel& panel, const PanelLayout& lay
 
 // Tiny cells get every step-th token label only; a picture must say so, never drop labels
 // silently: "every 4th token labelled (0, 4, 8, ...) of 48", or "" for step 1.
-std::string label_thinning_note(std::size_t step, std::size_t tokens);
+std::string label_thinning_note(std::size_t step, std::size_t tokens, const std::string& noun = "token");
 // text + " · " + note, or whichever of them is not empty.
 std::string with_note(const std::string& text, const std::string& note);
 

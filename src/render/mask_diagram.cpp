@@ -67,7 +67,7 @@ Figure mask_figure(const MaskDiagramSpec& spec) {
     label_step = std::max(label_step, pl.layout.label_step);
     rows = std::max({rows, pl.panel->rows, pl.panel->cols});  // labels are thinned on both axes
   }
-  const render::TitleBlock titles{spec.title, render::with_note(spec.subtitle, render::label_thinning_note(label_step, rows)),
+  const render::TitleBlock titles{spec.title, render::with_note(spec.subtitle, render::label_thinning_note(label_step, rows, spec.axis_noun)),
                                   std::max(pair_w, 480.0)};
   const TextSize title = render::title_block_size(m, titles);
   const double title_h = title.height;

@@ -204,8 +204,10 @@ TEST_CASE("multi-head by hand at 48 causal tokens: the heads' weights are on the
   ExplainConfig c;
   c.max_tokens = 64;
   c.heads = 2;
+  c.sentence.clear();
   for (int i = 0; i < 48; ++i) c.sentence += "w" + std::to_string(i % 17) + " ";
   const ExplainResult r = explain_attention(c);
+  REQUIRE(r.tokens.size() == 48);
   const MultiHeadByHand& mh = *r.multihead;
   const Figure f = multihead_figure(r);
   REQUIRE(f.grids.size() == 10);  // x, Q, K, V, (A_h, O_h) x 2, O, y

@@ -1,6 +1,7 @@
 #include "attn/render/heatmap.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <memory>
 
 #include "attn/engine/error.hpp"
@@ -29,6 +30,8 @@ std::vector<std::string> position_labels(std::size_t n, const std::string& prefi
 
 std::optional<ColorScale> long_causal_log_scale(const Tensor2& weights, const Mask2& allowed) {
   const std::size_t Lq = weights.shape(0), Lk = weights.shape(1);
+  if (allowed.shape(0) != Lq || allowed.shape(1) != Lk)
+    throw std::logic_error("long_causal_log_scale: the mask's shape differs from the weights'");
   if (Lq < 16) return std::nullopt;
   std::size_t fewest = Lk, most = 0;
   for (std::size_t i = 0; i < Lq; ++i) {

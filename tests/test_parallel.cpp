@@ -9,6 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "engine/parallel.hpp"
 
 using attn::detail::parallel_items;
@@ -57,4 +60,22 @@ TEST_CASE("parallel items: a call from inside a work item, and calls from two th
   many();
   other.join();
   CHECK(total == 2 * 200 * 16);
+}
+
+TEST_CASE("parallel items: a child process after fork() runs its items on threads of its own") {
+  std::atomic<int> before{0};
+  parallel_items(8, 2, [&](std::size_t, std::size_t) { before.fetch_add(1); });  // the pool has a thread now
+  REQUIRE(before == 8);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(20);  // a child waiting for the parent's threads would hang: end it instead
+    std::atomic<int> n{0};
+    parallel_items(64, 2, [&](std::size_t, std::size_t) { n.fetch_add(1); });
+    ::_exit(n == 64 ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

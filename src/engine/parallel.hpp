@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 namespace attn::detail {
 
 // Threads to use: `requested` (0 = all hardware threads), at least 1, at most `items`.
@@ -23,11 +25,13 @@ inline std::size_t thread_count(std::size_t requested, std::size_t items) {
 
 // Threads kept between calls. Starting and joining a thread costs 40-170 microseconds here
 // (a hypervisor's clone and exit), as long as a whole decode step over a 16 MiB cache takes on
-// two threads; waking a parked one costs a few. A finished worker spins for kSpin before it
-// sleeps, so the calls of a generation loop or a benchmark find it awake.
+// two threads. Waking a sleeping thread costs about as much on this hypervisor, so a finished
+// worker spins for kSpin before it sleeps: the calls of a generation loop or a benchmark find
+// it awake, and then a call costs about a microsecond.
 //
 // One caller at a time: a call made while the pool is in use (from inside a work item, or from
-// another thread of a program that uses the library) is told so and starts its own threads.
+// another thread of a program that uses the library) is told so and starts its own threads, as
+// does a call in a child process after fork(), where the pool's threads do not exist.
 class WorkerPool {
  public:
   struct Job {
@@ -35,9 +39,11 @@ class WorkerPool {
     void* context;
   };
 
+  // Never destroyed: its threads sleep until the process ends, and no static destructor can run
+  // while one of them is still spinning.
   static WorkerPool& shared() {
-    static WorkerPool pool;
-    return pool;
+    static WorkerPool* pool = new WorkerPool;
+    return *pool;
   }
 
   // Runs job on up to `helpers` pool threads as workers 1, 2, ... and returns how many took it
@@ -45,6 +51,11 @@ class WorkerPool {
   // must be followed by finish() from the same thread.
   long start(std::size_t helpers, Job job) {
     if (!busy_.try_lock()) return -1;
+    if (!threads_.empty() && ::getpid() != owner_) {  // a forked child: the threads stayed behind
+      busy_.unlock();
+      return -1;
+    }
+    owner_ = ::getpid();
     std::lock_guard<std::mutex> lock(m_);
     while (threads_.size() < helpers) {
       try {
@@ -73,17 +84,11 @@ class WorkerPool {
     busy_.unlock();
   }
 
-  ~WorkerPool() {
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      stop_ = true;
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
 
  private:
+  WorkerPool() = default;
   static constexpr std::chrono::microseconds kSpin{50};
 
   static void pause() {
@@ -99,8 +104,7 @@ class WorkerPool {
       Job job{};
       {
         std::unique_lock<std::mutex> lock(m_);
-        wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
-        if (stop_) return;
+        wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
         seen = generation_.load(std::memory_order_acquire);
         if (index >= active_) continue;  // this job asked for fewer threads
         job = job_;
@@ -121,7 +125,7 @@ class WorkerPool {
   std::size_t active_ = 0;
   std::atomic<std::size_t> pending_{0};
   std::atomic<std::uint64_t> generation_{0};
-  bool stop_ = false;
+  pid_t owner_ = 0;  // the process whose threads these are
 };
 
 // Calls work(worker, item) for every item in [0, items), taken in order by `threads` workers

@@ -69,8 +69,7 @@ void run_pitfalls(const PitfallsOptions& opts) {
   }
   write_plots(plots, opts.output, figures);
   if (!without.empty()) {
-    const bool data_on_stdout = opts.output.format == "json";
-    (data_on_stdout ? std::cerr : std::cout)
+    picture_log(opts.output)
         << "No picture for " << without << ": " << (list.size() == 1 ? "its lesson is" : "their lessons are")
         << " numbers, not a matrix (in the output above)" << (figures.empty() ? "; nothing written to --plots" : "")
         << ".\n";

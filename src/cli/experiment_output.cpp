@@ -42,8 +42,11 @@ PreparedPlots prepare_plots(const PlotOptions& opts) {
 
 void write_plots(PreparedPlots& plots, const OutputOptions& output, const std::vector<NamedFigure>& figures) {
   if (!plots.folder) return;
-  const bool data_on_stdout = output.format == "json" || output.format == "csv";
-  save_pictures(figures, *plots.folder, plots.image, data_on_stdout ? std::cerr : std::cout);
+  save_pictures(figures, *plots.folder, plots.image, picture_log(output));
+}
+
+std::ostream& picture_log(const OutputOptions& output) {
+  return output.format == "json" || output.format == "csv" ? std::cerr : std::cout;
 }
 
 }  // namespace attn::cli

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,7 @@ PreparedPlots prepare_plots(const PlotOptions& opts);
 // Writes the figures into --plots DIR, as a whole; "Wrote" lines go to stderr when stdout
 // carries data (json, csv), to stdout otherwise.
 void write_plots(PreparedPlots& plots, const OutputOptions& output, const std::vector<NamedFigure>& figures);
+// Where lines about the pictures go: stderr when stdout carries JSON or CSV data, else stdout.
+std::ostream& picture_log(const OutputOptions& output);
 
 }  // namespace attn::cli

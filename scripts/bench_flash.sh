@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# How close is flash to this CPU's ceiling? float32 flash at n = 4096, H = 8, d = 64 on 1 and 2
+# threads against OpenBLAS's sgemm 2048^3 (the same FLOP rate a GEMM reaches here), and causal
+# against non-causal time. Rounds alternate causal and non-causal runs, each with its own sgemm,
+# and every column is the minimum over the rounds, so a slow moment of a shared machine does not
+# land on one side of a ratio only.
+#   scripts/bench_flash.sh            5 rounds (installs what is missing and builds first)
+#   scripts/bench_flash.sh --smoke    tiny sizes, seconds (what the test suite runs)
+# ATTN_CLI=path/to/attn-cli skips the install and build; ROUNDS=N sets the rounds. OpenBLAS
+# runs with its own choice of core (OPENBLAS_CORETYPE unset for these runs; attn-cli moves a
+# fallback core to the right one at start-up), so the yardstick is this CPU's real sgemm.
+# Extra arguments go to every bench call.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+n=4096 heads=8 sgemm=2048 rounds=${ROUNDS:-5}
+if [[ ${1:-} == --smoke ]]; then
+  shift
+  n=128 heads=2 sgemm=128 rounds=1
+fi
+if [[ -z ${ATTN_CLI:-} ]]; then
+  "$root/scripts/install-deps.sh"
+  "$root/scripts/build.sh" >/dev/null
+  ATTN_CLI=${BUILD_DIR:-$root/build}/attn-cli
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for ((r = 1; r <= rounds; r++)); do
+  for causal in "" --causal; do
+    env -u OPENBLAS_CORETYPE "$ATTN_CLI" bench --backend flash --n "$n" --heads "$heads" --head-dim 64 \
+      --threads 1,2 --repeat 1 --no-check --sgemm "$sgemm" --max-seconds 3600 --json $causal "$@" \
+      >"$work/round$r${causal:+-causal}.json"
+  done
+done
+python3 - "$work" "$n" "$heads" "$sgemm" "$rounds" <<'EOF'
+import glob, json, os, sys
+
+work, n, heads, sgemm_n, rounds = sys.argv[1], *map(int, sys.argv[2:])
+best = {}  # (causal, threads) -> min ms;  ("sgemm", threads) -> max GFLOP/s
+machine = None
+for path in sorted(glob.glob(os.path.join(work, "*.json"))):
+    d = json.load(open(path))
+    machine = d["machine"]
+    for s in d["sgemm"]:
+        key = ("sgemm", s["threads"])
+        best[key] = max(best.get(key, 0.0), s["gflops"])
+    for r in d["runs"]:
+        key = (r["causal"], r["threads"])
+        best[key] = min(best.get(key, float("inf")), r["min_ms"])
+
+blas = machine["blas"]
+print(f"flash float32, n = {n}, H = {heads}, d = 64; sgemm {sgemm_n}^3; min over {rounds} alternating round(s)")
+print(f"CPU: {machine['cpu']} ({machine['cpu_vectors']}); flash kernels: {machine['flash_isa']}; "
+      f"OpenBLAS core: {blas['core']}{'' if blas['core_fits_cpu'] else ' (a fallback: ratios are against a slow sgemm)'}")
+flops = 4 * heads * n * n * 64  # non-causal; causal does about half (FlashAttention's rule)
+print(f"{'threads':>7}  {'sgemm GFLOP/s':>13}  {'non-causal ms':>13}  {'flash GFLOP/s':>13}  "
+      f"{'flash/sgemm':>11}  {'causal ms':>9}  {'causal/non-causal':>17}")
+for t in (1, 2):
+    sg, full, causal = best[("sgemm", t)], best[(False, t)], best[(True, t)]
+    rate = flops / (full * 1e6)
+    print(f"{t:>7}  {sg:>13.1f}  {full:>13.2f}  {rate:>13.1f}  {rate / sg:>11.2f}  {causal:>9.2f}  {causal / full:>17.3f}")
+print("goals of issue 18: flash/sgemm >= 0.90, causal/non-causal <= 0.55 (the causal run does 0.5 + 1/(2n)"
+      " of the score work)")
+EOF

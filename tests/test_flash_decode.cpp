@@ -118,8 +118,14 @@ TEST_CASE("decode: every instruction set this CPU runs, d and d_v not multiples 
     if (const auto* mk = flash::microkernels_named<float>(isa)) {
       check_decode<float>({4, 2, 2, 2000, MaskKind::random, 2, 40, 24}, 31, *mk);
       check_decode<float>({2, 1, 1, 1500, MaskKind::causal, 3, 67, 19}, 32, *mk);
+      // 8 query heads on one KV head: rows in blocks that share each K load, d past the last
+      // whole register, and a last block of 21 keys (1301 = 10 x 128 + 21) that no key group fills.
+      check_decode<float>({8, 1, 1, 1301, MaskKind::causal, 2, 67, 19}, 34, *mk);
     }
-    if (const auto* mk = flash::microkernels_named<double>(isa)) check_decode<double>({2, 2, 3, 900, MaskKind::none, 2}, 33, *mk);
+    if (const auto* mk = flash::microkernels_named<double>(isa)) {
+      check_decode<double>({2, 2, 3, 900, MaskKind::none, 2}, 33, *mk);
+      check_decode<double>({8, 1, 1, 901, MaskKind::random, 2, 37, 64}, 35, *mk);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -32,6 +33,28 @@ TEST_CASE("parallel items: every item runs once, on at most the threads asked fo
     for (const std::atomic<int>& r : runs) REQUIRE(r.load() == 1);
     REQUIRE(*workers.rbegin() < threads);
   }
+}
+
+TEST_CASE("parallel items: a worker that wakes after the caller has run out of items never runs that call's work") {
+  // Between calls the pool's threads fall asleep (they spin for 50 microseconds), so each call
+  // below starts with them asleep and often does all its items on the caller's thread. A
+  // worker that took the job late would run work whose call has returned: it would see a newer
+  // call's number, or none.
+  std::atomic<int> current{-1};
+  std::atomic<int> late{0};
+  for (int call = 0; call < 200; ++call) {
+    std::this_thread::sleep_for(std::chrono::microseconds(call % 2 ? 300 : 0));
+    current.store(call);
+    std::vector<std::atomic<int>> runs(1 + std::size_t(call % 3));
+    parallel_items(runs.size(), 2, [&, call](std::size_t, std::size_t n) {
+      if (current.load() != call) late.fetch_add(1);
+      runs[n].fetch_add(1);
+    });
+    current.store(-1);
+    for (const std::atomic<int>& r : runs) REQUIRE(r.load() == 1);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // time for any late worker to show itself
+  CHECK(late.load() == 0);
 }
 
 TEST_CASE("parallel items: an exception in any worker reaches the caller, and the pool still works after") {

@@ -29,6 +29,10 @@ inline std::size_t thread_count(std::size_t requested, std::size_t items) {
 // worker spins for kSpin before it sleeps: the calls of a generation loop or a benchmark find
 // it awake, and then a call costs about a microsecond.
 //
+// A worker that has not taken the job by the time the caller has run out of items is not waited
+// for: the caller closes the job, and a worker that wakes later skips it. So a short job never
+// waits for a sleeping thread to wake; it takes what it would on the caller's thread alone.
+//
 // One caller at a time: a call made while the pool is in use (from inside a work item, or from
 // another thread of a program that uses the library) is told so and starts its own threads, as
 // does a call in a child process after fork(), where the pool's threads do not exist.
@@ -46,9 +50,10 @@ class WorkerPool {
     return *pool;
   }
 
-  // Runs job on up to `helpers` pool threads as workers 1, 2, ... and returns how many took it
-  // (fewer when the system refuses a thread), or -1 when the pool is in use. Every started job
-  // must be followed by finish() from the same thread.
+  // Offers job to up to `helpers` pool threads as workers 1, 2, ... and returns how many were
+  // offered it (fewer when the system refuses a thread), or -1 when the pool is in use. Every
+  // started job must be followed by finish() from the same thread, once the caller needs no more
+  // help: workers that have not taken the job by then never run it.
   long start(std::size_t helpers, Job job) {
     if (!busy_.try_lock()) return -1;
     if (!threads_.empty() && ::getpid() != owner_) {  // a forked child: the threads stayed behind
@@ -66,20 +71,25 @@ class WorkerPool {
       }
     }
     active_ = std::min(helpers, threads_.size());
-    pending_.store(active_, std::memory_order_relaxed);
+    closed_ = false;
     job_ = job;
     generation_.fetch_add(1, std::memory_order_release);
     wake_.notify_all();
     return long(active_);
   }
 
-  // Waits until every worker of the started job has returned.
+  // Closes the job to workers that have not taken it yet, then waits until every worker that
+  // did has returned.
   void finish() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      closed_ = true;
+    }
     const auto until = std::chrono::steady_clock::now() + kSpin;
-    while (pending_.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until) pause();
+    while (running_.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until) pause();
     {
       std::unique_lock<std::mutex> lock(m_);
-      done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+      done_.wait(lock, [&] { return running_.load(std::memory_order_acquire) == 0; });
     }
     busy_.unlock();
   }
@@ -106,11 +116,12 @@ class WorkerPool {
         std::unique_lock<std::mutex> lock(m_);
         wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
         seen = generation_.load(std::memory_order_acquire);
-        if (index >= active_) continue;  // this job asked for fewer threads
+        if (index >= active_ || closed_) continue;  // fewer threads asked for, or no longer needed
+        running_.fetch_add(1, std::memory_order_relaxed);  // under m_: finish() closes under m_ too
         job = job_;
       }
       job.call(job.context, index + 1);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(m_);  // finish() may be between its test and its wait
         done_.notify_one();
       }
@@ -123,7 +134,8 @@ class WorkerPool {
   std::vector<std::thread> threads_;
   Job job_{};
   std::size_t active_ = 0;
-  std::atomic<std::size_t> pending_{0};
+  bool closed_ = false;                  // finish() has begun: no worker takes the job any more
+  std::atomic<std::size_t> running_{0};  // workers that took the job and have not returned
   std::atomic<std::uint64_t> generation_{0};
   pid_t owner_ = 0;  // the process whose threads these are
 };

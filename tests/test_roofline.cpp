@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "attn/engine/error.hpp"
 #include "attn/lessons/roofline.hpp"
@@ -120,4 +121,32 @@ TEST_CASE("roofline caption: each point's side of the ridge and its share of the
   CHECK(labels[3].x < r.points[3].intensity);
   CHECK(labels[3].anchor_x == 1.0);
   for (const PlotLabel& l : labels) CHECK(l.backdrop);
+}
+
+TEST_CASE("roofline labels: prefill points a factor 2 apart take alternate rows, so no label covers the next") {
+  RooflineResult r;
+  r.peak_gflops = 200;
+  r.bandwidth_gbps = 30;
+  r.ridge = 200.0 / 30;
+  for (std::size_t n : {512, 1024, 2048, 4096}) {
+    RooflinePoint p = prefill_point(n, 8, 64);
+    p.gflops = 180;  // all under the flat roof, all at one height: only the rows can tell them apart
+    p.roof_gflops = r.peak_gflops;
+    r.points.push_back(p);
+  }
+  const std::vector<PlotLabel> labels = roofline_labels(r);
+  REQUIRE(labels.size() == 4);
+  // "n = 1024" is wider than the factor 2 to its neighbours: 512 and 2048 (a factor 4 apart)
+  // share the first row under their points, 1024 and 4096 the second, lower one.
+  CHECK(labels[0].y == doctest::Approx(labels[2].y));
+  CHECK(labels[1].y == doctest::Approx(labels[3].y));
+  // The second row lies further under the first than the first under its points (7 points of
+  // height): by the two lines of text the first row's labels take (24 points).
+  CHECK(std::log(labels[0].y / labels[1].y) > 3 * std::log(180 / labels[0].y));
+  for (const PlotLabel& l : labels) CHECK(l.y < 180);  // under the points, away from the roof
+  // Points a factor 4 or more apart need no second row.
+  r.points.erase(r.points.begin() + 3);
+  r.points.erase(r.points.begin() + 1);
+  const std::vector<PlotLabel> spread = roofline_labels(r);
+  CHECK(spread[0].y == doctest::Approx(spread[1].y));
 }

@@ -14,7 +14,8 @@ constexpr double kPlotHeight = 340;  // points
 
 // Both axes' limits (log10): x half a decade past the points and the ridge (further left for
 // decode labels standing left of their points), y from under the lowest point and
-// the roof's left end to 1.8 x the highest point (room for labels above).
+// the roof's left end to 1.8 x the highest point, 3.3 x when prefill labels stand above their
+// points (room for labels above).
 struct RooflineAxes {
   double x_lo = 0, x_hi = 0, y_lo = 0, y_hi = 0;
   double ratio(double points) const {  // the factor in y that `points` of height span
@@ -37,7 +38,12 @@ RooflineAxes roofline_axes(const RooflineResult& r) {
   for (const RooflinePoint& p : r.points)
     if (p.kind == "decode" && p.gflops > p.roof_gflops) a.x_lo = std::min(a.x_lo, p.intensity / 8);
   a.x_hi *= 2;
-  a.y_hi *= 1.8;
+  // Room above the highest point for its label, or for two rows of them where prefill points
+  // run over their roof (labels_on puts those labels above, crowded ones in a second row).
+  const bool labels_above = std::any_of(r.points.begin(), r.points.end(), [](const RooflinePoint& p) {
+    return p.kind == "prefill" && p.gflops > p.roof_gflops;
+  });
+  a.y_hi *= labels_above ? 3.3 : 1.8;
   a.y_lo = std::min(r.bandwidth_gbps * a.x_lo, low / 3);
   return a;
 }
@@ -64,6 +70,26 @@ std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& ax
                         "L = " + std::to_string(p.size) + " · " + format_g(p.gflops, 3), under ? 0.0 : 1.0, 0.5,
                         std::nullopt, 8, true});
       column.push_back(1 + 2 * p.kv_heads + (under ? 1 : 0));
+    }
+  }
+  // Prefill points a factor 2 apart are closer than a label is wide ("n = 1024" over about 0.3 of
+  // a decade): where a label's neighbour on the same side of its points is less than a factor 4
+  // away and sits in the first row, it takes a second row, two lines further from its point.
+  std::vector<std::size_t> prefill;
+  for (std::size_t k = 0; k < labels.size(); ++k)
+    if (r.points[k].kind == "prefill") prefill.push_back(k);
+  std::sort(prefill.begin(), prefill.end(),
+            [&](std::size_t a, std::size_t b) { return r.points[a].intensity < r.points[b].intensity; });
+  const double two_lines = axes.ratio(24);
+  for (std::size_t side = 0; side < 2; ++side) {  // labels under their points, then over
+    std::size_t previous = labels.size();
+    bool previous_moved = false;
+    for (std::size_t k : prefill) {
+      if ((labels[k].anchor_y == 0.0) != (side == 0)) continue;
+      const bool crowded = previous < labels.size() && r.points[k].intensity < 4 * r.points[previous].intensity;
+      previous_moved = crowded && !previous_moved;
+      if (previous_moved) labels[k].y = side == 0 ? labels[k].y / two_lines : labels[k].y * two_lines;
+      previous = k;
     }
   }
   // Labels of one column may lie close in GFLOP/s: spread them downwards to at least a line of

@@ -2,20 +2,22 @@
 # How close is flash to this CPU's ceiling? float32 flash at n = 4096, H = 8, d = 64 on 1 and 2
 # threads against OpenBLAS's sgemm 2048^3 (the same FLOP rate a GEMM reaches here), and causal
 # against non-causal time. Rounds alternate causal and non-causal runs, each with its own sgemm,
-# and every column is the minimum over the rounds, so a slow moment of a shared machine does not
-# land on one side of a ratio only.
-#   scripts/bench_flash.sh            5 rounds (installs what is missing and builds first)
+# and every column is the best over the rounds (minimum time, maximum sgemm rate), so a slow
+# moment of a shared machine does not land on one side of a ratio only.
+#   scripts/bench_flash.sh            5 rounds of 2 timed runs each (installs what is missing
+#                                     and builds first)
 #   scripts/bench_flash.sh --smoke    tiny sizes, seconds (what the test suite runs)
-# ATTN_CLI=path/to/attn-cli skips the install and build; ROUNDS=N sets the rounds. OpenBLAS
+# ATTN_CLI=path/to/attn-cli skips the install and build; ROUNDS=N and REPEAT=N set the rounds
+# and the timed runs per round (each after one untimed warm-up). OpenBLAS
 # runs with its own choice of core (OPENBLAS_CORETYPE unset for these runs; attn-cli moves a
 # fallback core to the right one at start-up), so the yardstick is this CPU's real sgemm.
 # Extra arguments go to every bench call.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-n=4096 heads=8 sgemm=2048 rounds=${ROUNDS:-5}
+n=4096 heads=8 sgemm=2048 rounds=${ROUNDS:-5} repeat=${REPEAT:-2}
 if [[ ${1:-} == --smoke ]]; then
   shift
-  n=128 heads=2 sgemm=128 rounds=1
+  n=128 heads=2 sgemm=128 rounds=1 repeat=1
 fi
 if [[ -z ${ATTN_CLI:-} ]]; then
   "$root/scripts/install-deps.sh"
@@ -27,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 for ((r = 1; r <= rounds; r++)); do
   for causal in "" --causal; do
     env -u OPENBLAS_CORETYPE "$ATTN_CLI" bench --backend flash --n "$n" --heads "$heads" --head-dim 64 \
-      --threads 1,2 --repeat 1 --no-check --sgemm "$sgemm" --max-seconds 3600 --json $causal "$@" \
+      --threads 1,2 --repeat "$repeat" --no-check --sgemm "$sgemm" --max-seconds 3600 --json $causal "$@" \
       >"$work/round$r${causal:+-causal}.json"
   done
 done

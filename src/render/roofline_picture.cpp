@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/line_plot.hpp"
@@ -10,18 +12,80 @@ namespace attn {
 
 namespace {
 
-constexpr double kPlotHeight = 340;  // points
+constexpr double kPlotHeight = kRooflinePlotHeight, kPlotWidth = kRooflinePlotWidth;
+// A prefill label: 7 points clear of its point (an 8-point marker's half and the box), or,
+// where that place is taken, a step of 12 points further out at a time (half of two lines of
+// 8-point text in their box), up to kMaxSteps steps.
+constexpr double kLabelGap = 7, kLabelStep = 12;
+constexpr std::size_t kMaxSteps = 8;
+
+bool over_roof(const RooflinePoint& p) { return p.gflops > p.roof_gflops; }
+
+std::string prefill_text(const RooflinePoint& p) { return p.label + "\n" + format_g(p.gflops, 3); }
+
+// The box a label's text takes (8-point text, and the 2-point margin line_plot draws around
+// a backdrop), measured by pango as the picture will draw it.
+TextSize label_box(Canvas& measuring, const std::string& text) {
+  const TextSize t = measuring.measure(text, TextStyle{8});
+  return {t.width + 4, t.height + 4};
+}
 
 // Both axes' limits (log10): x half a decade past the points and the ridge (further left for
-// decode labels standing left of their points), y from under the lowest point and
-// the roof's left end to 1.8 x the highest point, 3.3 x when prefill labels stand above their
-// points (room for labels above).
+// decode labels standing left of their points), y from under the lowest point and the roof's
+// left end to over the highest point, with room for the labels standing above points.
 struct RooflineAxes {
   double x_lo = 0, x_hi = 0, y_lo = 0, y_hi = 0;
   double ratio(double points) const {  // the factor in y that `points` of height span
     return std::pow(y_hi / y_lo, points / kPlotHeight);
   }
+  double x_ratio(double points) const { return std::pow(x_hi / x_lo, points / kPlotWidth); }
 };
+
+// A label's box in log10 units of the axes, q steps out from its place nearest its point.
+struct Box {
+  double x0, x1, y0, y1;
+  bool meets(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+};
+
+Box prefill_box(const RooflinePoint& p, const TextSize& size, std::size_t q, const RooflineAxes& a) {
+  const double x = std::log10(p.intensity), y = std::log10(p.gflops);
+  const double half = std::log10(a.x_ratio(size.width / 2));
+  const double near = std::log10(a.ratio(kLabelGap + double(q) * kLabelStep)), high = std::log10(a.ratio(size.height));
+  return over_roof(p) ? Box{x - half, x + half, y + near, y + near + high}
+                      : Box{x - half, x + half, y - near - high, y - near};
+}
+
+// How many steps out each prefill label stands (0 for decode points). Prefill points a factor
+// 2 apart can be closer than a label is wide ("n = 1024" spans about 0.3 of a decade on a wide
+// plot), and their heights differ, so, in order of intensity, a label takes the first step
+// where its box meets none placed before it (the last step if every one is taken).
+struct PrefillRows {
+  std::vector<std::size_t> row;  // per point: steps out
+  std::vector<TextSize> box;     // per point (prefill points only)
+};
+
+PrefillRows prefill_rows(const RooflineResult& r, const RooflineAxes& a) {
+  PrefillRows out{std::vector<std::size_t>(r.points.size(), 0), std::vector<TextSize>(r.points.size())};
+  std::vector<std::size_t> order;
+  Canvas measuring = Canvas::measuring();
+  for (std::size_t k = 0; k < r.points.size(); ++k)
+    if (r.points[k].kind == "prefill") {
+      order.push_back(k);
+      out.box[k] = label_box(measuring, prefill_text(r.points[k]));
+    }
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t x, std::size_t y) { return r.points[x].intensity < r.points[y].intensity; });
+  std::vector<Box> placed;
+  for (const std::size_t k : order) {
+    auto box = [&](std::size_t q) { return prefill_box(r.points[k], out.box[k], q, a); };
+    std::size_t q = 0;
+    while (q + 1 < kMaxSteps && std::any_of(placed.begin(), placed.end(), [&](const Box& b) { return b.meets(box(q)); }))
+      ++q;
+    out.row[k] = q;
+    placed.push_back(box(q));
+  }
+  return out;
+}
 
 RooflineAxes roofline_axes(const RooflineResult& r) {
   RooflineAxes a{r.ridge, r.ridge, 0, r.peak_gflops};
@@ -38,13 +102,26 @@ RooflineAxes roofline_axes(const RooflineResult& r) {
   for (const RooflinePoint& p : r.points)
     if (p.kind == "decode" && p.gflops > p.roof_gflops) a.x_lo = std::min(a.x_lo, p.intensity / 8);
   a.x_hi *= 2;
-  // Room above the highest point for its label, or for two rows of them where prefill points
-  // run over their roof (labels_on puts those labels above, crowded ones in a second row).
-  const bool labels_above = std::any_of(r.points.begin(), r.points.end(), [](const RooflinePoint& p) {
-    return p.kind == "prefill" && p.gflops > p.roof_gflops;
-  });
-  a.y_hi *= labels_above ? 3.3 : 1.8;
   a.y_lo = std::min(r.bandwidth_gbps * a.x_lo, low / 3);
+  // Room above the highest point: 1.8 x, or what the labels standing over their points need.
+  // The top of a label q steps out lies h = kLabelGap + q kLabelStep + its height points over its
+  // point g, and h points span a factor R^(h / kPlotHeight) with R = y_hi / y_lo; so
+  // g R^(h / kPlotHeight) <= y_hi holds for R >= (g / y_lo)^(1 / (1 - h / kPlotHeight)). Rows
+  // depend on the axes and the axes on rows: a few rounds settle them.
+  const double top = 1.8 * a.y_hi;
+  a.y_hi = top;
+  for (int round = 0; round < 6; ++round) {  // y_hi only grows, and steps are bounded: it settles
+    const PrefillRows rows = prefill_rows(r, a);
+    double y_hi = a.y_hi;
+    for (std::size_t k = 0; k < r.points.size(); ++k) {
+      const RooflinePoint& p = r.points[k];
+      if (p.kind != "prefill" || !over_roof(p)) continue;
+      const double h = kLabelGap + double(rows.row[k]) * kLabelStep + rows.box[k].height + 2;
+      y_hi = std::max(y_hi, a.y_lo * std::pow(p.gflops / a.y_lo, 1 / (1 - h / kPlotHeight)));
+    }
+    if (y_hi == a.y_hi) break;
+    a.y_hi = y_hi;
+  }
   return a;
 }
 
@@ -52,14 +129,17 @@ std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& ax
   std::vector<PlotLabel> labels;
   std::vector<std::size_t> column;  // decode labels: one column per (KV heads, side)
   // 7 points: clear of an 8-point marker's half and the label's box; a line of 8-point text.
-  const double gap = axes.ratio(7), line = axes.ratio(11);
-  for (const RooflinePoint& p : r.points) {
+  const double gap = axes.ratio(kLabelGap), line = axes.ratio(11);
+  const std::vector<std::size_t> rows = prefill_rows(r, axes).row;
+  for (std::size_t k = 0; k < r.points.size(); ++k) {
+    const RooflinePoint& p = r.points[k];
     // Every label on the side away from its roof, so the roof never runs through the text.
-    const bool under = p.gflops <= p.roof_gflops;
+    const bool under = !over_roof(p);
     if (p.kind == "prefill") {
       // Prefill points sit a factor 2 apart: each label below a point under its (flat) roof,
       // above one over it, the GFLOP/s under the name.
-      labels.push_back({p.intensity, under ? p.gflops / gap : p.gflops * gap, p.label + "\n" + format_g(p.gflops, 3),
+      const double off = gap * std::pow(axes.ratio(kLabelStep), double(rows[k]));  // steps out where crowded
+      labels.push_back({p.intensity, under ? p.gflops / off : p.gflops * off, prefill_text(p),
                         0.5, under ? 0.0 : 1.0, std::nullopt, 8, true});
       column.push_back(0);
     } else {
@@ -70,26 +150,6 @@ std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& ax
                         "L = " + std::to_string(p.size) + " · " + format_g(p.gflops, 3), under ? 0.0 : 1.0, 0.5,
                         std::nullopt, 8, true});
       column.push_back(1 + 2 * p.kv_heads + (under ? 1 : 0));
-    }
-  }
-  // Prefill points a factor 2 apart are closer than a label is wide ("n = 1024" over about 0.3 of
-  // a decade): where a label's neighbour on the same side of its points is less than a factor 4
-  // away and sits in the first row, it takes a second row, two lines further from its point.
-  std::vector<std::size_t> prefill;
-  for (std::size_t k = 0; k < labels.size(); ++k)
-    if (r.points[k].kind == "prefill") prefill.push_back(k);
-  std::sort(prefill.begin(), prefill.end(),
-            [&](std::size_t a, std::size_t b) { return r.points[a].intensity < r.points[b].intensity; });
-  const double two_lines = axes.ratio(24);
-  for (std::size_t side = 0; side < 2; ++side) {  // labels under their points, then over
-    std::size_t previous = labels.size();
-    bool previous_moved = false;
-    for (std::size_t k : prefill) {
-      if ((labels[k].anchor_y == 0.0) != (side == 0)) continue;
-      const bool crowded = previous < labels.size() && r.points[k].intensity < 4 * r.points[previous].intensity;
-      previous_moved = crowded && !previous_moved;
-      if (previous_moved) labels[k].y = side == 0 ? labels[k].y / two_lines : labels[k].y * two_lines;
-      previous = k;
     }
   }
   // Labels of one column may lie close in GFLOP/s: spread them downwards to at least a line of
@@ -112,6 +172,11 @@ std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& ax
 
 std::vector<PlotLabel> roofline_labels(const RooflineResult& r) { return labels_on(r, roofline_axes(r)); }
 
+RooflineRange roofline_range(const RooflineResult& r) {
+  const RooflineAxes a = roofline_axes(r);
+  return {a.x_lo, a.x_hi, a.y_lo, a.y_hi};
+}
+
 Figure roofline_figure(const RooflineResult& r) {
   const RooflineAxes axes = roofline_axes(r);
   const double lo = axes.x_lo, hi = axes.x_hi;
@@ -123,7 +188,7 @@ Figure roofline_figure(const RooflineResult& r) {
   spec.y.min = axes.y_lo;
   spec.y.max = axes.y_hi;
   spec.y.scale = AxisScale::log10;
-  spec.width = 520;
+  spec.width = kPlotWidth;
   spec.height = kPlotHeight;
   spec.legend = LegendPlace::lower_right;
 

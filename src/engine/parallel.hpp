@@ -55,12 +55,16 @@ class WorkerPool {
   // started job must be followed by finish() from the same thread, once the caller needs no more
   // help: workers that have not taken the job by then never run it.
   long start(std::size_t helpers, Job job) {
+    // A call from inside a work item on the caller's own thread: that thread holds busy_ already,
+    // and try_lock on a mutex its own thread holds is undefined behaviour, so it is not asked.
+    if (holding_) return -1;
     if (!busy_.try_lock()) return -1;
     if (!threads_.empty() && ::getpid() != owner_) {  // a forked child: the threads stayed behind
       busy_.unlock();
       return -1;
     }
     owner_ = ::getpid();
+    holding_ = true;
     std::lock_guard<std::mutex> lock(m_);
     while (threads_.size() < helpers) {
       try {
@@ -91,6 +95,7 @@ class WorkerPool {
       std::unique_lock<std::mutex> lock(m_);
       done_.wait(lock, [&] { return running_.load(std::memory_order_acquire) == 0; });
     }
+    holding_ = false;
     busy_.unlock();
   }
 
@@ -129,6 +134,7 @@ class WorkerPool {
   }
 
   std::mutex busy_;  // held from start() to finish() by the one caller
+  static inline thread_local bool holding_ = false;  // this thread holds busy_
   std::mutex m_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> threads_;

@@ -124,7 +124,8 @@ TEST_CASE("decode: every instruction set this CPU runs, d and d_v not multiples 
     }
     if (const auto* mk = flash::microkernels_named<double>(isa)) {
       check_decode<double>({2, 2, 3, 900, MaskKind::none, 2}, 33, *mk);
-      check_decode<double>({8, 1, 1, 901, MaskKind::random, 2, 37, 64}, 35, *mk);
+      // 6 rows: one block of 4, then 2 rows one at a time.
+      check_decode<double>({6, 1, 1, 901, MaskKind::random, 2, 37, 64}, 35, *mk);
     }
   }
 }
@@ -274,6 +275,9 @@ TEST_CASE("decode bf16: every instruction set this CPU runs widens K and V in re
     check_decode_bf16({4, 2, 1, 3000, MaskKind::none, 2}, ++seed, isa);
     check_decode_bf16({8, 8, 2, 1500, MaskKind::causal, 3}, ++seed, isa);
     check_decode_bf16({4, 1, 7, 2000, MaskKind::random, 1, 40, 24}, ++seed, isa);  // V through the padded copy
+    // GQA 8:1 on a bfloat16 cache: rows in blocks of 4 sharing each widened K load, d past the
+    // last whole register, and a last block of 21 keys (1301 = 10 x 128 + 21) no key group fills.
+    check_decode_bf16({8, 1, 1, 1301, MaskKind::causal, 2, 67, 64}, ++seed, isa);
   }
 }
 

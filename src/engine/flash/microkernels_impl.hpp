@@ -308,80 +308,59 @@ struct KernelSet {
     return batch::load_aligned(lanes);
   }
 
-  // Several query rows against the same keys (GQA's query heads of one KV head, or a few
-  // queries): QK_BR rows x QK_BT keys at a time, W accumulators in all, each a vector over d,
-  // so one load of a K vector serves QK_BR rows and one load of a Q vector QK_BT keys (where one
-  // row at a time loads every K vector once per row); lane_sums then gives the W dot products.
+  // Scores of rows read in place against keys read in place: BR rows x BT keys at a time, BR x
+  // BT = W accumulators, each a vector over d, summed across lanes at the end by lane_sums (the
+  // W dot products come out in the order r * BT + t). One row takes W keys at a time (1 x W):
+  // each K vector is loaded once. Several rows against the same keys (GQA's query heads of one
+  // KV head, or a few queries) take QK_BR x QK_BT: one load of a K vector serves QK_BR rows and
+  // one load of a Q vector QK_BT keys, where one row at a time would load every K vector once
+  // per row. KV is T, or std::uint16_t for a bfloat16 K, widened as it is loaded.
   static constexpr std::size_t QK_BR = W >= 4 ? 4 : W, QK_BT = W / QK_BR;
 
-  template <class KV>
-  static void qk_row_block(const T* q, std::size_t d, const KV* k, std::size_t ldk, std::size_t keys, T* s,
-                           std::size_t lds) {
+  template <std::size_t BR, std::size_t BT, class KV>
+  static void qk_block(const T* q, std::size_t d, const KV* k, std::size_t ldk, std::size_t keys, T* s,
+                       std::size_t lds) {
+    static_assert(BR * BT == W);
     std::size_t j0 = 0;
-    for (; j0 + QK_BT <= keys; j0 += QK_BT) {
+    for (; j0 + BT <= keys; j0 += BT) {
       batch acc[W];
 #pragma GCC unroll 16
       for (std::size_t t = 0; t < W; ++t) acc[t] = batch(T(0));
       std::size_t c = 0;
       for (; c + W <= d; c += W) {
-        batch kb[QK_BT];
+        batch kb[BT];
 #pragma GCC unroll 16
-        for (std::size_t t = 0; t < QK_BT; ++t) kb[t] = load_k(k + (j0 + t) * ldk + c);
+        for (std::size_t t = 0; t < BT; ++t) kb[t] = load_k(k + (j0 + t) * ldk + c);
 #pragma GCC unroll 16
-        for (std::size_t r = 0; r < QK_BR; ++r) {
+        for (std::size_t r = 0; r < BR; ++r) {
           const batch qb = batch::load_unaligned(q + r * d + c);
 #pragma GCC unroll 16
-          for (std::size_t t = 0; t < QK_BT; ++t) acc[r * QK_BT + t] = xsimd::fma(qb, kb[t], acc[r * QK_BT + t]);
+          for (std::size_t t = 0; t < BT; ++t) acc[r * BT + t] = xsimd::fma(qb, kb[t], acc[r * BT + t]);
         }
       }
       alignas(64) T dots[W];
       lane_sums(acc, dots);
       for (; c < d; ++c)  // d not a multiple of W
-        for (std::size_t r = 0; r < QK_BR; ++r)
-          for (std::size_t t = 0; t < QK_BT; ++t) dots[r * QK_BT + t] += q[r * d + c] * widen_one(k[(j0 + t) * ldk + c]);
-      for (std::size_t r = 0; r < QK_BR; ++r) std::copy(dots + r * QK_BT, dots + (r + 1) * QK_BT, s + r * lds + j0);
+        for (std::size_t r = 0; r < BR; ++r)
+          for (std::size_t t = 0; t < BT; ++t) dots[r * BT + t] += q[r * d + c] * widen_one(k[(j0 + t) * ldk + c]);
+      for (std::size_t r = 0; r < BR; ++r) std::copy(dots + r * BT, dots + (r + 1) * BT, s + r * lds + j0);
     }
-    for (; j0 < keys; ++j0)  // the last keys, fewer than QK_BT
-      for (std::size_t r = 0; r < QK_BR; ++r) {
+    for (; j0 < keys; ++j0)  // the last keys, fewer than BT
+      for (std::size_t r = 0; r < BR; ++r) {
         T dot = 0;
         for (std::size_t c = 0; c < d; ++c) dot += q[r * d + c] * widen_one(k[j0 * ldk + c]);
         s[r * lds + j0] = dot;
       }
   }
 
-  // W keys at a time: W independent accumulators, one per key, each a vector over d, summed
-  // across lanes at the end by lane_sums. KV is T, or std::uint16_t for a bfloat16 K. Rows in
-  // blocks of QK_BR first (qk_row_block), the rest one at a time.
+  // Rows in blocks of QK_BR first, the rest one at a time.
   template <class KV>
   static void qk_rows(const T* q, std::size_t rows, std::size_t d, const KV* k, std::size_t ldk,
                       std::size_t keys, T* s, std::size_t lds) {
     std::size_t r0 = 0;
     if constexpr (QK_BR > 1)
-      for (; r0 + QK_BR <= rows; r0 += QK_BR) qk_row_block(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds);
-    for (std::size_t r = r0; r < rows; ++r) {
-      const T* qr = q + r * d;
-      T* sr = s + r * lds;
-      std::size_t j0 = 0;
-      for (; j0 + W <= keys; j0 += W) {
-        batch acc[W];
-#pragma GCC unroll 16
-        for (std::size_t t = 0; t < W; ++t) acc[t] = batch(T(0));
-        std::size_t c = 0;
-        for (; c + W <= d; c += W) {
-          const batch qb = batch::load_unaligned(qr + c);
-#pragma GCC unroll 16
-          for (std::size_t t = 0; t < W; ++t) acc[t] = xsimd::fma(qb, load_k(k + (j0 + t) * ldk + c), acc[t]);
-        }
-        lane_sums(acc, sr + j0);
-        for (; c < d; ++c)  // d not a multiple of W
-          for (std::size_t t = 0; t < W; ++t) sr[j0 + t] += qr[c] * widen_one(k[(j0 + t) * ldk + c]);
-      }
-      for (; j0 < keys; ++j0) {
-        T dot = 0;
-        for (std::size_t c = 0; c < d; ++c) dot += qr[c] * widen_one(k[j0 * ldk + c]);
-        sr[j0] = dot;
-      }
-    }
+      for (; r0 + QK_BR <= rows; r0 += QK_BR) qk_block<QK_BR, QK_BT>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds);
+    for (; r0 < rows; ++r0) qk_block<1, W>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds);
   }
 
   static void qk_unpacked(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,

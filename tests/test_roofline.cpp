@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "attn/engine/error.hpp"
 #include "attn/lessons/roofline.hpp"
@@ -149,6 +150,13 @@ std::vector<LabelBox> prefill_label_boxes(const RooflineResult& r, const std::ve
   return boxes;
 }
 
+// A point as a run measured it: its GFLOP/s, under a roof of roof_gflops.
+RooflinePoint measured(RooflinePoint p, double gflops, double roof_gflops) {
+  p.gflops = gflops;
+  p.roof_gflops = roof_gflops;
+  return p;
+}
+
 void check_boxes_apart_and_inside(const std::vector<LabelBox>& boxes) {
   for (std::size_t i = 0; i < boxes.size(); ++i) {
     CAPTURE(i);
@@ -170,18 +178,12 @@ TEST_CASE("roofline labels: prefill points a factor 2 apart never cover each oth
   r.peak_gflops = 200;
   r.bandwidth_gbps = 30;
   r.ridge = 200.0 / 30;
-  for (std::size_t n : {512, 1024, 2048, 4096}) {
-    RooflinePoint p = prefill_point(n, 8, 64);
-    p.gflops = 180;  // all under the flat roof, all at one height: only rows can keep them apart
-    p.roof_gflops = r.peak_gflops;
-    r.points.push_back(p);
-  }
+  // All under the flat roof, all at one height: only rows can keep their labels apart.
+  for (std::size_t n : {512, 1024, 2048, 4096}) r.points.push_back(measured(prefill_point(n, 8, 64), 180, 200));
   // MHA decode over its roof, as a cache read from the CPU's caches is: the x axis then spans
   // 4.5 decades, as in `attn-cli roofline`, and a factor 2 is narrower than "n = 1024".
-  RooflinePoint d = decode_point(4096, 8, 8, 64);
-  d.gflops = 25;
-  d.roof_gflops = r.bandwidth_gbps * d.intensity;
-  r.points.push_back(d);
+  const RooflinePoint mha = decode_point(4096, 8, 8, 64);
+  r.points.push_back(measured(mha, 25, 30 * mha.intensity));
   const std::vector<PlotLabel> labels = roofline_labels(r);
   REQUIRE(labels.size() == 5);
   for (std::size_t k = 0; k < 4; ++k) CHECK(labels[k].y < 180);  // under the points, away from the roof
@@ -203,16 +205,9 @@ TEST_CASE("roofline labels: over their points, at different heights, apart and i
   // higher point's first.
   const std::size_t ns[] = {512, 768, 1024, 4096};
   const double gflops[] = {152, 106, 88.2, 139};
-  for (std::size_t k = 0; k < 4; ++k) {
-    RooflinePoint p = prefill_point(ns[k], 8, 64);
-    p.gflops = gflops[k];
-    p.roof_gflops = r.peak_gflops;
-    r.points.push_back(p);
-  }
-  RooflinePoint d = decode_point(16384, 8, 8, 64);
-  d.gflops = 10;
-  d.roof_gflops = r.bandwidth_gbps * d.intensity;
-  r.points.push_back(d);
+  for (std::size_t k = 0; k < 4; ++k) r.points.push_back(measured(prefill_point(ns[k], 8, 64), gflops[k], 76));
+  const RooflinePoint mha = decode_point(16384, 8, 8, 64);
+  r.points.push_back(measured(mha, 10, 19 * mha.intensity));
   const std::vector<PlotLabel> labels = roofline_labels(r);
   REQUIRE(labels.size() == 5);
   for (std::size_t k = 0; k < 4; ++k) {
@@ -226,14 +221,13 @@ TEST_CASE("roofline labels: over their points, at different heights, apart and i
   // A run on this project's machine under OPENBLAS_CORETYPE=Haswell (numbers from its JSON),
   // where n = 1024's label, three rows out, covered n = 768's second row.
   r.peak_gflops = 80.4, r.bandwidth_gbps = 23.6, r.ridge = 80.4 / 23.6;
-  const double measured[] = {100, 110, 87.9, 127};
-  for (std::size_t k = 0; k < 4; ++k) r.points[k].gflops = measured[k], r.points[k].roof_gflops = 80.4;
+  const double haswell[] = {100, 110, 87.9, 127};
+  for (std::size_t k = 0; k < 4; ++k) r.points[k].gflops = haswell[k], r.points[k].roof_gflops = 80.4;
   r.points[4].gflops = 9.59, r.points[4].roof_gflops = 23.6 * r.points[4].intensity;
-  for (const auto& [kv_heads, gf] : {std::pair<std::size_t, double>{8, 22.7}, {1, 91.5}, {1, 96.3}}) {
-    RooflinePoint q = decode_point(kv_heads == 8 ? 1024 : (gf < 95 ? 1024 : 16384), 8, kv_heads, 64);
-    q.gflops = gf;
-    q.roof_gflops = std::min(80.4, 23.6 * q.intensity);
-    r.points.push_back(q);
+  for (const auto& [len, kv_heads, gf] : {std::tuple<std::size_t, std::size_t, double>{1024, 8, 22.7},
+                                          {1024, 1, 91.5}, {16384, 1, 96.3}}) {
+    const RooflinePoint q = decode_point(len, 8, kv_heads, 64);
+    r.points.push_back(measured(q, gf, std::min(80.4, 23.6 * q.intensity)));
   }
   check_boxes_apart_and_inside(prefill_label_boxes(r, roofline_labels(r)));
 }

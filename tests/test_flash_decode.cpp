@@ -124,7 +124,8 @@ TEST_CASE("decode: every instruction set this CPU runs, d and d_v not multiples 
     }
     if (const auto* mk = flash::microkernels_named<double>(isa)) {
       check_decode<double>({2, 2, 3, 900, MaskKind::none, 2}, 33, *mk);
-      // 6 rows: one block of 4, then 2 rows one at a time.
+      // 6 rows: a block of 4 and 2 rows one at a time (AVX2, AVX-512), or three blocks of 2
+      // (the generic double kernel, 2 lanes).
       check_decode<double>({6, 1, 1, 901, MaskKind::random, 2, 37, 64}, 35, *mk);
     }
   }

@@ -157,6 +157,20 @@ RooflinePoint measured(RooflinePoint p, double gflops, double roof_gflops) {
   return p;
 }
 
+// No label's box (drawn white, over the markers) may hide a point: each marker, 8 points
+// across, stays clear of every prefill label.
+void check_markers_clear(const RooflineResult& r, const std::vector<LabelBox>& boxes) {
+  const RooflineRange a = roofline_range(r);
+  for (std::size_t k = 0; k < r.points.size(); ++k) {
+    const double px = std::log(r.points[k].intensity / a.x_lo) / std::log(a.x_hi / a.x_lo) * kRooflinePlotWidth;
+    const double py = std::log(r.points[k].gflops / a.y_lo) / std::log(a.y_hi / a.y_lo) * kRooflinePlotHeight;
+    for (const LabelBox& b : boxes) {
+      CAPTURE(k);
+      CHECK_FALSE((px + 4 > b.x0 && px - 4 < b.x1 && py + 4 > b.y0 && py - 4 < b.y1));
+    }
+  }
+}
+
 void check_boxes_apart_and_inside(const std::vector<LabelBox>& boxes) {
   for (std::size_t i = 0; i < boxes.size(); ++i) {
     CAPTURE(i);
@@ -230,4 +244,20 @@ TEST_CASE("roofline labels: over their points, at different heights, apart and i
     r.points.push_back(measured(q, gf, std::min(80.4, 23.6 * q.intensity)));
   }
   check_boxes_apart_and_inside(prefill_label_boxes(r, roofline_labels(r)));
+  check_markers_clear(r, prefill_label_boxes(r, roofline_labels(r)));
+}
+
+TEST_CASE("roofline labels: eleven prefill points, none hidden under another's label") {
+  // `roofline --n 128,192,...,4096`, where the label of n = 256 had hidden half of n = 192's
+  // marker: labels kept clear of each other, not of the points.
+  RooflineResult r;
+  r.peak_gflops = 202, r.bandwidth_gbps = 28.9, r.ridge = 202 / 28.9;
+  const std::size_t ns[] = {128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096};
+  const double gflops[] = {142, 162, 171, 179, 179, 187, 186, 189, 189, 191, 192};
+  for (std::size_t k = 0; k < 11; ++k) r.points.push_back(measured(prefill_point(ns[k], 8, 64), gflops[k], 202));
+  const RooflinePoint mha = decode_point(16384, 8, 8, 64);
+  r.points.push_back(measured(mha, 13.9, 28.9 * mha.intensity));
+  const std::vector<LabelBox> boxes = prefill_label_boxes(r, roofline_labels(r));
+  check_boxes_apart_and_inside(boxes);
+  check_markers_clear(r, boxes);
 }

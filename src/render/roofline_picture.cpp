@@ -18,6 +18,7 @@ constexpr double kPlotHeight = kRooflinePlotHeight, kPlotWidth = kRooflinePlotWi
 // 8-point text in their box), up to kMaxSteps steps.
 constexpr double kLabelGap = 7, kLabelStep = 12;
 constexpr std::size_t kMaxSteps = 8;
+constexpr double kMarkerHalf = 5;  // half an 8-point marker, and a point of margin
 
 bool over_roof(const RooflinePoint& p) { return p.gflops > p.roof_gflops; }
 
@@ -58,7 +59,8 @@ Box prefill_box(const RooflinePoint& p, const TextSize& size, std::size_t q, con
 // How many steps out each prefill label stands (0 for decode points). Prefill points a factor
 // 2 apart can be closer than a label is wide ("n = 1024" spans about 0.3 of a decade on a wide
 // plot), and their heights differ, so, in order of intensity, a label takes the first step
-// where its box meets none placed before it (the last step if every one is taken).
+// where its box meets no label placed before it and no point's marker (a label is drawn on a
+// white box over the markers); if every step meets something, the step that meets fewest.
 struct PrefillRows {
   std::vector<std::size_t> row;  // per point: steps out
   std::vector<TextSize> box;     // per point (prefill points only)
@@ -75,14 +77,28 @@ PrefillRows prefill_rows(const RooflineResult& r, const RooflineAxes& a) {
     }
   std::sort(order.begin(), order.end(),
             [&](std::size_t x, std::size_t y) { return r.points[x].intensity < r.points[y].intensity; });
+  // Every point's marker (8 points across, and a point of margin) is in the way from the start.
   std::vector<Box> placed;
+  const double mx = std::log10(a.x_ratio(kMarkerHalf)), my = std::log10(a.ratio(kMarkerHalf));
+  for (const RooflinePoint& p : r.points) {
+    const double x = std::log10(p.intensity), y = std::log10(p.gflops);
+    placed.push_back({x - mx, x + mx, y - my, y + my});
+  }
   for (const std::size_t k : order) {
-    auto box = [&](std::size_t q) { return prefill_box(r.points[k], out.box[k], q, a); };
-    std::size_t q = 0;
-    while (q + 1 < kMaxSteps && std::any_of(placed.begin(), placed.end(), [&](const Box& b) { return b.meets(box(q)); }))
-      ++q;
-    out.row[k] = q;
-    placed.push_back(box(q));
+    auto meets = [&](std::size_t q) {
+      const Box b = prefill_box(r.points[k], out.box[k], q, a);
+      return std::count_if(placed.begin(), placed.end(), [&](const Box& o) { return o.meets(b); });
+    };
+    std::size_t best = 0;
+    for (std::size_t q = 0; q < kMaxSteps; ++q) {
+      if (meets(q) == 0) {
+        best = q;
+        break;
+      }
+      if (meets(q) < meets(best)) best = q;
+    }
+    out.row[k] = best;
+    placed.push_back(prefill_box(r.points[k], out.box[k], best, a));
   }
   return out;
 }

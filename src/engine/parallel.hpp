@@ -89,6 +89,11 @@ class WorkerPool {
       std::lock_guard<std::mutex> lock(m_);
       closed_ = true;
     }
+    // A thread this call started is let finish starting, even when it is no longer needed: no
+    // pool thread is halfway through its start (inside the C library or a sanitizer's runtime,
+    // holding their locks) once the call has returned, where a fork() could copy those locks
+    // held into a child. Only the call that starts a thread waits (its start, ~0.1 ms, once).
+    while (started_.load(std::memory_order_acquire) < threads_.size()) std::this_thread::yield();
     const auto until = std::chrono::steady_clock::now() + kSpin;
     while (running_.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until) pause();
     {
@@ -113,6 +118,7 @@ class WorkerPool {
   }
 
   void loop(std::size_t index, std::uint64_t seen) {
+    started_.fetch_add(1, std::memory_order_release);
     for (;;) {
       const auto until = std::chrono::steady_clock::now() + kSpin;
       while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) pause();
@@ -141,7 +147,8 @@ class WorkerPool {
   Job job_{};
   std::size_t active_ = 0;
   bool closed_ = false;                  // finish() has begun: no worker takes the job any more
-  std::atomic<std::size_t> running_{0};  // workers that took the job and have not returned
+  std::atomic<std::size_t> running_{0};
+  std::atomic<std::size_t> started_{0};  // threads that have begun running loop()  // workers that took the job and have not returned
   std::atomic<std::uint64_t> generation_{0};
   pid_t owner_ = 0;  // the process whose threads these are
 };

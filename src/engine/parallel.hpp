@@ -147,8 +147,8 @@ class WorkerPool {
   Job job_{};
   std::size_t active_ = 0;
   bool closed_ = false;                  // finish() has begun: no worker takes the job any more
-  std::atomic<std::size_t> running_{0};
-  std::atomic<std::size_t> started_{0};  // threads that have begun running loop()  // workers that took the job and have not returned
+  std::atomic<std::size_t> running_{0};  // workers that took the job and have not returned
+  std::atomic<std::size_t> started_{0};  // threads that have begun running loop()
   std::atomic<std::uint64_t> generation_{0};
   pid_t owner_ = 0;  // the process whose threads these are
 };

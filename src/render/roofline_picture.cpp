@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -56,25 +57,25 @@ Box prefill_box(const RooflinePoint& p, const TextSize& size, std::size_t q, con
                       : Box{x - half, x + half, y - near - high, y - near};
 }
 
+// Each prefill label's box (decode points: empty), measured once for all placements.
+std::vector<TextSize> prefill_boxes(const RooflineResult& r) {
+  std::vector<TextSize> boxes(r.points.size());
+  Canvas measuring = Canvas::measuring();
+  for (std::size_t k = 0; k < r.points.size(); ++k)
+    if (r.points[k].kind == "prefill") boxes[k] = label_box(measuring, prefill_text(r.points[k]));
+  return boxes;
+}
+
 // How many steps out each prefill label stands (0 for decode points). Prefill points a factor
 // 2 apart can be closer than a label is wide ("n = 1024" spans about 0.3 of a decade on a wide
 // plot), and their heights differ, so, in order of intensity, a label takes the first step
 // where its box meets no label placed before it and no point's marker (a label is drawn on a
 // white box over the markers); if every step meets something, the step that meets fewest.
-struct PrefillRows {
-  std::vector<std::size_t> row;  // per point: steps out
-  std::vector<TextSize> box;     // per point (prefill points only)
-};
-
-PrefillRows prefill_rows(const RooflineResult& r, const RooflineAxes& a) {
-  PrefillRows out{std::vector<std::size_t>(r.points.size(), 0), std::vector<TextSize>(r.points.size())};
-  std::vector<std::size_t> order;
-  Canvas measuring = Canvas::measuring();
+std::vector<std::size_t> prefill_steps(const RooflineResult& r, const std::vector<TextSize>& boxes,
+                                       const RooflineAxes& a) {
+  std::vector<std::size_t> steps(r.points.size(), 0), order;
   for (std::size_t k = 0; k < r.points.size(); ++k)
-    if (r.points[k].kind == "prefill") {
-      order.push_back(k);
-      out.box[k] = label_box(measuring, prefill_text(r.points[k]));
-    }
+    if (r.points[k].kind == "prefill") order.push_back(k);
   std::sort(order.begin(), order.end(),
             [&](std::size_t x, std::size_t y) { return r.points[x].intensity < r.points[y].intensity; });
   // Every point's marker (8 points across, and a point of margin) is in the way from the start.
@@ -85,22 +86,17 @@ PrefillRows prefill_rows(const RooflineResult& r, const RooflineAxes& a) {
     placed.push_back({x - mx, x + mx, y - my, y + my});
   }
   for (const std::size_t k : order) {
-    auto meets = [&](std::size_t q) {
-      const Box b = prefill_box(r.points[k], out.box[k], q, a);
-      return std::count_if(placed.begin(), placed.end(), [&](const Box& o) { return o.meets(b); });
-    };
     std::size_t best = 0;
-    for (std::size_t q = 0; q < kMaxSteps; ++q) {
-      if (meets(q) == 0) {
-        best = q;
-        break;
-      }
-      if (meets(q) < meets(best)) best = q;
+    std::ptrdiff_t fewest = PTRDIFF_MAX;
+    for (std::size_t q = 0; q < kMaxSteps && fewest > 0; ++q) {
+      const Box b = prefill_box(r.points[k], boxes[k], q, a);
+      const std::ptrdiff_t met = std::count_if(placed.begin(), placed.end(), [&](const Box& o) { return o.meets(b); });
+      if (met < fewest) best = q, fewest = met;
     }
-    out.row[k] = best;
-    placed.push_back(prefill_box(r.points[k], out.box[k], best, a));
+    steps[k] = best;
+    placed.push_back(prefill_box(r.points[k], boxes[k], best, a));
   }
-  return out;
+  return steps;
 }
 
 RooflineAxes roofline_axes(const RooflineResult& r) {
@@ -116,23 +112,23 @@ RooflineAxes roofline_axes(const RooflineResult& r) {
   // A decode label over its roof stands left of its point, about 0.6 of a decade: inside the
   // plot, not over the y axis' numbers.
   for (const RooflinePoint& p : r.points)
-    if (p.kind == "decode" && p.gflops > p.roof_gflops) a.x_lo = std::min(a.x_lo, p.intensity / 8);
+    if (p.kind == "decode" && over_roof(p)) a.x_lo = std::min(a.x_lo, p.intensity / 8);
   a.x_hi *= 2;
   a.y_lo = std::min(r.bandwidth_gbps * a.x_lo, low / 3);
   // Room above the highest point: 1.8 x, or what the labels standing over their points need.
   // The top of a label q steps out lies h = kLabelGap + q kLabelStep + its height points over its
   // point g, and h points span a factor R^(h / kPlotHeight) with R = y_hi / y_lo; so
-  // g R^(h / kPlotHeight) <= y_hi holds for R >= (g / y_lo)^(1 / (1 - h / kPlotHeight)). Rows
-  // depend on the axes and the axes on rows: a few rounds settle them.
-  const double top = 1.8 * a.y_hi;
-  a.y_hi = top;
+  // g R^(h / kPlotHeight) <= y_hi holds for R >= (g / y_lo)^(1 / (1 - h / kPlotHeight)). Steps
+  // depend on the axes and the axes on steps: a few rounds settle them.
+  a.y_hi *= 1.8;
+  const std::vector<TextSize> boxes = prefill_boxes(r);
   for (int round = 0; round < 6; ++round) {  // y_hi only grows, and steps are bounded: it settles
-    const PrefillRows rows = prefill_rows(r, a);
+    const std::vector<std::size_t> steps = prefill_steps(r, boxes, a);
     double y_hi = a.y_hi;
     for (std::size_t k = 0; k < r.points.size(); ++k) {
       const RooflinePoint& p = r.points[k];
       if (p.kind != "prefill" || !over_roof(p)) continue;
-      const double h = kLabelGap + double(rows.row[k]) * kLabelStep + rows.box[k].height + 2;
+      const double h = kLabelGap + double(steps[k]) * kLabelStep + boxes[k].height + 2;
       y_hi = std::max(y_hi, a.y_lo * std::pow(p.gflops / a.y_lo, 1 / (1 - h / kPlotHeight)));
     }
     if (y_hi == a.y_hi) break;
@@ -144,9 +140,9 @@ RooflineAxes roofline_axes(const RooflineResult& r) {
 std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& axes) {
   std::vector<PlotLabel> labels;
   std::vector<std::size_t> column;  // decode labels: one column per (KV heads, side)
-  // 7 points: clear of an 8-point marker's half and the label's box; a line of 8-point text.
-  const double gap = axes.ratio(kLabelGap), line = axes.ratio(11);
-  const std::vector<std::size_t> rows = prefill_rows(r, axes).row;
+  // A line of 8-point text: how far apart decode labels of one column are spread.
+  const double line = axes.ratio(11);
+  const std::vector<std::size_t> steps = prefill_steps(r, prefill_boxes(r), axes);
   for (std::size_t k = 0; k < r.points.size(); ++k) {
     const RooflinePoint& p = r.points[k];
     // Every label on the side away from its roof, so the roof never runs through the text.
@@ -154,7 +150,7 @@ std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& ax
     if (p.kind == "prefill") {
       // Prefill points sit a factor 2 apart: each label below a point under its (flat) roof,
       // above one over it, the GFLOP/s under the name.
-      const double off = gap * std::pow(axes.ratio(kLabelStep), double(rows[k]));  // steps out where crowded
+      const double off = axes.ratio(kLabelGap + double(steps[k]) * kLabelStep);  // further out where crowded
       labels.push_back({p.intensity, under ? p.gflops / off : p.gflops * off, prefill_text(p),
                         0.5, under ? 0.0 : 1.0, std::nullopt, 8, true});
       column.push_back(0);

@@ -13,11 +13,7 @@ if [[ ${1:-} == --smoke ]]; then
   shift
   sizes=64,128 heads=2 repeat=1 sgemm=128 peak_n=256 budget=60
 fi
-if [[ -z ${ATTN_CLI:-} ]]; then
-  "$root/scripts/install-deps.sh"
-  "$root/scripts/build.sh" >/dev/null
-  ATTN_CLI=${BUILD_DIR:-$root/build}/attn-cli
-fi
+ATTN_CLI=$("$root/scripts/attn_cli.sh")
 
 for causal in "" --causal; do
   "$ATTN_CLI" bench --backend naive,blas,flash --n "$sizes" --heads "$heads" --head-dim 64 \

@@ -9,11 +9,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-2048}
-if [[ -z ${ATTN_CLI:-} ]]; then
-  "$root/scripts/install-deps.sh"
-  "$root/scripts/build.sh" >/dev/null
-  ATTN_CLI=${BUILD_DIR:-$root/build}/attn-cli
-fi
+ATTN_CLI=$("$root/scripts/attn_cli.sh")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/sgemm_rate" "$root/scripts/sgemm_rate.c" -lopenblas

@@ -13,11 +13,7 @@ if [[ ${1:-} == --smoke ]]; then
   shift
   kv=300,1000 repeat=1
 fi
-if [[ -z ${ATTN_CLI:-} ]]; then
-  "$root/scripts/install-deps.sh"
-  "$root/scripts/build.sh" >/dev/null
-  ATTN_CLI=${BUILD_DIR:-$root/build}/attn-cli
-fi
+ATTN_CLI=$("$root/scripts/attn_cli.sh")
 "$ATTN_CLI" bench --mode decode --kv "$kv" --heads 8 --head-dim 64 --threads 1,2 --repeat "$repeat" "$@"
 echo
 "$ATTN_CLI" bench --mode decode --kv "$kv" --heads 8 --kv-heads 1 --head-dim 64 --threads 1,2 --repeat "$repeat" "$@"

@@ -19,11 +19,7 @@ if [[ ${1:-} == --smoke ]]; then
   shift
   n=128 heads=2 sgemm=128 rounds=2 repeat=1
 fi
-if [[ -z ${ATTN_CLI:-} ]]; then
-  "$root/scripts/install-deps.sh"
-  "$root/scripts/build.sh" >/dev/null
-  ATTN_CLI=${BUILD_DIR:-$root/build}/attn-cli
-fi
+ATTN_CLI=$("$root/scripts/attn_cli.sh")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for ((r = 1; r <= rounds; r++)); do

@@ -15,11 +15,7 @@ steps=200 repeat=3 whole=1
 if [[ ${1:-} == --smoke ]]; then
   steps=3 repeat=1 whole=0
 fi
-if [[ -z ${ATTN_CLI:-} ]]; then
-  "$root/scripts/install-deps.sh" python3-torch
-  "$root/scripts/build.sh" >/dev/null
-  ATTN_CLI=${BUILD_DIR:-$root/build}/attn-cli
-fi
+ATTN_CLI=$("$root/scripts/attn_cli.sh" python3-torch)
 # One thread means one thread for both: without these, PyTorch's OpenMP and OpenBLAS pools keep
 # a second core spinning (measured here: 30 ms/step instead of 23 with them set).
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1

@@ -30,7 +30,9 @@ BenchRun time_bench(const BenchConfig& c, std::size_t baseline_rss, double flops
   run_once();
   reset_peak_rss();
   const Timings t = time_runs(c.repeat, run_once);
-  BenchRun run{c, 0, 0, 0, 0, 0, 0, std::nullopt};
+  BenchRun run;
+  run.config = c;
+  run.flops = flops;
   run.peak_rss_bytes = rss_field("VmHWM:");
   run.baseline_rss_bytes = baseline_rss;
   run.min_ms = t.wall_ms.front();
@@ -90,10 +92,12 @@ BenchRun run_cuda_bench(const BenchConfig& c, CudaDtype dtype, const Tensor3& q,
   const std::size_t before = rss_field("VmRSS:");
   const FlashResult f = flash_attention_cuda(q, k, v, nullptr, fo, co, &ms);
   std::sort(ms.begin(), ms.end());
-  BenchRun run{c, 0, 0, 0, 0, 0, 0, std::nullopt};
+  BenchRun run;
+  run.config = c;
   run.min_ms = ms.front();
   run.median_ms = ms[ms.size() / 2];
-  run.gflops = attention_flops(c.n, c.heads, c.head_dim, c.causal) / (run.median_ms * 1e6);
+  run.flops = attention_flops(c.n, c.heads, c.head_dim, c.causal);
+  run.gflops = run.flops / (run.median_ms * 1e6);
   run.peak_rss_bytes = rss_field("VmHWM:");
   run.baseline_rss_bytes = before;
   if (c.check) {

@@ -29,7 +29,9 @@ struct BenchConfig {
 
 struct BenchRun {
   BenchConfig config;
-  double median_ms = 0, min_ms = 0, gflops = 0;
+  double median_ms = 0, min_ms = 0;
+  double flops = 0;   // one run's count by the flops convention (attention_flops, or the backward's)
+  double gflops = 0;  // flops / median time
   double min_thread_cpu_ms = 0;  // CPU time of the calling thread (with 1 thread: the work itself)
   std::size_t peak_rss_bytes = 0;      // process peak during the timed runs
   std::size_t baseline_rss_bytes = 0;  // process size with its inputs, before the runs
@@ -45,7 +47,8 @@ double attention_backward_flops(std::size_t n, std::size_t heads, std::size_t he
 
 BenchRun run_bench(const BenchConfig& config);
 
-// OpenBLAS's own sgemm throughput on n x n x n with the given threads (best of `repeat`):
+// OpenBLAS's own sgemm throughput on n x n x n with the given threads (the best of repeat + 1
+// runs; the first also warms up):
 // the yardstick for the kernel's GFLOP/s.
 struct SgemmRate {
   double gflops;             // from the best wall-clock time

@@ -64,6 +64,7 @@ BenchRun run_backward_bench(const BenchConfig& c, const Tensor3& q, const Tensor
   else flash_forward = flash_attention(q, k, v, nullptr, fo);
 
   SdpaGradients g;
+  flash_release_scratch();  // the forward's kept memory is not the backward's
   const std::size_t before = rss_field("VmRSS:");
   auto run_once = [&] {
     g = SdpaGradients();
@@ -145,6 +146,7 @@ BenchRun run_bench(const BenchConfig& c) {
   so.causal = c.causal;
 
   Tensor3 output;
+  flash_release_scratch();  // an earlier run's kept memory is not this run's
   const std::size_t before = rss_field("VmRSS:");  // the process with its inputs, before any run
   auto run_once = [&] {
     output = Tensor3();  // free the previous run's output first: peak memory is one run's

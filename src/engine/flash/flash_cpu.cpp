@@ -11,8 +11,6 @@
 #include <type_traits>
 #include <vector>
 
-#include <xsimd/memory/xsimd_aligned_allocator.hpp>
-
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/engine/tile_math.hpp"
@@ -21,13 +19,13 @@
 #include "parallel.hpp"
 #include "sdpa_f64.hpp"
 #include "microkernels.hpp"
+#include "scratch.hpp"
 
 namespace attn {
 namespace {
 
-template <class T>
-using Aligned = std::vector<T, xsimd::aligned_allocator<T, 64>>;
 using flash::Microkernels;
+using flash::Scratch;
 
 constexpr std::size_t kDefaultBlockQ = 192;  // a multiple of every ISA's row blocking (8, 6, 4)
 constexpr std::size_t kDefaultBlockK = 768;  // a multiple of every ISA's key panel (64, 16, 8)
@@ -36,8 +34,8 @@ std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m;
 
 // K and V of one key/value head, packed for the micro-kernels: K^T panels [Lk/PW][d][PW] and
 // V with rows padded to dvp columns. Packed once per head (not per tile, which is what makes
-// per-tile sgemm calls slow), and freed as soon as the last query block of its heads is done,
-// so at most about one head per thread is packed at a time.
+// per-tile sgemm calls slow), and its memory given back (scratch.hpp) as soon as the last
+// query block of its heads is done, so at most about one head per thread is packed at a time.
 template <class T>
 struct PackedHead {
   // 0 unpacked, 1 being packed, 2 packed. Not a std::once_flag: glibc's call_once makes a futex
@@ -45,7 +43,7 @@ struct PackedHead {
   // of 32 keys (the calls cost as much as the packing).
   std::atomic<int> state{0};
   std::atomic<std::size_t> blocks_left{0};
-  Aligned<T> k_panels, v_rows;
+  Scratch<T> k_panels, v_rows;
 
   // Runs pack() once, in whichever thread gets here first; the others wait for it. If pack()
   // throws, the head is unpacked again and the next thread to arrive tries.
@@ -80,10 +78,11 @@ struct Problem {
   const Mask3* allowed;
 };
 
-// Workspace of one thread: O(block) memory, reused for every tile it processes.
+// Workspace of one thread: O(block) memory, reused for every tile it processes (and, through
+// scratch.hpp, by the next call).
 template <class T>
 struct Workspace {
-  Aligned<T> q, s, o, alpha;
+  Scratch<T> q, s, o, alpha;
   std::vector<tile::RowState<T>> rows;
   Workspace(const Problem<T>& p)
       : q(padded(p) * p.d), s(padded(p) * p.Bk), o(padded(p) * p.dvp), alpha(padded(p)), rows(padded(p)) {}
@@ -93,11 +92,16 @@ struct Workspace {
 template <class T>
 void pack_head(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v,
                PackedHead<T>& packed) {
-  packed.k_panels.assign(round_up(p.Lk, mk.key_panel) * p.d, T(0));
+  // Every element is written (pack_k zero-pads the last panel; V's padding columns are zeroed
+  // here): the buffers come from the stock holding an earlier call's numbers.
+  packed.k_panels = Scratch<T>(round_up(p.Lk, mk.key_panel) * p.d);
   mk.pack_k(k, p.d, p.Lk, p.d, packed.k_panels.data());
-  packed.v_rows.assign(p.Lk * p.dvp, T(0));
-  for (std::size_t j = 0; j < p.Lk; ++j)
-    std::copy(v + j * p.dv, v + (j + 1) * p.dv, packed.v_rows.data() + j * p.dvp);
+  packed.v_rows = Scratch<T>(p.Lk * p.dvp);
+  for (std::size_t j = 0; j < p.Lk; ++j) {
+    T* row = packed.v_rows.data() + j * p.dvp;
+    std::copy(v + j * p.dv, v + (j + 1) * p.dv, row);
+    std::fill(row + p.dv, row + p.dvp, T(0));
+  }
 }
 
 // Sets s[j] = -inf for the keys of this tile row that the explicit mask hides from query i
@@ -275,6 +279,15 @@ std::size_t flash_default_block_q() { return kDefaultBlockQ; }
 std::size_t flash_default_block_k() { return kDefaultBlockK; }
 std::string flash_isa() { return flash::best_microkernels<float>().isa; }
 
+std::size_t flash_scratch_bytes() {
+  return flash::ScratchStock<float>::get().bytes() + flash::ScratchStock<double>::get().bytes();
+}
+
+void flash_release_scratch() {
+  flash::ScratchStock<float>::get().release();
+  flash::ScratchStock<double>::get().release();
+}
+
 namespace {
 
 // The whole forward pass for element type T (float: fast; double: reference-grade).
@@ -336,8 +349,8 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
                                    lse + h * p.Lq, workspaces[worker], nullptr);
     }
     if (--kv.blocks_left == 0) {
-      Aligned<T>().swap(kv.k_panels);
-      Aligned<T>().swap(kv.v_rows);
+      kv.k_panels.reset();
+      kv.v_rows.reset();
     }
   });
 }

@@ -13,6 +13,7 @@
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/io/json_io.hpp"
+#include "attn/lessons/memory_policy.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "common.hpp"
@@ -369,6 +370,7 @@ Examples:
 )");
   cmd->callback([o, cmd] {
     o->backend_given = cmd->count("--backend") > 0;
+    reuse_freed_memory();  // every run after the warm-up on pages already touched
     if (o->mode == "decode") run_decode_command(*o);
     else if (o->mode == "train") run_train_command(*o);
     else run_bench_command(*o);

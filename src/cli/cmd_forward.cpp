@@ -15,13 +15,13 @@
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/forward.hpp"
 #include "attn/lessons/gpt2_forward.hpp"
+#include "attn/lessons/memory_policy.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/report_table.hpp"
 #include "attn/render/text_table.hpp"
 #include "attn/render/model_pictures.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
-#include "memory_policy.hpp"
 #include "one_line.hpp"
 
 namespace attn::cli {

@@ -12,6 +12,7 @@
 #include "attn/lessons/generate.hpp"
 #include "attn/lessons/gpt2_forward.hpp"
 #include "attn/lessons/gpt2_generate.hpp"
+#include "attn/lessons/memory_policy.hpp"
 #include "attn/render/report_table.hpp"
 #include "one_line.hpp"
 #include "attn/render/kv_cache_picture.hpp"
@@ -19,7 +20,6 @@
 #include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
-#include "memory_policy.hpp"
 
 namespace attn::cli {
 namespace {

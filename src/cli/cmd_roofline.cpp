@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "attn/lessons/memory_policy.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/lessons/roofline.hpp"
 #include "attn/render/roofline_picture.hpp"
@@ -101,7 +102,10 @@ Examples:
   attn-cli roofline --n 256,1024 --kv 1024,16384 --threads 2 --format json
   attn-cli roofline --n 512 --kv 4096 --repeat 1 --plots roofline-plots
 )");
-  cmd->callback([opts] { run_roofline_command(*opts); });
+  cmd->callback([opts] {
+    reuse_freed_memory();  // its points are bench runs (cmd_bench.cpp)
+    run_roofline_command(*opts);
+  });
 }
 
 }  // namespace attn::cli

@@ -26,7 +26,7 @@ using namespace bench_detail;
 // One untimed warm-up (first-touch page faults, thread and CUDA start-up), then c.repeat
 // timed runs: their times, the process's peak memory during them, and GFLOP/s for `flops`.
 template <class F>
-BenchRun time_bench(const BenchConfig& c, std::size_t baseline_rss, double flops, F&& run_once) {
+BenchRun time_bench(const BenchConfig& c, std::size_t baseline, double flops, F&& run_once) {
   run_once();
   reset_peak_rss();
   const Timings t = time_runs(c.repeat, run_once);
@@ -34,7 +34,7 @@ BenchRun time_bench(const BenchConfig& c, std::size_t baseline_rss, double flops
   run.config = c;
   run.flops = flops;
   run.peak_rss_bytes = rss_field("VmHWM:");
-  run.baseline_rss_bytes = baseline_rss;
+  run.baseline_rss_bytes = baseline;
   run.min_ms = t.wall_ms.front();
   run.median_ms = t.wall_ms[t.wall_ms.size() / 2];
   run.min_thread_cpu_ms = t.min_thread_cpu_ms;
@@ -64,8 +64,7 @@ BenchRun run_backward_bench(const BenchConfig& c, const Tensor3& q, const Tensor
   else flash_forward = flash_attention(q, k, v, nullptr, fo);
 
   SdpaGradients g;
-  flash_release_scratch();  // the forward's kept memory is not the backward's
-  const std::size_t before = rss_field("VmRSS:");
+  const std::size_t before = baseline_rss();  // the forward's kept memory is not the backward's
   auto run_once = [&] {
     g = SdpaGradients();
     g = naive_forward ? sdpa_backward(q, k, v, *naive_forward, dO, so)
@@ -90,7 +89,7 @@ BenchRun run_cuda_bench(const BenchConfig& c, CudaDtype dtype, const Tensor3& q,
   co.dtype = dtype;
   co.timed_runs = c.repeat;
   std::vector<double> ms;
-  const std::size_t before = rss_field("VmRSS:");
+  const std::size_t before = baseline_rss();
   const FlashResult f = flash_attention_cuda(q, k, v, nullptr, fo, co, &ms);
   std::sort(ms.begin(), ms.end());
   BenchRun run;
@@ -146,8 +145,7 @@ BenchRun run_bench(const BenchConfig& c) {
   so.causal = c.causal;
 
   Tensor3 output;
-  flash_release_scratch();  // an earlier run's kept memory is not this run's
-  const std::size_t before = rss_field("VmRSS:");  // the process with its inputs, before any run
+  const std::size_t before = baseline_rss();  // the process with its inputs, before any run
   auto run_once = [&] {
     output = Tensor3();  // free the previous run's output first: peak memory is one run's
     if (c.backend == "blas") {

@@ -2,6 +2,9 @@
 // Private to attn::lessons: timing and memory measurement shared by the benchmarks
 // (bench.cpp: prefill and backward; bench_decode.cpp: decode).
 #include <time.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +15,7 @@
 
 #include <xtensor/xmath.hpp>
 
+#include "attn/engine/flash.hpp"
 #include "attn/engine/random.hpp"
 #include "attn/engine/tensor.hpp"
 
@@ -42,6 +46,18 @@ inline std::size_t rss_field(const std::string& field) {
     status.ignore(1 << 20, '\n');
   }
   return 0;
+}
+
+// The process's size before a run, with memory kept for reuse handed back first: the flash
+// kernel's scratch stock, and the C library's free blocks (attn-cli keeps those too,
+// memory_policy.hpp). Otherwise a run could reuse an earlier run's pages and its "+MiB" would
+// leave them out.
+inline std::size_t baseline_rss() {
+  flash_release_scratch();
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  return rss_field("VmRSS:");
 }
 
 inline Tensor3 random_tensor(Rng& rng, std::size_t a, std::size_t b, std::size_t c) {

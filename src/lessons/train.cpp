@@ -2,14 +2,13 @@
 // the phase change.
 #include "attn/lessons/train.hpp"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
 
 #include "attn/engine/error.hpp"
+#include "attn/lessons/memory_policy.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -212,11 +211,9 @@ TrainRun run_training(const TrainOptions& o, const std::function<void(const Trai
   check_train_options(o);
   const std::size_t threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   openblas_set_num_threads(int(threads));
-  // Every step allocates and frees the same few MiB (the kernels' results). glibc would hand
-  // blocks this large back to the kernel and fault them in again each time, which measured
-  // at twice the arithmetic; keeping them in the heap makes a step pure computation.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  // Every step allocates and frees the same few MiB (the kernels' results): kept in the
+  // process, a step is pure computation.
+  reuse_freed_memory();
   const ToyConfig& c = o.config;
   Rng held_out_generator = held_out_rng(o.seed);
   const TokenBatch held_out = task_batch(o.task, kHeldOutSequences, c.context, c.vocab, held_out_generator);

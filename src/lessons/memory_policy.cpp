@@ -1,10 +1,13 @@
-#include "memory_policy.hpp"
+#include "attn/lessons/memory_policy.hpp"
+
+#include <cstdlib>  // any C library header defines __GLIBC__ (features.h); with none before the
+                    // test below, it was never defined and neither call was made
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
-namespace attn::cli {
+namespace attn {
 
 void reuse_freed_memory() {
 #if defined(__GLIBC__)
@@ -14,4 +17,4 @@ void reuse_freed_memory() {
 #endif
 }
 
-}  // namespace attn::cli
+}  // namespace attn

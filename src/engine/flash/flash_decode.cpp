@@ -8,17 +8,13 @@
 #include <type_traits>
 #include <vector>
 
-#include <xsimd/memory/xsimd_aligned_allocator.hpp>
-
 #include "attn/engine/tile_math.hpp"
 #include "online_row.hpp"
 #include "parallel.hpp"
+#include "scratch.hpp"  // Aligned
 
 namespace attn::flash {
 namespace {
-
-template <class T>
-using Aligned = std::vector<T, xsimd::aligned_allocator<T, 64>>;
 
 // Decode: up to this many query rows per head, against at least this many keys (shorter
 // sequences are cheap either way, and keep the tiled kernel that the pictures explain).

@@ -15,6 +15,7 @@
 
 namespace attn::flash {
 
+// The flash kernel's buffers: rows start on a cache line, as its vector loads like.
 template <class T>
 using Aligned = std::vector<T, xsimd::aligned_allocator<T, 64>>;
 

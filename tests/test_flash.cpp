@@ -12,7 +12,6 @@
 #include "attn/engine/random.hpp"
 #include "attn/engine/tile_math.hpp"
 #include "engine/flash/microkernels.hpp"  // the private micro-kernels, tested directly
-#include "engine/flash/scratch.hpp"
 #include "fa_check.hpp"
 #include "fa_rule.hpp"
 #include "support.hpp"
@@ -234,76 +233,3 @@ TEST_CASE("flash: oversized tiles are refused with an input error, not allocated
   CHECK(flash_attention(q, q, q, nullptr, o).output.shape(1) == 5000);
 }
 
-namespace {
-
-// Fills the stock with buffers of every power-of-two size, several of each, all NaN: whatever
-// the next call takes was last written by "someone else".
-template <class T>
-void poison_scratch() {
-  flash::ScratchStock<T>& stock = flash::ScratchStock<T>::get();
-  stock.release();
-  for (std::size_t size = 16; size <= (std::size_t(1) << 17); size *= 2)
-    for (int copy = 0; copy < 6; ++copy) stock.give_back(flash::Aligned<T>(size, std::numeric_limits<T>::quiet_NaN()));
-}
-
-}  // namespace
-
-TEST_CASE("flash scratch: a call on kept buffers full of NaN gives the bits of a call on fresh memory") {
-  // Padding everywhere: dv not a multiple of a register, rows not a multiple of the row
-  // blocking, keys not a multiple of a panel; GQA, causal with Lq < Lk, a mask, 2 threads.
-  Rng rng(23);
-  const std::size_t H = 4, Hkv = 2, Lq = 37, Lk = 150, d = 20, dv = 19;
-  const Tensor3 q = randn(rng, H, Lq, d), k = randn(rng, Hkv, Lk, d), v = randn(rng, Hkv, Lk, dv);
-  Mask3 mask = Mask3::from_shape({H, Lq, Lk});
-  for (bool& b : mask) b = rng.uniform() < 0.8;
-  for (FlashPrecision precision : {FlashPrecision::float32, FlashPrecision::float64}) {
-    CAPTURE(int(precision));
-    FlashOptions fo;
-    fo.causal = true;
-    fo.threads = 2;
-    fo.precision = precision;
-    fo.block_q = 12;
-    fo.block_k = 48;
-    flash_release_scratch();
-    const FlashResult fresh = flash_attention(q, k, v, &mask, fo);
-    CHECK(flash_scratch_bytes() > 0);  // kept for the next call
-    poison_scratch<float>();
-    poison_scratch<double>();
-    const FlashResult reused = flash_attention(q, k, v, &mask, fo);
-    CHECK(fresh.output == reused.output);  // bitwise
-    CHECK(fresh.lse == reused.lse);
-  }
-  flash_release_scratch();
-  CHECK(flash_scratch_bytes() == 0);
-}
-
-TEST_CASE("flash scratch: the stock hands out the smallest buffer that fits and keeps at most its limit") {
-  using Stock = flash::ScratchStock<float>;
-  Stock& stock = Stock::get();
-  stock.release();
-  stock.give_back(flash::Aligned<float>(100, 1.0f));
-  stock.give_back(flash::Aligned<float>(1000, 2.0f));
-  stock.give_back(flash::Aligned<float>(400, 3.0f));
-  CHECK(stock.bytes() == 1500 * sizeof(float));
-  const flash::Aligned<float> b = stock.take(300);
-  CHECK(b.size() == 400);  // not the 1000
-  CHECK(b[0] == 3.0f);     // kept, not cleared
-  CHECK(stock.take(2000).size() == 2000);  // nothing fits: a new one
-  CHECK(stock.bytes() == 1100 * sizeof(float));
-  // Past the limit, the smallest go first; a buffer larger than the limit is never kept.
-  const std::size_t limit = Stock::kKeepBytes / sizeof(float);
-  stock.give_back(flash::Aligned<float>(limit - 1000));
-  CHECK(stock.bytes() == limit * sizeof(float));  // 1000 + (limit - 1000)
-  stock.give_back(flash::Aligned<float>(500));     // drops the 100, then the 1000
-  CHECK(stock.bytes() == (limit - 500) * sizeof(float));
-  stock.give_back(flash::Aligned<float>(limit + 1));
-  CHECK(stock.bytes() == (limit - 500) * sizeof(float));
-  {
-    flash::Scratch<float> s(500);  // the 500 comes back when s ends
-    CHECK(stock.bytes() == (limit - 1000) * sizeof(float));
-    CHECK(s.size() == 500);
-  }
-  CHECK(stock.bytes() == (limit - 500) * sizeof(float));
-  stock.release();
-  CHECK(stock.bytes() == 0);
-}

@@ -119,10 +119,11 @@ std::string flash_isa();
 std::size_t flash_default_block_q();
 std::size_t flash_default_block_k();
 
-// The float32 and float64 kernels keep the memory of their packed K/V and tile workspaces from
-// one call for the next (at most 64 MiB per type): first touching fresh pages costs a page fault
-// each, which under some hypervisors is dearer than the packing. These tell how much is kept
-// and free it (bench does before it measures a run's memory).
+// The tiled forward kernel (float32 and float64; not the decode path or the backward) keeps the
+// memory of its packed K/V and tile workspaces from one call for the next, at most 64 MiB per
+// element type: first touching fresh pages costs a page fault each, which under some
+// hypervisors is dearer than the packing. These tell how much is kept and free it (bench does
+// before it measures a run's memory).
 std::size_t flash_scratch_bytes();
 void flash_release_scratch();
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "attn/engine/tile_math.hpp"
+#include "aligned.hpp"
 #include "online_row.hpp"
 #include "parallel.hpp"
-#include "scratch.hpp"  // Aligned
 
 namespace attn::flash {
 namespace {

@@ -1,23 +1,19 @@
 #pragma once
-// Memory the flash kernel needs only during a call (packed K and V, tile workspaces), kept from
-// one call for the next. Fresh memory is dear where the kernel runs under a hypervisor: the
+// Memory the tiled flash kernel needs only during a call (packed K and V, tile workspaces), kept
+// from one call for the next. Fresh memory is dear where the kernel runs under a hypervisor: the
 // first touch of each 4 KiB page is a page fault, and on this project's machine a fault costs
-// about 12 us (scripts/bench_flash.sh's machine; a C loop touching 64 MiB of new pages takes
-// 190 ms). Allocated per call, a 2-thread forward at n = 4096, H = 8, d = 64 touched about 500
-// new pages a call and zero-filled 16 MiB that the packing then overwrote. From the stock it
-// touches none once warm, and writes each element once.
+// about 12 us (a C loop touching 64 MiB of new pages takes 190 ms). Allocated per call, a
+// 2-thread forward at n = 4096, H = 8, d = 64 touched about 520 new pages a call and zero-filled
+// 16 MiB that the packing then overwrote. From the stock it touches none once warm, and writes
+// each element once.
 #include <cstddef>
 #include <mutex>
 #include <utility>
 #include <vector>
 
-#include <xsimd/memory/xsimd_aligned_allocator.hpp>
+#include "aligned.hpp"
 
 namespace attn::flash {
-
-// The flash kernel's buffers: rows start on a cache line, as its vector loads like.
-template <class T>
-using Aligned = std::vector<T, xsimd::aligned_allocator<T, 64>>;
 
 // The process's stock of free buffers of one element type, at most kKeepBytes in all.
 template <class T>
@@ -30,13 +26,17 @@ class ScratchStock {
     return *stock;
   }
 
-  // A buffer of at least n elements: the smallest in stock that is large enough, else a new one.
+  // A buffer of at least n elements: the smallest in stock that fits and is at most twice n (a
+  // small request does not take a large buffer that the next large request would then miss),
+  // else a new one.
   Aligned<T> take(std::size_t n) {
     {
       std::lock_guard<std::mutex> lock(m_);
       std::size_t best = free_.size();
-      for (std::size_t i = 0; i < free_.size(); ++i)
-        if (free_[i].size() >= n && (best == free_.size() || free_[i].size() < free_[best].size())) best = i;
+      for (std::size_t i = 0; i < free_.size(); ++i) {
+        const std::size_t size = free_[i].size();
+        if (size >= n && size / 2 <= n && (best == free_.size() || size < free_[best].size())) best = i;
+      }
       if (best < free_.size()) {
         Aligned<T> b = std::move(free_[best]);
         free_.erase(free_.begin() + long(best));
@@ -48,21 +48,28 @@ class ScratchStock {
   }
 
   // Keeps b for a later take(), dropping the smallest buffers first to stay within kKeepBytes.
-  void give_back(Aligned<T>&& b) {
+  // Never throws (destructors call it): if keeping b fails, b is simply freed.
+  void give_back(Aligned<T> b) noexcept {
     const std::size_t size = b.size() * sizeof(T);
     if (size == 0 || size > kKeepBytes) return;  // b frees itself
     std::vector<Aligned<T>> dropped;              // freed after the lock is released
-    std::lock_guard<std::mutex> lock(m_);
-    while (bytes_ + size > kKeepBytes) {
-      std::size_t smallest = 0;
-      for (std::size_t i = 1; i < free_.size(); ++i)
-        if (free_[i].size() < free_[smallest].size()) smallest = i;
-      bytes_ -= free_[smallest].size() * sizeof(T);
-      dropped.push_back(std::move(free_[smallest]));
-      free_.erase(free_.begin() + long(smallest));
+    try {
+      std::lock_guard<std::mutex> lock(m_);
+      dropped.reserve(free_.size());
+      free_.reserve(free_.size() + 1);
+      while (bytes_ + size > kKeepBytes) {  // cannot throw: both vectors have room
+        std::size_t smallest = 0;
+        for (std::size_t i = 1; i < free_.size(); ++i)
+          if (free_[i].size() < free_[smallest].size()) smallest = i;
+        dropped.push_back(std::move(free_[smallest]));
+        free_.erase(free_.begin() + long(smallest));
+        bytes_ -= dropped.back().size() * sizeof(T);
+      }
+      free_.push_back(std::move(b));
+      bytes_ += size;
+    } catch (...) {
+      // Out of memory for the list, or the lock failed: b is freed with this frame.
     }
-    bytes_ += size;
-    free_.push_back(std::move(b));
   }
 
   // Frees every buffer in stock (bench does, so that a run's memory is its own).
@@ -103,7 +110,7 @@ class Scratch {
   ~Scratch() { reset(); }
 
   // Gives the buffer back now.
-  void reset() {
+  void reset() noexcept {
     if (!buf_.empty()) ScratchStock<T>::get().give_back(std::move(buf_));
     buf_ = Aligned<T>();
     n_ = 0;

@@ -148,9 +148,11 @@ void run_bench_command(const BenchOptions& o) {
     const char* convention = o.backward ? "2.5 x 4*H*n*n*d, halved when causal (FlashAttention's rule for the backward pass)"
                                         : "4*H*n*n*d, halved when causal (FlashAttention's benchmark rule)";
     Json out = {{"flops_convention", convention},
-                {"timing", "one untimed warm-up run, then --repeat timed runs; cuda: CUDA events around each launch, "
-                           "inputs already on the device; gflops from the median run; sgemm from the fastest of " +
-                           std::to_string(kSgemmRepeat + 1) + " runs, and fraction_of_sgemm = flops / min_ms against it"},
+                {"timing", std::string("one untimed warm-up run, then --repeat timed runs; cuda: CUDA events around "
+                                       "each launch, inputs already on the device; gflops from the median run") +
+                               (o.sgemm_n ? "; sgemm from the fastest of " + std::to_string(kSgemmRepeat + 1) +
+                                                " runs, and fraction_of_sgemm = flops / min_ms against it"
+                                          : std::string())},
                 {"isa", flash_isa()},
                 {"machine", machine_json()},
                 {"runs", runs}};

@@ -29,6 +29,7 @@ DecodeBenchRun run_decode_bench(const DecodeBenchConfig& c) {
   if (c.queries > c.kv_len)
     throw InputError("--queries " + std::to_string(c.queries) + " must be at most the cache length " +
                      std::to_string(c.kv_len));
+  hand_back_kept_memory();  // the peak below is this run's, not an earlier run's freed cache
   Rng rng(c.seed);
   const Tensor3 q = random_tensor(rng, c.heads, c.queries, c.head_dim),
                 k = random_tensor(rng, c.kv_heads, c.kv_len, c.head_dim),

@@ -1,7 +1,7 @@
 #pragma once
 // Private to attn::lessons: timing and memory measurement shared by the benchmarks
 // (bench.cpp: prefill and backward; bench_decode.cpp: decode).
-#include <time.h>
+#include <time.h>  // like any C library header, defines __GLIBC__ for the test below
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -48,15 +48,20 @@ inline std::size_t rss_field(const std::string& field) {
   return 0;
 }
 
-// The process's size before a run, with memory kept for reuse handed back first: the flash
-// kernel's scratch stock, and the C library's free blocks (attn-cli keeps those too,
-// memory_policy.hpp). Otherwise a run could reuse an earlier run's pages and its "+MiB" would
-// leave them out.
-inline std::size_t baseline_rss() {
+// Hands memory kept for reuse back to the kernel: the flash kernel's scratch stock, and the C
+// library's free blocks (attn-cli keeps those too, memory_policy.hpp). Before a benchmark
+// measures memory: otherwise a run could reuse an earlier run's pages, and its peak and "+MiB"
+// would count or leave out the wrong ones.
+inline void hand_back_kept_memory() {
   flash_release_scratch();
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
+}
+
+// The process's size before a run, kept memory handed back first.
+inline std::size_t baseline_rss() {
+  hand_back_kept_memory();
   return rss_field("VmRSS:");
 }
 

@@ -4,9 +4,10 @@
 
 namespace attn {
 
-// Keeps freed blocks in the process for the next allocation instead of handing each one over
-// 128 KiB back to the kernel (glibc's default), which would fault it in again, a zeroed page at
-// a time, on the next use. Under a hypervisor a fault is dear (about 12 us on this project's
+// Keeps freed blocks in the process for the next allocation. By default glibc hands a freed
+// block back to the kernel when it is over its threshold (128 KiB at first, rising to at most
+// 32 MiB as such blocks are freed) or sits at the top of a heap with enough free below it; the
+// next use then faults it in again, a zeroed page at a time. Under a hypervisor a fault is dear (about 12 us on this project's
 // machine):
 // - a training step allocates the kernels' results afresh: the faults had cost twice the
 //   arithmetic;

@@ -7,8 +7,8 @@ namespace attn {
 // Keeps freed blocks in the process for the next allocation. By default glibc hands a freed
 // block back to the kernel when it is over its threshold (128 KiB at first, rising to at most
 // 32 MiB as such blocks are freed) or sits at the top of a heap with enough free below it; the
-// next use then faults it in again, a zeroed page at a time. Under a hypervisor a fault is dear (about 12 us on this project's
-// machine):
+// next use then faults it in again, a zeroed page at a time. Under a hypervisor a fault is dear
+// (about 12 us on this project's machine):
 // - a training step allocates the kernels' results afresh: the faults had cost twice the
 //   arithmetic;
 // - `bench --backward` frees and allocates its float64 copies every run: 6600 new pages a run at

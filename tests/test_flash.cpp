@@ -232,4 +232,3 @@ TEST_CASE("flash: oversized tiles are refused with an input error, not allocated
   o.block_q = o.block_k = 0;  // the defaults are fine at this size
   CHECK(flash_attention(q, q, q, nullptr, o).output.shape(1) == 5000);
 }
-

@@ -52,18 +52,15 @@ class ScratchStock {
   void give_back(Aligned<T> b) noexcept {
     const std::size_t size = b.size() * sizeof(T);
     if (size == 0 || size > kKeepBytes) return;  // b frees itself
-    std::vector<Aligned<T>> dropped;              // freed after the lock is released
     try {
       std::lock_guard<std::mutex> lock(m_);
-      dropped.reserve(free_.size());
-      free_.reserve(free_.size() + 1);
-      while (bytes_ + size > kKeepBytes) {  // cannot throw: both vectors have room
+      free_.reserve(free_.size() + 1);  // the one step below that can throw
+      while (bytes_ + size > kKeepBytes) {
         std::size_t smallest = 0;
         for (std::size_t i = 1; i < free_.size(); ++i)
           if (free_[i].size() < free_[smallest].size()) smallest = i;
-        dropped.push_back(std::move(free_[smallest]));
+        bytes_ -= free_[smallest].size() * sizeof(T);
         free_.erase(free_.begin() + long(smallest));
-        bytes_ -= dropped.back().size() * sizeof(T);
       }
       free_.push_back(std::move(b));
       bytes_ += size;

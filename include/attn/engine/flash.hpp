@@ -58,6 +58,9 @@ struct FlashOptions {
   std::size_t threads = 0;      // 0 = all hardware threads
   FlashPrecision precision = FlashPrecision::float32;
   std::string isa;  // "" = the best this CPU has; or "avx512", "avx2", "generic" (tests, bench)
+  // float32 only: the tiled kernel's Q K^T and P V register blockings (flash_blockings(); "" =
+  // set_flash_tuning's choice, else the built-in). Every blocking gives the same bits.
+  std::string qk_kernel, pv_kernel;
   // Called by the tiled loop for every tile (with an observer the one-query decode path is not
   // taken, so the tiles are always the ones observed). Null = the loop without the hook.
   FlashObserver* observer = nullptr;
@@ -93,6 +96,7 @@ Tensor3 recompute_weights(const Tensor3& q, const Tensor3& k, const xt::xtensor<
 struct FlashTiling {
   std::size_t block_q, block_k;
   std::string isa;
+  std::string qk_kernel, pv_kernel;  // the register blockings it runs (FlashTuning)
 };
 FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& options);
 
@@ -118,6 +122,29 @@ double stream_read(const float* a, std::size_t n, const float* b, std::size_t m,
 std::string flash_isa();
 std::size_t flash_default_block_q();
 std::size_t flash_default_block_k();
+
+// How the float32 tiled kernel is blocked: its Q K^T and P V register blockings ("6x4": 6 query
+// rows x 4 SIMD registers of keys or output columns) and its query tile. Every choice gives the
+// same bits (each output sums its terms in the same order; tests/test_flash_tuning.cpp), so
+// choosing by measurement on each machine (`attn-cli tune`) changes speed, never a result.
+// set_flash_tuning makes a choice the default of every later call on the best ISA that leaves
+// FlashOptions' qk_kernel, pv_kernel or block_q unset. A Q K^T blocking whose key panel does
+// not divide the key tile is not used there (the built-in is): tiles, and so bits, stay as
+// they are.
+struct FlashTuning {
+  std::string qk_kernel, pv_kernel;  // "" = the built-in blocking
+  std::size_t block_q = 0;           // 0 = the built-in query tile
+};
+// What the float32 kernels of `isa` ("" = the best this CPU has) offer, the built-in first.
+struct FlashBlockings {
+  std::string isa;
+  std::vector<std::string> qk, pv;
+  std::size_t block_q;  // the built-in query tile
+};
+FlashBlockings flash_blockings(const std::string& isa = "");
+// InputError for a blocking the best ISA does not offer or a block_q over 65536.
+void set_flash_tuning(const FlashTuning& tuning);
+FlashTuning flash_tuning();  // as last set ("" and 0 where unset)
 
 // The tiled forward kernel (float32 and float64; not the decode path or the backward) keeps the
 // memory of its packed K/V and tile workspaces from one call for the next, at most 64 MiB per

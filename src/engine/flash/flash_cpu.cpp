@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <type_traits>
 #include <vector>
@@ -232,24 +233,79 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
   }
 }
 
-// The tile sizes a run uses: the requested (or default) sizes, no larger than the problem; the
-// key tile rounded up to whole packed K panels.
-template <class T>
-FlashTiling tiling_for(const Microkernels<T>& mk, std::size_t Lq, std::size_t Lk, const FlashOptions& o) {
-  return {std::min(o.block_q ? o.block_q : kDefaultBlockQ, Lq),
-          round_up(std::min(o.block_k ? o.block_k : kDefaultBlockK, Lk), mk.key_panel), mk.isa};
-}
-
 template <class T>
 const Microkernels<T>& kernels_for(const FlashOptions& options) {
   return flash::microkernels_for<T>(options.isa);
 }
 
+// set_flash_tuning's choice, read by every call (a copy under the lock: set once at start-up).
+struct TuningSlot {
+  std::mutex lock;
+  FlashTuning tuning;
+  static TuningSlot& get() {
+    static TuningSlot slot;
+    return slot;
+  }
+};
+
+// The kernels and tiles a tiled run uses. Blockings and query tile: the options', else (float32
+// on the best ISA) the tuning's, else the built-in. Tiles: no larger than the problem, the key
+// tile rounded up to whole K panels of the built-in blocking, so that no blocking changes the
+// tiles; a Q K^T blocking whose panels do not divide the key tile gives way to the built-in.
+template <class T>
+struct TiledKernels {
+  Microkernels<T> mk;
+  FlashTiling tiling;
+};
+
+template <class T>
+TiledKernels<T> tiled_kernels(std::size_t Lq, std::size_t Lk, const FlashOptions& o) {
+  const Microkernels<T>& base = kernels_for<T>(o);
+  std::string qk, pv;
+  std::size_t block_q = o.block_q;
+  if constexpr (std::is_same_v<T, float>) {
+    qk = o.qk_kernel, pv = o.pv_kernel;
+    if (base.isa == flash::best_microkernels<float>().isa) {
+      const FlashTuning tuned = flash_tuning();
+      if (qk.empty()) qk = tuned.qk_kernel;
+      if (pv.empty()) pv = tuned.pv_kernel;
+      if (!block_q) block_q = tuned.block_q;
+    }
+  }
+  FlashTiling tiling{std::min(block_q ? block_q : kDefaultBlockQ, Lq),
+                     round_up(std::min(o.block_k ? o.block_k : kDefaultBlockK, Lk), base.key_panel), base.isa, {}, {}};
+  Microkernels<T> mk = flash::with_blockings(base, qk, pv);
+  if (tiling.block_k % mk.key_panel != 0) mk = flash::with_blockings(base, qk = "", pv);
+  tiling.qk_kernel = qk.empty() ? base.blockings->qk.front().name : qk;
+  tiling.pv_kernel = pv.empty() ? base.blockings->pv.front().name : pv;
+  return {mk, tiling};
+}
+
 }  // namespace
 
 FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& options) {
-  return options.precision == FlashPrecision::float32 ? tiling_for(kernels_for<float>(options), Lq, Lk, options)
-                                                      : tiling_for(kernels_for<double>(options), Lq, Lk, options);
+  return options.precision == FlashPrecision::float32 ? tiled_kernels<float>(Lq, Lk, options).tiling
+                                                      : tiled_kernels<double>(Lq, Lk, options).tiling;
+}
+
+FlashBlockings flash_blockings(const std::string& isa) {
+  const Microkernels<float>& mk = flash::microkernels_for<float>(isa);
+  return {mk.isa, flash::qk_blocking_names(mk), flash::pv_blocking_names(mk), kDefaultBlockQ};
+}
+
+void set_flash_tuning(const FlashTuning& tuning) {
+  flash::with_blockings(flash::best_microkernels<float>(), tuning.qk_kernel, tuning.pv_kernel);  // names offered?
+  if (tuning.block_q > 65536)
+    throw InputError("block_q: expected at most 65536, got " + std::to_string(tuning.block_q));
+  TuningSlot& slot = TuningSlot::get();
+  std::lock_guard hold(slot.lock);
+  slot.tuning = tuning;
+}
+
+FlashTuning flash_tuning() {
+  TuningSlot& slot = TuningSlot::get();
+  std::lock_guard hold(slot.lock);
+  return slot.tuning;
 }
 
 std::vector<FlashTile> flash_tiles(std::size_t Lq, std::size_t Lk, const FlashOptions& options) {
@@ -295,20 +351,21 @@ namespace {
 template <class T>
 void flash_forward(const T* q, const T* k, const T* v, const std::array<std::size_t, 6>& dims,
                    const Mask3* allowed, const FlashOptions& options, double scale, T* out, T* lse) {
-  const Microkernels<T>& mk = kernels_for<T>(options);
+  const Microkernels<T>& base = kernels_for<T>(options);
   Problem<T> p{};
   p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
-  p.dvp = round_up(p.dv, mk.lanes), p.group = p.H / p.Hkv;
+  p.dvp = round_up(p.dv, base.lanes), p.group = p.H / p.Hkv;
   if (!options.observer && flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
-    flash::flash_decode(mk, {p.H, p.Lq, p.d, p.Hkv, p.Lk, p.dv, scale, options.causal, allowed, options.threads},
-                           q, k, v, out, lse);
+    flash::flash_decode(base, {p.H, p.Lq, p.d, p.Hkv, p.Lk, p.dv, scale, options.causal, allowed, options.threads},
+                        q, k, v, out, lse);
     return;
   }
-  p.row_align = std::lcm(mk.qk_rows, mk.pv_rows);
   // Tiles no larger than the problem: a 3-token sentence should not pay for 192 x 768 tiles.
-  const FlashTiling tiling = tiling_for(mk, p.Lq, p.Lk, options);
-  p.Bq = tiling.block_q;
-  p.Bk = tiling.block_k;
+  const TiledKernels<T> tiled = tiled_kernels<T>(p.Lq, p.Lk, options);
+  const Microkernels<T>& mk = tiled.mk;
+  p.row_align = std::lcm(mk.qk_rows, mk.pv_rows);
+  p.Bq = tiled.tiling.block_q;
+  p.Bk = tiled.tiling.block_k;
   // A tile of scores is the kernel's only O(block^2) memory; refuse tiles that defeat the
   // point (and could exhaust memory) rather than allocate them.
   constexpr std::size_t kMaxTileElements = std::size_t(1) << 24;  // 64 MiB of float scores

@@ -5,10 +5,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backward_tile.hpp"
 
 namespace attn::flash {
+
+template <class T>
+struct Blockings;
 
 template <class T>
 struct Microkernels {
@@ -62,7 +66,51 @@ struct Microkernels {
 
   // One query head of FlashAttention-2's backward (backward_tile.hpp).
   BackwardHeadFn<T> backward_head;
+
+  // The tiled forward's two products at the register blockings this set offers, its own first.
+  const Blockings<T>* blockings;
 };
+
+// The Q K^T product (with its packing and its general-product form) at one register blocking:
+// `rows` query rows x key_panel / lanes registers.
+template <class T>
+struct QkBlocking {
+  std::string name;  // "6x4": rows x registers
+  std::size_t rows, key_panel;
+  decltype(Microkernels<T>::pack_k) pack_k;
+  decltype(Microkernels<T>::qk) qk;
+  decltype(Microkernels<T>::gemm) gemm;
+};
+
+// The P V product at one register blocking: `rows` query rows x registers of output columns.
+template <class T>
+struct PvBlocking {
+  std::string name;
+  std::size_t rows;
+  decltype(Microkernels<T>::pv) pv;
+  decltype(Microkernels<T>::pv_bf16) pv_bf16;
+};
+
+// The blockings an ISA file offers to `attn-cli tune` (float only), its set's own first. Each
+// output element sums its terms in the same order whatever the blocking (Q K^T over d, P V over
+// the keys), so every blocking gives the same bits: choosing one by measurement changes speed,
+// never a result (tests/test_flash_tuning.cpp).
+template <class T>
+struct Blockings {
+  std::vector<QkBlocking<T>> qk;
+  std::vector<PvBlocking<T>> pv;
+};
+
+// `base` with its Q K^T and P V products at the named blockings ("" = its own).
+// InputError when base offers no blocking of that name.
+template <class T>
+Microkernels<T> with_blockings(const Microkernels<T>& base, const std::string& qk, const std::string& pv);
+
+// The names of base's Q K^T and P V blockings, its own first.
+template <class T>
+std::vector<std::string> qk_blocking_names(const Microkernels<T>& base);
+template <class T>
+std::vector<std::string> pv_blocking_names(const Microkernels<T>& base);
 
 // Instantiated for float and double in the per-ISA files.
 template <class T>

@@ -7,11 +7,26 @@ namespace attn::flash::avx2 {
 // 16 ymm registers: Q K^T 6 x 2 (12 accumulators + 2 loads + 1 broadcast), P V 6 x 2.
 template <class T>
 using Set = KernelSet<xsimd::fma3<xsimd::avx2>, T, 6, 2, 6, 2>;
+// The float blockings `attn-cli tune` times against those (each within the 16 registers).
+template <std::size_t MR, std::size_t NR>
+using Qk = KernelSet<xsimd::fma3<xsimd::avx2>, float, MR, NR, 6, 2>;
+template <std::size_t MR, std::size_t NR>
+using Pv = KernelSet<xsimd::fma3<xsimd::avx2>, float, 6, 2, MR, NR>;
 }  // namespace attn::flash::avx2
 
 template <class T>
 const attn::flash::Microkernels<T>* attn::flash::microkernels_avx2() {
-  static const Microkernels<T> set = avx2::Set<T>::make("avx2");
+  static const Microkernels<T> set = [] {
+    Microkernels<T> s = avx2::Set<T>::make("avx2");
+    if constexpr (std::is_same_v<T, float>) {
+      using namespace avx2;
+      static const Blockings<float> offered{
+          {Set<float>::qk_blocking(), Qk<4, 3>::qk_blocking(), Qk<4, 2>::qk_blocking()},
+          {Set<float>::pv_blocking(), Pv<4, 2>::pv_blocking(), Pv<4, 3>::pv_blocking()}};
+      s.blockings = &offered;
+    }
+    return s;
+  }();
   return &set;
 }
 #else

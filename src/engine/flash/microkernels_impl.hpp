@@ -221,6 +221,18 @@ struct KernelSet {
       pv_block<1>(p + full * ldp, ldp, rows - full, keys, v, ldv, dvp, alpha + full, o + full * ldo, ldo);
   }
 
+  // This set's products as blockings offered to `attn-cli tune` (microkernels.hpp).
+  static attn::flash::QkBlocking<T> qk_blocking() {
+    return {std::to_string(QK_MR) + "x" + std::to_string(QK_NR), QK_MR, PW, &pack_k, &qk, &gemm};
+  }
+  static attn::flash::PvBlocking<T> pv_blocking() {
+    return {std::to_string(PV_MR) + "x" + std::to_string(PV_NR), PV_MR, &pv, &pv_bf16};
+  }
+  static const attn::flash::Blockings<T>* own_blockings() {
+    static const attn::flash::Blockings<T> own{{qk_blocking()}, {pv_blocking()}};
+    return &own;
+  }
+
   static void pv(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const T* v,
                  std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
     pv_any(p, ldp, rows, keys, v, ldv, dvp, alpha, o, ldo);
@@ -551,6 +563,6 @@ struct KernelSet {
 
   static attn::flash::Microkernels<T> make(const char* isa) {
     return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &gemm, &row_max, &exp2_sum, &pv, &pv_bf16, &qk_unpacked, &qk_unpacked_bf16, &sum, &widen_bf16,
-            &backward_head};
+            &backward_head, own_blockings()};
   }
 };

@@ -16,6 +16,7 @@ void setup_rope(CLI::App& app);
 void setup_positional(CLI::App& app);
 void setup_generate(CLI::App& app);
 void setup_doctor(CLI::App& app);
+void setup_tune(CLI::App& app);
 void setup_train(CLI::App& app);
 void setup_forward(CLI::App& app);
 void setup_roofline(CLI::App& app);

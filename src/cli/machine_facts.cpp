@@ -4,6 +4,7 @@
 
 #include "attn/engine/flash.hpp"
 #include "attn/engine/machine.hpp"
+#include "tuning_file.hpp"
 
 extern "C" char* openblas_get_corename(void);
 
@@ -33,7 +34,7 @@ Json machine_json() {
   if (blas.set_by_attn) b["openblas_chose"] = blas.chosen_by_openblas;
   if (blas.better_core) b["better_core"] = *blas.better_core;
   return {{"cpu", cpu.model}, {"cpu_vectors", std::string(vector_level_name(cpu.level))},
-          {"flash_isa", flash_isa()}, {"blas", b}};
+          {"flash_isa", flash_isa()}, {"flash_tuning", tuning_json()}, {"blas", b}};
 }
 
 std::optional<std::string> blas_fallback_warning() {

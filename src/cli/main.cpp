@@ -10,9 +10,11 @@
 #include "machine_facts.hpp"
 #include "number_flags.hpp"
 #include "one_line.hpp"
+#include "tuning_file.hpp"
 
 int main(int argc, char** argv) {
   attn::cli::give_openblas_the_right_core();
+  attn::cli::load_flash_tuning();
   using attn::cli::one_line;  // every "error:" below echoes user text: keep it one line
   CLI::App app{"attn-cli: learn attention by running it for real and seeing what happens.\n"
                "Masks follow PyTorch SDPA's convention: 1/true = the query MAY attend to the key."};
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
   attn-cli roofline --n 512,2048 --kv 1024,16384
   attn-cli bench --n 512 --heads 2 --repeat 1
   attn-cli doctor
+  attn-cli tune
   attn-cli train --steps 20 --out train-quick
 Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
 )");
@@ -58,6 +61,7 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_explain(app);
   attn::cli::setup_pitfalls(app);
   attn::cli::setup_doctor(app);
+  attn::cli::setup_tune(app);
   attn::cli::check_number_flags(app);
 
   try {

@@ -1,0 +1,164 @@
+// attn-cli tune: time the float32 flash kernel's register blockings and query tile on this
+// machine, keep the fastest for later commands (tuning_file.hpp).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "attn/engine/flash.hpp"
+#include "attn/lessons/tune.hpp"
+#include "budget.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "machine_facts.hpp"
+#include "tuning_file.hpp"
+
+namespace attn::cli {
+namespace {
+
+struct TuneOptions {
+  TuneConfig config;
+  bool json = false, no_save = false, reset = false;
+};
+
+std::string tuning_text(const FlashTuning& t) {
+  return "Q K^T " + t.qk_kernel + ", P V " + t.pv_kernel + ", query tile " + std::to_string(t.block_q);
+}
+
+Json candidate_json(const TuneCandidate& c) {
+  return {{"stage", c.stage},           {"qk_kernel", c.tuning.qk_kernel}, {"pv_kernel", c.tuning.pv_kernel},
+          {"block_q", c.tuning.block_q}, {"min_ms", c.full_ms},             {"min_ms_causal", c.causal_ms},
+          {"score_ms", c.score_ms},      {"same_bits", c.same_bits}};
+}
+
+void run_tune(TuneOptions o) {
+  if (o.reset) {
+    const auto path = tuning_file_path();
+    const bool removed = remove_flash_tuning();
+    std::printf("%s %s\n", removed ? "removed" : "nothing to remove at", path ? path->c_str() : "(no cache folder)");
+    return;
+  }
+  const TuneConfig& c = o.config;
+  const double threads = double(c.threads ? c.threads : std::max(1u, std::thread::hardware_concurrency()));
+  const FlashBlockings offered = flash_blockings();
+  const double runs = double(c.rounds + 1) * double(offered.qk.size() + offered.pv.size() + 3 + 2);
+  const double pass = attention_work(double(c.heads), double(c.n), double(c.n), double(c.head_dim)) * 1.5;
+  // The float32 kernel's rate: at least 25x the slow-core estimate with AVX2 or AVX-512 (it runs at
+  // 100-200 GFLOP/s a core there), 5x on the baseline ISA, as bench assumes for flash.
+  const double rate = kFlopsPerSecond * (offered.isa == "generic" ? 5 : 25) * threads;
+  require_time(runs * pass / rate, "tune with these --n, --heads, --head-dim and --rounds", "lower them");
+  require_memory(4.0 * 5 * double(c.heads) * double(c.n) * double(c.head_dim), "the inputs and outputs",
+                 "lower --n or --heads");
+  if (!o.no_save) tuning_file_for_writing();  // nowhere to save: say so before measuring
+
+  if (isatty(STDERR_FILENO)) {
+    o.config.progress = [](std::size_t done, std::size_t total) {
+      std::fprintf(stderr, "\rtune: %3.0f%% of the runs", 100.0 * double(done) / double(total));
+      if (done == total) std::fprintf(stderr, "\r%*s\r", 30, "");
+      std::fflush(stderr);
+    };
+  }
+  const TuneResult r = tune_flash(o.config);
+  bool all_same = true;
+  for (const TuneCandidate& t : r.candidates) all_same = all_same && t.same_bits;
+  if (!o.no_save) save_flash_tuning(c, r);
+  const auto path = tuning_file_path();
+
+  if (o.json) {
+    Json candidates = Json::array();
+    for (const TuneCandidate& t : r.candidates) candidates.push_back(candidate_json(t));
+    auto tuning = [](const FlashTuning& t) {
+      return Json{{"qk_kernel", t.qk_kernel}, {"pv_kernel", t.pv_kernel}, {"block_q", t.block_q}};
+    };
+    Json out = {{"isa", r.isa},
+                {"machine", machine_json()},
+                {"shape", {{"n", c.n}, {"heads", c.heads}, {"head_dim", c.head_dim}}},
+                {"threads", r.threads},
+                {"rounds", c.rounds},
+                {"margin", c.margin},
+                {"score", "min_ms + min_ms_causal: each the best of the rounds"},
+                {"candidates", candidates},
+                {"builtin", tuning(r.builtin)},
+                {"chosen", tuning(r.chosen)},
+                {"builtin_ms", r.builtin_ms},
+                {"chosen_ms", r.chosen_ms},
+                {"all_same_bits", all_same},
+                {"saved_to", o.no_save || !path ? Json(nullptr) : Json(*path)}};
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::printf("Tuning the float32 flash kernel (%s) on %s:\n"
+              "n = %zu, H = %zu, d = %zu, %zu thread(s); each time is the best of %zu runs.\n\n",
+              r.isa.c_str(), machine_json()["cpu"].get<std::string>().c_str(), c.n, c.heads, c.head_dim, r.threads,
+              c.rounds);
+  std::printf("%-10s %-6s %-6s %7s %12s %10s %10s %9s\n", "varies", "Q K^T", "P V", "q tile", "non-causal",
+              "causal", "sum", "vs first");
+  std::string stage;
+  double first = 0;
+  for (const TuneCandidate& t : r.candidates) {
+    if (t.stage != stage) stage = t.stage, first = t.score_ms;
+    std::printf("%-10s %-6s %-6s %7zu %9.2f ms %7.2f ms %7.2f ms %9.3f%s\n", t.stage.c_str(),
+                t.tuning.qk_kernel.c_str(), t.tuning.pv_kernel.c_str(), t.tuning.block_q, t.full_ms, t.causal_ms,
+                t.score_ms, t.score_ms / first, t.same_bits ? "" : "  DIFFERENT BITS: never chosen");
+  }
+  std::printf("\nA candidate replaces the first of its stage only when its sum is more than %.0f%% lower.\n",
+              100 * c.margin);
+  const bool builtin = r.chosen.qk_kernel == r.builtin.qk_kernel && r.chosen.pv_kernel == r.builtin.pv_kernel &&
+                       r.chosen.block_q == r.builtin.block_q;
+  if (builtin) {
+    std::printf("Chosen: the built-in, %s.\n", tuning_text(r.chosen).c_str());
+  } else {
+    std::printf("Chosen:   %s\nBuilt-in: %s\n", tuning_text(r.chosen).c_str(), tuning_text(r.builtin).c_str());
+    std::printf("Timed against each other in %zu more rounds: built-in %.2f ms, chosen %.2f ms (%.3fx as fast).\n",
+                c.rounds, r.builtin_ms, r.chosen_ms, r.builtin_ms / r.chosen_ms);
+  }
+  std::printf("%s\n", all_same ? "Every candidate gave the built-in's output and lse, bit for bit."
+                               : "Some candidates changed the bits: a bug, please report it.");
+  if (!o.no_save)
+    std::printf("Saved to %s: later commands on this machine run it (attn-cli tune --reset forgets it).\n",
+                path->c_str());
+}
+
+}  // namespace
+
+void setup_tune(CLI::App& app) {
+  auto o = std::make_shared<TuneOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "Time the flash kernel's register blockings and query tile here; keep the fastest");
+  cmd->add_option("--n", o->config.n, "sequence length timed")->capture_default_str()->check(CLI::Range(16, 16384));
+  cmd->add_option("--heads", o->config.heads, "heads H")->capture_default_str()->check(CLI::Range(1, 256));
+  cmd->add_option("--head-dim", o->config.head_dim, "head dim d")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--threads", o->config.threads, "threads (0 = all hardware threads)")
+      ->capture_default_str()->check(CLI::Range(0, 1024));
+  cmd->add_option("--rounds", o->config.rounds, "timed runs of each candidate (its best counts)")
+      ->capture_default_str()->check(CLI::Range(1, 100));
+  cmd->add_flag("--json", o->json, "print JSON instead of a table");
+  cmd->add_flag("--no-save", o->no_save, "measure and report only; keep the saved tuning as it is");
+  cmd->add_flag("--reset", o->reset, "forget the saved tuning (later commands run the built-in) and exit");
+  add_memory_flag(cmd);
+  add_time_flag(cmd);
+  const std::string margin = std::to_string(int(std::lround(TuneConfig{}.margin * 100))) + "%";
+  cmd->footer(R"(The flash kernel's inner loops keep a block of query rows x SIMD registers of keys (Q K^T) or
+of output columns (P V) in registers. Which block is fastest depends on the core: how many FMA
+units it has and how wide, how many loads it issues per cycle. tune times the blockings this
+build offers and three query tiles, at one shape, non-causal and causal, in alternating rounds,
+and keeps a candidate only when it is more than )" + margin + R"( faster than the choice so far. Every
+candidate computes each output in the same order, so the results are the same bits: tuning
+changes speed, never a number (the run checks it).
+
+The choice is saved in $XDG_CACHE_HOME/attn-cli/flash-tuning.json (else ~/.cache/attn-cli/)
+and used by later commands on the same CPU model and attn-cli version; `attn-cli doctor` shows
+what runs. ATTN_CLI_TUNING=off runs the built-in blockings whatever the file says.
+
+Examples:
+  attn-cli tune
+  attn-cli tune --threads 1 --n 1024 --no-save
+  attn-cli tune --n 1024 --rounds 3 --json
+  attn-cli tune --reset)");
+  cmd->callback([o] { run_tune(*o); });
+}
+
+}  // namespace attn::cli

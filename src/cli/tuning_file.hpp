@@ -1,0 +1,37 @@
+#pragma once
+// The flash tuning `attn-cli tune` measured on this machine, kept in a per-user cache file
+// ($XDG_CACHE_HOME/attn-cli/flash-tuning.json, else ~/.cache/attn-cli/...) and made the
+// kernel's default at start-up. It is used only where it was measured: the same CPU model,
+// flash ISA and attn-cli version. ATTN_CLI_TUNING=off runs the built-in blockings instead.
+// Every tuning gives the same bits, so the file changes speed, never a result.
+#include <optional>
+#include <string>
+
+#include "attn/io/json_io.hpp"
+#include "attn/lessons/tune.hpp"
+
+namespace attn::cli {
+
+// Where the file is, or nothing when neither XDG_CACHE_HOME nor HOME is set.
+std::optional<std::string> tuning_file_path();
+
+// In main, before any command: sets the file's tuning when it was measured on this machine. A
+// file that cannot be read as one is ignored with a warning; one from another CPU or version
+// is ignored quietly (doctor says so).
+void load_flash_tuning();
+
+// {qk_kernel, pv_kernel, block_q, source: "built-in" | "tuned", file, note}: what the flash
+// kernel runs and why, for doctor and bench --json.
+Json tuning_json();
+
+// Makes the file's folder and returns the file's path: InputError when no cache folder is known
+// or it cannot be made (tune calls it before it measures anything).
+std::string tuning_file_for_writing();
+
+// Writes the file (atomically: a reader never sees half of it).
+void save_flash_tuning(const TuneConfig& config, const TuneResult& result);
+
+// Removes the file; false when there was none.
+bool remove_flash_tuning();
+
+}  // namespace attn::cli

@@ -1,0 +1,204 @@
+// `attn-cli tune`: every blocking the kernels offer is timed and gives the built-in's bits, the
+// choice follows the margin rule from the run's own times, and what it saves is what later
+// commands run (doctor and bench --json say so) -- on the CPU it was measured on only.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+
+#include "attn/engine/flash.hpp"
+#include "support.hpp"
+
+using namespace attn;
+using test::run_cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Sets an environment variable for the attn-cli runs of one test, and puts it back after.
+struct EnvFor {
+  std::string name;
+  std::optional<std::string> before;
+  EnvFor(const std::string& n, const std::optional<std::string>& value) : name(n) {
+    if (const char* v = std::getenv(n.c_str())) before = v;
+    if (value) setenv(n.c_str(), value->c_str(), 1);
+    else unsetenv(n.c_str());
+  }
+  ~EnvFor() {
+    if (before) setenv(name.c_str(), before->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+
+// A cache folder of this test's own, as XDG_CACHE_HOME.
+struct OwnCache {
+  fs::path dir = fs::temp_directory_path() / ("attn-cli-tune-test-" + std::to_string(::getpid()));
+  fs::path file = dir / "attn-cli" / "flash-tuning.json";
+  EnvFor env{"XDG_CACHE_HOME", dir.string()};
+  OwnCache() { fs::remove_all(dir); }
+  ~OwnCache() { fs::remove_all(dir); }
+};
+
+Json flash_tuning_of(const std::string& args) {
+  const auto r = run_cli(args);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  return Json::parse(r.out)["machine"]["flash_tuning"];
+}
+
+Json doctor_tuning() {
+  const auto r = run_cli("doctor --json");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  return Json::parse(r.out)["flash_tuning"];
+}
+
+}  // namespace
+
+TEST_CASE("cli tune: every offered blocking is timed, the margin rule picks, and later commands run what it saved") {
+  OwnCache cache;
+  const FlashBlockings offered = flash_blockings();
+  CHECK(doctor_tuning()["source"] == "built-in");
+
+  const auto r = run_cli("tune --n 256 --heads 2 --rounds 2 --json");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const Json out = Json::parse(r.out);
+  CHECK(out["isa"] == offered.isa);
+  CHECK(out["all_same_bits"] == true);
+  const double margin = out["margin"].get<double>();
+  CHECK(margin > 0);
+  CHECK(margin < 0.2);
+
+  // Stage by stage: its candidates, its scores, and the pick the rule makes from them, which
+  // the next stage starts from.
+  Json incumbent = out["builtin"];
+  CHECK(incumbent["qk_kernel"] == offered.qk.front());
+  CHECK(incumbent["pv_kernel"] == offered.pv.front());
+  CHECK(incumbent["block_q"] == offered.block_q);
+  for (const char* stage : {"qk_kernel", "pv_kernel", "block_q"}) {
+    CAPTURE(stage);
+    std::vector<Json> seen;
+    for (const Json& c : out["candidates"])
+      if (c["stage"] == stage) seen.push_back(c);
+    REQUIRE(!seen.empty());
+    for (const char* field : {"qk_kernel", "pv_kernel", "block_q"})
+      CHECK(seen.front()[field] == incumbent[field]);  // the choice so far comes first
+    std::set<Json> values;
+    for (const Json& c : seen) {
+      CHECK(c["same_bits"] == true);
+      CHECK(c["score_ms"].get<double>() ==
+            doctest::Approx(c["min_ms"].get<double>() + c["min_ms_causal"].get<double>()));
+      CHECK(c["min_ms"].get<double>() > 0);
+      values.insert(c[stage]);
+    }
+    const std::size_t expected = std::string(stage) == "qk_kernel"   ? offered.qk.size()
+                                 : std::string(stage) == "pv_kernel" ? offered.pv.size()
+                                                                     : 3;  // half, once, twice the built-in
+    CHECK(values.size() == expected);
+    if (std::string(stage) == "block_q") {
+      CHECK(values.count(Json(offered.block_q / 2)) == 1);
+      CHECK(values.count(Json(offered.block_q * 2)) == 1);
+    }
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < seen.size(); ++i)
+      if (seen[i]["score_ms"].get<double>() < seen[best]["score_ms"].get<double>()) best = i;
+    const bool replaced =
+        seen[best]["score_ms"].get<double>() < seen.front()["score_ms"].get<double>() * (1 - margin);
+    incumbent = {{"qk_kernel", seen[replaced ? best : 0]["qk_kernel"]},
+                 {"pv_kernel", seen[replaced ? best : 0]["pv_kernel"]},
+                 {"block_q", seen[replaced ? best : 0]["block_q"]}};
+  }
+  CHECK(out["chosen"] == incumbent);
+
+  // Saved where it said, for this CPU and version; doctor and bench report it.
+  REQUIRE(out["saved_to"] == cache.file.string());
+  const Json saved = read_json(cache.file.string());
+  for (const char* field : {"qk_kernel", "pv_kernel", "block_q"}) CHECK(saved[field] == out["chosen"][field]);
+  CHECK(saved["flash_isa"] == offered.isa);
+  CHECK(saved["cpu"] == out["machine"]["cpu"]);
+  Json t = doctor_tuning();
+  CHECK(t["source"] == "tuned");
+  CHECK(t["file"] == cache.file.string());
+  for (const char* field : {"qk_kernel", "pv_kernel", "block_q"}) CHECK(t[field] == out["chosen"][field]);
+
+  // A saved choice other than the built-in is the one later commands run.
+  Json other = saved;
+  other["qk_kernel"] = offered.qk.back();
+  other["pv_kernel"] = offered.pv.back();
+  other["block_q"] = 96;
+  std::ofstream(cache.file) << other.dump();
+  t = flash_tuning_of("bench --backend flash --n 64 --heads 1 --repeat 1 --no-check --json");
+  CHECK(t["source"] == "tuned");
+  CHECK(t["qk_kernel"] == offered.qk.back());
+  CHECK(t["pv_kernel"] == offered.pv.back());
+  CHECK(t["block_q"] == 96);
+  {
+    EnvFor off("ATTN_CLI_TUNING", "off");
+    t = doctor_tuning();
+    CHECK(t["source"] == "built-in");
+    CHECK(t["qk_kernel"] == offered.qk.front());
+    CHECK(t["note"] == "ATTN_CLI_TUNING=off");
+  }
+  // --no-save measures and leaves the file alone; --reset forgets it.
+  const auto no_save = run_cli("tune --n 64 --heads 1 --rounds 1 --no-save --json");
+  REQUIRE(no_save.code == 0);
+  CHECK(Json::parse(no_save.out)["saved_to"].is_null());
+  CHECK(read_json(cache.file.string()) == other);
+  const auto reset = run_cli("tune --reset");
+  CHECK(reset.code == 0);
+  CHECK(reset.out.find("removed") == 0);
+  CHECK(!fs::exists(cache.file));
+  CHECK(doctor_tuning()["source"] == "built-in");
+}
+
+TEST_CASE("cli tune: a broken or foreign tuning file is ignored, never an error") {
+  OwnCache cache;
+  fs::create_directories(cache.file.parent_path());
+  // Not JSON: a warning, the built-in, and every command still runs.
+  std::ofstream(cache.file) << "{\"qk_kernel\": ";
+  auto r = run_cli("doctor --json");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("warning: ignoring " + cache.file.string()) != std::string::npos);
+  CHECK(Json::parse(r.out)["flash_tuning"]["source"] == "built-in");
+  r = run_cli("attend --input -", R"({"q":[[1,0]],"k":[[1,0],[0,1]],"v":[[1],[2]]})");
+  CHECK(r.code == 0);
+  // A blocking this build does not offer: the same.
+  const Json machine = Json::parse(run_cli("doctor --json").out);
+  Json file = {{"attn_cli", machine["version"]}, {"cpu", machine["cpu"]}, {"flash_isa", machine["flash_isa"]},
+               {"qk_kernel", "99x1"}, {"pv_kernel", flash_blockings().pv.front()}, {"block_q", 192}};
+  std::ofstream(cache.file) << file.dump();
+  r = run_cli("doctor --json");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("99x1") != std::string::npos);
+  CHECK(Json::parse(r.out)["flash_tuning"]["source"] == "built-in");
+  // Measured on another CPU: quietly not used; doctor says why.
+  file["qk_kernel"] = flash_blockings().qk.back();
+  file["cpu"] = "Some Other CPU";
+  std::ofstream(cache.file) << file.dump();
+  r = run_cli("doctor --json");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("ignoring") == std::string::npos);
+  const Json t = Json::parse(r.out)["flash_tuning"];
+  CHECK(t["source"] == "built-in");
+  CHECK(t["note"].get<std::string>().find("another CPU") != std::string::npos);
+  // The same file on this CPU is used: the test above failed for the CPU alone.
+  file["cpu"] = machine["cpu"];
+  std::ofstream(cache.file) << file.dump();
+  CHECK(doctor_tuning()["source"] == "tuned");
+}
+
+TEST_CASE("cli tune: nowhere to save is an input error, and --no-save needs no folder") {
+  OwnCache cache;
+  fs::create_directories(cache.dir);
+  std::ofstream(cache.dir / "attn-cli") << "a file where the folder would be";
+  test::check_input_error(run_cli("tune --n 64"), "cannot make");
+  EnvFor no_xdg("XDG_CACHE_HOME", std::nullopt);
+  EnvFor no_home("HOME", std::nullopt);
+  test::check_input_error(run_cli("tune --n 64"), "no cache folder");
+  const auto r = run_cli("tune --n 64 --heads 1 --rounds 1 --no-save");
+  CHECK(r.code == 0);
+}

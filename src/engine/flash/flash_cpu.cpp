@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -238,10 +239,19 @@ const Microkernels<T>& kernels_for(const FlashOptions& options) {
   return flash::microkernels_for<T>(options.isa);
 }
 
-// set_flash_tuning's choice, read by every call (a copy under the lock: set once at start-up).
+// set_flash_tuning's choice as indices into the best float32 set's blockings. Every call reads
+// it without a lock: set_flash_tuning publishes a new immutable choice, and the old ones are
+// kept (a call may still be reading one; a process sets a tuning once or twice).
+struct TunedChoice {
+  FlashTuning named;                // as set, for flash_tuning()
+  std::size_t qk = 0, pv = 0;       // blocking indices
+  std::size_t block_q = 0;          // 0 = the built-in
+};
+
 struct TuningSlot {
-  std::mutex lock;
-  FlashTuning tuning;
+  std::mutex lock;  // serialises set_flash_tuning
+  std::deque<TunedChoice> made;
+  std::atomic<const TunedChoice*> current{nullptr};  // null = nothing set
   static TuningSlot& get() {
     static TuningSlot slot;
     return slot;
@@ -255,57 +265,59 @@ struct TuningSlot {
 template <class T>
 struct TiledKernels {
   Microkernels<T> mk;
-  FlashTiling tiling;
+  std::size_t block_q, block_k;
+  std::size_t qk, pv;  // the blockings' indices in the set's lists
 };
 
 template <class T>
 TiledKernels<T> tiled_kernels(std::size_t Lq, std::size_t Lk, const FlashOptions& o) {
   const Microkernels<T>& base = kernels_for<T>(o);
-  std::string qk, pv;
-  std::size_t block_q = o.block_q;
+  std::size_t qk = 0, pv = 0, block_q = o.block_q;
   if constexpr (std::is_same_v<T, float>) {
-    qk = o.qk_kernel, pv = o.pv_kernel;
-    if (base.isa == flash::best_microkernels<float>().isa) {
-      const FlashTuning tuned = flash_tuning();
-      if (qk.empty()) qk = tuned.qk_kernel;
-      if (pv.empty()) pv = tuned.pv_kernel;
-      if (!block_q) block_q = tuned.block_q;
-    }
+    const TunedChoice* tuned = &base == &flash::best_microkernels<float>()
+                                   ? TuningSlot::get().current.load(std::memory_order_acquire)
+                                   : nullptr;
+    qk = !o.qk_kernel.empty() ? flash::qk_blocking_index(base, o.qk_kernel) : tuned ? tuned->qk : 0;
+    pv = !o.pv_kernel.empty() ? flash::pv_blocking_index(base, o.pv_kernel) : tuned ? tuned->pv : 0;
+    if (!block_q && tuned) block_q = tuned->block_q;
   }
-  FlashTiling tiling{std::min(block_q ? block_q : kDefaultBlockQ, Lq),
-                     round_up(std::min(o.block_k ? o.block_k : kDefaultBlockK, Lk), base.key_panel), base.isa, {}, {}};
-  Microkernels<T> mk = flash::with_blockings(base, qk, pv);
-  if (tiling.block_k % mk.key_panel != 0) mk = flash::with_blockings(base, qk = "", pv);
-  tiling.qk_kernel = qk.empty() ? base.blockings->qk.front().name : qk;
-  tiling.pv_kernel = pv.empty() ? base.blockings->pv.front().name : pv;
-  return {mk, tiling};
+  const std::size_t block_k = round_up(std::min(o.block_k ? o.block_k : kDefaultBlockK, Lk), base.key_panel);
+  if (block_k % base.blockings->qk[qk].key_panel != 0) qk = 0;
+  return {flash::with_blockings(base, qk, pv), std::min(block_q ? block_q : kDefaultBlockQ, Lq), block_k, qk, pv};
 }
 
 }  // namespace
 
 FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& options) {
-  return options.precision == FlashPrecision::float32 ? tiled_kernels<float>(Lq, Lk, options).tiling
-                                                      : tiled_kernels<double>(Lq, Lk, options).tiling;
+  auto tiling = [&](const auto& t) {
+    return FlashTiling{t.block_q, t.block_k, t.mk.isa, t.mk.blockings->qk[t.qk].name, t.mk.blockings->pv[t.pv].name};
+  };
+  return options.precision == FlashPrecision::float32 ? tiling(tiled_kernels<float>(Lq, Lk, options))
+                                                      : tiling(tiled_kernels<double>(Lq, Lk, options));
 }
 
 FlashBlockings flash_blockings(const std::string& isa) {
   const Microkernels<float>& mk = flash::microkernels_for<float>(isa);
-  return {mk.isa, flash::qk_blocking_names(mk), flash::pv_blocking_names(mk), kDefaultBlockQ};
+  FlashBlockings offered{mk.isa, {}, {}, kDefaultBlockQ};
+  for (const auto& b : mk.blockings->qk) offered.qk.push_back(b.name);
+  for (const auto& b : mk.blockings->pv) offered.pv.push_back(b.name);
+  return offered;
 }
 
 void set_flash_tuning(const FlashTuning& tuning) {
-  flash::with_blockings(flash::best_microkernels<float>(), tuning.qk_kernel, tuning.pv_kernel);  // names offered?
+  const Microkernels<float>& best = flash::best_microkernels<float>();
+  TunedChoice choice{tuning, flash::qk_blocking_index(best, tuning.qk_kernel),
+                     flash::pv_blocking_index(best, tuning.pv_kernel), tuning.block_q};
   if (tuning.block_q > 65536)
     throw InputError("block_q: expected at most 65536, got " + std::to_string(tuning.block_q));
   TuningSlot& slot = TuningSlot::get();
   std::lock_guard hold(slot.lock);
-  slot.tuning = tuning;
+  slot.current.store(&slot.made.emplace_back(std::move(choice)), std::memory_order_release);
 }
 
 FlashTuning flash_tuning() {
-  TuningSlot& slot = TuningSlot::get();
-  std::lock_guard hold(slot.lock);
-  return slot.tuning;
+  const TunedChoice* tuned = TuningSlot::get().current.load(std::memory_order_acquire);
+  return tuned ? tuned->named : FlashTuning{};
 }
 
 std::vector<FlashTile> flash_tiles(std::size_t Lq, std::size_t Lk, const FlashOptions& options) {
@@ -364,8 +376,8 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   const TiledKernels<T> tiled = tiled_kernels<T>(p.Lq, p.Lk, options);
   const Microkernels<T>& mk = tiled.mk;
   p.row_align = std::lcm(mk.qk_rows, mk.pv_rows);
-  p.Bq = tiled.tiling.block_q;
-  p.Bk = tiled.tiling.block_k;
+  p.Bq = tiled.block_q;
+  p.Bk = tiled.block_k;
   // A tile of scores is the kernel's only O(block^2) memory; refuse tiles that defeat the
   // point (and could exhaust memory) rather than allocate them.
   constexpr std::size_t kMaxTileElements = std::size_t(1) << 24;  // 64 MiB of float scores

@@ -101,16 +101,23 @@ struct Blockings {
   std::vector<PvBlocking<T>> pv;
 };
 
-// `base` with its Q K^T and P V products at the named blockings ("" = its own).
-// InputError when base offers no blocking of that name.
+// Where the named blocking is in base's list of Q K^T (or P V) blockings; "" is 0, its own.
+// InputError when base offers none of that name.
 template <class T>
-Microkernels<T> with_blockings(const Microkernels<T>& base, const std::string& qk, const std::string& pv);
+std::size_t qk_blocking_index(const Microkernels<T>& base, const std::string& name);
+template <class T>
+std::size_t pv_blocking_index(const Microkernels<T>& base, const std::string& name);
 
-// The names of base's Q K^T and P V blockings, its own first.
+// `base` with its Q K^T and P V products at the blockings of those indices.
 template <class T>
-std::vector<std::string> qk_blocking_names(const Microkernels<T>& base);
-template <class T>
-std::vector<std::string> pv_blocking_names(const Microkernels<T>& base);
+Microkernels<T> with_blockings(const Microkernels<T>& base, std::size_t qk, std::size_t pv) {
+  Microkernels<T> mk = base;
+  const QkBlocking<T>& q = base.blockings->qk.at(qk);
+  mk.qk_rows = q.rows, mk.key_panel = q.key_panel, mk.pack_k = q.pack_k, mk.qk = q.qk, mk.gemm = q.gemm;
+  const PvBlocking<T>& p = base.blockings->pv.at(pv);
+  mk.pv_rows = p.rows, mk.pv = p.pv, mk.pv_bf16 = p.pv_bf16;
+  return mk;
+}
 
 // Instantiated for float and double in the per-ISA files.
 template <class T>

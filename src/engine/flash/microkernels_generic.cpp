@@ -53,52 +53,37 @@ const Microkernels<T>& microkernels_for(const std::string& isa) {
   return *chosen;
 }
 
-template <class T>
-std::vector<std::string> qk_blocking_names(const Microkernels<T>& base) {
-  std::vector<std::string> names;
-  for (const QkBlocking<T>& b : base.blockings->qk) names.push_back(b.name);
-  return names;
-}
+namespace {
 
-template <class T>
-std::vector<std::string> pv_blocking_names(const Microkernels<T>& base) {
-  std::vector<std::string> names;
-  for (const PvBlocking<T>& b : base.blockings->pv) names.push_back(b.name);
-  return names;
-}
-
-template <class T>
-Microkernels<T> with_blockings(const Microkernels<T>& base, const std::string& qk, const std::string& pv) {
-  Microkernels<T> mk = base;
-  auto unknown = [&](const char* what, const std::string& name, const std::vector<std::string>& offered) {
-    std::string list;
-    for (const std::string& n : offered) list += (list.empty() ? "" : ", ") + n;
-    return InputError(std::string(what) + ": \"" + name + "\" is not a blocking of the " + base.isa +
-                      " kernels (they offer " + list + ")");
-  };
-  if (!qk.empty()) {
-    const QkBlocking<T>* found = nullptr;
-    for (const QkBlocking<T>& b : base.blockings->qk) found = b.name == qk ? &b : found;
-    if (!found) throw unknown("qk_kernel", qk, qk_blocking_names(base));
-    mk.qk_rows = found->rows, mk.key_panel = found->key_panel;
-    mk.pack_k = found->pack_k, mk.qk = found->qk, mk.gemm = found->gemm;
+template <class List>
+std::size_t index_of(const List& offered, const std::string& name, const char* what, const char* isa) {
+  if (name.empty()) return 0;
+  std::string names;
+  for (std::size_t i = 0; i < offered.size(); ++i) {
+    if (offered[i].name == name) return i;
+    names += (i ? ", " : "") + offered[i].name;
   }
-  if (!pv.empty()) {
-    const PvBlocking<T>* found = nullptr;
-    for (const PvBlocking<T>& b : base.blockings->pv) found = b.name == pv ? &b : found;
-    if (!found) throw unknown("pv_kernel", pv, pv_blocking_names(base));
-    mk.pv_rows = found->rows, mk.pv = found->pv, mk.pv_bf16 = found->pv_bf16;
-  }
-  return mk;
+  throw InputError(std::string(what) + ": \"" + name + "\" is not a blocking of the " + isa +
+                   " kernels (they offer " + names + ")");
 }
 
-template std::vector<std::string> qk_blocking_names<float>(const Microkernels<float>&);
-template std::vector<std::string> pv_blocking_names<float>(const Microkernels<float>&);
-template std::vector<std::string> qk_blocking_names<double>(const Microkernels<double>&);
-template std::vector<std::string> pv_blocking_names<double>(const Microkernels<double>&);
-template Microkernels<float> with_blockings<float>(const Microkernels<float>&, const std::string&, const std::string&);
-template Microkernels<double> with_blockings<double>(const Microkernels<double>&, const std::string&,
-                                                     const std::string&);
+}  // namespace
+
+template <class T>
+std::size_t qk_blocking_index(const Microkernels<T>& base, const std::string& name) {
+  return index_of(base.blockings->qk, name, "qk_kernel", base.isa);
+}
+
+template <class T>
+std::size_t pv_blocking_index(const Microkernels<T>& base, const std::string& name) {
+  return index_of(base.blockings->pv, name, "pv_kernel", base.isa);
+}
+
+template std::size_t qk_blocking_index<float>(const Microkernels<float>&, const std::string&);
+template std::size_t pv_blocking_index<float>(const Microkernels<float>&, const std::string&);
+template std::size_t qk_blocking_index<double>(const Microkernels<double>&, const std::string&);
+template std::size_t pv_blocking_index<double>(const Microkernels<double>&, const std::string&);
+
 template const Microkernels<float>& microkernels_for<float>(const std::string&);
 template const Microkernels<double>& microkernels_for<double>(const std::string&);
 template const Microkernels<float>* microkernels_named<float>(const std::string&);

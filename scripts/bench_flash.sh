@@ -10,7 +10,9 @@
 # ATTN_CLI=path/to/attn-cli skips the install and build; ROUNDS=N and REPEAT=N set the rounds
 # and the timed runs per round (each after one untimed warm-up). OpenBLAS
 # runs with its own choice of core (OPENBLAS_CORETYPE unset for these runs; attn-cli moves a
-# fallback core to the right one at start-up), so the yardstick is this CPU's real sgemm.
+# fallback core to the right one at start-up), so the yardstick is this CPU's real sgemm. The
+# flash kernel runs the blockings `attn-cli tune` chose on this machine, or the built-in ones
+# (the header says which).
 # Extra arguments go to every bench call.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +54,9 @@ n, heads, d = shape
 print(f"flash float32, n = {n}, H = {heads}, d = {d}; sgemm {sgemm_n}^3; best of {rounds} alternating round(s)")
 print(f"CPU: {machine['cpu']} ({machine['cpu_vectors']}); flash kernels: {machine['flash_isa']}; "
       f"OpenBLAS core: {blas['core']}{'' if blas['core_fits_cpu'] else ' (a fallback: ratios are against a slow sgemm)'}")
+tune = machine["flash_tuning"]
+print(f"flash blockings: Q K^T {tune['qk_kernel']}, P V {tune['pv_kernel']}, query tile {tune['block_q']} "
+      f"({'chosen by attn-cli tune on this machine' if tune['source'] == 'tuned' else 'built-in'})")
 print(f"{'threads':>7}  {'sgemm GFLOP/s':>13}  {'non-causal ms':>13}  {'flash GFLOP/s':>13}  "
       f"{'flash/sgemm':>11}  {'causal ms':>9}  {'causal/non-causal':>17}")
 for t in sorted({t for (kind, t) in best if kind != "sgemm"}):

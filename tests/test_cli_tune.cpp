@@ -3,6 +3,8 @@
 // commands run (doctor and bench --json say so) -- on the CPU it was measured on only.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -42,11 +44,14 @@ struct OwnCache {
   ~OwnCache() { fs::remove_all(dir); }
 };
 
-Json flash_tuning_of(const std::string& args) {
-  const auto r = run_cli(args);
+// Exit 2 with an error line naming `expected` (a warning about the same file may come first).
+void check_refused(const test::CliResult& r, const std::string& expected) {
   CAPTURE(r.err);
-  REQUIRE(r.code == 0);
-  return Json::parse(r.out)["machine"]["flash_tuning"];
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  const std::size_t at = r.err.rfind("error: ");
+  REQUIRE(at != std::string::npos);
+  CHECK(r.err.find(expected, at) != std::string::npos);
 }
 
 Json doctor_tuning() {
@@ -63,7 +68,7 @@ TEST_CASE("cli tune: every offered blocking is timed, the margin rule picks, and
   const FlashBlockings offered = flash_blockings();
   CHECK(doctor_tuning()["source"] == "built-in");
 
-  const auto r = run_cli("tune --n 256 --heads 2 --rounds 2 --json");
+  const auto r = run_cli("tune --n 768 --heads 1 --rounds 2 --json");
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   const Json out = Json::parse(r.out);
@@ -112,7 +117,14 @@ TEST_CASE("cli tune: every offered blocking is timed, the margin rule picks, and
                  {"pv_kernel", seen[replaced ? best : 0]["pv_kernel"]},
                  {"block_q", seen[replaced ? best : 0]["block_q"]}};
   }
-  CHECK(out["chosen"] == incumbent);
+  CHECK(out["staged"] == incumbent);
+  // What the stages chose is kept only when it beat the built-in by the margin head to head.
+  if (out["staged"] != out["builtin"]) {
+    const bool won = out["staged_ms"].get<double>() < out["builtin_ms"].get<double>() * (1 - margin);
+    CHECK(out["chosen"] == (won ? out["staged"] : out["builtin"]));
+  } else {
+    CHECK(out["chosen"] == out["builtin"]);
+  }
 
   // Saved where it said, for this CPU and version; doctor and bench report it.
   REQUIRE(out["saved_to"] == cache.file.string());
@@ -131,11 +143,19 @@ TEST_CASE("cli tune: every offered blocking is timed, the margin rule picks, and
   other["pv_kernel"] = offered.pv.back();
   other["block_q"] = 96;
   std::ofstream(cache.file) << other.dump();
-  t = flash_tuning_of("bench --backend flash --n 64 --heads 1 --repeat 1 --no-check --json");
+  const auto bench = run_cli("bench --backend flash --n 1000 --heads 1 --repeat 1 --no-check --json");
+  REQUIRE(bench.code == 0);
+  const Json bench_out = Json::parse(bench.out);
+  t = bench_out["machine"]["flash_tuning"];
   CHECK(t["source"] == "tuned");
   CHECK(t["qk_kernel"] == offered.qk.back());
   CHECK(t["pv_kernel"] == offered.pv.back());
   CHECK(t["block_q"] == 96);
+  const Json tiles = bench_out["runs"][0]["tiles"];  // what the run itself ran
+  CHECK(tiles["qk_kernel"] == offered.qk.back());
+  CHECK(tiles["pv_kernel"] == offered.pv.back());
+  CHECK(tiles["block_q"] == 96);
+  CHECK(tiles["block_k"] == flash_default_block_k());
   {
     EnvFor off("ATTN_CLI_TUNING", "off");
     t = doctor_tuning();
@@ -144,14 +164,15 @@ TEST_CASE("cli tune: every offered blocking is timed, the margin rule picks, and
     CHECK(t["note"] == "ATTN_CLI_TUNING=off");
   }
   // --no-save measures and leaves the file alone; --reset forgets it.
-  const auto no_save = run_cli("tune --n 64 --heads 1 --rounds 1 --no-save --json");
+  const auto no_save = run_cli("tune --n 768 --heads 1 --rounds 1 --no-save --json");
   REQUIRE(no_save.code == 0);
   CHECK(Json::parse(no_save.out)["saved_to"].is_null());
   CHECK(read_json(cache.file.string()) == other);
-  const auto reset = run_cli("tune --reset");
+  const auto reset = run_cli("tune --reset --json");
   CHECK(reset.code == 0);
-  CHECK(reset.out.find("removed") == 0);
+  CHECK(Json::parse(reset.out) == Json{{"file", cache.file.string()}, {"removed", true}});
   CHECK(!fs::exists(cache.file));
+  CHECK(run_cli("tune --reset").out.find("nothing to remove") == 0);
   CHECK(doctor_tuning()["source"] == "built-in");
 }
 
@@ -199,6 +220,54 @@ TEST_CASE("cli tune: nowhere to save is an input error, and --no-save needs no f
   EnvFor no_xdg("XDG_CACHE_HOME", std::nullopt);
   EnvFor no_home("HOME", std::nullopt);
   test::check_input_error(run_cli("tune --n 64"), "no cache folder");
-  const auto r = run_cli("tune --n 64 --heads 1 --rounds 1 --no-save");
+  const auto r = run_cli("tune --n 768 --heads 1 --rounds 1 --no-save");
   CHECK(r.code == 0);
+}
+
+TEST_CASE("cli tune: below the key tile some blockings cannot run, and tune says so instead of timing them") {
+  OwnCache cache;
+  if (flash_blockings().qk.size() > 1) {  // the baseline ISA offers its own blocking only
+    test::check_input_error(run_cli("tune --n 256 --heads 1 --rounds 1"), "tune at n >= " +
+                                                                              std::to_string(flash_default_block_k()));
+    CHECK(!fs::exists(cache.file));
+  }
+}
+
+TEST_CASE("cli tune: what is at the file's path is read or replaced only when it is a file") {
+  OwnCache cache;
+  fs::create_directories(cache.file.parent_path());
+  // A named pipe would block a reader for ever: every command must still run.
+  REQUIRE(::mkfifo(cache.file.c_str(), 0600) == 0);
+  auto r = run_cli("doctor --json", "", "", 30);
+  CHECK(r.code == 0);
+  CHECK(r.err.find("not a regular file") != std::string::npos);
+  check_refused(run_cli("tune --n 768 --heads 1 --rounds 1"), "not a regular file");
+  check_refused(run_cli("tune --reset"), "not a regular file");
+  CHECK(fs::is_fifo(cache.file));
+  fs::remove(cache.file);
+  // A link is never written through.
+  const fs::path elsewhere = cache.dir / "elsewhere.json";
+  std::ofstream(elsewhere) << "keep me";
+  fs::create_symlink(elsewhere, cache.file);
+  check_refused(run_cli("tune --n 768 --heads 1 --rounds 1"), "not a regular file");
+  CHECK(test::read_text(elsewhere.string()) == "keep me");
+  fs::remove(cache.file);
+  // A query tile tune never tries (1 would make every tile 1 row of work padded to a block).
+  const Json machine = Json::parse(run_cli("doctor --json").out);
+  Json file = {{"attn_cli", machine["version"]}, {"cpu", machine["cpu"]}, {"flash_isa", machine["flash_isa"]},
+               {"qk_kernel", flash_blockings().qk.front()}, {"pv_kernel", flash_blockings().pv.front()},
+               {"block_q", 1}};
+  std::ofstream(cache.file) << file.dump();
+  r = run_cli("doctor --json");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("block_q") != std::string::npos);
+  CHECK(Json::parse(r.out)["flash_tuning"]["source"] == "built-in");
+  file["block_q"] = flash_default_block_q() / 2;
+  std::ofstream(cache.file) << file.dump();
+  CHECK(doctor_tuning()["source"] == "tuned");
+  CHECK(doctor_tuning()["block_q"] == flash_default_block_q() / 2);
+  // A relative XDG_CACHE_HOME is ignored (the XDG specification): HOME's ~/.cache is used.
+  EnvFor relative("XDG_CACHE_HOME", "relative/cache");
+  EnvFor home("HOME", cache.dir.string());
+  CHECK(doctor_tuning()["file"] == (cache.dir / ".cache" / "attn-cli" / "flash-tuning.json").string());
 }

@@ -3,6 +3,8 @@
 // run.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include "attn/engine/error.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/engine/random.hpp"
@@ -24,6 +26,12 @@ std::vector<std::string> runnable_isas() {
     }
   }
   return isas;
+}
+
+// The same bytes (== would call -0 and +0 equal).
+template <class A>
+bool same_bytes(const A& x, const A& y) {
+  return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(*x.data())) == 0;
 }
 
 // Restores the built-in choice when a test ends, whatever it set.
@@ -69,8 +77,8 @@ TEST_CASE("flash tuning: every register blocking and query tile gives the bits o
             CHECK(tiling.pv_kernel == pv);  // the blockings asked for are the ones that run
             if (c.Lk > 768) CHECK(tiling.qk_kernel == qk);  // 768-key tiles: every panel divides them
             const FlashResult tuned = flash_attention(q, k, v, m, fo);
-            CHECK(tuned.output == builtin.output);  // bitwise
-            CHECK(tuned.lse == builtin.lse);
+            CHECK(same_bytes(tuned.output, builtin.output));
+            CHECK(same_bytes(tuned.lse, builtin.lse));
           }
         }
       }
@@ -92,7 +100,7 @@ TEST_CASE("flash tuning: a Q K^T blocking whose key panel does not divide the ke
     fo.block_k = panel;
     const FlashTiling t = flash_tiling(1000, 1000, fo);
     CHECK(t.block_k == panel);  // the tiles never change with the blocking
-    if (t.qk_kernel != qk) CHECK(t.qk_kernel == offered.qk.front());
+    CHECK((t.qk_kernel == qk || t.qk_kernel == offered.qk.front()));  // its own, or the built-in
   }
   // On AVX-512, 8 x 3's 48-key panels do not divide the built-in 64: the built-in runs.
   if (offered.isa == "avx512") {

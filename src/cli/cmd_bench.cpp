@@ -138,6 +138,13 @@ void run_bench_command(const BenchOptions& o) {
           run["device"] = cuda_device_name();
         }
         if (o.backward) run["pass"] = "backward";
+        if (backend == "flash" && !o.backward) {  // what this run's tiled loop ran (flash_tiling)
+          FlashOptions fo;
+          fo.block_q = o.block_q, fo.block_k = o.block_k;
+          const FlashTiling t = flash_tiling(n, n, fo);
+          run["tiles"] = {{"block_q", t.block_q}, {"block_k", t.block_k}, {"qk_kernel", t.qk_kernel},
+                          {"pv_kernel", t.pv_kernel}};
+        }
         runs.push_back(run);
       }
   if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;

@@ -1,5 +1,6 @@
 #include "tuning_file.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -36,8 +37,10 @@ FlashTuning parse_tuning(const Json& j) {
   if (!j.is_object()) throw InputError("expected a JSON object");
   for (const char* field : {"qk_kernel", "pv_kernel"})
     if (!j.contains(field) || !j[field].is_string()) throw InputError(std::string(field) + ": expected a string");
-  if (!j.contains("block_q") || !j["block_q"].is_number_unsigned())
-    throw InputError("block_q: expected a whole number");
+  const std::vector<std::size_t> tiles = tune_block_qs();  // what tune writes, nothing else
+  if (!j.contains("block_q") || !j["block_q"].is_number_unsigned() ||
+      std::find(tiles.begin(), tiles.end(), j["block_q"].get<std::size_t>()) == tiles.end())
+    throw InputError("block_q: expected one of the query tiles attn-cli tune tries");
   return {j["qk_kernel"].get<std::string>(), j["pv_kernel"].get<std::string>(), j["block_q"].get<std::size_t>()};
 }
 
@@ -48,10 +51,13 @@ std::string field_or_empty(const Json& j, const char* field) {
 }  // namespace
 
 std::optional<std::string> tuning_file_path() {
+  // Relative values are ignored, as the XDG base directory specification says: the file would
+  // otherwise move with the working folder.
   const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg && *xdg) return (fs::path(xdg) / "attn-cli" / "flash-tuning.json").string();
+  if (xdg && fs::path(xdg).is_absolute()) return (fs::path(xdg) / "attn-cli" / "flash-tuning.json").string();
   const char* home = std::getenv("HOME");
-  if (home && *home) return (fs::path(home) / ".cache" / "attn-cli" / "flash-tuning.json").string();
+  if (home && fs::path(home).is_absolute())
+    return (fs::path(home) / ".cache" / "attn-cli" / "flash-tuning.json").string();
   return std::nullopt;
 }
 
@@ -65,6 +71,8 @@ void load_flash_tuning() {
   std::error_code ec;
   if (!path || !fs::exists(*path, ec)) return;
   try {
+    // Only a file is read: a named pipe there would block every command.
+    if (!fs::is_regular_file(fs::status(*path, ec))) throw InputError("not a regular file");
     const Json j = Json::parse(read_input(*path, std::size_t(1) << 16));
     const FlashTuning tuning = parse_tuning(j);
     if (field_or_empty(j, "cpu") != cpu_facts().model || field_or_empty(j, "flash_isa") != flash_isa()) {
@@ -101,6 +109,10 @@ std::string tuning_file_for_writing() {
   std::error_code ec;
   fs::create_directories(fs::path(*path).parent_path(), ec);
   if (ec) throw InputError("cannot make " + fs::path(*path).parent_path().string() + ": " + ec.message());
+  // Written by a rename over it: a link or a device there would be written through instead.
+  const fs::file_status there = fs::symlink_status(*path, ec);
+  if (fs::exists(there) && !fs::is_regular_file(there))
+    throw InputError(*path + " is not a regular file: remove it, or use --no-save");
   return *path;
 }
 
@@ -118,16 +130,19 @@ void save_flash_tuning(const TuneConfig& config, const TuneResult& r) {
                     {"head_dim", config.head_dim},
                     {"threads", r.threads},
                     {"builtin_ms", r.builtin_ms},
-                    {"chosen_ms", r.chosen_ms}}}};
+                    {"staged_ms", r.staged_ms}}}};
   write_file_atomically(path, j.dump(2) + "\n");
 }
 
 bool remove_flash_tuning() {
   const std::optional<std::string> path = tuning_file_path();
   std::error_code ec;
-  const bool removed = path && fs::remove(*path, ec);
+  if (!path || !fs::exists(fs::symlink_status(*path, ec))) return false;
+  if (!fs::is_regular_file(fs::symlink_status(*path, ec)))
+    throw InputError(*path + " is not a regular file: attn-cli tune leaves it alone");
+  fs::remove(*path, ec);
   if (ec) throw InputError("cannot remove " + *path + ": " + ec.message());
-  return removed;
+  return true;
 }
 
 }  // namespace attn::cli

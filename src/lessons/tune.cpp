@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -29,6 +30,14 @@ struct Inputs {
   Tensor3 q, k, v;
 };
 
+// The same bytes: -0 is not +0, and a NaN equals the same NaN (== says neither).
+bool same_bytes(const FlashResult& a, const FlashResult& b) {
+  auto same = [](const auto& x, const auto& y) {
+    return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(*x.data())) == 0;
+  };
+  return same(a.output, b.output) && same(a.lse, b.lse);
+}
+
 struct Timed {
   double full_ms = std::numeric_limits<double>::infinity(), causal_ms = full_ms;
   bool same_bits = true;
@@ -53,7 +62,7 @@ std::vector<Timed> time_candidates(const std::vector<FlashTuning>& candidates, c
     for (bool causal : {false, true}) {
       const FlashResult r = flash_attention(in.q, in.k, in.v, nullptr, options_for(candidates[i], threads, causal));
       const FlashResult& want = reference[causal];
-      timed[i].same_bits = timed[i].same_bits && r.output == want.output && r.lse == want.lse;
+      timed[i].same_bits = timed[i].same_bits && same_bytes(r, want);
     }
   for (std::size_t round = 0; round < c.rounds; ++round) {
     for (std::size_t step = 0; step < candidates.size(); ++step) {
@@ -81,6 +90,11 @@ void check_tune_config(const TuneConfig& c) {
 
 }  // namespace
 
+std::vector<std::size_t> tune_block_qs() {
+  const std::size_t builtin = flash_default_block_q();
+  return {builtin, builtin / 2, builtin * 2};
+}
+
 TuneResult tune_flash(const TuneConfig& c) {
   check_tune_config(c);
   reuse_freed_memory();
@@ -99,7 +113,7 @@ TuneResult tune_flash(const TuneConfig& c) {
       flash_attention(in.q, in.k, in.v, nullptr, options_for(result.builtin, result.threads, true))};
 
   // The stages and their candidates, each varying one field of the choice so far.
-  const std::vector<std::size_t> block_qs = {offered.block_q, offered.block_q / 2, offered.block_q * 2};
+  const std::vector<std::size_t> block_qs = tune_block_qs();
   const std::size_t stage_sizes[3] = {offered.qk.size(), offered.pv.size(), block_qs.size()};
   const std::size_t total = c.rounds * (stage_sizes[0] + stage_sizes[1] + stage_sizes[2] + 2);
   std::size_t done = 0;
@@ -122,6 +136,13 @@ TuneResult tune_flash(const TuneConfig& c) {
       for (const std::string& pv : offered.pv) add({chosen.qk_kernel, pv, chosen.block_q});
     if (name == "block_q")
       for (std::size_t bq : block_qs) add({chosen.qk_kernel, chosen.pv_kernel, bq});
+    for (const FlashTuning& t : candidates) {  // each runs what it is named, or its time says nothing
+      const FlashTiling tiling = flash_tiling(c.n, c.n, options_for(t, result.threads, false));
+      if (tiling.qk_kernel != t.qk_kernel || tiling.pv_kernel != t.pv_kernel)
+        throw InputError("n: at n = " + std::to_string(c.n) + " the key tile is " + std::to_string(tiling.block_k) +
+                         " keys, which the Q K^T blocking " + t.qk_kernel + " does not divide into its panels; tune at n >= " +
+                         std::to_string(flash_default_block_k()));
+    }
     const std::vector<Timed> timed = time_candidates(candidates, in, c, result.threads, reference, done, total);
     stage_start = result.candidates.size();
     std::vector<double> scores;
@@ -133,17 +154,20 @@ TuneResult tune_flash(const TuneConfig& c) {
     }
     chosen = candidates[pick_faster(scores, 0, c.margin)];
   }
-  result.chosen = chosen;
+  result.staged = result.chosen = chosen;
 
-  // The chosen against the built-in, timed in the same rounds (when they differ).
+  // What the stages chose against the built-in, in rounds of their own (when they differ): a
+  // stage compares candidates with each other, and a small gain in each of three stages can
+  // be noise that adds up. Kept only if it wins here too.
   const bool changed = chosen.qk_kernel != result.builtin.qk_kernel || chosen.pv_kernel != result.builtin.pv_kernel ||
                        chosen.block_q != result.builtin.block_q;
   if (changed) {
     const std::vector<Timed> last = time_candidates({result.builtin, chosen}, in, c, result.threads, reference, done, total);
     result.builtin_ms = last.front().full_ms + last.front().causal_ms;
-    result.chosen_ms = last.back().full_ms + last.back().causal_ms;
+    result.staged_ms = last.back().full_ms + last.back().causal_ms;
+    if (pick_faster({result.builtin_ms, result.staged_ms}, 0, c.margin) == 0) result.chosen = result.builtin;
   } else {  // the last stage's first candidate was the built-in
-    result.builtin_ms = result.chosen_ms = result.candidates[stage_start].score_ms;
+    result.builtin_ms = result.staged_ms = result.candidates[stage_start].score_ms;
   }
   if (c.progress && done < total) c.progress(total, total);
   return result;

@@ -125,7 +125,9 @@ std::size_t flash_default_block_k();
 
 // How the float32 tiled kernel is blocked: its Q K^T and P V register blockings ("6x4": 6 query
 // rows x 4 SIMD registers of keys or output columns) and its query tile. Every choice gives the
-// same bits (each output sums its terms in the same order; tests/test_flash_tuning.cpp), so
+// same bits for finite inputs (each output sums its terms in the same order, and the terms a
+// larger row block adds on the causal diagonal are exact zeros; an infinite V would make them
+// NaN, as 0 x inf is in any matmul; tests/test_flash_tuning.cpp), so
 // choosing by measurement on each machine (`attn-cli tune`) changes speed, never a result.
 // set_flash_tuning makes a choice the default of every later call on the best ISA that leaves
 // FlashOptions' qk_kernel, pv_kernel or block_q unset. A Q K^T blocking whose key panel does

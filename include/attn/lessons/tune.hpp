@@ -29,21 +29,30 @@ struct TuneCandidate {
   std::string stage;  // "qk_kernel", "pv_kernel" or "block_q": what this candidate varies
   FlashTuning tuning;  // names and query tile all given
   double full_ms = 0, causal_ms = 0, score_ms = 0;
-  bool same_bits = false;  // its output and lse equal the built-in's, bit for bit
+  bool same_bits = false;  // its output and lse are the built-in's bytes (memcmp)
 };
 
 struct TuneResult {
   std::string isa;
   std::size_t threads = 0;  // as resolved
-  FlashTuning builtin, chosen;
+  FlashTuning builtin;
+  FlashTuning staged;  // what the three stages chose
+  FlashTuning chosen;  // staged when it also beat the built-in head to head; else the built-in
   std::vector<TuneCandidate> candidates;  // stage by stage, each stage's incumbent first
-  double builtin_ms = 0, chosen_ms = 0;   // scores of the built-in and the chosen candidate
+  // Scores of the built-in and of `staged`, timed against each other in `rounds` more rounds
+  // (when staged is the built-in, its score in the last stage, twice).
+  double builtin_ms = 0, staged_ms = 0;
 };
 
 // Three stages, each timing its candidates against the choice so far: the Q K^T blocking, then
-// the P V blocking, then the query tile (half, once, twice the built-in). A candidate whose
-// bits differ from the built-in's is never chosen (and would be a bug: the tests forbid it).
+// the P V blocking, then the query tile (tune_block_qs). A candidate whose bits differ from the
+// built-in's is never chosen (and would be a bug: the tests forbid it). What the stages chose
+// is kept only if it then beats the built-in by the margin in rounds of its own. InputError when
+// a candidate cannot run its blocking at this n (its key panels do not divide the key tile).
 TuneResult tune_flash(const TuneConfig& config);
+
+// The query tiles tune tries: the built-in, half and twice it. A saved tuning must hold one.
+std::vector<std::size_t> tune_block_qs();
 
 // The index of the candidate to keep: the fastest, when it beats `incumbent` by more than
 // `margin` (a fraction of the incumbent's time); else the incumbent.

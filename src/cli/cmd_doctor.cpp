@@ -20,6 +20,9 @@ void setup_doctor(CLI::App& app) {
 starts itself again once with OPENBLAS_CORETYPE set to the right one. A core you set yourself
 is kept, with a warning here and in bench when it leaves the CPU's vectors unused.
 
+"flash tune" is the flash kernel's register blocking and query tile: the built-in, or what
+`attn-cli tune` measured fastest on this machine (the same bits either way).
+
 Examples:
   attn-cli doctor
   attn-cli doctor --json)");

@@ -157,9 +157,10 @@ void setup_tune(CLI::App& app) {
 of output columns (P V) in registers. Which block is fastest depends on the core: how many FMA
 units it has and how wide, how many loads it issues per cycle. tune times the blockings this
 build offers and three query tiles, at one shape, non-causal and causal, in alternating rounds,
-and keeps a candidate only when it is more than )" + margin + R"( faster than the choice so far. Every
-candidate computes each output in the same order, so the results are the same bits: tuning
-changes speed, never a number (the run checks it).
+and keeps a candidate only when it is more than )" + margin + R"( faster than the choice so far; what
+the stages chose must then beat the built-in by as much again, head to head. Every candidate
+computes each output in the same order, so the results are the same bits: tuning changes
+speed, never a number (the run checks it).
 
 The choice is saved in $XDG_CACHE_HOME/attn-cli/flash-tuning.json (else ~/.cache/attn-cli/)
 and used by later commands on the same CPU model and attn-cli version; `attn-cli doctor` shows

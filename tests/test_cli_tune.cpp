@@ -206,6 +206,13 @@ TEST_CASE("cli tune: a broken or foreign tuning file is ignored, never an error"
   const Json t = Json::parse(r.out)["flash_tuning"];
   CHECK(t["source"] == "built-in");
   CHECK(t["note"].get<std::string>().find("another CPU") != std::string::npos);
+  // What the file says reaches the terminal escaped.
+  file["cpu"] = "Other\x1b[2J CPU";
+  std::ofstream(cache.file) << file.dump();
+  r = run_cli("doctor");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("another CPU") != std::string::npos);
+  CHECK(r.out.find('\x1b') == std::string::npos);
   // The same file on this CPU is used: the test above failed for the CPU alone.
   file["cpu"] = machine["cpu"];
   std::ofstream(cache.file) << file.dump();

@@ -29,9 +29,10 @@ std::string tuning_text(const FlashTuning& t) {
 }
 
 Json candidate_json(const TuneCandidate& c) {
-  return {{"stage", c.stage},           {"qk_kernel", c.tuning.qk_kernel}, {"pv_kernel", c.tuning.pv_kernel},
-          {"block_q", c.tuning.block_q}, {"min_ms", c.full_ms},             {"min_ms_causal", c.causal_ms},
-          {"score_ms", c.score_ms},      {"same_bits", c.same_bits}};
+  Json j = flash_tuning_fields(c.tuning);
+  j.update({{"stage", c.stage}, {"min_ms", c.full_ms}, {"min_ms_causal", c.causal_ms}, {"score_ms", c.score_ms},
+            {"same_bits", c.same_bits}});
+  return j;
 }
 
 void run_tune(TuneOptions o) {
@@ -48,7 +49,7 @@ void run_tune(TuneOptions o) {
   const TuneConfig& c = o.config;
   const double threads = double(c.threads ? c.threads : std::max(1u, std::thread::hardware_concurrency()));
   const FlashBlockings offered = flash_blockings();
-  const double runs = double(c.rounds + 1) * double(offered.qk.size() + offered.pv.size() + 3 + 2);
+  const double runs = double(c.rounds + 1) * double(offered.qk.size() + offered.pv.size() + tune_block_qs().size() + 2);
   const double pass = attention_work(double(c.heads), double(c.n), double(c.n), double(c.head_dim)) * 1.5;
   // The float32 kernel's rate: at least 25x the slow-core estimate with AVX2 or AVX-512 (it runs at
   // 100-200 GFLOP/s a core there), 5x on the baseline ISA, as bench assumes for flash.
@@ -74,9 +75,6 @@ void run_tune(TuneOptions o) {
   if (o.json) {
     Json candidates = Json::array();
     for (const TuneCandidate& t : r.candidates) candidates.push_back(candidate_json(t));
-    auto tuning = [](const FlashTuning& t) {
-      return Json{{"qk_kernel", t.qk_kernel}, {"pv_kernel", t.pv_kernel}, {"block_q", t.block_q}};
-    };
     Json out = {{"isa", r.isa},
                 {"machine", machine_json()},
                 {"shape", {{"n", c.n}, {"heads", c.heads}, {"head_dim", c.head_dim}}},
@@ -85,9 +83,9 @@ void run_tune(TuneOptions o) {
                 {"margin", c.margin},
                 {"score", "min_ms + min_ms_causal: each the best of the rounds"},
                 {"candidates", candidates},
-                {"builtin", tuning(r.builtin)},
-                {"staged", tuning(r.staged)},
-                {"chosen", tuning(r.chosen)},
+                {"builtin", flash_tuning_fields(r.builtin)},
+                {"staged", flash_tuning_fields(r.staged)},
+                {"chosen", flash_tuning_fields(r.chosen)},
                 {"builtin_ms", r.builtin_ms},
                 {"staged_ms", r.staged_ms},
                 {"all_same_bits", all_same},
@@ -111,17 +109,14 @@ void run_tune(TuneOptions o) {
   }
   std::printf("\nA candidate replaces the first of its stage only when its sum is more than %.0f%% lower.\n",
               100 * c.margin);
-  auto same = [](const FlashTuning& a, const FlashTuning& b) {
-    return a.qk_kernel == b.qk_kernel && a.pv_kernel == b.pv_kernel && a.block_q == b.block_q;
-  };
-  if (same(r.staged, r.builtin)) {
+  if (r.staged == r.builtin) {
     std::printf("Chosen: the built-in, %s.\n", tuning_text(r.chosen).c_str());
   } else {
     std::printf("The stages chose %s.\nAgainst the built-in (%s) in %zu more rounds: %.2f ms against %.2f ms "
                 "(%.3fx as fast).\n",
                 tuning_text(r.staged).c_str(), tuning_text(r.builtin).c_str(), c.rounds, r.staged_ms, r.builtin_ms,
                 r.builtin_ms / r.staged_ms);
-    std::printf("Chosen: %s.\n", same(r.chosen, r.builtin)
+    std::printf("Chosen: %s.\n", r.chosen == r.builtin
                                       ? ("the built-in, " + tuning_text(r.chosen) + " (not faster by the margin)").c_str()
                                       : tuning_text(r.chosen).c_str());
   }

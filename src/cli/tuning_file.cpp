@@ -92,13 +92,17 @@ void load_flash_tuning() {
   }
 }
 
+Json flash_tuning_fields(const FlashTuning& t) {
+  return {{"qk_kernel", t.qk_kernel}, {"pv_kernel", t.pv_kernel}, {"block_q", t.block_q}};
+}
+
 Json tuning_json() {
   const FlashBlockings offered = flash_blockings();
   const FlashTuning t = flash_tuning();
-  Json j = {{"qk_kernel", t.qk_kernel.empty() ? offered.qk.front() : t.qk_kernel},
-            {"pv_kernel", t.pv_kernel.empty() ? offered.pv.front() : t.pv_kernel},
-            {"block_q", t.block_q ? t.block_q : offered.block_q},
-            {"source", loaded().tuned ? "tuned" : "built-in"}};
+  Json j = flash_tuning_fields({t.qk_kernel.empty() ? offered.qk.front() : t.qk_kernel,
+                                t.pv_kernel.empty() ? offered.pv.front() : t.pv_kernel,
+                                t.block_q ? t.block_q : offered.block_q});
+  j["source"] = loaded().tuned ? "tuned" : "built-in";
   if (const auto path = tuning_file_path()) j["file"] = *path;
   if (!loaded().note.empty()) j["note"] = loaded().note;
   return j;
@@ -119,19 +123,12 @@ std::string tuning_file_for_writing() {
 
 void save_flash_tuning(const TuneConfig& config, const TuneResult& r) {
   const std::string path = tuning_file_for_writing();
-  const Json j = {{"attn_cli", kVersion},
-                  {"cpu", cpu_facts().model},
-                  {"flash_isa", r.isa},
-                  {"qk_kernel", r.chosen.qk_kernel},
-                  {"pv_kernel", r.chosen.pv_kernel},
-                  {"block_q", r.chosen.block_q},
-                  {"measured",
-                   {{"n", config.n},
-                    {"heads", config.heads},
-                    {"head_dim", config.head_dim},
-                    {"threads", r.threads},
-                    {"builtin_ms", r.builtin_ms},
-                    {"staged_ms", r.staged_ms}}}};
+  Json j = flash_tuning_fields(r.chosen);
+  j["attn_cli"] = kVersion;
+  j["cpu"] = cpu_facts().model;
+  j["flash_isa"] = r.isa;
+  j["measured"] = {{"n", config.n},         {"heads", config.heads},         {"head_dim", config.head_dim},
+                   {"threads", r.threads}, {"builtin_ms", r.builtin_ms}, {"staged_ms", r.staged_ms}};
   write_file_atomically(path, j.dump(2) + "\n");
 }
 

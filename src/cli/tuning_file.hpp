@@ -24,6 +24,9 @@ void load_flash_tuning();
 // kernel runs and why, for doctor and bench --json.
 Json tuning_json();
 
+// {qk_kernel, pv_kernel, block_q}: a tuning as the file, tune --json and doctor write it.
+Json flash_tuning_fields(const FlashTuning& tuning);
+
 // Makes the file's folder and returns the file's path: InputError when no cache folder is known
 // or it cannot be made (tune calls it before it measures anything).
 std::string tuning_file_for_writing();

@@ -114,8 +114,8 @@ TuneResult tune_flash(const TuneConfig& c) {
 
   // The stages and their candidates, each varying one field of the choice so far.
   const std::vector<std::size_t> block_qs = tune_block_qs();
-  const std::size_t stage_sizes[3] = {offered.qk.size(), offered.pv.size(), block_qs.size()};
-  const std::size_t total = c.rounds * (stage_sizes[0] + stage_sizes[1] + stage_sizes[2] + 2);
+  // At most: every stage's candidates, then the built-in against the stages' choice.
+  const std::size_t total = c.rounds * (offered.qk.size() + offered.pv.size() + block_qs.size() + 2);
   std::size_t done = 0;
 
   FlashTuning chosen = result.builtin;
@@ -124,10 +124,7 @@ TuneResult tune_flash(const TuneConfig& c) {
     const std::string name = stage;
     std::vector<FlashTuning> candidates;
     auto add = [&](FlashTuning t) {  // the incumbent first, then the others
-      if (std::find_if(candidates.begin(), candidates.end(), [&](const FlashTuning& o) {
-            return o.qk_kernel == t.qk_kernel && o.pv_kernel == t.pv_kernel && o.block_q == t.block_q;
-          }) == candidates.end())
-        candidates.push_back(t);
+      if (std::find(candidates.begin(), candidates.end(), t) == candidates.end()) candidates.push_back(t);
     };
     add(chosen);
     if (name == "qk_kernel")
@@ -159,9 +156,7 @@ TuneResult tune_flash(const TuneConfig& c) {
   // What the stages chose against the built-in, in rounds of their own (when they differ): a
   // stage compares candidates with each other, and a small gain in each of three stages can
   // be noise that adds up. Kept only if it wins here too.
-  const bool changed = chosen.qk_kernel != result.builtin.qk_kernel || chosen.pv_kernel != result.builtin.pv_kernel ||
-                       chosen.block_q != result.builtin.block_q;
-  if (changed) {
+  if (chosen != result.builtin) {
     const std::vector<Timed> last = time_candidates({result.builtin, chosen}, in, c, result.threads, reference, done, total);
     result.builtin_ms = last.front().full_ms + last.front().causal_ms;
     result.staged_ms = last.back().full_ms + last.back().causal_ms;

@@ -136,6 +136,7 @@ std::size_t flash_default_block_k();
 struct FlashTuning {
   std::string qk_kernel, pv_kernel;  // "" = the built-in blocking
   std::size_t block_q = 0;           // 0 = the built-in query tile
+  bool operator==(const FlashTuning&) const = default;
 };
 // What the float32 kernels of `isa` ("" = the best this CPU has) offer, the built-in first.
 struct FlashBlockings {

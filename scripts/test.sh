@@ -8,6 +8,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # here: demo.sh and bench.sh do not need it. Without it that test is skipped, saying why.
 "$root/scripts/install-deps.sh" chromium ||
   echo "test.sh: chromium could not be installed: the report_browser tests will be skipped"
+# qemu-user (~12 MB) for the BLAS core test on emulated CPUs (tests: blas_core_fits_emulated_cpus):
+# the Intel Xeon that Debian 12's OpenBLAS does not know, on any x86-64 machine.
+"$root/scripts/install-deps.sh" qemu-user ||
+  echo "test.sh: qemu-user could not be installed: the emulated-CPU BLAS test will be skipped"
 "$root/scripts/build.sh"
 cd "${BUILD_DIR:-$root/build}"
 ctest --output-on-failure --parallel "$(nproc)" "$@"

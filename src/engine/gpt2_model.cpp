@@ -177,13 +177,16 @@ Tensor2 gpt2_embed(const Gpt2Model& model, const std::vector<std::int32_t>& ids,
 Tensor2 gpt2_unembed(const Gpt2Model& model, const Tensor2& x, std::size_t threads) {
   const std::size_t L = x.shape(0), D = model.config.n_embd, V = model.config.vocab_size;
   Tensor2 logits = Tensor2::from_shape({L, V});
-  // Each thread its own columns (rows of wte); stored weights a slice of rows at a time through
-  // a buffer per thread.
+  // Each thread its own columns (rows of wte), a slice of rows at a time; stored weights through
+  // a buffer per thread. Held weights take the same slices, so that a stored model's logits are
+  // the held one's bits: OpenBLAS's SkylakeX and Cooperlake cores round a column differently when
+  // the call's shape differs (6 x 1100 x 256 in one call against slices of 512 columns: 413 of
+  // 6600 outputs differ; its Haswell core gives the same bits).
   detail::column_slices(V, threads, [&](std::size_t first, std::size_t count) {
     constexpr std::size_t kRows = 512;  // 1.5 MiB of GPT-2 small's rows: stays in cache for the GEMM
     const auto rows = std::make_unique_for_overwrite<float[]>(model.stored ? std::min(kRows, count) * D : 0);
     for (std::size_t done = 0; done < count;) {
-      const std::size_t n = model.stored ? std::min(kRows, count - done) : count;
+      const std::size_t n = std::min(kRows, count - done);
       const float* w = rows.get();  // a held model's wte is read in place; a stored one is empty
       if (model.stored)
         model.stored->widen_wte_rows(first + done, n, rows.get());

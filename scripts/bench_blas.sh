@@ -5,10 +5,23 @@
 #   attn-cli with OpenBLAS's own choice (OPENBLAS_CORETYPE unset)
 #   attn-cli after OpenBLAS fell back to Prescott (what Debian 12's OpenBLAS does on CPUs it does
 #     not know; attn-cli switches to the right core at start-up, `attn-cli doctor` says so)
+# then what the switch buys the float64 reference (dgemm): `bench --backend naive` at n = 1024,
+# H = 8, d = 64 with OpenBLAS's own choice, and left on Prescott (OPENBLAS_CORETYPE=Prescott,
+# which attn-cli keeps as the user's own).
 #   scripts/bench_blas.sh [N]       (default 2048; ATTN_CLI=path skips the install and build)
+#   scripts/bench_blas.sh --suite   also the whole CTest suite (build/, or BUILD_DIR) both ways:
+#                                   twice the suite's time; tests that check for a quiet stderr
+#                                   fail under the kept Prescott (attn-cli warns), and are counted
+#   scripts/bench_blas.sh --smoke   tiny sizes, seconds (what the test suite runs)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-n=${1:-2048}
+n=2048 naive_n=1024 heads=8 suite=""
+case ${1:-} in
+  --smoke) n=128 naive_n=64 heads=1 ;;
+  --suite) suite=1 ;;
+  "") ;;
+  *) n=$1 ;;
+esac
 ATTN_CLI=$("$root/scripts/attn_cli.sh")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -34,3 +47,35 @@ printf '%-58s %s\n' "attn-cli, OpenBLAS fell back to Prescott" \
   "$(attn_sgemm -u OPENBLAS_CORETYPE ATTN_CLI_TEST_BLAS_CORE=Prescott)"
 printf '%-58s %s\n' "plain C, OPENBLAS_CORETYPE=Prescott (what it would cost)" \
   "$(for t in 1 2; do OPENBLAS_CORETYPE=Prescott "$work/sgemm_rate" "$n" $t | tr ' ' ':'; done | tr '\n' ' ')"
+
+naive_ms() {  # env settings..., then prints "core ms(1 thread) ms(2 threads)" (best of 3)
+  env "$@" "$ATTN_CLI" bench --backend naive --n "$naive_n" --heads "$heads" --repeat 3 --threads 1,2 \
+    --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(d["machine"]["blas"]["core"], " ".join("%.6g" % r["min_ms"] for r in d["runs"]))'
+}
+read -r right_core right_1 right_2 <<<"$(naive_ms -u OPENBLAS_CORETYPE)"
+read -r slow_core slow_1 slow_2 <<<"$(naive_ms OPENBLAS_CORETYPE=Prescott)"
+echo
+echo "float64 reference (bench --backend naive, n = $naive_n, H = $heads, d = 64), ms on 1 and 2 threads, best of 3"
+printf '%-58s %s\n' "attn-cli, OpenBLAS's own choice (core $right_core)" "$right_1 $right_2"
+printf '%-58s %s\n' "attn-cli, left on Prescott (core $slow_core)" "$slow_1 $slow_2"
+printf '%-58s %s\n' "speed-up of the switch" "$(python3 -c "print('%.2fx %.2fx' % ($slow_1 / $right_1, $slow_2 / $right_2))")"
+
+if [[ -n $suite ]]; then
+  build=${BUILD_DIR:-$root/build}
+  [[ -f $build/CTestTestfile.cmake ]] || { echo "error: no CTest build in $build (run scripts/build.sh)" >&2; exit 2; }
+  suite_time() {  # env settings..., then prints "seconds failed-count"
+    local start end log="$work/ctest.log"
+    start=$(date +%s.%N)
+    (cd "$build" && env "$@" ctest --parallel "$(nproc)" >"$log" 2>&1) || true
+    end=$(date +%s.%N)
+    python3 -c "print('%.0f s' % ($end - $start), end=' ')"
+    grep -Eo '[0-9]+ tests failed out of [0-9]+' "$log" || echo "0 tests failed"
+  }
+  echo
+  echo "the whole suite (ctest --parallel $(nproc) in $build), wall time"
+  printf '%-58s %s\n' "OpenBLAS's own choice, switched by attn-cli if it fell back" "$(suite_time -u OPENBLAS_CORETYPE)"
+  printf '%-58s %s\n' "left on Prescott (OPENBLAS_CORETYPE=Prescott)" "$(suite_time OPENBLAS_CORETYPE=Prescott)"
+fi

@@ -59,8 +59,8 @@ read -r right_core right_1 right_2 <<<"$(naive_ms -u OPENBLAS_CORETYPE)"
 read -r slow_core slow_1 slow_2 <<<"$(naive_ms OPENBLAS_CORETYPE=Prescott)"
 echo
 echo "float64 reference (bench --backend naive, n = $naive_n, H = $heads, d = 64), ms on 1 and 2 threads, best of 3"
-printf '%-58s %s\n' "attn-cli, OpenBLAS's own choice (core $right_core)" "$right_1 $right_2"
-printf '%-58s %s\n' "attn-cli, left on Prescott (core $slow_core)" "$slow_1 $slow_2"
+printf '%-58s %s\n' "attn-cli, OpenBLAS's own choice (core $right_core)" "$(printf '%.2f %.2f' "$right_1" "$right_2")"
+printf '%-58s %s\n' "attn-cli, left on Prescott (core $slow_core)" "$(printf '%.2f %.2f' "$slow_1" "$slow_2")"
 printf '%-58s %s\n' "speed-up of the switch" "$(python3 -c "print('%.2fx %.2fx' % ($slow_1 / $right_1, $slow_2 / $right_2))")"
 
 if [[ -n $suite ]]; then

@@ -341,6 +341,14 @@ TEST_CASE("cli: output that cannot be written is a runtime error, /dev/stdout wo
   CHECK(Json::parse(read_text(out))["output"].size() == 3);
   CHECK(fs::is_symlink(fs::symlink_status("/dev/stdout")));
   check_input_error(run_cli("attend --input /tmp"), "it is a folder");
+  // Every command, not only attend: output left in stdout's buffer meets the full disk at exit.
+  for (const char* args : {"doctor", "tokenize \"the cat sat\" --json", "complexity --n 1024 --format json",
+                           "variance --dk 4 --samples 10 --format json", "roofline --n 512 --kv 1024 --format json"}) {
+    CAPTURE(args);
+    status = std::system(("cd '" + s.dir.string() + "' && '" + ATTN_CLI + "' " + args + " > /dev/full 2>'" + err + "'").c_str());
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(read_text(err).find("error: cannot write to stdout") != std::string::npos);
+  }
 }
 
 TEST_CASE("cli: float32 flash weights at large scores still sum to 1 per row") {

@@ -2,6 +2,9 @@
 //   0 success, 1 runtime failure (I/O, ...), 2 bad usage or input (one "error:" line).
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "attn/engine/error.hpp"
@@ -93,6 +96,13 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "error: " << one_line(e.what()) << "\n";
+    return 1;
+  }
+  // Output still buffered for stdout meets a full disk or a closed pipe only now: a command
+  // whose output did not all arrive must not exit 0.
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::cerr << "error: cannot write to stdout: " << std::strerror(errno) << "\n";
     return 1;
   }
   return 0;

@@ -47,8 +47,10 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     if (!std::cout) throw RuntimeError("cannot write to stdout");
     return;
   }
+  if (path.empty()) throw InputError("cannot write to an empty file name");
   const fs::path target(path);
   std::error_code ec;
+  if (fs::is_directory(target, ec)) throw InputError("cannot write " + path + ": it is a folder; give a file name");
   const fs::file_status link = fs::symlink_status(target, ec);
   if (fs::exists(link) && (fs::is_symlink(link) || !fs::is_regular_file(link))) {
     // /dev/stdout (a symlink), a named pipe, a device: renaming a temporary file over it would

@@ -323,8 +323,15 @@ void Canvas::push_clip(double x, double y, double w, double h) {
 void Canvas::pop_clip() { cairo_restore(cr_); }
 
 std::string render_png(const Figure& figure, double scale) {
-  const int w = static_cast<int>(std::ceil(figure.width * scale));
-  const int h = static_cast<int>(std::ceil(figure.height * scale));
+  // cairo's image surfaces stop at 32767 pixels a side; past that it would only say "invalid value".
+  constexpr double kMaxSide = 32767;
+  const double width = std::ceil(figure.width * scale), height = std::ceil(figure.height * scale);
+  const auto pixels = [](double v) { return v <= 1e15 ? std::to_string(static_cast<long long>(v)) : "too many"; };
+  if (!(width <= kMaxSide && height <= kMaxSide))
+    throw InputError("the picture would be " + pixels(width) + " x " + pixels(height) +
+                     " pixels, more than the 32767 a side a PNG can be drawn at: fewer rows or "
+                     "tokens, a smaller --scale, or --format svg");
+  const int w = static_cast<int>(width), h = static_cast<int>(height);
   SurfacePtr surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, w, h), cairo_surface_destroy);
   check(cairo_surface_status(surface.get()), "creating a PNG surface");
   draw_on(surface.get(), figure, scale);

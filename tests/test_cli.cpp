@@ -5,6 +5,12 @@
 #include <charconv>
 #include <filesystem>
 #include <regex>
+#include <thread>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include "support.hpp"
 
@@ -348,6 +354,46 @@ TEST_CASE("cli: output that cannot be written is a runtime error, /dev/stdout wo
     status = std::system(("cd '" + s.dir.string() + "' && '" + ATTN_CLI + "' " + args + " > /dev/full 2>'" + err + "'").c_str());
     CHECK(WEXITSTATUS(status) == 1);
     CHECK(read_text(err).find("error: cannot write to stdout") != std::string::npos);
+  }
+}
+
+TEST_CASE("cli: a run stopped by Ctrl-C or SIGTERM leaves no staging folder behind") {
+  // A flash replay at --block 1 over 64 tokens writes frames for minutes; stop it once its
+  // staging folder (.fl.tmpXXXXXX) is there. Spawned directly, so SIGINT is not ignored as it
+  // is for a shell's background job.
+  std::string words;
+  for (int i = 0; i < 64; ++i) words += (i ? " w" : "w") + std::to_string(i % 50);
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    Scratch s;
+    const std::string out = (s.dir / "fl").string();
+    std::vector<std::string> args{ATTN_CLI, "flash", words, "--block", "1", "--replay", "--out", out};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    REQUIRE(posix_spawn(&pid, ATTN_CLI, &actions, nullptr, argv.data(), environ) == 0);
+    posix_spawn_file_actions_destroy(&actions);
+    auto staged = [&] {
+      for (const fs::directory_entry& e : fs::directory_iterator(s.dir))
+        if (e.path().filename().string().rfind(".fl.tmp", 0) == 0 && !fs::is_empty(e.path())) return true;
+      return false;
+    };
+    for (int i = 0; i < 600 && !staged(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(staged());
+    kill(pid, sig);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status));  // ended by the signal, as without the handler (exit 128 + sig)
+    CHECK(WTERMSIG(status) == sig);
+    std::string left;
+    for (const fs::directory_entry& e : fs::directory_iterator(s.dir))
+      if (e.path().filename() != "data") left += e.path().filename().string() + " ";
+    CHECK_MESSAGE(left.empty(), "left behind: " << left);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "attn/engine/error.hpp"
+#include "attn/io/interrupt_cleanup.hpp"
 #include "attn/version.hpp"
 #include "commands.hpp"
 #include "machine_facts.hpp"
@@ -16,6 +17,7 @@
 #include "tuning_file.hpp"
 
 int main(int argc, char** argv) {
+  attn::remove_temporaries_on_signal();  // Ctrl-C leaves no staging folder or temporary file
   attn::cli::give_openblas_the_right_core();
   attn::cli::load_flash_tuning();
   using attn::cli::one_line;  // every "error:" below echoes user text: keep it one line

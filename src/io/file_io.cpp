@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "attn/engine/error.hpp"
+#include "attn/io/interrupt_cleanup.hpp"
 
 namespace attn {
 
@@ -66,6 +67,10 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   // A file that cannot even be created (no such folder, no permission) is a bad path the
   // user gave: exit 2. A write that fails once started (a full disk) is a runtime error: 1.
   if (fd < 0) throw InputError("cannot write " + path + ": " + std::strerror(errno));
+  struct Registered {  // removed by a signal's handler until renamed or unlinked below
+    int slot;
+    ~Registered() { unregister_temporary(slot); }
+  } registered{register_temporary(tmpl)};
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

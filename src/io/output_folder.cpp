@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "attn/engine/error.hpp"
+#include "attn/io/interrupt_cleanup.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;
@@ -72,14 +74,17 @@ OutputFolder::OutputFolder(const std::string& path, const std::string& flag) : p
     throw InputError(flag + ": cannot create folder " + path + ": " + std::strerror(err));
   }
   staging_ = tmpl;
+  signal_slot_ = register_temporary(staging_);
 }
 
 OutputFolder::OutputFolder(OutputFolder&& other) noexcept
     : path_(std::move(other.path_)),
       staging_(std::move(other.staging_)),
       made_parents_(std::move(other.made_parents_)),
-      done_(other.done_) {
+      done_(other.done_),
+      signal_slot_(other.signal_slot_) {
   other.done_ = true;
+  other.signal_slot_ = -1;
 }
 
 OutputFolder::~OutputFolder() {
@@ -89,6 +94,8 @@ OutputFolder::~OutputFolder() {
 void OutputFolder::discard() noexcept {
   std::error_code ec;
   if (!staging_.empty()) fs::remove_all(staging_, ec);
+  unregister_temporary(signal_slot_);
+  signal_slot_ = -1;
   for (auto p = made_parents_.rbegin(); p != made_parents_.rend(); ++p) fs::remove(*p, ec);  // only if empty
 }
 
@@ -103,6 +110,7 @@ void OutputFolder::commit() {
     ::umask(mask);
     ::chmod(path_.c_str(), 0777 & ~mask);
     done_ = true;
+    unregister_temporary(std::exchange(signal_slot_, -1));
     return;
   }
   // It exists (maybe since a concurrent run renamed its own into place): move file by file,
@@ -128,6 +136,7 @@ void OutputFolder::commit() {
   }
   fs::remove_all(staging_, ec);
   done_ = true;
+  unregister_temporary(std::exchange(signal_slot_, -1));
 }
 
 }  // namespace attn

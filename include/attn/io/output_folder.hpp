@@ -38,6 +38,7 @@ class OutputFolder {
   std::string path_, staging_;
   std::vector<std::string> made_parents_;  // innermost last
   bool done_ = false;
+  int signal_slot_ = -1;  // the staging folder, removed if a signal ends the run (interrupt_cleanup.hpp)
 };
 
 }  // namespace attn

@@ -102,6 +102,9 @@ void OutputFolder::discard() noexcept {
 std::string OutputFolder::final_path(const std::string& name) const { return (fs::path(path_) / name).string(); }
 
 void OutputFolder::commit() {
+  // From here a signal leaves the staging folder as it is: it may already hold a replaced
+  // model/ folder of the user's, which deleting it would lose.
+  unregister_temporary(std::exchange(signal_slot_, -1));
   // A folder that is not there yet appears whole, in one rename.
   std::error_code ec;
   if (!fs::exists(path_, ec) && std::rename(staging_.c_str(), path_.c_str()) == 0) {
@@ -110,7 +113,6 @@ void OutputFolder::commit() {
     ::umask(mask);
     ::chmod(path_.c_str(), 0777 & ~mask);
     done_ = true;
-    unregister_temporary(std::exchange(signal_slot_, -1));
     return;
   }
   // It exists (maybe since a concurrent run renamed its own into place): move file by file,
@@ -136,7 +138,6 @@ void OutputFolder::commit() {
   }
   fs::remove_all(staging_, ec);
   done_ = true;
-  unregister_temporary(std::exchange(signal_slot_, -1));
 }
 
 }  // namespace attn

@@ -71,7 +71,14 @@ def check_emulated(cli):
     if not qemu:
         print("SKIP: qemu-x86_64 (Debian package qemu-user) is not installed")
         return 0
-    import numpy as np
+    if os.uname().machine != "x86_64":
+        print("SKIP: attn-cli is not an x86-64 build here")
+        return 0
+    try:
+        import numpy as np
+    except ImportError:
+        print("SKIP: NumPy (Debian package python3-numpy) is not installed")
+        return 0
     case, expected = attention_case()
     failures = []
     for cpu, what in EMULATED:

@@ -359,8 +359,8 @@ TEST_CASE("cli: output that cannot be written is a runtime error, /dev/stdout wo
 
 TEST_CASE("cli: a run stopped by Ctrl-C or SIGTERM leaves no staging folder behind") {
   // A flash replay at --block 1 over 64 tokens writes frames for minutes; stop it once its
-  // staging folder (.fl.tmpXXXXXX) is there. Spawned directly, so SIGINT is not ignored as it
-  // is for a shell's background job.
+  // staging folder (.fl.tmpXXXXXX) is there. Spawned with the signals' default actions and
+  // none blocked, whatever this test process inherited (a shell's background job ignores SIGINT).
   std::string words;
   for (int i = 0; i < 64; ++i) words += (i ? " w" : "w") + std::to_string(i % 50);
   for (int sig : {SIGINT, SIGTERM}) {
@@ -375,9 +375,20 @@ TEST_CASE("cli: a run stopped by Ctrl-C or SIGTERM leaves no staging folder behi
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t defaults, none;
+    sigemptyset(&defaults);
+    sigemptyset(&none);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     pid_t pid = 0;
-    REQUIRE(posix_spawn(&pid, ATTN_CLI, &actions, nullptr, argv.data(), environ) == 0);
+    REQUIRE(posix_spawn(&pid, ATTN_CLI, &actions, &attr, argv.data(), environ) == 0);
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
     auto staged = [&] {
       for (const fs::directory_entry& e : fs::directory_iterator(s.dir))
         if (e.path().filename().string().rfind(".fl.tmp", 0) == 0 && !fs::is_empty(e.path())) return true;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <string>
 
 #include "attn/engine/error.hpp"
 #include "attn/io/interrupt_cleanup.hpp"
@@ -102,9 +103,12 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   }
   // Output still buffered for stdout meets a full disk or a closed pipe only now: a command
   // whose output did not all arrive must not exit 0.
+  errno = 0;
   std::cout.flush();
-  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::cerr << "error: cannot write to stdout: " << std::strerror(errno) << "\n";
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (!flushed || !std::cout || std::ferror(stdout)) {
+    std::cerr << "error: cannot write to stdout" << (err ? std::string(": ") + std::strerror(err) : "") << "\n";
     return 1;
   }
   return 0;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,7 +16,9 @@ constexpr int kSlots = 16;
 constexpr std::size_t kPathMax = 4096;
 
 // A slot is written while free (state 0 -> 1), published (2), and read by the handler only
-// when published; unregistering (2 -> 0) makes the handler skip it.
+// when published; unregistering (2 -> 0) makes the handler skip it. The handler takes a slot
+// (2 -> 3) before deleting, and unregistering waits while it is taken: a handler on another
+// thread never deletes a folder whose commit has begun (the process ends with that handler).
 struct Slot {
   std::atomic<int> state{0};
   char path[kPathMax];
@@ -50,8 +53,10 @@ void remove_at(int dir, const char* name, int depth) {
 }
 
 extern "C" void on_signal(int sig) {
-  for (Slot& slot : slots)
-    if (slot.state.load(std::memory_order_acquire) == 2) remove_at(AT_FDCWD, slot.path, 0);
+  for (Slot& slot : slots) {
+    int published = 2;
+    if (slot.state.compare_exchange_strong(published, 3, std::memory_order_acq_rel)) remove_at(AT_FDCWD, slot.path, 0);
+  }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -65,7 +70,8 @@ void remove_temporaries_on_signal() {
     if (old.sa_handler == SIG_IGN) continue;  // started with it ignored (nohup): keep it so
     struct sigaction action {};
     action.sa_handler = on_signal;
-    sigemptyset(&action.sa_mask);
+    sigemptyset(&action.sa_mask);  // the others wait while one handler cleans up
+    for (int other : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&action.sa_mask, other);
     ::sigaction(sig, &action, nullptr);
   }
 }
@@ -83,7 +89,12 @@ int register_temporary(const std::string& path) noexcept {
 }
 
 void unregister_temporary(int slot) noexcept {
-  if (slot >= 0 && slot < kSlots) slots[slot].state.store(0, std::memory_order_release);
+  if (slot < 0 || slot >= kSlots) return;
+  for (int published = 2; !slots[slot].state.compare_exchange_strong(published, 0, std::memory_order_acq_rel);
+       published = 2) {
+    if (published != 3) return;  // not published: nothing to take back
+    ::sched_yield();            // a handler is deleting it and will end the process
+  }
 }
 
 }  // namespace attn

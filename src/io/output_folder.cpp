@@ -127,12 +127,15 @@ void OutputFolder::commit() {
       // A staged folder (a model/) replaces the one already there whole: rename cannot put a
       // folder onto a non-empty one, so the old one moves into the staging folder first and
       // leaves with it.
-      if (fs::is_directory(from, ec) && fs::is_directory(to, ec) &&
-          std::rename(to.c_str(), (fs::path(staging_) / (".replaced-" + from.filename().string())).c_str()) != 0) {
+      const fs::path replaced = fs::path(staging_) / (".replaced-" + from.filename().string());
+      const bool replacing = fs::is_directory(from, ec) && fs::is_directory(to, ec);
+      if (replacing && std::rename(to.c_str(), replaced.c_str()) != 0) {
         throw RuntimeError("cannot replace " + to.string() + ": " + std::strerror(errno));
       }
       if (std::rename(from.c_str(), to.c_str()) != 0) {
-        throw RuntimeError("cannot write " + to.string() + ": " + std::strerror(errno));
+        const int err = errno;
+        if (replacing) std::rename(replaced.c_str(), to.c_str());  // the old one back, not lost with the staging
+        throw RuntimeError("cannot write " + to.string() + ": " + std::strerror(err));
       }
     }
   }

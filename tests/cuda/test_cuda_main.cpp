@@ -16,13 +16,13 @@
 
 #include "attn/engine/attention.hpp"
 #include "attn/engine/backward.hpp"
-#include "attn/engine/bf16.hpp"
 #include "attn/engine/cuda.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/engine/mha.hpp"
 #include "attn/engine/random.hpp"
 #include "attn/engine/sdpa.hpp"
 #include "fa_rule.hpp"
+#include "kit/kit.hpp"
 
 using namespace attn;
 
@@ -41,46 +41,15 @@ Tensor3 randn(Rng& rng, std::size_t a, std::size_t b, std::size_t c) {
   return t;
 }
 
-// x rounded to the nearest float16, ties to even, as a float (clang 14 has no _Float16 on x86):
-// float16 keeps 11 significant bits, exponents down to 2^-14 (below, subnormal steps of 2^-24),
-// and its largest value is 65504.
-float round_f16(float x) {
-  const float a = std::fabs(x);
-  if (!std::isfinite(x) || a == 0) return x;
-  if (a >= 65520.0f) return std::copysign(INFINITY, x);  // half a step past 65504 and beyond
-  int e = 0;
-  std::frexp(a, &e);                                          // a = m 2^e, m in [0.5, 1)
-  const float step = std::ldexp(1.0f, std::max(e - 1, -14) - 10);  // float16's spacing at a
-  return std::copysign(std::nearbyint(a / step) * step, x);  // default rounding: to nearest even
-}
-float round_bf16(float x) {
-  std::uint16_t b;
-  round_to_bf16(&x, 1, &b, Bf16Rounding::portable);
-  const std::uint32_t u = std::uint32_t(b) << 16;
-  float y;
-  std::memcpy(&y, &u, sizeof y);
-  return y;
-}
 float round_to(CudaDtype dtype, float x) {
-  return dtype == CudaDtype::float16 ? round_f16(x) : dtype == CudaDtype::bfloat16 ? round_bf16(x) : x;
+  return kit::round_to(dtype == CudaDtype::float16 ? kit::Dtype::f16 : dtype == CudaDtype::bfloat16 ? kit::Dtype::bf16
+                                                                                                 : kit::Dtype::f32, x);
 }
 
-enum class MaskKind { none, per_head, shared, empty_rows };
-const char* mask_name(MaskKind m) {
-  switch (m) {
-    case MaskKind::none: return "none";
-    case MaskKind::per_head: return "per-head";
-    case MaskKind::shared: return "shared";
-    case MaskKind::empty_rows: return "empty-rows";
-  }
-  return "?";
-}
-
-struct Case {
-  std::size_t H, Hkv, Lq, Lk, d, dv;
-  bool causal;
-  MaskKind mask;
-};
+// The shapes are the GPU check kit's (tests/cuda/kit/kit.hpp), so both runs cover the same cases.
+using MaskKind = kit::MaskKind;
+using kit::mask_name;
+using Case = kit::Shape;
 
 double max_abs_diff(const Tensor3& a, const Tensor3& b) {
   double e = 0;
@@ -226,23 +195,8 @@ int main() {
   const bool quick = std::getenv("ATTN_CUDA_TEST_QUICK") != nullptr;
   std::printf("CUDA device: %s%s\n", reason.c_str(), quick ? " (quick cases)" : "");
   Rng rng(5);
-  using M = MaskKind;
-  // float32: any head dims up to 256, d != dv, tiles not a multiple of 32, causal with Lq < Lk
-  // and Lq > Lk (the first Lq - Lk rows see no key), GQA and MQA, every mask kind.
-  const std::vector<Case> f32_cases = {
-      {1, 1, 1, 1, 1, 1, false, M::none},      {2, 2, 7, 13, 5, 3, true, M::none},
-      {4, 2, 100, 37, 64, 64, true, M::none},  {2, 1, 33, 300, 64, 80, true, M::per_head},
-      {3, 3, 129, 129, 128, 128, false, M::shared}, {2, 2, 70, 90, 256, 256, true, M::none},
-      {8, 1, 65, 65, 32, 32, false, M::empty_rows}, {8, 2, 1, 777, 64, 64, true, M::none},
-      {2, 2, 40, 40, 96, 20, false, M::per_head}};
-  // float16 / bfloat16: d = dv = 64 or 128; rows and keys not multiples of the 64-row tiles.
-  const std::vector<Case> tc_cases = {
-      {1, 1, 1, 1, 64, 64, false, M::none},        {2, 2, 7, 13, 64, 64, true, M::none},
-      {4, 2, 100, 37, 64, 64, true, M::none},      {2, 1, 33, 300, 128, 128, true, M::per_head},
-      {3, 3, 129, 129, 128, 128, false, M::shared}, {8, 1, 65, 200, 64, 64, false, M::empty_rows},
-      {8, 2, 1, 777, 128, 128, true, M::none},     {2, 2, 130, 64, 64, 64, true, M::none}};
-  const std::vector<Case> large = {{8, 8, 1024, 1024, 64, 64, true, M::none},
-                                   {4, 4, 513, 2049, 128, 128, false, M::none}};
+  const std::vector<Case>&f32_cases = kit::f32_shapes(), &tc_cases = kit::tensor_core_shapes(),
+                          &large = kit::large_shapes();
   for (const Case& c : f32_cases) check_case(c, CudaDtype::float32, rng);
   for (CudaDtype dtype : {CudaDtype::float16, CudaDtype::bfloat16})
     for (const Case& c : tc_cases) check_case(c, dtype, rng);
@@ -252,7 +206,7 @@ int main() {
   // The backward: the float32 cases' shapes (head dims 1-256, GQA, masks, empty rows, causal
   // both ways), and one long causal run.
   for (const Case& c : f32_cases) check_backward_case(c, rng);
-  if (!quick) check_backward_case({8, 2, 700, 900, 64, 64, true, M::none}, rng);
+  if (!quick) check_backward_case(kit::kLongBackward, rng);
   check_backend_option(rng);
 
   // Timed launches: one time per launch, each positive.

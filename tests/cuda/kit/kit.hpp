@@ -1,0 +1,281 @@
+#pragma once
+// The GPU check kit (scripts/gpu_check.sh): what the CPU-side case writer (kit_cases.cpp, which
+// links the engine) and the GPU-side driver (kit_driver.cpp, which needs only the C++ standard
+// library and the CUDA kernel) must agree on. Standard library only, so that a bare GPU machine
+// with nvcc and nothing else builds it.
+//
+//   - the cases: the CUDA test's shapes (every mask kind, rows with no visible key, causal with
+//     Lq != Lk, GQA/MQA, head dims 1-256, lengths off every tile), per dtype and pass;
+//   - their inputs, made from a seed with integer arithmetic only, so both machines make the
+//     same bits whatever their libm (a hash of the inputs is stored and checked);
+//   - the case file: the float64 reference outputs and the error of plain attention in the
+//     case's dtype against them (FlashAttention's rule, tests/fa_rule.hpp), written here and
+//     read there.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attn::kit {
+
+// A case file or command line the kit cannot use: the driver prints "error: ..." and exits 2.
+struct KitError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class Dtype : std::uint64_t { f32 = 0, f16 = 1, bf16 = 2 };
+enum class MaskKind : std::uint64_t { none = 0, per_head = 1, shared = 2, empty_rows = 3 };
+enum class Pass : std::uint64_t { forward = 0, backward = 1 };
+
+inline const char* dtype_name(Dtype t) { return t == Dtype::f16 ? "f16" : t == Dtype::bf16 ? "bf16" : "f32"; }
+inline const char* mask_name(MaskKind m) {
+  switch (m) {
+    case MaskKind::none: return "none";
+    case MaskKind::per_head: return "per-head";
+    case MaskKind::shared: return "shared";
+    case MaskKind::empty_rows: return "empty-rows";
+  }
+  return "?";
+}
+
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv]; causal is bottom-right aligned (mask.hpp).
+struct Shape {
+  std::size_t H, Hkv, Lq, Lk, d, dv;
+  bool causal;
+  MaskKind mask;
+};
+
+// float32: any head dims up to 256, d != dv, lengths not a multiple of 32, causal with Lq < Lk
+// and Lq > Lk (the first Lq - Lk rows see no key), GQA and MQA, every mask kind.
+inline const std::vector<Shape>& f32_shapes() {
+  using M = MaskKind;
+  static const std::vector<Shape> s = {
+      {1, 1, 1, 1, 1, 1, false, M::none},           {2, 2, 7, 13, 5, 3, true, M::none},
+      {4, 2, 100, 37, 64, 64, true, M::none},       {2, 1, 33, 300, 64, 80, true, M::per_head},
+      {3, 3, 129, 129, 128, 128, false, M::shared}, {2, 2, 70, 90, 256, 256, true, M::none},
+      {8, 1, 65, 65, 32, 32, false, M::empty_rows}, {8, 2, 1, 777, 64, 64, true, M::none},
+      {2, 2, 40, 40, 96, 20, false, M::per_head}};
+  return s;
+}
+// float16 / bfloat16 (tensor cores): d = dv = 64 or 128; rows and keys off the 64-row tiles.
+inline const std::vector<Shape>& tensor_core_shapes() {
+  using M = MaskKind;
+  static const std::vector<Shape> s = {
+      {1, 1, 1, 1, 64, 64, false, M::none},         {2, 2, 7, 13, 64, 64, true, M::none},
+      {4, 2, 100, 37, 64, 64, true, M::none},       {2, 1, 33, 300, 128, 128, true, M::per_head},
+      {3, 3, 129, 129, 128, 128, false, M::shared}, {8, 1, 65, 200, 64, 64, false, M::empty_rows},
+      {8, 2, 1, 777, 128, 128, true, M::none},      {2, 2, 130, 64, 64, 64, true, M::none}};
+  return s;
+}
+// Many tiles in both directions, every dtype (left out of the quick run: compute-sanitizer is slow).
+inline const std::vector<Shape>& large_shapes() {
+  static const std::vector<Shape> s = {{8, 8, 1024, 1024, 64, 64, true, MaskKind::none},
+                                       {4, 4, 513, 2049, 128, 128, false, MaskKind::none}};
+  return s;
+}
+// The backward (float32): the float32 shapes, and one long causal GQA run (not quick).
+inline const Shape kLongBackward{8, 2, 700, 900, 64, 64, true, MaskKind::none};
+
+struct CaseSpec {
+  Pass pass;
+  Dtype dtype;
+  Shape shape;
+  bool quick;          // in the subset compute-sanitizer runs
+  std::uint64_t seed;  // of the inputs (make_inputs)
+};
+
+// Every case of the kit, in a fixed order; the seed is the case's index.
+inline std::vector<CaseSpec> all_cases() {
+  std::vector<CaseSpec> cases;
+  auto add = [&](Pass p, Dtype t, const Shape& s, bool quick) {
+    cases.push_back({p, t, s, quick, 1000 + cases.size()});
+  };
+  for (const Shape& s : f32_shapes()) add(Pass::forward, Dtype::f32, s, true);
+  for (Dtype t : {Dtype::f16, Dtype::bf16})
+    for (const Shape& s : tensor_core_shapes()) add(Pass::forward, t, s, true);
+  for (Dtype t : {Dtype::f32, Dtype::f16, Dtype::bf16})
+    for (const Shape& s : large_shapes()) add(Pass::forward, t, s, false);
+  for (const Shape& s : f32_shapes()) add(Pass::backward, Dtype::f32, s, true);
+  add(Pass::backward, Dtype::f32, kLongBackward, false);
+  return cases;
+}
+
+inline std::string case_name(std::size_t index, const CaseSpec& c) {
+  const Shape& s = c.shape;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%03zu-%s-%s-H%zu-Hkv%zu-Lq%zu-Lk%zu-d%zu-dv%zu-%s-%s", index,
+                c.pass == Pass::forward ? "fwd" : "bwd", dtype_name(c.dtype), s.H, s.Hkv, s.Lq, s.Lk, s.d, s.dv,
+                s.causal ? "causal" : "full", mask_name(s.mask));
+  return buf;
+}
+
+// x rounded to the nearest float16 / bfloat16 (ties to even), as a float. Exact operations only
+// (frexp, ldexp, nearbyint, bit shifts), so every machine gives the same bits.
+inline float round_f16(float x) {
+  const float a = std::fabs(x);
+  if (!std::isfinite(x) || a == 0) return x;
+  if (a >= 65520.0f) return std::copysign(INFINITY, x);  // half a step past 65504 and beyond
+  int e = 0;
+  std::frexp(a, &e);                                               // a = m 2^e, m in [0.5, 1)
+  const float step = std::ldexp(1.0f, std::max(e - 1, -14) - 10);  // float16's spacing at a
+  return std::copysign(std::nearbyint(a / step) * step, x);
+}
+inline float round_bf16(float x) {
+  if (!std::isfinite(x)) return x;
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even, on the kept 16 bits
+  u &= 0xffff0000u;
+  float y;
+  std::memcpy(&y, &u, sizeof y);
+  return y;
+}
+inline float round_to(Dtype t, float x) {
+  return t == Dtype::f16 ? round_f16(x) : t == Dtype::bf16 ? round_bf16(x) : x;
+}
+
+// SplitMix64 (Steele, Lea, Flood 2014): integer arithmetic only, the same on every machine.
+struct SplitMix64 {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Mean 0, variance 1: the sum of four uniform 24-bit integers, centred, times sqrt(3) / 2^24
+  // (Irwin-Hall; each step is exact or one correctly rounded operation, unlike log/cos).
+  float normalish() {
+    std::int64_t sum = 0;
+    for (int i = 0; i < 4; ++i) sum += std::int64_t(next() >> 40);
+    const double centred = double(sum - 2 * (std::int64_t(1) << 24)) / double(std::int64_t(1) << 24);
+    return float(centred * 1.7320508075688772);
+  }
+  bool chance_70_percent() { return (next() >> 32) < 3006477107ull; }  // 0.7 * 2^32
+};
+
+// A case's inputs, row-major, rounded to its dtype: the reference sees exactly what the kernel
+// multiplies. mask [mask_heads, Lq, Lk] of 0/1 (empty when the case has no mask), 70 % of keys
+// visible; with empty_rows, rows 0 and Lq / 2 see none. dout [H, Lq, dv] for the backward.
+struct Inputs {
+  std::vector<float> q, k, v, dout;
+  std::vector<unsigned char> mask;
+  std::size_t mask_heads = 0;
+};
+
+inline Inputs make_inputs(const CaseSpec& c) {
+  const Shape& s = c.shape;
+  SplitMix64 rng{c.seed};
+  Inputs in;
+  auto fill = [&](std::vector<float>& t, std::size_t n) {
+    t.resize(n);
+    for (float& x : t) x = round_to(c.dtype, rng.normalish());
+  };
+  fill(in.q, s.H * s.Lq * s.d);
+  fill(in.k, s.Hkv * s.Lk * s.d);
+  fill(in.v, s.Hkv * s.Lk * s.dv);
+  if (s.mask != MaskKind::none) {
+    in.mask_heads = s.mask == MaskKind::shared ? 1 : s.H;
+    in.mask.resize(in.mask_heads * s.Lq * s.Lk);
+    for (unsigned char& b : in.mask) b = rng.chance_70_percent();
+    if (s.mask == MaskKind::empty_rows)
+      for (std::size_t h = 0; h < in.mask_heads; ++h)
+        for (std::size_t row : {std::size_t(0), s.Lq / 2})
+          std::fill_n(in.mask.begin() + std::ptrdiff_t((h * s.Lq + row) * s.Lk), s.Lk, 0);
+  }
+  if (c.pass == Pass::backward) fill(in.dout, s.H * s.Lq * s.dv);
+  return in;
+}
+
+// FNV-1a over every input byte: the driver refuses a case whose inputs it made differently.
+inline std::uint64_t hash_inputs(const Inputs& in) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto eat = [&](const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+  };
+  for (const std::vector<float>* t : {&in.q, &in.k, &in.v, &in.dout}) eat(t->data(), t->size() * sizeof(float));
+  eat(in.mask.data(), in.mask.size());
+  return h;
+}
+
+// The reference of one case. forward: refs = {out [H, Lq, dv], lse [H, Lq]} and plain_err[0]
+// = max |plain attention in the dtype - out|. backward: refs = {dq, dk, dv} and plain_err[i] =
+// max |plain float32 gradient - refs[i]|.
+struct CaseFile {
+  CaseSpec spec;
+  std::uint64_t input_hash = 0;
+  double plain_err[3] = {0, 0, 0};
+  std::vector<double> refs[3];
+};
+
+inline std::size_t ref_size(const CaseSpec& c, int i) {
+  const Shape& s = c.shape;
+  if (c.pass == Pass::forward) return i == 0 ? s.H * s.Lq * s.dv : i == 1 ? s.H * s.Lq : 0;
+  return i == 0 ? s.H * s.Lq * s.d : i == 1 ? s.Hkv * s.Lk * s.d : s.Hkv * s.Lk * s.dv;
+}
+
+// The file: "ATTNKIT1", 14 uint64 (pass, dtype, H, Hkv, Lq, Lk, d, dv, causal, mask, quick,
+// seed, input hash, 0), 3 float64 plain errors, then the references as float64, little-endian
+// as both machines are (x86-64). Its length must be exactly what the header implies.
+inline constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'K', 'I', 'T', '1'};
+inline constexpr std::size_t kHeaderWords = 14;
+// Sizes past these are a lying header, not a case of this kit.
+inline constexpr std::uint64_t kMaxDim = 1 << 16, kMaxRefElements = std::uint64_t(1) << 28;
+
+inline void write_case(const std::string& path, const CaseFile& f) {
+  const Shape& s = f.spec.shape;
+  const std::uint64_t header[kHeaderWords] = {std::uint64_t(f.spec.pass), std::uint64_t(f.spec.dtype), s.H, s.Hkv,
+                                              s.Lq, s.Lk, s.d, s.dv, s.causal, std::uint64_t(s.mask), f.spec.quick,
+                                              f.spec.seed, f.input_hash, 0};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(kMagic, sizeof kMagic);
+    out.write(reinterpret_cast<const char*>(header), sizeof header);
+    out.write(reinterpret_cast<const char*>(f.plain_err), sizeof f.plain_err);
+    for (int i = 0; i < 3; ++i) {
+      if (f.refs[i].size() != ref_size(f.spec, i)) throw KitError(path + ": reference " + std::to_string(i) + " has the wrong size");
+      out.write(reinterpret_cast<const char*>(f.refs[i].data()), std::streamsize(f.refs[i].size() * sizeof(double)));
+    }
+    if (!out.flush()) throw KitError("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw KitError("cannot rename " + tmp + " to " + path);
+}
+
+inline CaseFile read_case(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw KitError(path + ": cannot open");
+  char magic[8];
+  std::uint64_t h[kHeaderWords];
+  CaseFile f;
+  if (!in.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof magic) != 0)
+    throw KitError(path + ": not a kit case file (no ATTNKIT1 header)");
+  if (!in.read(reinterpret_cast<char*>(h), sizeof h) || !in.read(reinterpret_cast<char*>(f.plain_err), sizeof f.plain_err))
+    throw KitError(path + ": truncated header");
+  if (h[0] > 1 || h[1] > 2 || h[8] > 1 || h[9] > 3 || h[10] > 1)
+    throw KitError(path + ": header fields out of range");
+  for (int i = 2; i < 8; ++i)
+    if (h[i] == 0 || h[i] > kMaxDim) throw KitError(path + ": dimension " + std::to_string(h[i]) + " out of range");
+  if (h[2] % h[3] != 0) throw KitError(path + ": H is not a multiple of Hkv");
+  f.spec = {Pass(h[0]), Dtype(h[1]), {h[2], h[3], h[4], h[5], h[6], h[7], h[8] != 0, MaskKind(h[9])}, h[10] != 0, h[11]};
+  f.input_hash = h[12];
+  for (double e : f.plain_err)
+    if (!std::isfinite(e) || e < 0) throw KitError(path + ": plain error is not a finite non-negative number");
+  for (int i = 0; i < 3; ++i) {
+    const std::size_t n = ref_size(f.spec, i);
+    if (n > kMaxRefElements) throw KitError(path + ": reference too large");
+    f.refs[i].resize(n);
+    if (!in.read(reinterpret_cast<char*>(f.refs[i].data()), std::streamsize(n * sizeof(double))))
+      throw KitError(path + ": truncated (reference " + std::to_string(i) + ")");
+  }
+  if (in.peek() != std::char_traits<char>::eof()) throw KitError(path + ": trailing bytes after the references");
+  return f;
+}
+
+}  // namespace attn::kit

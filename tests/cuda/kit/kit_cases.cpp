@@ -1,0 +1,117 @@
+// The GPU check kit's CPU side: writes every case of kit.hpp into a folder, each with the
+// engine's float64 reference (the naive sdpa and its backward, in float64) and the error of
+// plain attention in the case's dtype against it (tests/fa_rule.hpp), for the driver that runs
+// the CUDA kernel on a machine without the engine's libraries (scripts/gpu_check.sh).
+//
+// Usage: attn_gpu_kit_cases --out DIR [--quick]   (exit 2 with "error: ..." on bad use)
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "../../fa_rule.hpp"
+#include "attn/engine/sdpa.hpp"
+#include "engine/backward_f64.hpp"
+#include "engine/sdpa_f64.hpp"
+#include "kit.hpp"
+
+using namespace attn;
+namespace kit = attn::kit;
+
+namespace {
+
+detail::TensorD3 to_f64(const std::vector<float>& x, std::size_t a, std::size_t b, std::size_t c) {
+  detail::TensorD3 t = detail::TensorD3::from_shape({a, b, c});
+  std::copy(x.begin(), x.end(), t.begin());
+  return t;
+}
+Tensor3 to_f32(const std::vector<float>& x, std::size_t a, std::size_t b, std::size_t c) {
+  Tensor3 t = Tensor3::from_shape({a, b, c});
+  std::copy(x.begin(), x.end(), t.begin());
+  return t;
+}
+
+template <class T>
+double max_abs_diff(const T& got, const std::vector<double>& ref) {
+  double e = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) e = std::max(e, std::fabs(double(got.data()[i]) - ref[i]));
+  return e;
+}
+
+kit::CaseFile reference(const kit::CaseSpec& c) {
+  const kit::Shape& s = c.shape;
+  const kit::Inputs in = kit::make_inputs(c);
+  kit::CaseFile f;
+  f.spec = c;
+  f.input_hash = kit::hash_inputs(in);
+  Mask3 mask;
+  if (s.mask != kit::MaskKind::none) {
+    mask = Mask3::from_shape({in.mask_heads, s.Lq, s.Lk});
+    std::copy(in.mask.begin(), in.mask.end(), mask.begin());
+  }
+  const Mask3* allowed = s.mask == kit::MaskKind::none ? nullptr : &mask;
+  SdpaOptions so;
+  so.causal = s.causal;
+  const detail::TensorD3 qd = to_f64(in.q, s.H, s.Lq, s.d), kd = to_f64(in.k, s.Hkv, s.Lk, s.d),
+                         vd = to_f64(in.v, s.Hkv, s.Lk, s.dv);
+  const detail::SdpaF64 ref = detail::sdpa_f64(qd, kd, vd, allowed, so);
+  const Tensor3 q = to_f32(in.q, s.H, s.Lq, s.d), k = to_f32(in.k, s.Hkv, s.Lk, s.d), v = to_f32(in.v, s.Hkv, s.Lk, s.dv);
+  const float scale = 1.0f / std::sqrt(float(s.d));
+  if (c.pass == kit::Pass::forward) {
+    f.refs[0].assign(ref.output.begin(), ref.output.end());
+    f.refs[1].assign(ref.lse.begin(), ref.lse.end());
+    const kit::Dtype dtype = c.dtype;
+    const Tensor3 plain =
+        test::plain_16bit_output(q, k, v, allowed, s.causal, scale, [dtype](float x) { return kit::round_to(dtype, x); });
+    f.plain_err[0] = max_abs_diff(plain, f.refs[0]);
+  } else {
+    const detail::TensorD3 dod = to_f64(in.dout, s.H, s.Lq, s.dv);
+    const detail::GradsF64 g = detail::sdpa_backward_f64(qd, kd, vd, ref.weights, dod, 1.0 / std::sqrt(double(s.d)));
+    f.refs[0].assign(g.dq.begin(), g.dq.end());
+    f.refs[1].assign(g.dk.begin(), g.dk.end());
+    f.refs[2].assign(g.dv.begin(), g.dv.end());
+    const test::PlainGrads p =
+        test::plain_float32_backward(q, k, v, allowed, s.causal, scale, to_f32(in.dout, s.H, s.Lq, s.dv));
+    f.plain_err[0] = max_abs_diff(p.dq, f.refs[0]);
+    f.plain_err[1] = max_abs_diff(p.dk, f.refs[1]);
+    f.plain_err[2] = max_abs_diff(p.dv, f.refs[2]);
+  }
+  return f;
+}
+
+int usage_error(const std::string& what) {
+  std::fprintf(stderr, "error: %s\nusage: attn_gpu_kit_cases --out DIR [--quick]\n", what.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
+    else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else return usage_error(std::string("unknown argument \"") + argv[i] + "\"");
+  }
+  if (out.empty()) return usage_error("--out DIR is required");
+  try {
+    namespace fs = std::filesystem;
+    fs::create_directories(out);
+    for (const fs::directory_entry& e : fs::directory_iterator(out))  // a stale case would be run too
+      if (e.path().extension() == ".case") fs::remove(e.path());
+    const std::vector<kit::CaseSpec> cases = kit::all_cases();
+    std::size_t written = 0;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      if (quick && !cases[i].quick) continue;
+      kit::write_case((fs::path(out) / (kit::case_name(i, cases[i]) + ".case")).string(), reference(cases[i]));
+      ++written;
+    }
+    std::printf("wrote %zu cases to %s\n", written, out.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

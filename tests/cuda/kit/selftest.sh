@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The GPU check kit on a machine without a GPU (CTest: gpu_kit_on_cpu): the cases are written
+# with the engine's float64 references, scripts/gpu_check.sh runs them end to end through the
+# driver built with the kernel's CPU stand-in, and the driver is shown able to fail: a
+# reference changed by a little, a truncated file and a case whose inputs differ are each
+# caught. Where nvcc is installed, the driver is also built with the real kernel, exactly as
+# the GPU machine builds it, and reports that no device is here.
+# Usage: selftest.sh PATH/attn_gpu_kit_cases PATH/attn_gpu_kit_driver_cpu
+set -uo pipefail
+cases_exe=$1 driver=$2
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+checks=0 failed=0
+expect() {  # expect WHAT STATUS COMMAND...: the command exits with STATUS
+  local what=$1 want=$2; shift 2
+  "$@" >"$tmp/last.out" 2>&1
+  local rc=$?
+  checks=$((checks + 1))
+  if [ "$rc" != "$want" ]; then
+    failed=$((failed + 1)); echo "FAIL $what: exit $rc, expected $want"; sed 's/^/    /' "$tmp/last.out" | tail -15
+  else
+    echo "ok   $what"
+  fi
+}
+expect_in() {  # expect_in WHAT PATTERN: the last command's output matches PATTERN
+  checks=$((checks + 1))
+  if grep -Eq -- "$2" "$tmp/last.out"; then echo "ok   $1"; else
+    failed=$((failed + 1)); echo "FAIL $1: no '$2' in"; sed 's/^/    /' "$tmp/last.out" | tail -15; fi
+}
+
+kit=$tmp/kit
+expect "the case writer writes every case" 0 "$cases_exe" --out "$kit/cases"
+expect_in "... 41 of them" "wrote 41 cases"
+echo "test" >"$kit/commit.txt"
+
+# The whole run as the GPU machine does it, on the stand-in.
+expect "gpu_check.sh run --cpu passes every case" 0 "$root/scripts/gpu_check.sh" run --cpu --kit "$kit" --out "$tmp/out"
+expect_in "... and says so" "^41 passed, 0 failed$"
+expect_in "... with the lse, the backward's three gradients and the empty rows" "ok   0(3[0-9]|40)-bwd-f32-H8-Hkv2-Lq700-Lk900"
+expect "... its summary is JSON with every case and the bench rows" 0 python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+c = json.load(open(sys.argv[2]))
+assert s["ok"] and s["check"]["passed"] == 41 and s["check"]["failed"] == 0, s
+assert len(c["cases"]) == 41 and all(x["ok"] and len(x["max_abs_err"]) in (1, 3) for x in c["cases"])
+assert all(e <= b for x in c["cases"] for e, b in zip(x["max_abs_err"], x["bound"]))
+rows = s["bench"]["rows"]
+assert len(rows) == 4 and all(r["median_ms"] > 0 and r["min_ms"] <= r["median_ms"] for r in rows), rows
+assert {(r["dtype"], r["causal"]) for r in rows} == {("f32", False), ("f32", True), ("f16", False), ("f16", True)}
+' "$tmp/out/gpu_check.json" "$tmp/out/check.json"
+expect "... and the log holds the run" 0 grep -q "gpu check: PASSED" "$tmp/out/gpu_check.log"
+expect "the quick subset for compute-sanitizer" 0 "$driver" check "$kit/cases" --quick
+expect_in "... is the 34 small cases" "^34 passed, 0 failed$"
+
+# The driver can fail: one float64 reference moved by 1e-3 (far beyond 2x plain float32).
+bad=$tmp/bad
+mkdir -p "$bad"
+victim=$(cd "$kit/cases" && ls | grep -- '-fwd-f32-H4-Hkv2-Lq100-Lk37-' | head -1)
+cp "$kit/cases/$victim" "$bad/"
+python3 - "$bad/$victim" <<'PY'
+import struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+off = 8 + 14 * 8 + 3 * 8 + 5 * 8                  # the sixth element of the output reference
+x = struct.unpack_from("<d", b, off)[0]
+struct.pack_into("<d", b, off, x + 1e-3)
+open(p, "wb").write(b)
+PY
+expect "a reference off by 1e-3 fails the case" 1 "$driver" check "$bad"
+expect_in "... naming it" "^FAIL ${victim%.case} "
+mkdir -p "$tmp/badkit" && cp -r "$bad" "$tmp/badkit/cases"
+expect "gpu_check.sh run on it fails" 1 "$root/scripts/gpu_check.sh" run --cpu --no-bench --kit "$tmp/badkit" --out "$tmp/badout"
+expect_in "... and says FAILED" "gpu check: FAILED"
+
+# Bad files and bad use: one error line, exit 2.
+cp "$kit/cases/$victim" "$bad/$victim"
+head -c 1000 "$kit/cases/$victim" >"$bad/$victim"
+expect "a truncated case file is an error" 2 "$driver" check "$bad"
+expect_in "... saying so" "^error: .*truncated"
+python3 - "$kit/cases/$victim" "$bad/$victim" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<Q", b, 8 + 11 * 8, 999)         # another seed: other inputs than the reference's
+open(sys.argv[2], "wb").write(b)
+PY
+expect "a case whose inputs differ from the reference's is an error" 2 "$driver" check "$bad"
+expect_in "... saying so" "inputs made here differ"
+printf 'ATTNKIT1' >"$bad/$victim"
+expect "a header cut short is an error" 2 "$driver" check "$bad"
+expect "a missing folder is an error" 2 "$driver" check "$tmp/nowhere"
+expect "an empty folder is an error" 2 "$driver" check "$tmp/out"
+expect "an unknown command is an error" 2 "$driver" frobnicate
+expect "bench refuses a head dim the 16-bit kernel lacks" 2 "$driver" bench --dtypes f16 --shapes 96x2 --n 8
+expect "bench refuses n = 0" 2 "$driver" bench --n 0
+expect "gpu_check.sh refuses an unknown option" 2 "$root/scripts/gpu_check.sh" run --frobnicate
+expect "gpu_check.sh refuses a bad --bench-n" 2 "$root/scripts/gpu_check.sh" run --cpu --bench-n 1k
+expect "gpu_check.sh run without cases says how to make them" 2 "$root/scripts/gpu_check.sh" run --cpu --kit "$tmp/empty"
+expect_in "... naming prepare" "gpu_check.sh prepare"
+expect "gpu_check.sh --help" 0 "$root/scripts/gpu_check.sh" --help
+expect_in "... shows the three commands" "gpu_check.sh build"
+
+# With nvcc: the driver and the real kernel build as on the GPU machine; no device answers here.
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ -x "$nvcc" ]; then
+  expect "nvcc builds the driver with the kernel" 0 env NVCC="$nvcc" "$root/scripts/gpu_check.sh" build --kit "$tmp/nv"
+  if nvidia-smi -L >/dev/null 2>&1; then
+    expect "the driver finds the GPU" 0 "$tmp/nv/build/kit_driver" info
+  else
+    expect "the driver reports that no device is here" 77 "$tmp/nv/build/kit_driver" check "$kit/cases"
+    expect_in "... as a skip" "^SKIPPED: "
+  fi
+else
+  echo "nvcc not found: the nvcc build of the driver is not checked here"
+fi
+
+if [ "$failed" = 0 ]; then echo "gpu kit self-test: all $checks checks passed"; exit 0; fi
+echo "gpu kit self-test: $failed of $checks checks failed"
+exit 1

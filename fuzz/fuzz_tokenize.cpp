@@ -1,10 +1,10 @@
 // Fuzz target: the ICU word tokenizer (include/attn/engine/tokenize.hpp) on arbitrary bytes.
 // Checked against what the header promises, with a UTF-8 decoder of our own (RFC 3629's
 // well-formed sequences) as the independent judge of "valid":
-//   - invalid UTF-8 is refused (an InputError); valid UTF-8 with only whitespace or control
+//   - invalid UTF-8 is refused (an InputError); valid UTF-8 with only whitespace, control or format
 //     characters is refused; any other valid sentence gives tokens;
 //   - each token is the sentence's own bytes at its byte_offset, in order, without overlap,
-//     and what lies between tokens is whitespace (or control characters) only;
+//     and what lies between tokens is whitespace (or control and format characters) only;
 //   - max_tokens is honoured (one fewer than the count is refused);
 //   - the same text gives the same embedding row, and every entry is finite.
 #include <unicode/uchar.h>
@@ -25,7 +25,10 @@
 namespace attn::fuzz {
 namespace {
 
-bool is_blank(char32_t c) { return u_isUWhiteSpace(UChar32(c)) || u_charType(UChar32(c)) == U_CONTROL_CHAR; }
+bool is_blank(char32_t c) {
+  const auto type = u_charType(UChar32(c));
+  return u_isUWhiteSpace(UChar32(c)) || type == U_CONTROL_CHAR || type == U_FORMAT_CHAR;
+}
 
 bool all_blank(std::string_view s) {
   const auto cps = decode_utf8(s);

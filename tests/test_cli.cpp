@@ -357,17 +357,44 @@ TEST_CASE("cli: output that cannot be written is a runtime error, /dev/stdout wo
   }
 }
 
-TEST_CASE("cli: a run stopped by Ctrl-C or SIGTERM leaves no staging folder behind") {
+TEST_CASE("cli: a closed stdout, --help into a full disk and an empty --model are errors") {
+  Scratch s;
+  const std::string cli = "cd '" + s.dir.string() + "' && '" + std::string(ATTN_CLI) + "' ";
+  const std::string err = (s.dir / "err").string();
+  // Closed: the output must not land in whatever file is opened next, nor vanish with exit 0.
+  int status = std::system((cli + "tokenize \"the cat sat\" >&- 2>'" + err + "'").c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(read_text(err).find("error: cannot write to stdout: it is closed") != std::string::npos);
+  status = std::system((cli + "demo \"a b\" --out closed >&- 2>'" + err + "'").c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+  for (const char* args : {"--help", "demo --help", "--version"}) {
+    CAPTURE(args);
+    status = std::system((cli + args + " > /dev/full 2>'" + err + "'").c_str());
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(read_text(err).find("error: cannot write to stdout") != std::string::npos);
+  }
+  // An empty --model is no model folder: refused by every command that takes one, never read as
+  // "no model" (demo ran the seeded demo) or as the current folder.
+  for (const char* args : {"demo --model \"\" --out d", "forward --model \"\" \"a b\"", "generate \"a\" --model \"\"",
+                           "tokenize \"a\" --model \"\""}) {
+    CAPTURE(args);
+    check_input_error(run_cli(args, "", s.dir.string()), "empty folder name");
+  }
+  CHECK_FALSE(fs::exists(s.dir / "d"));
+}
+
+TEST_CASE("cli: a run stopped by Ctrl-C, SIGTERM or SIGPIPE leaves no staging folder behind") {
   // A flash replay at --block 1 over 64 tokens writes frames for minutes; stop it once its
   // staging folder (.fl.tmpXXXXXX) is there. Spawned with the signals' default actions and
   // none blocked, whatever this test process inherited (a shell's background job ignores SIGINT).
   std::string words;
   for (int i = 0; i < 64; ++i) words += (i ? " w" : "w") + std::to_string(i % 50);
-  for (int sig : {SIGINT, SIGTERM}) {
+  for (int sig : {SIGINT, SIGTERM, SIGPIPE}) {  // SIGPIPE: `... | head`, once head stops reading
     CAPTURE(sig);
     Scratch s;
     const std::string out = (s.dir / "fl").string();
-    std::vector<std::string> args{ATTN_CLI, "flash", words, "--block", "1", "--replay", "--out", out};
+    std::vector<std::string> args{ATTN_CLI, "flash", words, "--block", "1", "--replay", "--out", out,
+                                  "--max-frames", "5000", "--max-seconds", "100000"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -382,6 +409,7 @@ TEST_CASE("cli: a run stopped by Ctrl-C or SIGTERM leaves no staging folder behi
     sigemptyset(&none);
     sigaddset(&defaults, SIGINT);
     sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGPIPE);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);

@@ -91,6 +91,13 @@ TEST_CASE("safetensors: hostile files are input errors") {
                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", two),
                 "overlap");
   check_refused(file_from(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", two), "cover 4 of the 8");
+  // One name twice: JSON would keep the last entry and the first would vanish without a word.
+  check_refused(file_from(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                          R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", two),
+                "\"w\" is named twice");
+  // ... but a name inside an entry (every entry has "dtype") or in __metadata__ is no tensor name.
+  CHECK(parse_safetensors(file_from(R"({"__metadata__":{"w":"x"},"w":{"dtype":"F32","shape":[2],)"
+                                    R"("data_offsets":[0,8]}})", two), "ok.safetensors").size() == 1);
 }
 
 TEST_CASE("toy model folder: round trip, and wrong tensors are input errors") {

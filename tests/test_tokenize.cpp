@@ -12,6 +12,15 @@ TEST_CASE("tokenize: words, whitespace dropped, punctuation kept") {
   CHECK(c == std::vector<std::string>{"Hello", ",", "world", "!"});
 }
 
+TEST_CASE("tokenize: control and format characters alone separate, as whitespace does") {
+  // ESC, NUL, a right-to-left override, a zero-width space, a byte-order mark: nothing to read,
+  // and nothing a terminal should be handed as a token.
+  const auto t = token_texts(tokenize(std::string("\xEF\xBB\xBF" "cat \x1b sat \u202e on\u200b \0 mat", 28)));
+  CHECK(t == std::vector<std::string>{"cat", "sat", "on", "mat"});
+  // An emoji joined by ZWJ (also a format character) stays one token.
+  CHECK(token_texts(tokenize("👩\u200d💻 codes")) == std::vector<std::string>{"👩\u200d💻", "codes"});
+}
+
 TEST_CASE("tokenize: byte offsets point into the sentence") {
   const std::string s = "我 喜欢 cats";
   for (const Token& t : tokenize(s)) CHECK(s.substr(t.byte_offset, t.text.size()) == t.text);

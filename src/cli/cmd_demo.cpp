@@ -12,6 +12,7 @@
 #include "attn/render/demo_pictures.hpp"
 #include "attn/render/flash_tiles_picture.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
@@ -20,7 +21,9 @@
 #include "attn/render/report_table.hpp"
 #include "attn/render/terminal_heatmap.hpp"
 #include "attn/render/text_table.hpp"
+#include "budget.hpp"
 #include "commands.hpp"
+#include "model_flag.hpp"
 #include "image_flags.hpp"
 
 namespace attn::cli {
@@ -210,6 +213,23 @@ void print_model_heads(const DemoResult& r, const char* scale) {
             << "Rows: query (attending). Columns: key (attended to). Each row sums to 1.\n\n";
 }
 
+// What a demo of this size costs, refused up front past the budgets (budget.hpp) rather than
+// after minutes and gigabytes. Per [L, L] map: the float64 weights and scores with their
+// copies, the JSON text of every number, and a picture's cells; per token: the D-wide
+// embeddings, projections and outputs. The per-cell rates were measured (peak memory, time)
+// on demos of 200 to 800 tokens (about 200 B and 3.4 us per cell) and rounded up.
+void check_demo_budgets(const DemoSize& s) {
+  const double L = double(s.tokens), D = double(s.d_model), maps = double(s.maps);
+  constexpr double kBytesPerCell = 240, kSecondsPerCell = 4e-6;
+  const double bytes = maps * L * L * kBytesPerCell + L * D * 8 * 64;
+  const double flops = 8 * L * D * D * 4 + attention_work(maps, L, L, double(s.head_dim));
+  const std::string what = "demo of " + std::to_string(s.tokens) + " tokens with " + std::to_string(s.maps) +
+                           " attention maps (d_model " + std::to_string(s.d_model) + ")";
+  require_memory(bytes, what, "use a shorter sentence, or fewer --heads");
+  require_time(flops / kFlopsPerSecond + maps * L * L * kSecondsPerCell, what,
+               "use a shorter sentence, a smaller --d-model or fewer --heads");
+}
+
 void run_demo_command(const DemoOptions& opts) {
   check_colormap(opts.image.colormap);
   DemoConfig config = opts.config;
@@ -236,13 +256,13 @@ void run_demo_command(const DemoOptions& opts) {
     config.model_path = opts.model;
     if (!opts.sentence_given) config.sentence = kDemoModelSentence;
   }
-  check_demo_config(config);
+  check_demo_budgets(demo_size(config));
   const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
   OutputFolder folder = prepare_picture_dir(opts.out);
   const DemoResult r = run_demo(config);
   const std::size_t L = r.tokens.size();
 
-  std::cout << "Sentence: \"" << r.config.sentence << "\"\n";
+  std::cout << "Sentence: \"" << printable_text(r.config.sentence) << "\"\n";
   std::cout << "Tokens (" << L << "):";
   for (std::size_t i = 0; i < L; ++i) std::cout << "  [" << i << "] " << r.tokens[i];
   std::cout << "\n\n";
@@ -293,12 +313,12 @@ void run_demo_command(const DemoOptions& opts) {
                         report_html(read_report_folder(folder.staging())));
   folder.commit();
 
-  std::cout << "\nWrote into " << opts.out << "/ (" << artifacts.size() - 1 << " pictures in "
+  std::cout << "\nWrote into " << printable_text(opts.out) << "/ (" << artifacts.size() - 1 << " pictures in "
             << std::lround(ms) << " ms):\n";
   std::size_t path_w = 0;
   for (const Artifact& a : artifacts) path_w = std::max(path_w, display_width(a.path));
   for (const Artifact& a : artifacts) {
-    std::cout << "  " << pad_to_width(a.path, path_w) << "  " << pad_to_width(a.kind, 10) << "  " << a.title << "\n";
+    std::cout << "  " << pad_to_width(a.path, path_w) << "  " << pad_to_width(a.kind, 10) << "  " << printable_text(a.title) << "\n";
   }
   std::cout << "  " << pad_to_width("manifest.json", path_w) << "  every number above, and the list of files\n";
 }
@@ -320,6 +340,8 @@ void setup_demo(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1000000));
   cmd->add_option("--max-tokens", opts->config.max_tokens, "refuse sentences with more tokens")
       ->capture_default_str()->check(CLI::Range(1, 1000000));
+  add_memory_flag(cmd);
+  add_time_flag(cmd);
   cmd->add_option("--heads", opts->config.heads, "heads of the multi-head run (must divide --d-model)")
       ->capture_default_str()->check(CLI::Range(1, 64));
   add_image_flags(cmd, opts->image, /*with_colormap=*/true);
@@ -329,7 +351,7 @@ void setup_demo(CLI::App& app) {
                   "what the runs know of word order: none (attention alone cannot see it: two copies of a "
                   "word get identical rows), sinusoidal (x + PE) or rope (= --rope half)")
       ->capture_default_str();
-  cmd->add_option("--model", opts->model,
+  add_model_option(cmd, opts->model,
                   "a model folder from attn-cli train, or a GPT-2 folder (config.json, model.safetensors, vocab.json, "
                   "merges.txt): its heads instead of seeded projections "
                   "(default sentence then: \"" + std::string(kDemoModelSentence) + "\")");

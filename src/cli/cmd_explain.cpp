@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/engine/tokenize.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/lessons/explain.hpp"
@@ -175,7 +176,7 @@ std::string explain_text(const ExplainResult& r) {
   std::vector<std::string> dims;
   for (std::size_t c = 0; c < D; ++c) dims.push_back("d" + std::to_string(c));
   const auto& t = r.tokens;
-  std::string out = "Sentence: \"" + r.config.sentence + "\"  ->  " + count_of(t.size(), "token") +
+  std::string out = "Sentence: \"" + printable_text(r.config.sentence) + "\"  ->  " + count_of(t.size(), "token") +
                     "; one head, d = " + std::to_string(D) + " (seeded, untrained: the steps, not meaning).\n\n";
   out += "Q = x W_q^T  [L, d]\n" + matrix_table(t, dims, r.q) + "\n";
   out += "K = x W_k^T  [L, d]\n" + matrix_table(t, dims, r.k) + "\n";

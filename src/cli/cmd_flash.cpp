@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/lessons/demo.hpp"
 #include "attn/lessons/flash_replay.hpp"
@@ -15,6 +16,7 @@
 #include "attn/render/flash_tiles_picture.hpp"
 #include "attn/render/report_html.hpp"
 #include "attn/render/text_table.hpp"
+#include "budget.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 
@@ -27,6 +29,7 @@ struct FlashCmdOptions {
   std::string out = "flash-replay";
   std::size_t block = 0;  // 0 = the demo's teaching tiles
   bool no_causal = false;
+  std::size_t max_frames = 300;  // --block 1 on 64 tokens would be 4097 frames, hundreds of MB
   ImageFlags image;
 };
 
@@ -64,6 +67,19 @@ void print_replay(const FlashReplay& r) {
             << r.skipped() << " skipped.\n";
 }
 
+// The frames --replay would draw, refused up front past --max-frames or the time budget: each
+// frame is a picture of the whole L x L grid (about 60 ms and 110 KB at 64 tokens, measured).
+void check_replay_budgets(std::size_t frames, std::size_t L, std::size_t block, std::size_t max_frames) {
+  const std::string what = "--replay at --block " + std::to_string(block) + " on " + count_of(L, "token") + ": " +
+                           std::to_string(frames) + " frames";
+  if (frames > max_frames)
+    throw InputError(what + ", more than --max-frames = " + std::to_string(max_frames) +
+                     "; raise --block (fewer, larger tiles) or --max-frames");
+  constexpr double kSecondsPerFrame = 0.02, kSecondsPerFrameCell = 1.5e-5;
+  require_time(double(frames) * (kSecondsPerFrame + double(L * L) * kSecondsPerFrameCell), what,
+               "raise --block (fewer, larger tiles)");
+}
+
 void run_flash_command(const FlashCmdOptions& opts) {
   const ImageOptions image = image_options(opts.image);
   std::optional<OutputFolder> folder;
@@ -72,6 +88,7 @@ void run_flash_command(const FlashCmdOptions& opts) {
   const std::size_t L = head.tokens.size();
   const std::size_t block = opts.block ? opts.block : teaching_block(L);
   const FlashReplay r = replay_flash(head.q, head.k, head.v, head.tokens, {block, block, !opts.no_causal});
+  if (folder) check_replay_budgets(r.steps.size() + 1, L, block, opts.max_frames);
   print_replay(r);
   if (!folder) return;
 
@@ -90,7 +107,7 @@ void run_flash_command(const FlashCmdOptions& opts) {
   report.replay = replay;
   write_file_atomically((staging / "report.html").string(), report_html(report));
   folder->commit();
-  std::cout << "\nWrote into " << opts.out << "/: " << flash_replay_frame_name(0, frames) << " ... "
+  std::cout << "\nWrote into " << printable_text(opts.out) << "/: " << flash_replay_frame_name(0, frames) << " ... "
             << flash_replay_frame_name(frames - 1, frames) << " (" << frames << " frames: one per tile, then the end), "
             << "replay.json, report.html\n";
 }
@@ -115,6 +132,9 @@ void setup_flash(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--max-tokens", opts->config.max_tokens, "refuse sentences with more tokens")
       ->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--max-frames", opts->max_frames, "with --replay: refuse runs that would draw more frames")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
+  add_time_flag(cmd);
   add_image_flags(cmd, opts->image, /*with_colormap=*/false);
   cmd->footer(R"(The numbers are the kernel's own (src/engine/flash/), recorded by an observer hook in its
 tile loop as it runs: not a re-implementation. Q, K, V are the demo's single head (seeded).

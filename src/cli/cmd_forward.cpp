@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/engine/tokenize.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/io/gpt2_model_file.hpp"
@@ -21,8 +22,8 @@
 #include "attn/render/text_table.hpp"
 #include "attn/render/model_pictures.hpp"
 #include "commands.hpp"
+#include "model_flag.hpp"
 #include "image_flags.hpp"
-#include "one_line.hpp"
 
 namespace attn::cli {
 namespace {
@@ -104,7 +105,7 @@ void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const
     write_file_atomically((std::filesystem::path(folder.staging()) / "head_summary.json").string(), j.dump(2) + "\n");
   }
   save_pictures(figures, folder, image_options(o.image), log);
-  log << "Wrote " << folder.final_path("head_summary.json") << "\n";
+  log << "Wrote " << printable_text(folder.final_path("head_summary.json")) << "\n";
 }
 
 void check_layer(const ForwardOptions& o, std::size_t layers) {
@@ -139,12 +140,12 @@ void run_gpt2_forward(const ForwardOptions& o) {
     const Gpt2Config& c = model.config;
     std::cout << "GPT-2 model " << o.model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
               << c.n_embd << ", vocab " << c.vocab_size << ". " << count_of(tokens.ids.size(), "token") << ":";
-    for (const std::string& t : tokens.labels) std::cout << " [" << one_line(t) << "]";
+    for (const std::string& t : tokens.labels) std::cout << " [" << printable_text(t) << "]";
     std::cout << "\nMost likely next tokens (softmax of the last position's logits):\n";
     Table table{{"rank", "id", "token", "p"}, {}};
     const std::vector<NextToken> next = top_next_tokens(f.logits, tokenizer, 5);
     for (std::size_t r = 0; r < next.size(); ++r) {
-      table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + one_line(next[r].label) + "]",
+      table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + printable_text(next[r].label) + "]",
                             format_fixed(next[r].probability, 4)});
     }
     std::cout << render_table(table, TableFormat::text);
@@ -190,7 +191,7 @@ void run_forward_command(const ForwardOptions& o) {
 void setup_forward(CLI::App& app) {
   auto opts = std::make_shared<ForwardOptions>();
   CLI::App* cmd = app.add_subcommand("forward", "Run a model folder on a sequence: attention and logits");
-  cmd->add_option("--model", opts->model,
+  add_model_option(cmd, opts->model,
                   "a model folder: written by attn-cli train, or a GPT-2 folder from Hugging Face "
                   "(config.json, model.safetensors, vocab.json, merges.txt)")->required();
   cmd->add_option("--tokens", opts->tokens, "comma-separated token ids, e.g. 3,17,5");

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/lessons/generate.hpp"
@@ -14,11 +15,11 @@
 #include "attn/lessons/gpt2_generate.hpp"
 #include "attn/lessons/memory_policy.hpp"
 #include "attn/render/report_table.hpp"
-#include "one_line.hpp"
 #include "attn/render/kv_cache_picture.hpp"
 #include "attn/render/text_table.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
+#include "model_flag.hpp"
 #include "image_flags.hpp"
 
 namespace attn::cli {
@@ -87,7 +88,7 @@ void print_flops_summary(const GenerateResult& r) {
 void print_generate(const GenerateResult& r) {
   const GenerateConfig& c = r.config;
   const std::size_t L = r.tokens.size(), H = c.num_heads;
-  std::cout << "Sentence: \"" << c.sentence << "\" (" << count_of(L, "token") << ")\n"
+  std::cout << "Sentence: \"" << printable_text(c.sentence) << "\" (" << count_of(L, "token") << ")\n"
             << "Causal self-attention: d_model " << c.d_model << ", " << H << " heads over "
             << r.num_kv_heads << " kv heads (head dim " << r.head_dim << "), seeded untrained weights";
   if (c.rope) std::cout << ", RoPE " << rope_style_name(*c.rope);
@@ -139,7 +140,7 @@ void print_gpt2_generation(const Gpt2Generation& g, const Gpt2Tokenizer& tokeniz
   const bool sampling = o.temperature > 0 || o.top_k > 0;
   std::cout << "GPT-2 model " << model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
             << c.n_embd << ". Prompt, " << count_of(o.prompt.size(), "token") << ":";
-  for (std::int32_t id : o.prompt) std::cout << " [" << one_line(tokenizer.label_or_id(id)) << "]";
+  for (std::int32_t id : o.prompt) std::cout << " [" << printable_text(tokenizer.label_or_id(id)) << "]";
   std::cout << "\n"
             << (sampling ? "Sampling: softmax(logits / " + format_fixed(o.temperature > 0 ? o.temperature : 1.0, 3) +
                                ") over the " + (o.top_k ? "top " + std::to_string(o.top_k) : std::string("whole vocabulary")) +
@@ -153,12 +154,12 @@ void print_gpt2_generation(const Gpt2Generation& g, const Gpt2Tokenizer& tokeniz
     char diff[48] = "-";
     if (s.max_diff_vs_full) std::snprintf(diff, sizeof diff, "%.1e (logits up to %.3g)", *s.max_diff_vs_full, s.logit_scale);
     table.rows.push_back({std::to_string(n + 1), std::to_string(s.id),
-                          "[" + one_line(tokenizer.label_or_id(s.id)) + "]",
+                          "[" + printable_text(tokenizer.label_or_id(s.id)) + "]",
                           format_fixed(s.probability, 4), std::to_string(s.cache_len), std::to_string(s.cache_bytes), diff});
   }
   std::cout << render_table(table, TableFormat::text);
   std::vector<TokenId> generated(g.ids.begin() + std::ptrdiff_t(o.prompt.size()), g.ids.end());
-  std::cout << "\nText: " << one_line(gpt2_ids_text(tokenizer, o.prompt)) << "|" << one_line(gpt2_ids_text(tokenizer, generated))
+  std::cout << "\nText: " << printable_text(gpt2_ids_text(tokenizer, o.prompt)) << "|" << printable_text(gpt2_ids_text(tokenizer, generated))
             << "\n       (the prompt, then '|', then what the model wrote)\n";
   if (!o.check_every_step) std::cout << "(--check recomputes the whole prefix at every step and compares the logits)\n";
 }
@@ -217,7 +218,7 @@ void setup_generate(CLI::App& app) {
       "generate", "Decode a sentence token by token with a KV cache, checked against full recomputation");
   GenerateConfig& c = opts->config;
   cmd->add_option("sentence", c.sentence, "the sentence (UTF-8); with --model, the prompt")->capture_default_str();
-  cmd->add_option("--model", opts->model,
+  add_model_option(cmd, opts->model,
                   "a GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt): generate --tokens N "
                   "tokens after the sentence through the model's KV caches");
   opts->model_only = {

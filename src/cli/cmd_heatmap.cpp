@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/render/head_grid.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/engine/mask.hpp"
@@ -129,7 +130,7 @@ void run_heatmap(const HeatmapOptions& opts) {
   if (!sums.empty()) warn(sums);
   for (const std::string& note : figure.notes) warn(note);
   for (const std::string& path : save_figure(figure, stem, image)) {
-    std::cout << "Wrote " << path << "\n";
+    std::cout << "Wrote " << printable_text(path) << "\n";
   }
 }
 

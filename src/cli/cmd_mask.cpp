@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/engine/mask.hpp"
 #include "attn/render/mask_diagram.hpp"
 #include "attn/lessons/number_format.hpp"
@@ -120,7 +121,7 @@ void run_mask(const MaskOptions& opts) {
   const std::string stem = image_stem(out);
   const Figure figure = mask_figure(mask_spec(opts));
   for (const std::string& path : save_figure(figure, stem, image)) {
-    std::cout << "Wrote " << path << "\n";
+    std::cout << "Wrote " << printable_text(path) << "\n";
   }
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
@@ -53,7 +54,9 @@ void run_report_command(const ReportOptions& opts) {
   if (!model && !opts.sentence.empty()) throw InputError("--sentence: only for a model folder");
   const std::string page = report_html(model ? model_report(opts) : read_report_folder(opts.dir));
   write_file_atomically(out, page);
-  std::cout << "Wrote " << out << " (" << (page.size() + 512) / 1024 << " KiB, self-contained: open it in any browser, offline)\n";
+  // The page itself on stdout (--out - or /dev/stdout): the note goes to stderr, not into the page.
+  const bool page_on_stdout = out == "-" || out == "/dev/stdout" || out == "/dev/fd/1" || out == "/proc/self/fd/1";
+  (page_on_stdout ? std::cerr : std::cout) << "Wrote " << printable_text(out) << " (" << (page.size() + 512) / 1024 << " KiB, self-contained: open it in any browser, offline)\n";
 }
 
 }  // namespace

@@ -4,12 +4,13 @@
 #include <memory>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/engine/tokenize.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/json_io.hpp"
 #include "attn/render/text_table.hpp"
 #include "commands.hpp"
-#include "one_line.hpp"
+#include "model_flag.hpp"
 
 namespace attn::cli {
 namespace {
@@ -31,14 +32,14 @@ void print_words(const TokenizeOptions& opts) {
     std::cout << out.dump() << "\n";
     return;
   }
-  for (std::size_t i = 0; i < tokens.size(); ++i) std::cout << i << "\t" << tokens[i].text << "\n";
+  for (std::size_t i = 0; i < tokens.size(); ++i) std::cout << i << "\t" << printable_text(tokens[i].text) << "\n";
 }
 
 // A token's text for the terminal: spaces as "␣", newlines and tabs as \n and \t.
 std::string visible(const std::string& text) {
   std::string shown;
   for (char c : text) shown += c == ' ' ? std::string("␣") : std::string(1, c);
-  return one_line(shown);
+  return printable_text(shown);
 }
 
 void print_gpt2_tokens(const TokenizeOptions& opts) {
@@ -68,7 +69,7 @@ void setup_tokenize(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "tokenize", "Split a sentence into tokens: words and punctuation (Chinese by dictionary), or GPT-2's BPE");
   cmd->add_option("sentence", opts->sentence, "the sentence (UTF-8)")->required();
-  cmd->add_option("--model", opts->model,
+  add_model_option(cmd, opts->model,
                   "a Hugging Face GPT-2 folder (vocab.json + merges.txt): GPT-2's byte-level BPE ids");
   cmd->add_flag("--json", opts->json,
                 "print {\"tokens\": [...], \"byte_offsets\": [...]}; with --model {\"tokens\": [{\"id\", \"text\"}]}");

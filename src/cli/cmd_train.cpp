@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/lessons/train.hpp"
 #include "attn/render/report_table.hpp"
@@ -71,7 +72,7 @@ void print_summary(const TrainRun& run, const TrainOptions& o, const std::string
     std::cout << "No phase change: the loss never fell 0.5 nats below ln(vocab).\n";
   std::cout << "\nScores per head on " << "held-out sequences (mean attention on the previous token / on the "
             << "token after the earlier occurrence):\n"
-            << render_table(t, TableFormat::text) << "\nWrote " << out << "/model/, " << out << "/train.json\n";
+            << render_table(t, TableFormat::text) << "\nWrote " << printable_text(out) << "/model/, " << printable_text(out) << "/train.json\n";
 }
 
 void run_train_command(TrainCliOptions o) {
@@ -100,7 +101,7 @@ void run_train_command(TrainCliOptions o) {
   folder.commit();
   print_summary(run, options, o.out);
   for (const std::string& path : pictures)
-    std::cout << "Wrote " << folder.final_path(std::filesystem::path(path).filename().string()) << "\n";
+    std::cout << "Wrote " << printable_text(folder.final_path(std::filesystem::path(path).filename().string())) << "\n";
 }
 
 }  // namespace

@@ -5,13 +5,13 @@
 
 #include "attn/engine/cuda.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/io/numbers.hpp"
 #include "budget.hpp"
-#include "one_line.hpp"
 
 namespace attn::cli {
 
-void warn(const std::string& message) { std::cerr << "warning: " << one_line(message) << "\n"; }
+void warn(const std::string& message) { std::cerr << "warning: " << printable_text(message) << "\n"; }
 
 void warn_unknown_fields(const Json& in, std::initializer_list<const char*> known) {
   for (const auto& [key, value] : in.items()) {

@@ -5,6 +5,7 @@
 
 #include "attn/render/colormap.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 
 namespace attn::cli {
 namespace {
@@ -71,7 +72,7 @@ void save_pictures(const std::vector<NamedFigure>& figures, OutputFolder& folder
     }
   }
   folder.commit();
-  for (const std::string& path : written) log << "Wrote " << path << "\n";
+  for (const std::string& path : written) log << "Wrote " << printable_text(path) << "\n";
 }
 
 }  // namespace attn::cli

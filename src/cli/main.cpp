@@ -1,27 +1,70 @@
 // attn-cli: wires the subcommands (src/cli/cmd_*.cpp) and maps failures to exit codes:
 //   0 success, 1 runtime failure (I/O, ...), 2 bad usage or input (one "error:" line).
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/io/interrupt_cleanup.hpp"
 #include "attn/version.hpp"
 #include "commands.hpp"
 #include "machine_facts.hpp"
 #include "number_flags.hpp"
-#include "one_line.hpp"
 #include "tuning_file.hpp"
 
+namespace {
+
+// A closed standard stream (`attn-cli ... >&-`) would hand its number to the next file opened,
+// and what was meant for stdout would land in that file. Each closed one gets /dev/null; the
+// return value says whether stdout was among them.
+bool guard_closed_standard_streams() {
+  bool stdout_closed = false;
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    stdout_closed = stdout_closed || fd == STDOUT_FILENO;
+    const int null = ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+    if (null >= 0 && null != fd) {  // open takes the lowest free number: fd itself
+      ::dup2(null, fd);
+      ::close(null);
+    }
+  }
+  return stdout_closed;
+}
+
+// Output still buffered for stdout meets a full disk or a closed pipe only at the end: a
+// command whose output did not all arrive must not exit 0.
+int exit_code_after_stdout(int code, bool stdout_closed) {
+  errno = 0;
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (stdout_closed) {
+    std::cerr << "error: cannot write to stdout: it is closed\n";
+    return 1;
+  }
+  if (!flushed || !std::cout || std::ferror(stdout)) {
+    std::cerr << "error: cannot write to stdout" << (err ? std::string(": ") + std::strerror(err) : "") << "\n";
+    return 1;
+  }
+  return code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  const bool stdout_closed = guard_closed_standard_streams();
   attn::remove_temporaries_on_signal();  // Ctrl-C leaves no staging folder or temporary file
   attn::cli::give_openblas_the_right_core();
   attn::cli::load_flash_tuning();
-  using attn::cli::one_line;  // every "error:" below echoes user text: keep it one line
+  using attn::printable_text;  // every "error:" below echoes user text: keep it one line
   CLI::App app{"attn-cli: learn attention by running it for real and seeing what happens.\n"
                "Masks follow PyTorch SDPA's convention: 1/true = the query MAY attend to the key."};
   app.name("attn-cli");
@@ -83,33 +126,32 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) return exit_code_after_stdout(app.exit(e), stdout_closed);  // --help, --version
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
-    std::cerr << "error: " << one_line(what) << " (see attn-cli --help)\n";
+    std::cerr << "error: " << printable_text(what) << " (see attn-cli --help)\n";
     return 2;
   } catch (const attn::InputError& e) {
-    std::cerr << "error: " << one_line(e.what()) << "\n";
+    std::cerr << "error: " << printable_text(e.what()) << "\n";
     return 2;
   } catch (const attn::RuntimeError& e) {
-    std::cerr << "error: " << one_line(e.what()) << "\n";
+    std::cerr << "error: " << printable_text(e.what()) << "\n";
     return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that cannot be used (a link loop, a name too long, no permission):
+    // bad input, in one line naming it. Anything else the filesystem says is the machine's.
+    const std::errc c = static_cast<std::errc>(e.code().value());
+    const bool users = c == std::errc::too_many_symbolic_link_levels || c == std::errc::filename_too_long ||
+                       c == std::errc::permission_denied || c == std::errc::not_a_directory ||
+                       c == std::errc::no_such_file_or_directory || c == std::errc::is_a_directory;
+    std::cerr << "error: " << printable_text(e.path1().string() + ": " + e.code().message()) << "\n";
+    return users ? 2 : 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory (is the input size possible?)\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << one_line(e.what()) << "\n";
+    std::cerr << "error: " << printable_text(e.what()) << "\n";
     return 1;
   }
-  // Output still buffered for stdout meets a full disk or a closed pipe only now: a command
-  // whose output did not all arrive must not exit 0.
-  errno = 0;
-  std::cout.flush();
-  const bool flushed = std::fflush(stdout) == 0;
-  const int err = errno;
-  if (!flushed || !std::cout || std::ferror(stdout)) {
-    std::cerr << "error: cannot write to stdout" << (err ? std::string(": ") + std::strerror(err) : "") << "\n";
-    return 1;
-  }
-  return 0;
+  return exit_code_after_stdout(0, stdout_closed);
 }

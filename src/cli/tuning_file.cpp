@@ -5,12 +5,12 @@
 #include <filesystem>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "attn/engine/flash.hpp"
 #include "attn/engine/machine.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/version.hpp"
 #include "common.hpp"
-#include "one_line.hpp"
 
 namespace fs = std::filesystem;
 
@@ -77,17 +77,17 @@ void load_flash_tuning() {
     const Json j = Json::parse(read_input(*path, std::size_t(1) << 16));
     const FlashTuning tuning = parse_tuning(j);
     if (field_or_empty(j, "cpu") != cpu_facts().model || field_or_empty(j, "flash_isa") != flash_isa()) {
-      state.note = "not used: measured on another CPU (" + one_line(field_or_empty(j, "cpu")) + ")";
+      state.note = "not used: measured on another CPU (" + printable_text(field_or_empty(j, "cpu")) + ")";
       return;
     }
     if (field_or_empty(j, "attn_cli") != kVersion) {
-      state.note = "not used: measured by attn-cli " + one_line(field_or_empty(j, "attn_cli"));
+      state.note = "not used: measured by attn-cli " + printable_text(field_or_empty(j, "attn_cli"));
       return;
     }
     set_flash_tuning(tuning);  // InputError for a blocking this build does not offer
     state.tuned = true;
   } catch (const std::exception& e) {  // a broken cache must not stop every command
-    state.note = "not used: " + one_line(e.what());  // the file's text may be in it
+    state.note = "not used: " + printable_text(e.what());  // the file's text may be in it
     warn("ignoring " + *path + " (" + e.what() + "); attn-cli tune measures this machine again");
   }
 }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 #include "icu_text.hpp"
 
 namespace attn {
@@ -192,7 +193,7 @@ std::string Gpt2Tokenizer::token_text(TokenId id) const {
 
 std::string Gpt2Tokenizer::token_label(TokenId id) const {
   check_id(id);
-  return utf8_escaping_invalid(bytes_[id]);
+  return printable_text(bytes_[id], Whitespace::keep);  // whitespace: visible_token_labels shows it
 }
 
 std::string Gpt2Tokenizer::text_or_id(TokenId id) const {

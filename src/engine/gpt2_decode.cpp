@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attn/engine/error.hpp"
+#include "finite_stream.hpp"
 #include "gpt2_parts.hpp"
 
 namespace attn {
@@ -73,9 +74,11 @@ Tensor2 Gpt2Decoder::feed(const std::vector<std::int32_t>& ids) {
     }
     x += detail::gpt2_conv1d(cached_attention(qkv, caches_[l], p, H), b.attn_proj_weight, b.attn_proj_bias, 0);
     x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon), 0);
+    detail::require_finite_stream(x, "layer " + std::to_string(l));
   }
   length_ += m;
   Tensor2 logits = gpt2_unembed(model_, layer_norm(x, model_.ln_f_weight, model_.ln_f_bias, c.layer_norm_epsilon));
+  detail::require_finite_stream(logits, "the unembedding (the logits)");
   return logits;
 }
 

@@ -12,6 +12,7 @@
 
 #include "attn/engine/attention.hpp"
 #include "attn/engine/error.hpp"
+#include "finite_stream.hpp"
 #include "gpt2_parts.hpp"
 #include "parallel.hpp"
 
@@ -282,8 +283,10 @@ Gpt2Forward gpt2_forward(const Gpt2Model& model, const std::vector<std::int32_t>
     x += attention_branch(b, layer_norm(x, b.ln_1_weight, b.ln_1_bias, c.layer_norm_epsilon), c.n_head, threads,
                           out.attention[l], out.q[l], out.k[l], out.v[l]);
     x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon), threads);
+    detail::require_finite_stream(x, "layer " + std::to_string(l));
   }
   out.logits = gpt2_unembed(model, layer_norm(x, model.ln_f_weight, model.ln_f_bias, c.layer_norm_epsilon), threads);
+  detail::require_finite_stream(out.logits, "the unembedding (the logits)");
   return out;
 }
 

@@ -3,10 +3,12 @@
 #include <unicode/utf8.h>
 #include <unicode/ustring.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/printable_text.hpp"
 
 namespace attn {
 
@@ -42,23 +44,38 @@ std::string utf8_with_replacement(std::string_view bytes) {
   return out;
 }
 
-std::string utf8_escaping_invalid(std::string_view bytes) {
+std::string printable_text(std::string_view text, Whitespace whitespace) {
   std::string out;
-  const auto* s = reinterpret_cast<const uint8_t*>(bytes.data());
-  const auto length = static_cast<int32_t>(bytes.size());  // a token: a few bytes
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const auto length = static_cast<int32_t>(std::min<std::size_t>(text.size(), INT32_MAX));
   int32_t i = 0;
+  char hex[16];
   while (i < length) {
     const int32_t start = i;
     UChar32 c = 0;
     U8_NEXT(s, i, length, c);  // c < 0: an ill-formed sequence, i past its maximal subpart
-    if (c >= 0) {
-      out.append(bytes.substr(static_cast<std::size_t>(start), static_cast<std::size_t>(i - start)));
-      continue;
-    }
-    for (int32_t k = start; k < i; ++k) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", unsigned(s[k]));
+    if (c < 0) {
+      for (int32_t k = start; k < i; ++k) {
+        std::snprintf(hex, sizeof hex, "\\x%02x", unsigned(s[k]));
+        out += hex;
+      }
+    } else if ((c == '\n' || c == '\t' || c == '\r') && whitespace == Whitespace::keep) {
+      out += char(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      std::snprintf(hex, sizeof hex, "\\x%02x", unsigned(c));
       out += hex;
+    } else if ((c >= 0x80 && c <= 0x9f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069)) {
+      std::snprintf(hex, sizeof hex, "\\u%04x", unsigned(c));
+      out += hex;
+    } else {
+      out.append(text.substr(static_cast<std::size_t>(start), static_cast<std::size_t>(i - start)));
     }
   }
   return out;

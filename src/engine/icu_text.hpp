@@ -15,8 +15,4 @@ icu::UnicodeString decode_utf8_strictly(std::string_view utf8);
 // bytes.decode("utf-8", errors="replace") does), valid text is returned unchanged.
 std::string utf8_with_replacement(std::string_view bytes);
 
-// Bytes -> valid UTF-8 for a label: each byte of an ill-formed sequence written as \xc3 (as
-// Python's repr of bytes does), so a token holding half a character still shows which half.
-std::string utf8_escaping_invalid(std::string_view bytes);
-
 }  // namespace attn

@@ -13,10 +13,14 @@
 namespace attn {
 namespace {
 
-bool is_all_whitespace(const icu::UnicodeString& s) {
+// A piece of only whitespace, control characters (ESC, NUL) and format characters (the
+// bidirectional overrides, a zero-width space, a byte-order mark) separates tokens and is none:
+// nothing a reader sees, and nothing a terminal should be handed as a token.
+bool is_separator(const icu::UnicodeString& s) {
   for (int32_t i = 0; i < s.length();) {
     const UChar32 c = s.char32At(i);
-    if (!u_isUWhiteSpace(c) && !(u_charType(c) == U_CONTROL_CHAR)) return false;
+    const auto type = u_charType(c);
+    if (!u_isUWhiteSpace(c) && type != U_CONTROL_CHAR && type != U_FORMAT_CHAR) return false;
     i += U16_LENGTH(c);
   }
   return true;
@@ -43,7 +47,7 @@ std::vector<Token> tokenize(std::string_view utf8, std::size_t max_tokens) {
     const icu::UnicodeString piece = text.tempSubStringBetween(start, end);
     std::string piece8;
     piece.toUTF8String(piece8);
-    if (!is_all_whitespace(piece)) {
+    if (!is_separator(piece)) {
       if (tokens.size() == max_tokens) {
         throw InputError("sentence: more than --max-tokens = " + std::to_string(max_tokens) +
                          " tokens; shorten it or raise --max-tokens");

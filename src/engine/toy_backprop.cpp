@@ -10,6 +10,7 @@
 
 #include "attn/engine/backward.hpp"
 #include "attn/engine/error.hpp"
+#include "finite_stream.hpp"
 #include "flash/microkernels.hpp"
 #include "parallel.hpp"  // the flash kernel's vector row max and exp2, for the cross-entropy
 
@@ -306,6 +307,9 @@ ToyForward toy_forward(const ToyModel& model, const std::vector<std::int32_t>& t
   const Dims s = check_batch(model, batch);
   ToyWorkspace ws;
   forward(model, batch, ws, options, s);
+  for (std::size_t l = 0; l < ws.residual.size(); ++l)  // residual[l] enters layer l: it leaves layer l - 1
+    detail::require_finite_stream(ws.residual[l], l == 0 ? "the embeddings" : "layer " + std::to_string(l - 1));
+  detail::require_finite_stream(ws.logits, "the unembedding (the logits)");
   ToyForward out;
   out.logits = std::move(ws.logits);
   for (SdpaResult& r : ws.naive) out.attention.push_back(std::move(r.weights));

@@ -22,6 +22,25 @@ std::size_t config_size(const Json& config, const char* key, const std::string& 
   return config[key].get<std::size_t>();
 }
 
+// Fields of Hugging Face's GPT2Config that change the computation: a value other than GPT-2's
+// would be run as GPT-2 and give wrong numbers without a word, so it is refused, naming it.
+void check_implemented(const Json& config, const std::string& path) {
+  auto refuse = [&](const char* key, const std::string& what) {
+    throw InputError(path + ": \"" + key + "\": " + config[key].dump() + " is not supported (attn-cli runs " + what + ")");
+  };
+  auto present = [&](const char* key) { return config.contains(key) && !config[key].is_null(); };
+  if (present("activation_function") &&
+      !(config["activation_function"] == "gelu_new" || config["activation_function"] == "gelu_pytorch_tanh"))
+    refuse("activation_function", "GPT-2's tanh GELU, \"gelu_new\"");
+  if (present("n_inner") && !(config["n_inner"].is_number_unsigned() && config["n_inner"] == 4 * config.value("n_embd", 0u)))
+    refuse("n_inner", "an MLP of 4 x n_embd");
+  if (present("scale_attn_weights") && config["scale_attn_weights"] != true) refuse("scale_attn_weights", "scaled attention");
+  if (present("scale_attn_by_inverse_layer_idx") && config["scale_attn_by_inverse_layer_idx"] != false)
+    refuse("scale_attn_by_inverse_layer_idx", "the same scale in every layer");
+  if (present("add_cross_attention") && config["add_cross_attention"] != false)
+    refuse("add_cross_attention", "a decoder without cross-attention");
+}
+
 // The mask buffers older GPT-2 checkpoints carry: constants, not parameters.
 bool is_mask_buffer(const std::string& name) {
   static const std::regex buffer(R"((transformer\.)?h\.[0-9]+\.attn\.(bias|masked_bias))");
@@ -124,7 +143,8 @@ bool streamable(const std::string& parameter) { return parameter == "wte.weight"
 
 bool is_gpt2_folder(const std::string& dir) {
   const std::string path = dir + "/config.json";
-  if (!std::filesystem::is_regular_file(path)) return false;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   Json config;
   try {
     config = read_json(path);
@@ -149,6 +169,7 @@ Gpt2Config read_gpt2_config(const std::string& dir) {
   if (!config.contains("layer_norm_epsilon") || !config["layer_norm_epsilon"].is_number())
     throw InputError(path + ": \"layer_norm_epsilon\" must be a number");
   c.layer_norm_epsilon = config["layer_norm_epsilon"].get<double>();
+  check_implemented(config, path);
   try {
     check_gpt2_config(c);
   } catch (const InputError& e) {

@@ -13,8 +13,9 @@ using SymbolIds = std::unordered_map<std::string, TokenId>;
 
 std::string existing_file(const std::string& dir, const char* name) {
   const std::string path = dir + "/" + name;
-  if (!std::filesystem::is_directory(dir)) throw InputError(dir + ": no such folder");
-  if (!std::filesystem::is_regular_file(path))
+  std::error_code ec;  // a link loop is no folder either
+  if (!std::filesystem::is_directory(dir, ec)) throw InputError(dir + ": no such folder");
+  if (!std::filesystem::is_regular_file(path, ec))
     throw InputError(path + ": missing (a GPT-2 tokenizer folder has vocab.json and merges.txt)");
   return path;
 }

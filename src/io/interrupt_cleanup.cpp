@@ -64,14 +64,15 @@ extern "C" void on_signal(int sig) {
 }  // namespace
 
 void remove_temporaries_on_signal() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+  // SIGPIPE too: `attn-cli flash --replay ... | head` ends when head stops reading.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
     struct sigaction old {};
     ::sigaction(sig, nullptr, &old);
     if (old.sa_handler == SIG_IGN) continue;  // started with it ignored (nohup): keep it so
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);  // the others wait while one handler cleans up
-    for (int other : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&action.sa_mask, other);
+    for (int other : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&action.sa_mask, other);
     ::sigaction(sig, &action, nullptr);
   }
 }

@@ -53,11 +53,18 @@ class FolderLock {
 
 OutputFolder::OutputFolder(const std::string& path, const std::string& flag) : path_(path) {
   std::error_code ec;
-  if (fs::exists(path, ec) && !fs::is_directory(path, ec)) {
+  // --out named a link to a folder: the files go into that folder, and the staging folder sits
+  // beside it, not beside the link, so that the final renames stay on one filesystem.
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    const fs::path resolved = fs::canonical(path, ec);
+    if (ec) throw InputError(flag + ": " + path + " is a symbolic link that leads nowhere (" + ec.message() + ")");
+    path_ = resolved.string();
+  }
+  if (fs::exists(path_, ec) && !fs::is_directory(path_, ec)) {
     throw InputError(flag + ": cannot create folder " + path + ": a file of that name exists");
   }
   // Missing parents are made now (the staging folder sits beside the result) and remembered.
-  const fs::path parent = parent_of(path);
+  const fs::path parent = parent_of(path_);
   for (fs::path p = parent; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
     made_parents_.insert(made_parents_.begin(), p.string());
   }
@@ -67,7 +74,7 @@ OutputFolder::OutputFolder(const std::string& path, const std::string& flag) : p
       throw InputError(flag + ": cannot create folder " + path + ": " + ec.message());
     }
   }
-  std::string tmpl = (parent / ("." + name_of(path) + ".tmpXXXXXX")).string();
+  std::string tmpl = (parent / ("." + name_of(path_) + ".tmpXXXXXX")).string();
   if (!::mkdtemp(tmpl.data())) {
     const int err = errno;
     discard();  // the parents just made

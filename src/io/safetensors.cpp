@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -152,9 +153,21 @@ std::map<std::string, SafetensorsEntry> index_safetensors(std::string_view bytes
     fail(source, "header length " + std::to_string(header_bytes) + " exceeds the file (" +
                      std::to_string(bytes.size()) + " bytes): truncated or not safetensors");
   }
+  // A name given twice would silently keep its last entry (JSON objects keep one value per
+  // key): the file says two things about one tensor, so it is refused.
+  std::set<std::string> names;
+  std::string twice;
+  const nlohmann::json::parser_callback_t note_names = [&](int depth, nlohmann::json::parse_event_t event,
+                                                          nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string() &&
+        !names.insert(parsed.get<std::string>()).second && twice.empty())
+      twice = parsed.get<std::string>();
+    return true;
+  };
   const nlohmann::json header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + long(header_bytes),
-                                                      nullptr, /*allow_exceptions=*/false);
+                                                      note_names, /*allow_exceptions=*/false);
   if (!header.is_object()) fail(source, "the header is not a JSON object");
+  if (!twice.empty()) fail(source, "tensor \"" + twice + "\" is named twice in the header");
   const std::uint64_t data_bytes = bytes.size() - 8 - header_bytes;
 
   std::vector<Entry> entries;
@@ -267,7 +280,9 @@ std::map<std::string, StoredTensor> parse_safetensors(std::string_view bytes, co
 }
 
 MappedSafetensors::MappedSafetensors(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a named pipe in the weights' place opens at once (and is refused below) instead
+  // of waiting forever for a writer. It changes nothing for a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -37,7 +37,8 @@ void write_toy_model(const std::string& dir, const ToyModel& model, const ToyTra
 
 ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info) {
   const std::string config_path = dir + "/config.json";
-  if (!std::filesystem::is_regular_file(config_path))
+  std::error_code ec;  // a link loop is no file either
+  if (!std::filesystem::is_regular_file(config_path, ec))
     throw InputError(dir + ": not a model folder (no config.json)");
   const Json config = read_json(config_path);
   if (!config.is_object()) throw InputError(config_path + ": expected a JSON object");

@@ -386,6 +386,23 @@ void gpt2_attention(DemoResult& r, const std::vector<std::int32_t>& ids) {
 
 }  // namespace
 
+DemoSize demo_size(const DemoConfig& config) {
+  check_demo_config(config);
+  // Besides the heads: the single head, its causal and scaled copies, RoPE's, the flash replay's.
+  constexpr std::size_t kOtherMaps = 6;
+  if (config.gpt2) {
+    const Gpt2Config& c = config.gpt2->config;
+    const std::size_t L = gpt2_tokens_from_text(*config.gpt2_tokenizer, config.sentence).ids.size();
+    return {L, c.n_embd, c.n_embd / c.n_head, c.n_layer * c.n_head + kOtherMaps};
+  }
+  const std::size_t L = tokenize(config.sentence, config.max_tokens).size();
+  if (config.model) {
+    const ToyConfig& c = config.model->config;
+    return {L, c.d_model, c.d_model / c.heads, c.layers * c.heads + kOtherMaps};
+  }
+  return {L, config.d_model, config.d_model / config.heads, config.heads + kOtherMaps};
+}
+
 DemoHead demo_seeded_head(const DemoConfig& config) {
   check_demo_config(config);
   const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);

@@ -96,7 +96,8 @@ void write_train_run(const std::string& dir, const TrainRun& run, const TrainOpt
 }
 
 TrainRun read_train_run(const std::string& dir, TrainOptions& o) {
-  if (!std::filesystem::is_directory(dir)) throw InputError("--resume: " + dir + ": no such folder");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw InputError("--resume: " + dir + ": no such folder");
   ToyTrainInfo info;
   TrainRun run;
   run.model = read_toy_model(dir + "/model", &info);
@@ -105,7 +106,7 @@ TrainRun read_train_run(const std::string& dir, TrainOptions& o) {
   o.steps = info.steps, o.batch = info.batch, o.lr = info.lr, o.seed = info.seed;
 
   const std::string json_path = dir + "/train.json";
-  if (!std::filesystem::is_regular_file(json_path)) throw InputError(dir + ": not a training run (no train.json)");
+  if (!std::filesystem::is_regular_file(json_path, ec)) throw InputError(dir + ": not a training run (no train.json)");
   const Json j = read_json(json_path);
   if (!j.is_object() || !j.contains("steps") || !j.contains("train") || !j["train"].is_object())
     throw InputError(json_path + ": expected train.json's \"train\" and \"steps\"");

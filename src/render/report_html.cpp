@@ -41,18 +41,21 @@ std::string embedded_json(const Json& j) {
   return out;
 }
 
-Json read_folder_json(const fs::path& path) {
+// The folder's own files only (read_file_in_folder): the page embeds what it reads and is then
+// shared, so a link in the folder to a file elsewhere (~/secret) is refused, never embedded.
+Json read_folder_json(const fs::path& dir, const std::string& name) {
   try {
-    return Json::parse(read_input(path.string(), kMaxJsonBytes));
+    return Json::parse(read_file_in_folder(dir.string(), name, kMaxJsonBytes));
   } catch (const Json::exception& e) {
-    throw InputError(path.string() + ": not valid JSON (" + e.what() + ")");
+    throw InputError((dir / name).string() + ": not valid JSON (" + e.what() + ")");
   }
 }
 
 std::string read_picture(const fs::path& dir, const std::string& rel) {
-  const fs::path p = dir / rel;
-  if (!fs::is_regular_file(p)) throw InputError(p.string() + ": listed in manifest.json but missing");
-  return read_input(p.string(), kMaxPictureBytes);
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir / rel, ec)))
+    throw InputError((dir / rel).string() + ": listed in manifest.json but missing");
+  return read_file_in_folder(dir.string(), rel, kMaxPictureBytes);
 }
 
 // A manifest's pictures, one format per picture: the PNG of a stem written in both formats.
@@ -84,7 +87,8 @@ std::vector<ReportPicture> folder_pictures(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".png" || ext == ".svg")) names.push_back(e.path().filename().string());
+    // Not is_regular_file(), which follows links: a linked picture is listed, and refused by read_picture.
+    if (!e.is_directory() && (ext == ".png" || ext == ".svg")) names.push_back(e.path().filename().string());
   }
   std::sort(names.begin(), names.end());
   std::vector<ReportPicture> pictures;
@@ -104,7 +108,8 @@ double rounded(double x) { return std::round(x * 1e4) / 1e4; }
 // step slider. Null when the folder has no checkpoint.
 constexpr std::size_t kMaxSnapshots = 12;
 Json train_snapshots(const fs::path& dir) {
-  if (!fs::is_regular_file(dir / "checkpoint.safetensors") || !fs::is_directory(dir / "model")) return nullptr;
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / "checkpoint.safetensors", ec) || !fs::is_directory(dir / "model", ec)) return nullptr;
   TrainOptions o;
   const TrainRun run = read_train_run(dir.string(), o);
   const std::size_t n = run.shown_attention.size();
@@ -184,10 +189,11 @@ std::string report_html(const ReportContent& c) {
 
 ReportContent read_report_folder(const std::string& dir_text) {
   const fs::path dir(dir_text);
-  if (!fs::is_directory(dir)) throw InputError("report: " + dir_text + " is not a folder");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError("report: " + dir_text + " is not a folder" + (ec ? " (" + ec.message() + ")" : ""));
   ReportContent c;
-  if (fs::is_regular_file(dir / "manifest.json")) {
-    c.manifest = read_folder_json(dir / "manifest.json");
+  if (fs::exists(fs::symlink_status(dir / "manifest.json", ec))) {
+    c.manifest = read_folder_json(dir, "manifest.json");
     if (!c.manifest.is_object() || !c.manifest.contains("tokens") || !c.manifest.contains("results") ||
         !c.manifest["results"].is_object())
       throw InputError((dir / "manifest.json").string() + ": not a demo manifest (expected \"tokens\" and \"results\")");
@@ -198,8 +204,8 @@ ReportContent read_report_folder(const std::string& dir_text) {
     c.pictures = manifest_pictures(dir, c.manifest);
     return c;
   }
-  if (fs::is_regular_file(dir / "train.json")) {
-    c.train = read_folder_json(dir / "train.json");
+  if (fs::exists(fs::symlink_status(dir / "train.json", ec))) {
+    c.train = read_folder_json(dir, "train.json");
     if (!c.train.is_object() || !c.train.contains("steps") || !c.train["steps"].is_array() ||
         c.train["steps"].empty() || !c.train.contains("train"))
       throw InputError((dir / "train.json").string() + ": not a train.json (expected \"train\" and \"steps\")");

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "attn/engine/printable_text.hpp"
+
 namespace attn {
 namespace {
 
@@ -18,7 +20,8 @@ std::size_t codepoint_width(UChar32 c) {
 
 }  // namespace
 
-std::size_t display_width(std::string_view s) {
+std::size_t display_width(std::string_view raw) {
+  const std::string s = printable_text(raw);  // the width of what pad_to_width shows
   std::size_t width = 0;
   int32_t i = 0;
   const auto n = static_cast<int32_t>(s.size());
@@ -30,8 +33,10 @@ std::size_t display_width(std::string_view s) {
   return width;
 }
 
-std::string pad_to_width(std::string_view s, std::size_t width, bool right_align) {
-  std::string text(s);
+std::string pad_to_width(std::string_view raw, std::size_t width, bool right_align) {
+  // Every label a terminal table shows passes here: what would drive the terminal is written out.
+  const std::string s = printable_text(raw);
+  std::string text = s;
   if (display_width(text) > width) {
     // Cut whole code points until the text and an ellipsis fit.
     std::string cut;

@@ -62,7 +62,8 @@ class Gpt2Tokenizer {
   // One token as readable text: its bytes, each ill-formed UTF-8 sequence replaced by U+FFFD.
   std::string token_text(TokenId id) const;
   // One token as a picture or terminal shows it: its bytes, each byte of an ill-formed UTF-8
-  // sequence written as \xf0, so the four byte tokens of one emoji read apart.
+  // sequence written as \xf0, so the four byte tokens of one emoji read apart, and control
+  // characters written out (printable_text.hpp; whitespace kept for visible_token_labels).
   std::string token_label(TokenId id) const;
   // token_text / token_label, or "<id N>" for an id past the vocabulary (a model may have
   // more embedding rows than its tokenizer has tokens).

@@ -1,7 +1,8 @@
 #pragma once
 // Sentence -> tokens with ICU's word BreakIterator (Unicode UAX #29 word boundaries, plus
 // ICU's dictionary segmentation for scripts written without spaces: 我喜欢深度学习 ->
-// 我 / 喜欢 / 深度 / 学习). Whitespace is dropped; punctuation is kept as tokens of its own.
+// 我 / 喜欢 / 深度 / 学习). Whitespace is dropped, and so are pieces of only control or format
+// characters (ESC, a bidi override, a zero-width space); punctuation is kept as tokens of its own.
 //
 // There is no learned vocabulary: each token's embedding is drawn from a generator seeded by
 // (seed, token text), so the same word always gets the same vector.

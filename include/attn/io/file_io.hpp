@@ -6,8 +6,11 @@
 namespace attn {
 
 // Writes text to path through a temporary file in the same folder and a rename, so a failed
-// run never leaves a half-written file. path "-" writes to stdout. A path where no file can be
-// created (missing folder, no permission) -> InputError; a write that fails -> RuntimeError.
+// run never leaves a half-written file. path "-" writes to stdout, and a stream the user
+// names (/dev/stdout, /dev/null, /dev/fd/N) is written through. A symbolic link at path is
+// replaced, never written through; a named pipe or device there is refused. A path where no
+// file can be created (missing folder, no permission) -> InputError; a write that fails ->
+// RuntimeError.
 void write_file_atomically(const std::string& path, const std::string& text);
 
 // The whole of a file, or of stdin when path is "-", read in chunks so that more than
@@ -15,5 +18,12 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // or unreadable file, a folder, too many bytes -> InputError naming the input; a read that
 // fails part-way -> RuntimeError.
 std::string read_input(const std::string& path, std::size_t max_bytes);
+
+// A file inside a folder someone handed you (report's demo or train folder), `relative` to it
+// ("attention.png", "snapshots/step_80.png"): read only when no step below `dir` is a symbolic
+// link and the file is a regular one, so a link to ~/secret or a named pipe in the folder is
+// refused (InputError naming it), never followed, embedded or waited on. `dir` itself may be a
+// link: the user named it. More than max_bytes -> InputError.
+std::string read_file_in_folder(const std::string& dir, const std::string& relative, std::size_t max_bytes);
 
 }  // namespace attn

@@ -1,8 +1,9 @@
 #pragma once
-// What a run has half-written is removed when it is stopped by Ctrl-C, SIGTERM or SIGHUP:
-// staging folders (OutputFolder) and temporary files (write_file_atomically) are registered
-// while they exist, and the handler deletes them with async-signal-safe system calls only, then
-// lets the signal end the process as it would have (exit status 128 + the signal's number).
+// What a run has half-written is removed when it is stopped by Ctrl-C, SIGTERM, SIGHUP or
+// SIGPIPE (a reader such as `head` that stopped reading): staging folders (OutputFolder) and
+// temporary files (write_file_atomically) are registered while they exist, and the handler
+// deletes them with async-signal-safe system calls only, then lets the signal end the process
+// as it would have (exit status 128 + the signal's number).
 #include <string>
 
 namespace attn {

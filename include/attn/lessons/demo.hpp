@@ -162,6 +162,15 @@ void check_demo_config(const DemoConfig& config);
 // distinct words than its vocabulary).
 DemoResult run_demo(const DemoConfig& config);
 
+// What run_demo's cost grows with, known before it runs (tokenizing is cheap): the token count
+// L, the model width D and head dim d, and how many [L, L] attention maps it forms and draws (every head of
+// every layer shown, the single head, causal, RoPE). A caller estimates memory and time from
+// it and refuses a run past its budget up front.
+struct DemoSize {
+  std::size_t tokens, d_model, head_dim, maps;
+};
+DemoSize demo_size(const DemoConfig& config);
+
 // The single head's Q, K, V of the seeded demo (no model): q, k, v [1, L, d_model].
 struct DemoHead {
   std::vector<std::string> tokens;

@@ -9,10 +9,12 @@
 
 namespace attn {
 
-// Terminal columns the UTF-8 text occupies (East Asian Wide/Fullwidth = 2, marks = 0).
+// Terminal columns the UTF-8 text occupies (East Asian Wide/Fullwidth = 2, marks = 0), as
+// pad_to_width shows it (control characters written out).
 std::size_t display_width(std::string_view utf8);
 
-// Pads (or truncates with "…") text to exactly `width` display columns.
+// Pads (or truncates with "…") text to exactly `width` display columns, with what would drive
+// a terminal (ESC, a bidi override) written out first (printable_text.hpp).
 std::string pad_to_width(std::string_view utf8, std::size_t width, bool right_align = false);
 
 // The sentence in double quotes for a picture's title, cut at a word with "…" past max_columns

@@ -42,7 +42,10 @@ LinePlotSpec residual_panel(const std::string& title, const std::vector<double>&
   s.marker = Marker::circle;
   s.marker_size = 4.5;
   p.series.push_back(s);
-  p.references = {ReferenceLine::horizontal(kRoundoffFloor, "float64 round-off (1e-12)")};
+  ReferenceLine floor = ReferenceLine::horizontal(kRoundoffFloor, "float64 round-off (1e-12)");
+  floor.color = rgb_from_hex(0x000000);
+  floor.dashed = false;  // solid black: not the fit (dashed grey), not a series colour
+  p.references = {floor};
   p.x = {"layer l", AxisScale::linear, 0.0, static_cast<double>(r.size() - 1), true};
   p.y = {"r_l = ‖X − 1x̄ᵀ‖_F / ‖X‖_F (log)", AxisScale::log10, 1e-18, 2.0};
   p.width = 200;

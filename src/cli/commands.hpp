@@ -29,5 +29,7 @@ void setup_temperature(CLI::App& app);
 void setup_complexity(CLI::App& app);
 void setup_explain(CLI::App& app);
 void setup_pitfalls(CLI::App& app);
+void setup_rank_collapse(CLI::App& app);
+void setup_linear_attention(CLI::App& app);
 
 }  // namespace attn::cli

@@ -128,7 +128,8 @@ Examples:
   attn-cli rank-collapse
   attn-cli rank-collapse --layers 8 --tokens 16 --json
   attn-cli rank-collapse --plots rank-plots
-  attn-cli train --steps 200 --out toy && attn-cli rank-collapse --model toy/model --json
+  attn-cli train --steps 100 --out toy
+  attn-cli rank-collapse --model toy/model --json
 )");
   cmd->callback([opts] { run_rank_collapse_command(*opts); });
 }

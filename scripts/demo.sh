@@ -4,5 +4,5 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
-"$root/scripts/build.sh" >/dev/null
+"$root/scripts/build.sh" attn-cli >/dev/null  # the binary only: scripts/test.sh builds the tests
 exec "${BUILD_DIR:-$root/build}/attn-cli" demo "$@"

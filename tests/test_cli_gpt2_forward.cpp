@@ -110,6 +110,26 @@ TEST_CASE("cli gpt2: a token holding part of a character is shown by its bytes, 
   for (const Json& tok : j["tokens"]) CHECK(tok["text"] == "\xEF\xBF\xBD");  // as decode([id]) gives it
 }
 
+TEST_CASE("cli forward gpt2: weights alone run with --tokens; pytorch_model.bin gets how to convert it") {
+  const std::string dir = tiny_copy("weights-only");
+  fs::remove(dir + "/vocab.json");
+  fs::remove(dir + "/merges.txt");
+  const CliResult r = run_cli("forward --model '" + dir + "' --tokens 1,2,3");
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("[<id 1>] [<id 2>] [<id 3>]") != std::string::npos);  // the tokens, as ids
+  const CliResult j = run_cli("forward --model '" + dir + "' --tokens 1,2,3 --json");
+  CHECK(j.code == 0);
+  CHECK(Json::parse(j.out)["tokens"].size() == 3);
+  check_input_error(run_cli("forward --model '" + dir + "' \"hi\""), "vocab.json");  // text needs the tokenizer
+  // A folder as older Hugging Face versions saved it: the pickle, which attn-cli never loads.
+  fs::rename(dir + "/model.safetensors", dir + "/pytorch_model.bin");
+  const CliResult p = run_cli("forward --model '" + dir + "' --tokens 1,2");
+  check_input_error(p, "pytorch_model.bin");
+  CHECK(p.err.find("save_pretrained") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("cli forward gpt2: folders that are wrong get one error line naming what") {
   const std::string dir = tiny_copy("errors");
   const std::string model = " --model '" + dir + "' --tokens 1,2";

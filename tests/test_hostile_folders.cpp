@@ -92,6 +92,10 @@ TEST_CASE("hostile folders: report reads no file through a link, and embeds noth
   fs::remove(u / "run/loss.png");
   REQUIRE(::mkfifo((u / "run/loss.png").c_str(), 0600) == 0);
   check_input_error(run_cli("report run --out page.html", "", u.dir.string(), 30), "loss.png: not a regular file");
+  // A model folder's page runs the demo now: the demo's budgets hold for it too.
+  check_input_error(run_cli("report " + std::string(ATTN_DATA_DIR) + "/gpt2_tiny --max-memory 1K --out p.html", "",
+                            u.dir.string(), 30),
+                    "over the memory budget");
   // The folder the user names may itself be a link: that one they asked for.
   fs::remove(u / "run/loss.png");
   fs::create_directory_symlink(s / "demo", u / "linked-demo");

@@ -7,6 +7,7 @@
 
 #include "attn/engine/error.hpp"
 #include "attn/io/numbers.hpp"
+#include "attn/lessons/demo.hpp"
 
 namespace attn::cli {
 namespace {
@@ -76,6 +77,23 @@ void require_time(double seconds, const std::string& what, const std::string& hi
   if (seconds <= budget().seconds) return;
   throw InputError(what + " would take about " + seconds_text(seconds) + ", over the time budget of " +
                    seconds_text(budget().seconds) + " (--max-seconds); " + hint);
+}
+
+// What a demo of this size costs, refused up front past the budgets above rather than
+// after minutes and gigabytes. Per [L, L] map: the float64 weights and scores with their
+// copies, the JSON text of every number, and a picture's cells; per token: the D-wide
+// embeddings, projections and outputs. The per-cell rates were measured (peak memory, time)
+// on demos of 200 to 800 tokens (about 200 B and 3.4 us per cell) and rounded up.
+void require_demo_budgets(const DemoSize& s) {
+  const double L = double(s.tokens), D = double(s.d_model), maps = double(s.maps);
+  constexpr double kBytesPerCell = 240, kSecondsPerCell = 4e-6;
+  const double bytes = maps * L * L * kBytesPerCell + L * D * 8 * 64;
+  const double flops = 8 * L * D * D * 4 + attention_work(maps, L, L, double(s.head_dim));
+  const std::string what = "demo of " + std::to_string(s.tokens) + " tokens with " + std::to_string(s.maps) +
+                           " attention maps (d_model " + std::to_string(s.d_model) + ")";
+  require_memory(bytes, what, "use a shorter sentence, or fewer --heads");
+  require_time(flops / kFlopsPerSecond + maps * L * L * kSecondsPerCell, what,
+               "use a shorter sentence, a smaller --d-model or fewer --heads");
 }
 
 }  // namespace attn::cli

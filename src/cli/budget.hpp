@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "attn/lessons/demo.hpp"
+
 namespace attn::cli {
 
 // Adds --max-memory SIZE ("8G", "512M", bytes) to a subcommand that allocates by input size.
@@ -30,6 +32,10 @@ inline constexpr double kRandomDrawsPerSecond = 3e7;   // N(0,1) draws and their
 // The FLOPs the estimates count for one attention pass: FlashAttention's 4 H Lq Lk d, plus the
 // softmax's exp and max on each score (about 20 FLOPs' worth): with d = 1 the exps are the work.
 inline double attention_work(double heads, double Lq, double Lk, double d) { return 4.0 * heads * Lq * Lk * (d + 5.0); }
+
+// InputError unless a demo of this size (lessons/demo.hpp: tokens, width, attention maps) fits
+// both budgets: demo, and report on a model folder, which runs the demo.
+void require_demo_budgets(const DemoSize& size);
 
 // "1.5 GiB", "954 GiB", "12 MiB".
 std::string bytes_text(double bytes);

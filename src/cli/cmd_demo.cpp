@@ -213,23 +213,6 @@ void print_model_heads(const DemoResult& r, const char* scale) {
             << "Rows: query (attending). Columns: key (attended to). Each row sums to 1.\n\n";
 }
 
-// What a demo of this size costs, refused up front past the budgets (budget.hpp) rather than
-// after minutes and gigabytes. Per [L, L] map: the float64 weights and scores with their
-// copies, the JSON text of every number, and a picture's cells; per token: the D-wide
-// embeddings, projections and outputs. The per-cell rates were measured (peak memory, time)
-// on demos of 200 to 800 tokens (about 200 B and 3.4 us per cell) and rounded up.
-void check_demo_budgets(const DemoSize& s) {
-  const double L = double(s.tokens), D = double(s.d_model), maps = double(s.maps);
-  constexpr double kBytesPerCell = 240, kSecondsPerCell = 4e-6;
-  const double bytes = maps * L * L * kBytesPerCell + L * D * 8 * 64;
-  const double flops = 8 * L * D * D * 4 + attention_work(maps, L, L, double(s.head_dim));
-  const std::string what = "demo of " + std::to_string(s.tokens) + " tokens with " + std::to_string(s.maps) +
-                           " attention maps (d_model " + std::to_string(s.d_model) + ")";
-  require_memory(bytes, what, "use a shorter sentence, or fewer --heads");
-  require_time(flops / kFlopsPerSecond + maps * L * L * kSecondsPerCell, what,
-               "use a shorter sentence, a smaller --d-model or fewer --heads");
-}
-
 void run_demo_command(const DemoOptions& opts) {
   check_colormap(opts.image.colormap);
   DemoConfig config = opts.config;
@@ -256,7 +239,7 @@ void run_demo_command(const DemoOptions& opts) {
     config.model_path = opts.model;
     if (!opts.sentence_given) config.sentence = kDemoModelSentence;
   }
-  check_demo_budgets(demo_size(config));
+  require_demo_budgets(demo_size(config));
   const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
   OutputFolder folder = prepare_picture_dir(opts.out);
   const DemoResult r = run_demo(config);

@@ -122,9 +122,13 @@ void run_gpt2_forward(const ForwardOptions& o) {
   const auto start = Clock::now();
   const Gpt2Model model = read_gpt2_model(o.model);
   check_layer(o, model.config.n_layer);
-  const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(o.model);
-  const ToyTokens tokens = o.tokens.empty() ? gpt2_tokens_from_text(tokenizer, o.text)
-                                            : gpt2_tokens_from_list(tokenizer, o.tokens, model.config.vocab_size);
+  // --tokens needs no tokenizer: a folder of weights alone (config.json, model.safetensors) runs,
+  // its tokens shown as ids. With vocab.json and merges.txt there, they give the tokens' text.
+  std::optional<Gpt2Tokenizer> tokenizer;
+  if (o.tokens.empty() || has_gpt2_tokenizer_files(o.model)) tokenizer = read_gpt2_tokenizer(o.model);
+  const ToyTokens tokens = o.tokens.empty() ? gpt2_tokens_from_text(*tokenizer, o.text)
+                                            : gpt2_tokens_from_list(tokenizer ? &*tokenizer : nullptr, o.tokens,
+                                                                    model.config.vocab_size);
   reuse_freed_memory();
   const auto loaded = Clock::now();
   const Gpt2Forward f = gpt2_forward(model, tokens.ids);
@@ -138,12 +142,12 @@ void run_gpt2_forward(const ForwardOptions& o) {
     std::cout << forward_json(tokens, f.attention, f.logits).dump() << "\n";
   } else {
     const Gpt2Config& c = model.config;
-    std::cout << "GPT-2 model " << o.model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
+    std::cout << "GPT-2 model " << printable_text(o.model) << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
               << c.n_embd << ", vocab " << c.vocab_size << ". " << count_of(tokens.ids.size(), "token") << ":";
     for (const std::string& t : tokens.labels) std::cout << " [" << printable_text(t) << "]";
     std::cout << "\nMost likely next tokens (softmax of the last position's logits):\n";
     Table table{{"rank", "id", "token", "p"}, {}};
-    const std::vector<NextToken> next = top_next_tokens(f.logits, tokenizer, 5);
+    const std::vector<NextToken> next = top_next_tokens(f.logits, tokenizer ? &*tokenizer : nullptr, 5);
     for (std::size_t r = 0; r < next.size(); ++r) {
       table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + printable_text(next[r].label) + "]",
                             format_fixed(next[r].probability, 4)});

@@ -11,6 +11,7 @@
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/demo.hpp"
 #include "attn/render/report_html.hpp"
+#include "budget.hpp"
 #include "commands.hpp"
 
 namespace attn::cli {
@@ -39,6 +40,7 @@ ReportContent model_report(const ReportOptions& opts) {
   }
   c.model_path = opts.dir;
   c.sentence = opts.sentence.empty() ? kDemoModelSentence : opts.sentence;
+  require_demo_budgets(demo_size(c));
   const DemoResult r = run_demo(c);
   ReportContent content;
   content.manifest = demo_manifest(r, {});
@@ -71,6 +73,8 @@ void setup_report(CLI::App& app) {
       ->required();
   cmd->add_option("--sentence", opts->sentence, "for a model folder: the sentence to run (default: the demo's)");
   cmd->add_option("-o,--out", opts->out, "where to write the page (default: DIR/report.html)");
+  add_memory_flag(cmd);  // a model folder's page runs the demo on --sentence: the demo's budgets
+  add_time_flag(cmd);
   cmd->footer(R"(The page embeds its data, its pictures (as data: URLs), its script and its style: it makes no
 request of any kind and works from file:// on a machine with no network.
 

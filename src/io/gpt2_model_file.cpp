@@ -182,6 +182,14 @@ Gpt2Model read_gpt2_model(const std::string& dir, Gpt2Loading loading) {
   // Shaped but never written where the weights stay in the file: untouched memory costs nothing.
   Gpt2Model model = unfilled_gpt2_model(read_gpt2_config(dir));
   const std::string source = dir + "/model.safetensors";
+  std::error_code ec;
+  if (!std::filesystem::exists(source, ec) && std::filesystem::exists(dir + "/pytorch_model.bin", ec)) {
+    // A pickle runs code when loaded: attn-cli reads only safetensors, and says how to convert.
+    throw InputError(source + ": missing; the folder has pytorch_model.bin (PyTorch's pickle format, which "
+                     "attn-cli does not read). Convert it once: python3 -c \"from transformers import "
+                     "GPT2LMHeadModel as M; M.from_pretrained('" + dir + "').save_pretrained('" + dir +
+                     "', safe_serialization=True)\"");
+  }
   const auto file = std::make_shared<const MappedSafetensors>(source);
   const Entries& stored = file->tensors();
   std::set<std::string> used;

@@ -80,6 +80,12 @@ std::vector<BpeMerge> read_merges(const std::string& path, const SymbolIds& ids)
 
 }  // namespace
 
+bool has_gpt2_tokenizer_files(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::symlink_status(dir + "/vocab.json", ec)) ||
+         std::filesystem::exists(std::filesystem::symlink_status(dir + "/merges.txt", ec));
+}
+
 Gpt2Tokenizer read_gpt2_tokenizer(const std::string& dir) {
   const std::string vocab_path = existing_file(dir, "vocab.json");
   const std::string merges_path = existing_file(dir, "merges.txt");

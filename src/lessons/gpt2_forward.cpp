@@ -16,16 +16,22 @@ ToyTokens gpt2_tokens_from_text(const Gpt2Tokenizer& tokenizer, const std::strin
   return t;
 }
 
-ToyTokens gpt2_tokens_from_list(const Gpt2Tokenizer& tokenizer, const std::string& list, std::size_t vocab) {
+namespace {
+
+std::string id_text(TokenId id) { return "<id " + std::to_string(id) + ">"; }
+
+}  // namespace
+
+ToyTokens gpt2_tokens_from_list(const Gpt2Tokenizer* tokenizer, const std::string& list, std::size_t vocab) {
   ToyTokens t = toy_tokens_from_list(list, vocab);
   for (std::size_t i = 0; i < t.ids.size(); ++i) {
-    t.texts[i] = tokenizer.text_or_id(t.ids[i]);
-    t.labels[i] = tokenizer.label_or_id(t.ids[i]);
+    t.texts[i] = tokenizer ? tokenizer->text_or_id(t.ids[i]) : id_text(t.ids[i]);
+    t.labels[i] = tokenizer ? tokenizer->label_or_id(t.ids[i]) : id_text(t.ids[i]);
   }
   return t;
 }
 
-std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenizer& tokenizer, std::size_t k) {
+std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenizer* tokenizer, std::size_t k) {
   const std::size_t last = logits.shape(0) - 1, V = logits.shape(1);
   std::vector<double> row(V);
   for (std::size_t v = 0; v < V; ++v) row[v] = logits(last, v);
@@ -34,8 +40,8 @@ std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenize
   for (double x : row) sum += std::exp(x - row[best[0]]);
   std::vector<NextToken> out;
   for (std::size_t v : best)
-    out.push_back({TokenId(v), tokenizer.text_or_id(TokenId(v)), tokenizer.label_or_id(TokenId(v)),
-                   std::exp(row[v] - row[best[0]]) / sum});
+    out.push_back({TokenId(v), tokenizer ? tokenizer->text_or_id(TokenId(v)) : id_text(TokenId(v)),
+                   tokenizer ? tokenizer->label_or_id(TokenId(v)) : id_text(TokenId(v)), std::exp(row[v] - row[best[0]]) / sum});
   return out;
 }
 

@@ -20,4 +20,8 @@ inline constexpr std::size_t kMaxVocabTokens = 4'000'000;
 // without a token.
 Gpt2Tokenizer read_gpt2_tokenizer(const std::string& dir);
 
+// Whether DIR has vocab.json or merges.txt (one of them there but not the other, or broken, is
+// read_gpt2_tokenizer's error to report): a folder of weights alone runs with token ids only.
+bool has_gpt2_tokenizer_files(const std::string& dir);
+
 }  // namespace attn

@@ -1,6 +1,6 @@
 // Fuzz target: the JSON tensor reader through `attn-cli attend` and `attn-cli mha`, run
 // in-process exactly as main.cpp runs them (the input arrives on stdin, the result goes to a
-// file). Each input is given to both subcommands. The contract checked (DESIGN.md):
+// file). Each input is given to both subcommands. The contract checked (docs/contracts.md):
 //   - a refused input is an InputError (exit 2; main.cpp prints it on one line), and no file
 //     is written;
 //   - nothing else escapes (a RuntimeError, CLI11 or nlohmann's exceptions, bad_alloc);

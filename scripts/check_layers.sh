@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that no file of a layer includes a header of a higher layer (README, Architecture):
+# Checks that no file of a layer includes a header of a higher layer (docs/architecture.md):
 #   engine <- io <- lessons <- render <- cli
 # Prints each offending include and exits 1; prints "layers: ok" otherwise.
 set -euo pipefail

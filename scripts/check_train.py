@@ -2,7 +2,7 @@
 """An independent check of `attn-cli train` and `attn-cli forward`.
 
 Reads model.safetensors with its own parser (struct + json, every offset checked), rebuilds the
-architecture DESIGN.md documents in NumPy float64:
+architecture docs/contracts.md documents in NumPy float64:
 
     x = embed[t] + pos[i];  per layer  x += concat_h(softmax_causal(q_h k_h^T / sqrt(d)) v_h) W_o^T
     with q = x W_q^T, k = x W_k^T, v = x W_v^T;  logits = x unembed^T

@@ -3,7 +3,7 @@
 
 Run from the repository root:   /usr/bin/python3 scripts/make_golden.py
 (needs Debian's python3-numpy). Writes data/golden/<case>.json, each
-    {"what": ..., "input": <attend or mha input per DESIGN.md>, "expected": {...}}
+    {"what": ..., "input": <attend or mha input per docs/contracts.md>, "expected": {...}}
 Inputs are rounded to float32 first, so the reference and attn-cli see the same numbers.
 The reference below is the textbook formula, written independently of the C++ code.
 """

@@ -30,7 +30,7 @@ export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0:l
 
 status=0
 # all_doctest_cases runs every doctest case a second time in one process (a guard against
-# CTest's name splitting, README "Tests"); under the sanitizers it would only double the time.
+# CTest's name splitting, docs/testing.md); under the sanitizers it would only double the time.
 # train_default_meets_thresholds trains 1000 steps (22 s in Release, over 10 minutes
 # instrumented); the same forward, backward and Adam code runs under the sanitizers in the
 # train unit tests and the short CLI training runs.

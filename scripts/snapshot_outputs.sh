@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs a fixed set of attn-cli commands (README's examples, fixed seeds) in a scratch folder and
+# Runs a fixed set of attn-cli commands (the docs' examples, fixed seeds) in a scratch folder and
 # prints one "sha256  path" line per file they leave and per command's stdout. Run it with two
 # builds and diff the listings to show that a refactor changed no JSON or PNG byte:
 #   scripts/snapshot_outputs.sh build-before/attn-cli > before.txt

@@ -90,7 +90,7 @@ inline double max_abs_diff(const std::vector<double>& a, const std::vector<doubl
   return m;
 }
 
-// Golden mha inputs (DESIGN.md's field names) as library values.
+// Golden mha inputs (docs/contracts.md's field names) as library values.
 inline Tensor2 json_matrix(const Json& j) { return to_tensor<2>(parse_array(j, "matrix")); }
 
 inline std::optional<Tensor1> json_bias(const Json& in, const char* field) {

@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A scratch folder with data/ linked in, so examples written as in README run unchanged.
+// A scratch folder with data/ linked in, so examples written as in README.md and docs/ run unchanged.
 struct Scratch {
   fs::path dir;
   Scratch() {
@@ -34,12 +34,23 @@ struct Scratch {
   ~Scratch() { fs::remove_all(dir); }
 };
 
-// Runs a README / --help example line, with "attn-cli" standing for the built binary.
+// Runs a README.md, docs/*.md or --help example line, with "attn-cli" standing for the built binary.
 CliResult run_example(const std::string& line, const fs::path& cwd) {
   std::string cmd = std::regex_replace(line, std::regex(R"((^|\| *)attn-cli )"), "$1'" + std::string(ATTN_CLI) + "' ");
   const std::string out = (cwd / ".out").string(), err = (cwd / ".err").string();
   const int status = std::system(("cd '" + cwd.string() + "' && (" + cmd + ") >'" + out + "' 2>'" + err + "'").c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, read_text(out), read_text(err)};
+}
+
+// The pages whose examples the suite runs and whose links it follows: README.md, then docs/*.md sorted.
+std::vector<fs::path> doc_pages() {
+  const fs::path root(ATTN_SOURCE_DIR);
+  std::vector<fs::path> docs;
+  for (const auto& entry : fs::directory_iterator(root / "docs"))
+    if (entry.is_regular_file() && entry.path().extension() == ".md") docs.push_back(entry.path());
+  std::sort(docs.begin(), docs.end());
+  docs.insert(docs.begin(), root / "README.md");
+  return docs;
 }
 
 // "Examples:" lines of a help text: the indented lines after the heading that run attn-cli.
@@ -281,21 +292,55 @@ TEST_CASE("cli: demo with a Chinese sentence, and an unwritable --out") {
   check_input_error(run_cli("demo --out /proc/version/x"), "--out");
 }
 
-TEST_CASE("cli: every example in README.md runs") {
-  const std::string readme = read_text(std::string(ATTN_SOURCE_DIR) + "/README.md");
-  std::istringstream in(readme);
-  std::string line;
-  std::size_t examples = 0;
-  Scratch s;
-  while (std::getline(in, line)) {
-    if (line.rfind("$ attn-cli ", 0) != 0 && line.rfind("$ echo ", 0) != 0) continue;
-    CAPTURE(line);
-    const CliResult r = run_example(line.substr(2), s.dir);
-    CAPTURE(r.err);
-    CHECK(r.code == 0);
-    ++examples;
+TEST_CASE("cli: every example in README.md and docs/*.md runs") {
+  std::size_t total = 0;
+  for (const fs::path& page : doc_pages()) {
+    CAPTURE(page);
+    std::istringstream in(read_text(page.string()));
+    std::string line;
+    std::size_t examples = 0;
+    Scratch s;  // one folder per page: a page's later examples read what its earlier ones wrote
+    while (std::getline(in, line)) {
+      if (line.rfind("$ attn-cli ", 0) != 0 && line.rfind("$ echo ", 0) != 0) continue;
+      CAPTURE(line);
+      const CliResult r = run_example(line.substr(2), s.dir);
+      CAPTURE(r.err);
+      CHECK(r.code == 0);
+      ++examples;
+    }
+    if (page.filename() == "README.md") CHECK(examples >= 5);
+    total += examples;
   }
-  CHECK(examples >= 5);
+  // README.md held 72 example lines before its topics moved to docs/ (issue 34); its learner path
+  // added 7. None may get lost on the way to a page that is not read.
+  CHECK(total >= 79);
+}
+
+TEST_CASE("cli: README.md is a front door of at most 300 lines, and every relative link resolves") {
+  const std::string readme = read_text(std::string(ATTN_SOURCE_DIR) + "/README.md");
+  CHECK(std::count(readme.begin(), readme.end(), '\n') <= 300);
+  const std::regex link(R"(\]\(([^)\s]+)\))");
+  std::size_t links = 0;
+  for (const fs::path& page : doc_pages()) {
+    CAPTURE(page);
+    std::istringstream in(read_text(page.string()));
+    std::string line;
+    bool code = false;  // inside a ``` block, where "](" is text, not a link
+    while (std::getline(in, line)) {
+      if (line.rfind("```", 0) == 0) code = !code;
+      if (code) continue;
+      for (auto m = std::sregex_iterator(line.begin(), line.end(), link); m != std::sregex_iterator(); ++m) {
+        const std::string target = (*m)[1].str();
+        if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) continue;
+        const std::string path = target.substr(0, target.find('#'));
+        if (path.empty()) continue;  // an anchor on the same page
+        CAPTURE(target);
+        CHECK(fs::exists(page.parent_path() / path));
+        ++links;
+      }
+    }
+  }
+  CHECK(links >= 50);  // 79 today: a pattern that stopped matching would pass every page
 }
 
 TEST_CASE("cli: every example in --help runs") {

@@ -1,4 +1,4 @@
-// `attn-cli bench` (prefill): DESIGN.md's fields, the FLOP count from the shape by FlashAttention's
+// `attn-cli bench` (prefill): docs/contracts.md's fields, the FLOP count from the shape by FlashAttention's
 // rule, and the ratio against sgemm taken best run against best run.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
@@ -8,7 +8,7 @@
 using namespace attn;
 using test::run_cli;
 
-TEST_CASE("cli bench: every DESIGN.md field, FLOPs from the shape, flash against sgemm best against best") {
+TEST_CASE("cli bench: every docs/contracts.md field, FLOPs from the shape, flash against sgemm best against best") {
   const auto r = run_cli("bench --backend naive,flash --n 48,80 --heads 3 --head-dim 8 --threads 1,2 --repeat 3 "
                          "--sgemm 64 --json");
   CAPTURE(r.err);

@@ -1,4 +1,4 @@
-// `attn-cli bench --mode decode`: DESIGN.md's fields, bytes counted from the shapes (an eighth for
+// `attn-cli bench --mode decode`: docs/contracts.md's fields, bytes counted from the shapes (an eighth for
 // GQA 8:1), errors against naive, and refusals.
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 using namespace attn;
 using test::run_cli;
 
-TEST_CASE("cli bench decode: every DESIGN.md field, K/V bytes from the shapes, GQA reads an eighth") {
+TEST_CASE("cli bench decode: every docs/contracts.md field, K/V bytes from the shapes, GQA reads an eighth") {
   const auto r = run_cli("bench --mode decode --kv 300,700 --heads 8 --kv-heads 1,8 --repeat 1 --json");
   // --kv-heads takes one number: the list above is refused, the real run is below.
   CHECK(r.code == 2);

@@ -1,5 +1,5 @@
 // The experiments' pictures: --plots DIR draws them, --image-format picks PNG/SVG,
-// and without --plots the DESIGN.md contracts run exactly as before, stdout pure JSON.
+// and without --plots the docs/contracts.md contracts run exactly as before, stdout pure JSON.
 #include <doctest/doctest.h>
 
 #include <filesystem>

@@ -20,7 +20,7 @@ void check_no_nan(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("cli variance: JSON rows as DESIGN.md's contract, one row per --dk") {
+TEST_CASE("cli variance: JSON rows as docs/contracts.md's contract, one row per --dk") {
   const CliResult r = run_cli("variance --dk 16,128 --samples 500 --seed 3 --format json");
   REQUIRE(r.code == 0);
   check_no_nan(r.out);
@@ -80,7 +80,7 @@ TEST_CASE("cli temperature: entropy rises with T in the JSON, errors exit 2") {
   check_input_error(run_cli("temperature --scores 1"), "at least 2");
 }
 
-TEST_CASE("cli complexity: JSON as DESIGN.md's contract, numbers equal the closed forms") {
+TEST_CASE("cli complexity: JSON as docs/contracts.md's contract, numbers equal the closed forms") {
   const CliResult r = run_cli("complexity --n 128,1000 --d-model 768 --heads 12 --causal --dtype-bytes 2 --format json");
   REQUIRE(r.code == 0);
   const Json j = Json::parse(r.out);
@@ -175,7 +175,7 @@ TEST_CASE("cli explain: six labelled steps, row sums, the sdpa check - --input -
   check_input_error(run_cli("explain 'a b' --input x.txt"), "not both");
   check_input_error(run_cli("explain ''"), "");
   check_input_error(run_cli("explain --mask upper"), "mask");
-  check_input_error(run_cli("explain --input /nonexistent/s.txt"), "cannot read /nonexistent/s.txt");  // DESIGN.md: exit 2
+  check_input_error(run_cli("explain --input /nonexistent/s.txt"), "cannot read /nonexistent/s.txt");  // docs/contracts.md: exit 2
 }
 
 TEST_CASE("cli pitfalls: fourteen lessons, one by id, JSON, errors") {

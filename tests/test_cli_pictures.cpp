@@ -72,7 +72,7 @@ TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-iden
     for (const Json& t : q["top"]) CHECK(t["index"].get<std::size_t>() <= q["index"].get<std::size_t>());
   }
   CHECK(m["results"]["multi_head"]["weights"].size() == 4);
-  // The experiments in the demo: the variance sweep within its band, and FLOPs from DESIGN.md's closed
+  // The experiments in the demo: the variance sweep within its band, and FLOPs from docs/contracts.md's closed
   // forms at the default d_model 64, for the sentence's 4 tokens among the lengths.
   const Json& variance = m["results"]["variance"]["rows"];
   REQUIRE(variance.size() >= 4);

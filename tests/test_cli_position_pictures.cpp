@@ -60,7 +60,7 @@ TEST_CASE("cli position pictures: rope, positional and generate write every pict
 TEST_CASE("cli position pictures: drawn only into --plots, SVG, and --json keeps stdout pure JSON") {
   TempDir dir;
   const std::string cwd = dir.path.string();
-  // The lessons' rule (README): pictures only when a folder is named, as the experiments' --plots.
+  // The lessons' rule (docs/positions.md, "One rule for pictures"): pictures only when a folder is named, as the experiments' --plots.
   CliResult r = run_cli("rope", "", cwd);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("Wrote") == std::string::npos);

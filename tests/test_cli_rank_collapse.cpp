@@ -1,4 +1,4 @@
-// `attn-cli rank-collapse` end to end: DESIGN.md's JSON contract, the text's verdicts, --model on
+// `attn-cli rank-collapse` end to end: docs/contracts.md's JSON contract, the text's verdicts, --model on
 // a toy model folder, the picture, and refused input (exit 2, one line).
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 using namespace attn;
 using namespace attn::test;
 
-TEST_CASE("cli rank-collapse --json: DESIGN.md's contract, r_l for l = 0..L in four settings") {
+TEST_CASE("cli rank-collapse --json: docs/contracts.md's contract, r_l for l = 0..L in four settings") {
   const CliResult r = run_cli("rank-collapse --layers 6 --tokens 16 --d-model 32 --heads 4 --seed 5 --json");
   REQUIRE(r.code == 0);
   const Json j = Json::parse(r.out);

@@ -1,5 +1,5 @@
 // explain --split-kv C end to end: the printed steps, the JSON's numbers, the picture, the errors
-// (README's picture tour and explain --help show these commands).
+// (docs/flash-and-bench.md and explain --help show these commands).
 #include <doctest/doctest.h>
 
 #include <algorithm>

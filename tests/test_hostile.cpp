@@ -1,5 +1,5 @@
 // The error catalogue (data/hostile/catalogue.json): hostile inputs across every subcommand,
-// each answered as DESIGN.md's error rule says -- exit 2, one line "error: ..." naming the
+// each answered as docs/contracts.md's error rule says -- exit 2, one line "error: ..." naming the
 // problem, control characters escaped, nothing on stdout, and no file left behind.
 #include <chrono>
 #include <filesystem>

@@ -343,7 +343,7 @@ void setup_bench(CLI::App& app) {
   cmd->add_flag("--no-check", o->no_check, "skip the naive run used for the error column");
   cmd->add_flag("--backward", o->backward,
                 "time the backward pass (dQ, dK, dV from a forward run before the clock; naive or flash, float64)");
-  cmd->add_flag("--json", o->json, "print JSON (DESIGN.md) instead of a table");
+  cmd->add_flag("--json", o->json, "print JSON (docs/contracts.md) instead of a table");
   add_memory_flag(cmd);
   add_time_flag(cmd);
   cmd->add_option("--mode", o->mode,

@@ -111,7 +111,7 @@ void setup_rank_collapse(CLI::App& app) {
   add_time_flag(cmd);
   add_memory_flag(cmd);
   add_output_options(cmd, opts->output, {"text", "json", "markdown", "csv"});
-  cmd->add_flag("--json", opts->json, "print the JSON (DESIGN.md's contract; the same as --format json)");
+  cmd->add_flag("--json", opts->json, "print the JSON (docs/contracts.md's contract; the same as --format json)");
   add_plot_options(cmd, opts->plots);
   cmd->footer(R"(Four settings on the same seeded weights: attention only X <- SA(X); skip X <- X + SA(X);
 mlp X <- MLP(SA(X)); skip_mlp X <- X + SA(X), X <- X + MLP(X). SA is multi-head softmax

@@ -30,7 +30,7 @@ void emit(const OutputOptions& opts, const Json& json,
           const std::function<std::string(TableFormat)>& text);
 
 // The experiments' pictures: --plots DIR, --image-format png|svg|both, --scale. Without --plots
-// nothing is drawn, so the JSON contracts of DESIGN.md run exactly as before.
+// nothing is drawn, so the JSON contracts of docs/contracts.md run exactly as before.
 struct PlotOptions {
   std::string dir;  // empty = no pictures
   ImageFlags image;

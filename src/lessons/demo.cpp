@@ -466,7 +466,7 @@ Json flash_json(const DemoFlashCheck& f) {
   teaching["requested_block_k"] = f.requested_block_k;
   teaching["tiles"] = {{"non_causal", tiles_json(f.tiles)}, {"causal", tiles_json(f.causal_tiles)}};
   // The fast float32 run's ISA, tiles and rounding differ from CPU to CPU, so it is printed
-  // on the terminal only: manifest.json stays byte-identical on every machine (DESIGN.md).
+  // on the terminal only: manifest.json stays byte-identical on every machine (docs/contracts.md).
   return {{"reference", "naive sdpa on the same single-head Q, K, V (float64 inside)"},
           {"teaching", teaching}};
 }

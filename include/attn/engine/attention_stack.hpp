@@ -24,7 +24,7 @@ namespace attn {
 
 enum class StackSetting { attention_only, skip, mlp, skip_mlp };
 
-// "attention_only", "skip", "mlp", "skip_mlp" (DESIGN.md's rank-collapse JSON keys).
+// "attention_only", "skip", "mlp", "skip_mlp" (docs/contracts.md's rank-collapse JSON keys).
 const char* stack_setting_name(StackSetting setting);
 inline constexpr StackSetting kStackSettings[] = {StackSetting::attention_only, StackSetting::skip,
                                                   StackSetting::mlp, StackSetting::skip_mlp};

@@ -1,5 +1,5 @@
 #pragma once
-// Writing a file so that a failed run never leaves half of it behind (DESIGN.md's demo folder).
+// Writing a file so that a failed run never leaves half of it behind (docs/contracts.md's demo folder).
 #include <cstddef>
 #include <string>
 

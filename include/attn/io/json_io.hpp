@@ -1,5 +1,5 @@
 #pragma once
-// JSON <-> tensors for the tensor I/O contract (DESIGN.md).
+// JSON <-> tensors for the tensor I/O contract (docs/contracts.md).
 #include <string>
 #include <vector>
 

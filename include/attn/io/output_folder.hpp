@@ -1,5 +1,5 @@
 #pragma once
-// A folder of results written as a whole (DESIGN.md's demo folder): every file goes into a
+// A folder of results written as a whole (docs/contracts.md's demo folder): every file goes into a
 // hidden temporary sibling first, and only a finished run puts them in place. A run refused
 // part-way leaves nothing behind, and runs writing into one folder at the same time never
 // leave a mixture of their files.

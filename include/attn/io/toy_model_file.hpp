@@ -1,5 +1,5 @@
 #pragma once
-// A toy model folder (DESIGN.md, "Model folders"): config.json {vocab, d_model, heads, layers,
+// A toy model folder (docs/contracts.md, "Model folders"): config.json {vocab, d_model, heads, layers,
 // context, train: {task, steps, batch, lr, seed}} and model.safetensors (F32) with embed
 // [vocab, D], pos [context, D], layers.{l}.w_q|w_k|w_v|w_o [D, D] and unembed [vocab, D].
 #include <cstdint>

@@ -113,7 +113,7 @@ struct ComplexityReport {
 
 ComplexityReport run_complexity(const ComplexityConfig& config);
 
-// DESIGN.md's contract: {"convention", "rows", "kv_cache"}, then "crossover", "methods" and
+// docs/contracts.md's contract: {"convention", "rows", "kv_cache"}, then "crossover", "methods" and
 // "kv_cache_claim_check".
 Json complexity_json(const ComplexityReport& report);
 

@@ -5,7 +5,7 @@
 // check (the same Q, K, V through the tiled FlashAttention kernel, against the naive sdpa), and
 // the decode check (the multi-head run through a KV cache, against the one-shot causal run);
 // with --rope, RoPE in the multi-head run and a single-head causal run with RoPE. Then the
-// pictures and manifest.json (DESIGN.md).
+// pictures and manifest.json (docs/contracts.md).
 //
 // With a trained toy model (attn-cli train) or a GPT-2 folder, the attention comes from the model instead: its
 // induction head and its previous-token head on the sentence are the two heatmaps, every head of
@@ -178,7 +178,7 @@ struct DemoHead {
 };
 DemoHead demo_seeded_head(const DemoConfig& config);
 
-// manifest.json as DESIGN.md describes it; artifacts lists the files written beside it.
+// manifest.json as docs/contracts.md describes it; artifacts lists the files written beside it.
 struct Artifact {
   std::string path, kind, title;  // path relative to the output folder
 };

@@ -1,6 +1,6 @@
 #pragma once
 // `attn-cli forward --model DIR`: one sequence through a toy model folder (io/toy_model_file.hpp),
-// every layer's attention and the logits, as DESIGN.md's forward contract prints them.
+// every layer's attention and the logits, as docs/contracts.md's forward contract prints them.
 //
 // A toy model was trained on arbitrary ids, so text is mapped to ids by order of first
 // appearance: each distinct word (tokenize.hpp's words) gets the next unused id, and a repeated

@@ -99,7 +99,7 @@ ModelResidual model_residual(const std::string& dir, std::size_t tokens, std::ui
 
 RankCollapseResult run_rank_collapse(const RankCollapseConfig& config);
 
-// DESIGN.md's contract {"residual_definition", "settings": {...}, "model"?} plus the fits.
+// docs/contracts.md's contract {"residual_definition", "settings": {...}, "model"?} plus the fits.
 Json rank_collapse_json(const RankCollapseResult& result);
 // The inputs and weights of the random stacks, for an outside reference
 // (scripts/check_rank_collapse.py): {"config", "x0", "layers": [{w_q, w_k, w_v, w_o, w_1, w_2}]}.

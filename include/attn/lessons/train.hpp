@@ -36,8 +36,8 @@ const char* train_task_name(TrainTask task);
 struct TrainOptions {
   ToyConfig config{64, 64, 4, 2, 32};
   TrainTask task = TrainTask::induction;
-  std::size_t steps = 1000, batch = 64;  // steps: where the scores level off, measured (README)
-  double lr = 4e-3;  // the prototype's 1e-3 forms the heads too slowly for a 30-second run (README)
+  std::size_t steps = 1000, batch = 64;  // steps: where the scores level off, measured (docs/training.md)
+  double lr = 4e-3;  // the prototype's 1e-3 forms the heads too slowly for a 30-second run (docs/training.md)
   std::uint64_t seed = 42;
   // BLAS and attention threads (0 = all hardware threads). One by default: the default model's
   // products are too small to share (2 threads measured 15 % slower per step on 2 idle cores,

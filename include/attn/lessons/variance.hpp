@@ -74,7 +74,7 @@ double variance_draws(const VarianceConfig& config);
 // which other d_k are in the sweep.
 VarianceResult run_variance(const VarianceConfig& config);
 
-// {"rows": [...], ...} as DESIGN.md's variance contract, with the further fields above.
+// {"rows": [...], ...} as docs/contracts.md's variance contract, with the further fields above.
 Json variance_json(const VarianceResult& result);
 
 // Why the unscaled Jacobian norm first sits ABOVE the scaled one: a near-uniform row (every

@@ -1,5 +1,5 @@
 #pragma once
-// The demo folder's pictures (DESIGN.md): what run_demo computed, drawn.
+// The demo folder's pictures (docs/contracts.md): what run_demo computed, drawn.
 #include <string>
 #include <vector>
 

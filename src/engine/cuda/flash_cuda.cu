@@ -219,7 +219,7 @@ template <int Pending>  // wait until at most `Pending` of this thread's newest 
 __device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending)); }
 
 // The tensor-core kernel's shape: WARPS warps of 16 query rows each (16 WARPS rows per block)
-// and BC keys per tile. Measured on an H100 (README, "CUDA"): 8 warps x 32 keys was fastest or
+// and BC keys per tile. Measured on an H100 (docs/performance.md, "CUDA"): 8 warps x 32 keys was fastest or
 // within noise of it for d = 64 and 128, causal or not, n = 4096 and 16384, against 4 or 16 warps
 // and 16, 64 or 128 keys (larger tiles need more registers and fit fewer blocks per SM).
 constexpr int kTcWarps = 8;

@@ -110,7 +110,7 @@ TEST_CASE("cli gpt2: a token holding part of a character is shown by its bytes, 
   for (const Json& tok : j["tokens"]) CHECK(tok["text"] == "\xEF\xBF\xBD");  // as decode([id]) gives it
 }
 
-TEST_CASE("cli forward gpt2: weights alone run with --tokens; pytorch_model.bin gets how to convert it") {
+TEST_CASE("cli forward gpt2: weights alone run with --tokens, and pytorch_model.bin gets how to convert it") {
   const std::string dir = tiny_copy("weights-only");
   fs::remove(dir + "/vocab.json");
   fs::remove(dir + "/merges.txt");

@@ -120,6 +120,43 @@ TEST_CASE("hostile folders: a named pipe for the weights is refused at once, nev
   }
 }
 
+TEST_CASE("hostile folders: a model's files may not link out of its folder, but Hugging Face's cache layout loads") {
+  Scratch s;
+  const std::string tiny = std::string(ATTN_DATA_DIR) + "/gpt2_tiny";
+  fs::create_directories(s / "outside");
+  fs::copy_file(tiny + "/model.safetensors", s / "outside/weights.bin");
+  for (const char* name : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
+    CAPTURE(name);
+    fs::remove_all(s / "gpt2");
+    fs::copy(tiny, s / "gpt2");
+    fs::copy_file(tiny + "/" + name, s / ("outside/" + std::string(name)), fs::copy_options::overwrite_existing);
+    fs::remove(s / ("gpt2/" + std::string(name)));
+    fs::create_symlink(s / ("outside/" + std::string(name)), s / ("gpt2/" + std::string(name)));
+    const CliResult r = run_cli("forward --model gpt2 \"hi there\"", "", s.dir.string(), 30);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("a symbolic link out of the model folder") != std::string::npos);
+  }
+  // models--gpt2/snapshots/<hash>/NAME -> ../../blobs/<sha>, as huggingface_hub writes the cache.
+  const fs::path snap = s.dir / "hub/models--tiny/snapshots/0123abc", blobs = s.dir / "hub/models--tiny/blobs";
+  fs::create_directories(snap);
+  fs::create_directories(blobs);
+  int n = 0;
+  for (const char* name : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
+    const std::string blob = "blob" + std::to_string(n++);
+    fs::copy_file(tiny + "/" + name, blobs / blob);
+    fs::create_symlink("../../blobs/" + blob, snap / name);
+  }
+  const CliResult cached = run_cli("forward --model '" + snap.string() + "' \"hi there\"", "", s.dir.string(), 30);
+  CAPTURE(cached.err);
+  CHECK(cached.code == 0);
+  // A link that stays inside the folder is the folder's own file.
+  fs::remove_all(s / "gpt2");
+  fs::copy(tiny, s / "gpt2");
+  fs::rename(s / "gpt2/model.safetensors", s / "gpt2/weights.safetensors");
+  fs::create_symlink("weights.safetensors", s / "gpt2/model.safetensors");
+  CHECK(run_cli("forward --model gpt2 \"hi there\"", "", s.dir.string(), 30).code == 0);
+}
+
 TEST_CASE("hostile folders: config values the GPT-2 loader does not implement are refused, naming them") {
   Scratch s;
   const Json base = read_json(std::string(ATTN_DATA_DIR) + "/gpt2_tiny/config.json");

@@ -100,6 +100,24 @@ std::string read_file_in_folder(const std::string& dir, const std::string& relat
   }
 }
 
+std::string model_file(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path path = fs::path(dir) / name;
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(path, ec))) return path.string();
+  const fs::path target = fs::canonical(path, ec);
+  if (ec) throw InputError(path.string() + ": a symbolic link that leads nowhere (" + ec.message() + ")");
+  const fs::path folder = fs::canonical(dir, ec);
+  auto inside = [&](const fs::path& root) {
+    const fs::path rel = target.lexically_relative(root);
+    return !root.empty() && !rel.empty() && *rel.begin() != "..";
+  };
+  const bool snapshot = folder.parent_path().filename() == "snapshots";
+  if (inside(folder) || (snapshot && inside(folder.parent_path().parent_path() / "blobs"))) return path.string();
+  throw InputError(path.string() + ": a symbolic link out of the model folder (to " + target.string() +
+                   "); copy the file into the folder instead");
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   // stdout by name too: opening /dev/stdout anew would write at offset 0 of a file that stdout

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attn/engine/error.hpp"
+#include "attn/io/file_io.hpp"
 #include "attn/io/json_io.hpp"
 #include "attn/io/safetensors.hpp"
 
@@ -147,7 +148,7 @@ bool is_gpt2_folder(const std::string& dir) {
   if (!std::filesystem::is_regular_file(path, ec)) return false;
   Json config;
   try {
-    config = read_json(path);
+    config = read_json(model_file(dir, "config.json"));
   } catch (const InputError&) {
     return false;
   }
@@ -157,7 +158,7 @@ bool is_gpt2_folder(const std::string& dir) {
 }
 
 Gpt2Config read_gpt2_config(const std::string& dir) {
-  const std::string path = dir + "/config.json";
+  const std::string path = model_file(dir, "config.json");
   const Json config = read_json(path);
   if (!config.is_object()) throw InputError(path + ": expected a JSON object");
   Gpt2Config c;
@@ -181,7 +182,7 @@ Gpt2Config read_gpt2_config(const std::string& dir) {
 Gpt2Model read_gpt2_model(const std::string& dir, Gpt2Loading loading) {
   // Shaped but never written where the weights stay in the file: untouched memory costs nothing.
   Gpt2Model model = unfilled_gpt2_model(read_gpt2_config(dir));
-  const std::string source = dir + "/model.safetensors";
+  const std::string source = model_file(dir, "model.safetensors");
   std::error_code ec;
   if (!std::filesystem::exists(source, ec) && std::filesystem::exists(dir + "/pytorch_model.bin", ec)) {
     // A pickle runs code when loaded: attn-cli reads only safetensors, and says how to convert.

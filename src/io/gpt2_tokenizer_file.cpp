@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "attn/engine/error.hpp"
+#include "attn/io/file_io.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {
@@ -12,7 +13,7 @@ namespace {
 using SymbolIds = std::unordered_map<std::string, TokenId>;
 
 std::string existing_file(const std::string& dir, const char* name) {
-  const std::string path = dir + "/" + name;
+  const std::string path = model_file(dir, name);
   std::error_code ec;  // a link loop is no folder either
   if (!std::filesystem::is_directory(dir, ec)) throw InputError(dir + ": no such folder");
   if (!std::filesystem::is_regular_file(path, ec))

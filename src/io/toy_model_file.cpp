@@ -36,7 +36,7 @@ void write_toy_model(const std::string& dir, const ToyModel& model, const ToyTra
 }
 
 ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info) {
-  const std::string config_path = dir + "/config.json";
+  const std::string config_path = model_file(dir, "config.json");
   std::error_code ec;  // a link loop is no file either
   if (!std::filesystem::is_regular_file(config_path, ec))
     throw InputError(dir + ": not a model folder (no config.json)");
@@ -62,7 +62,7 @@ ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info) {
     }
   }
 
-  const std::string weights_path = dir + "/model.safetensors";
+  const std::string weights_path = model_file(dir, "model.safetensors");
   std::map<std::string, StoredTensor> stored = read_safetensors(weights_path);
   ToyModel model = zero_toy_model(c);
   for (const NamedTensor& p : toy_parameters(model)) {

@@ -26,4 +26,10 @@ std::string read_input(const std::string& path, std::size_t max_bytes);
 // link: the user named it. More than max_bytes -> InputError.
 std::string read_file_in_folder(const std::string& dir, const std::string& relative, std::size_t max_bytes);
 
+// DIR/NAME for a model loader, refused (InputError naming both ends) when it is a symbolic link
+// that leaves the folder: no command reads a file outside the folder the user named. The one
+// exception is Hugging Face's cache, whose snapshot folders (.../snapshots/<hash>/) link each
+// file into the model's own .../blobs/. A missing file is the loader's to report.
+std::string model_file(const std::string& dir, const std::string& name);
+
 }  // namespace attn

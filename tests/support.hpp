@@ -146,6 +146,24 @@ inline void check_mha_golden(const std::string& name) {
   CHECK(max_abs_diff(flat_tensor(r.lse), flat(g["expected"]["lse"])) < 1e-5);
 }
 
+// A scratch folder for one test, removed with it, with data/ linked in, so examples written as in
+// README.md and docs/ run unchanged. s / "name" is the path of a file in it.
+struct Scratch {
+  std::filesystem::path dir;
+  Scratch() {
+    static int n = 0;
+    dir = std::filesystem::temp_directory_path() /
+          ("attn-scratch-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::filesystem::create_directory_symlink(ATTN_DATA_DIR, dir / "data");
+  }
+  ~Scratch() { std::filesystem::remove_all(dir); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
 struct CliResult {
   int code;
   std::string out, err;

@@ -21,19 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A scratch folder with data/ linked in, so examples written as in README.md and docs/ run unchanged.
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    static int n = 0;
-    dir = fs::temp_directory_path() / ("attn-cli-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    fs::create_directory_symlink(ATTN_DATA_DIR, dir / "data");
-  }
-  ~Scratch() { fs::remove_all(dir); }
-};
-
 // Runs a README.md, docs/*.md or --help example line, with "attn-cli" standing for the built binary.
 CliResult run_example(const std::string& line, const fs::path& cwd) {
   std::string cmd = std::regex_replace(line, std::regex(R"((^|\| *)attn-cli )"), "$1'" + std::string(ATTN_CLI) + "' ");

@@ -148,9 +148,11 @@ TEST_CASE("hostile folders: a model's files may not link out of its folder, but 
 TEST_CASE("hostile folders: config values the GPT-2 loader does not implement are refused, naming them") {
   Scratch s;
   const Json base = read_json(std::string(ATTN_DATA_DIR) + "/gpt2_tiny/config.json");
-  for (const auto& [key, value] : std::vector<std::pair<std::string, Json>>{
+  for (const auto& field : std::vector<std::pair<std::string, Json>>{
            {"activation_function", "relu"}, {"n_inner", 100}, {"scale_attn_weights", false},
            {"scale_attn_by_inverse_layer_idx", true}, {"add_cross_attention", true}}) {
+    const std::string& key = field.first;  // not a structured binding: clang 14's CAPTURE cannot take one
+    const Json& value = field.second;
     CAPTURE(key);
     fs::remove_all(s / "gpt2");
     fs::copy(std::string(ATTN_DATA_DIR) + "/gpt2_tiny", s / "gpt2");

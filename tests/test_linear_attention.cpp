@@ -53,7 +53,8 @@ TEST_CASE("linear_attention_weights: a hand-worked causal 2 x 2") {
 
 TEST_CASE("linear attention: the recurrence equals the parallel form to 1e-12 (float64)") {
   Rng rng(11);
-  for (const auto& [L, d, dv] : std::vector<std::array<std::size_t, 3>>{{1, 1, 1}, {7, 3, 5}, {64, 16, 16}, {200, 8, 4}}) {
+  for (const auto& shape : std::vector<std::array<std::size_t, 3>>{{1, 1, 1}, {7, 3, 5}, {64, 16, 16}, {200, 8, 4}}) {
+    const std::size_t L = shape[0], d = shape[1], dv = shape[2];  // clang 14's CAPTURE takes no structured binding
     CAPTURE(L);
     CAPTURE(d);
     const MatrixF64 q = random_matrix(rng, L, d, 2), k = random_matrix(rng, L, d, 2), v = random_matrix(rng, L, dv);

@@ -25,10 +25,11 @@
 namespace attn::fuzz {
 namespace {
 
-bool is_blank(char32_t c) {
-  const auto type = u_charType(UChar32(c));
-  return u_isUWhiteSpace(UChar32(c)) || type == U_CONTROL_CHAR || type == U_FORMAT_CHAR;
-}
+// Whitespace and control characters end a word; format characters (a soft hyphen, a ZWJ) stay
+// inside one (UAX #29's WB4), and only a piece of nothing else is dropped.
+bool breaks_words(char32_t c) { return u_isUWhiteSpace(UChar32(c)) || u_charType(UChar32(c)) == U_CONTROL_CHAR; }
+
+bool is_blank(char32_t c) { return breaks_words(c) || u_charType(UChar32(c)) == U_FORMAT_CHAR; }
 
 bool all_blank(std::string_view s) {
   const auto cps = decode_utf8(s);
@@ -47,11 +48,11 @@ void check_refused(std::string_view text, const char* why) {
   finding(std::string("accepted a sentence that ") + why);
 }
 
-// The longest run of non-blank code points: a token lies inside one run.
+// The longest run of code points between word breaks: a token lies inside one run.
 std::size_t longest_word_run(std::string_view s) {
   std::size_t best = 0, run = 0;
   const std::optional<std::vector<char32_t>> cps = decode_utf8(s);  // named: a range-for over *decode_utf8(s) dangles
-  for (const char32_t c : *cps) best = std::max(best, run = is_blank(c) ? 0 : run + 1);
+  for (const char32_t c : *cps) best = std::max(best, run = breaks_words(c) ? 0 : run + 1);
   return best;
 }
 

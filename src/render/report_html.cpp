@@ -87,8 +87,10 @@ std::vector<ReportPicture> folder_pictures(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string ext = e.path().extension().string();
-    // Not is_regular_file(), which follows links: a linked picture is listed, and refused by read_picture.
-    if (!e.is_directory() && (ext == ".png" || ext == ".svg")) names.push_back(e.path().filename().string());
+    // Not is_regular_file(), which follows links: a linked picture (even a link to itself, which
+    // status() cannot follow) is listed, and refused by read_picture.
+    std::error_code ec;
+    if (!e.is_directory(ec) && (ext == ".png" || ext == ".svg")) names.push_back(e.path().filename().string());
   }
   std::sort(names.begin(), names.end());
   std::vector<ReportPicture> pictures;

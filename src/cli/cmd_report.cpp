@@ -57,8 +57,7 @@ void run_report_command(const ReportOptions& opts) {
   const std::string page = report_html(model ? model_report(opts) : read_report_folder(opts.dir));
   write_file_atomically(out, page);
   // The page itself on stdout (--out - or /dev/stdout): the note goes to stderr, not into the page.
-  const bool page_on_stdout = out == "-" || out == "/dev/stdout" || out == "/dev/fd/1" || out == "/proc/self/fd/1";
-  (page_on_stdout ? std::cerr : std::cout) << "Wrote " << printable_text(out) << " (" << (page.size() + 512) / 1024 << " KiB, self-contained: open it in any browser, offline)\n";
+  (is_stdout_name(out) ? std::cerr : std::cout) << "Wrote " << printable_text(out) << " (" << (page.size() + 512) / 1024 << " KiB, self-contained: open it in any browser, offline)\n";
 }
 
 }  // namespace

@@ -118,11 +118,15 @@ std::string model_file(const std::string& dir, const std::string& name) {
                    "); copy the file into the folder instead");
 }
 
+bool is_stdout_name(const std::string& path) {
+  return path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1";
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   // stdout by name too: opening /dev/stdout anew would write at offset 0 of a file that stdout
   // is redirected to, under whatever the process then prints through std::cout.
-  if (path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") {
+  if (is_stdout_name(path)) {
     std::cout << text << std::flush;
     if (!std::cout) throw RuntimeError("cannot write to stdout");
     return;

@@ -13,6 +13,10 @@ namespace attn {
 // RuntimeError.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// Whether path names stdout itself ("-", /dev/stdout, /dev/fd/1, /proc/self/fd/1): what
+// write_file_atomically writes through std::cout, so a caller's own notes go to stderr.
+bool is_stdout_name(const std::string& path);
+
 // The whole of a file, or of stdin when path is "-", read in chunks so that more than
 // max_bytes (/dev/zero, a runaway pipe) is refused after max_bytes + 1, not buffered. A missing
 // or unreadable file, a folder, too many bytes -> InputError naming the input; a read that

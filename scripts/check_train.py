@@ -111,25 +111,23 @@ def check_demo(cli, workdir, model, config):
         raise AssertionError(f"demo ids {got['ids']}, expected {ids}")
     _, attention = forward(model, config, ids)
     diff = np.abs(np.array(got["attention"]) - np.array(attention)).max()
-    # Our own induction score, head_summary's definition: on the ids twice (n each), the mean over
-    # the second copy's queries i of A[i, i - n + 1]. The demo shows the best head that the
-    # summary's rule calls induction, else the best score after layer 0.
-    n = len(ids)
-    if 2 * n > config["context"]:
-        raise AssertionError(f"the demo's {n} tokens twice exceed the context {config['context']}: no induction score")
-    _, twice = forward(model, config, ids + ids)
-    score = {(l, h): np.mean([twice[l][h][i, i - n + 1] for i in range(n, 2 * n)])
+    # Our own induction score, head_summary's definition, on the tokens the demo shows: the
+    # queries i whose word appeared exactly once before, at j, and their weight on key j + 1.
+    # The demo shows the best head that the summary's rule calls induction, else the best score
+    # after layer 0.
+    seen, target = {}, {}
+    for i, t in enumerate(ids):
+        if len(seen.get(t, [])) == 1:
+            target[i] = seen[t][0] + 1
+        seen.setdefault(t, []).append(i)
+    if not target:
+        raise AssertionError(f"the demo's tokens {words} repeat no word: no induction score")
+    score = {(l, h): np.mean([attention[l][h][i, j] for i, j in target.items()])
              for l in range(config["layers"]) for h in range(config["heads"])}
     kinds = {(k["layer"], k["head"]): k["kind"] for k in got["head_summary"]["heads"]}
     layers = range(1 if config["layers"] > 1 else 0, config["layers"])
     named = [lh for lh, kind in kinds.items() if kind == "induction"]
     best = max(named or [(l, h) for l in layers for h in range(config["heads"])], key=lambda lh: score[lh])
-    # The stripe: latest earlier copy of a repeated word at j, weight on j + 1.
-    seen, target = {}, {}
-    for i, t in enumerate(ids):
-        if t in seen:
-            target[i] = seen[t] + 1
-        seen[t] = i
     shown = manifest["results"]["single_head"]
     if (shown["layer"], shown["head"]) != best:
         raise AssertionError(f"demo shows layer {shown['layer']} head {shown['head']}, the best is {best}")

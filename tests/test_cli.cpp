@@ -233,12 +233,12 @@ TEST_CASE("cli: tokenize prints tokens, --json for machines, rejects invalid UTF
 
 TEST_CASE("cli: demo prints tokens and the top-2 table and writes manifest.json, byte-identical on rerun") {
   Scratch s;
-  const CliResult r = run_cli("demo 'The cat sat on the mat' --out run1", "", s.dir.string());
+  const CliResult r = run_cli("demo 'The cat sat on the mat' --verbose --out run1", "", s.dir.string());
   REQUIRE(r.code == 0);
   CHECK(r.out.find("[5] mat") != std::string::npos);
-  CHECK(r.out.find("'cat' [1] attends most to:") != std::string::npos);
+  CHECK(r.out.find("'cat' [1] ->") != std::string::npos);
   // "the" at 4 is not "The" at 0: every listed key carries its position.
-  const auto row = r.out.find("'the' [4] attends most to:");
+  const auto row = r.out.find("'the' [4] ->");
   REQUIRE(row != std::string::npos);
   const std::string line = r.out.substr(row, r.out.find('\n', row) - row);
   CHECK(std::count(line.begin(), line.end(), '[') == 3);  // the query and its top 2 keys
@@ -543,7 +543,7 @@ TEST_CASE("cli: a long sentence keeps the demo's tile grid readable and its mani
 
 TEST_CASE("cli: a one-token run says 1 token, 1 query, never \"1 tokens\"") {
   Scratch s;
-  const CliResult r = run_cli("demo Hi --out one --no-color", "", s.dir.string());
+  const CliResult r = run_cli("demo Hi --verbose --out one --no-color", "", s.dir.string());
   REQUIRE(r.code == 0);
   // The teaching tile clamped to the sentence, as the picture names it: one query, one key.
   CHECK(r.out.find("got 1 query × 1 key (") != std::string::npos);

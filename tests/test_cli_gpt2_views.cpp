@@ -24,7 +24,7 @@ std::string tiny() { return "'" + data_path("gpt2_tiny") + "'"; }
 
 TEST_CASE("cli forward gpt2 --out: the model view, the head view of --layer, and head_summary.json") {
   TempDir dir;
-  const CliResult r = run_cli("forward --model " + tiny() + " 'the cat sat on the mat' --out '" + dir / "v" + "' --layer 1");
+  const CliResult r = run_cli("forward --model " + tiny() + " 'the cat sat on the mat, the cat sat' --out '" + dir / "v" + "' --layer 1");
   REQUIRE(r.code == 0);
   CHECK(r.out.find("kind") != std::string::npos);  // the summary table
   for (const char* png : {"heads.png", "heads_layer1.png"}) {

@@ -18,7 +18,7 @@ namespace {
 // Runs demo into dir/out and checks the folder against its manifest; returns the manifest.
 Json check_demo(const TempDir& dir, const std::string& sentence, const std::string& out,
                 const std::string& flags = "") {
-  const CliResult r = run_cli("demo '" + sentence + "' --out " + out + " " + flags, "", dir.path.string());
+  const CliResult r = run_cli("demo '" + sentence + "' --verbose --out " + out + " " + flags, "", dir.path.string());
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find('\x1b') == std::string::npos);  // piped: plain numbers, no colour codes
@@ -32,7 +32,7 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
     CHECK(path.find("..") == std::string::npos);
     CHECK(!a["title"].get<std::string>().empty());
     REQUIRE(fs::exists(dir.path / out / path));
-    CHECK(r.out.find(path) != std::string::npos);  // the terminal says where each file went
+    CHECK(r.out.find(path) != std::string::npos);  // --verbose says where each file went
     if (fs::path(path).extension() == ".html") {
       CHECK(read_text(dir / (out + "/" + path)).rfind("<!DOCTYPE html>", 0) == 0);  // test_report_html.cpp: the rest
     } else if (fs::path(path).extension() == ".png") {
@@ -57,7 +57,7 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
 TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-identical on rerun") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on", "run1");
-  CHECK(m["artifacts"].size() == 9);  // 8 pictures and report.html
+  CHECK(m["artifacts"].size() == 10);  // 9 pictures (trained_heads.png too) and report.html
   // The split-KV merge of the last query ('on', 4 keys) in 3 chunks equals the one-pass row.
   const Json& split = m["results"]["split_kv"];
   CHECK(split["query"] == 3);
@@ -105,7 +105,7 @@ TEST_CASE("cli pictures: demo with a Chinese sentence, SVG too, another colormap
   TempDir dir;
   const Json m = check_demo(dir, "我喜欢深度学习", "zh", "--format both --colormap viridis --heads 2 --scale 1");
   CHECK(m["tokens"].size() == 4);
-  CHECK(m["artifacts"].size() == 17);
+  CHECK(m["artifacts"].size() == 19);  // 9 pictures as PNG and SVG, and report.html
   CHECK(m["results"]["multi_head"]["weights"].size() == 2);
   check_input_error(run_cli("demo --heads 3"), "--heads: 3 does not divide");
   check_input_error(run_cli("demo --colormap rainbow --out never", "", dir.path.string()), "rainbow");
@@ -179,7 +179,7 @@ TEST_CASE("cli pictures: demo's flash check, its tile grid, and the decode check
 TEST_CASE("cli pictures: demo --rope writes the RoPE heatmap, byte-identical on rerun, a bad style is refused") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on the mat", "r1", "--rope interleaved --heads 2");
-  CHECK(m["artifacts"].size() == 10);
+  CHECK(m["artifacts"].size() == 11);
   CHECK(m["config"]["rope"] == "interleaved");
   const Json& rope = m["results"]["rope"];
   CHECK(rope["style"] == "interleaved");

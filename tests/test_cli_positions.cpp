@@ -169,8 +169,11 @@ TEST_CASE("cli positions: bad options of rope, positional and generate exit 2 wi
 TEST_CASE("cli positions: demo shows permutation equivariance and --positions changes the pictures' rows") {
   const TempDir tmp;
   const std::string dir = tmp.path.string();
-  const CliResult none = run_cli("demo 'the cat saw the dog' --out " + dir + "/none");
+  const CliResult none = run_cli("demo 'the cat saw the dog' --verbose --out " + dir + "/none");
   REQUIRE(none.code == 0);
+  // Without --verbose, one line says the same.
+  const CliResult short_run = run_cli("demo 'the cat saw the dog' --out " + dir + "/short");
+  CHECK(short_run.out.find("Positions: without them 'the' [0] and [3] get identical rows") != std::string::npos);
   CHECK(none.out.find("'the' [0] and [3] compared") != std::string::npos);
   CHECK(none.out.find("none       identical rows") != std::string::npos);
   CHECK(none.out.find("sinusoidal rows differ by up to") != std::string::npos);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <unistd.h>
 
 #include "attn/engine/error.hpp"
@@ -73,19 +74,32 @@ TEST_CASE("train: training rows are a random prefix, then a repeat to the end, o
   CHECK(late_repeats > rows / 5);     // repeats that start late in the row are common
 }
 
-TEST_CASE("train: head scores of a perfect previous-token head and a perfect induction head") {
-  const std::size_t L = 8, P = 4;
-  Tensor3 a = xt::zeros<float>({std::size_t{2}, L, L});
-  a(0, 0, 0) = a(1, 0, 0) = 1;
-  for (std::size_t i = 1; i < L; ++i) a(0, i, i - 1) = 1;           // head 0: the previous token
-  for (std::size_t i = 1; i < L; ++i) a(1, i, i >= P ? i - P + 1 : 0) = 1;  // head 1: induction
-  const std::vector<HeadScore> s = head_scores({{a}, {a}}, P);
-  REQUIRE(s.size() == 2);
-  CHECK(s[0].prev_token == doctest::Approx(1.0));
-  CHECK(s[0].induction == doctest::Approx(0.0));  // i-1 != i-P+1 when P = 4
-  CHECK(s[1].induction == doctest::Approx(1.0));
-  // Head 1 puts position 1 on key 0 (its previous token) and nothing else on i-1: 1 of 7 rows.
-  CHECK(s[1].prev_token == doctest::Approx(1.0 / 7));
+TEST_CASE("train: held-out sequences vary period and start, so position alone cannot score") {
+  const std::size_t L = 32, rows = 400;
+  Rng rng(5);
+  const TokenBatch b = held_out_batch(TrainTask::induction, rows, L, 64, rng);
+  REQUIRE(b.tokens.size() == rows * L);
+  CHECK_FALSE(b.last_is_target);
+  std::set<std::size_t> periods, starts;
+  for (std::size_t s = 0; s < rows; ++s) {
+    const std::int32_t* row = b.tokens.data() + s * L;
+    // The largest start from which the row repeats with some period p to its end (a whole copy at least).
+    std::size_t period = 0, start = 0;
+    for (std::size_t p = 2; p <= L / 2 && !period; ++p) {
+      std::size_t first = L;
+      while (first > p && row[first - 1] == row[first - 1 - p]) --first;
+      if (L - first >= p) period = p, start = first - p;
+    }
+    REQUIRE(period >= 2);
+    periods.insert(period);
+    starts.insert(start);
+  }
+  // Uniform period in [2, 16] and start in [0, L - 2 period]: 400 rows see nearly every one.
+  CHECK(periods.size() >= 12);
+  CHECK(starts.size() >= 12);
+  // The reverse task's held-out rows are its training layout.
+  Rng again(5), same(5);
+  CHECK(held_out_batch(TrainTask::reverse, 3, 10, 7, again).tokens == task_batch(TrainTask::reverse, 3, 10, 7, same).tokens);
 }
 
 TEST_CASE("train: the phase change is where the loss falls past the midpoint, or none") {
@@ -130,7 +144,7 @@ TEST_CASE("train: same seed and threads, same bytes, another seed, other bytes")
   CHECK(train_json(run_training(other), other).dump() != train_json(a, tiny_options(12)).dump());
   CHECK(a.points.size() == 4);  // steps 0, 5, 10 and the last, 12
   CHECK(a.points.back().step == 12);
-  CHECK(a.final_scores.size() == 4);
+  CHECK(a.final_summary.heads.size() == 4);
   CHECK(a.uniform_loss == doctest::Approx(std::log(8.0)));
 }
 

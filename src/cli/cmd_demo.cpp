@@ -15,6 +15,7 @@
 #include "attn/engine/printable_text.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
+#include "attn/io/shipped_model.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/report_html.hpp"
@@ -37,8 +38,16 @@ struct DemoOptions {
   std::string rope;  // "", "half" or "interleaved"
   std::string positions = "none";  // none, sinusoidal or rope (= --rope half)
   std::string model;  // a trained model folder; "" = seeded projections
+  bool random_only = false;  // no shipped trained model beside the seeded projections
+  bool verbose = false;      // every table and check in full, not the short summary
   bool sentence_given = false, shape_given = false, positions_given = false;
 };
+
+// Prose lines are wrapped to the terminal, at most this wide.
+constexpr std::size_t kProseColumns = 100;
+std::string wrapped(const std::string& text, const std::string& indent = "  ") {
+  return wrap_words(text, std::min(terminal_columns(STDOUT_FILENO), kProseColumns), indent) + "\n";
+}
 
 // "1.2e-07"; an exact 0 as "0" (bit-identical after rounding to float32).
 std::string sci(double v) {
@@ -188,9 +197,12 @@ void print_model_heads(const DemoResult& r, const char* scale) {
             << m.config.heads
             << (gpt2 ? " heads, width " + std::to_string(m.config.d_model) + ", GPT-2's own BPE tokens.\n"
                      : std::string(" heads, trained (each distinct word is the next token id).\n"))
-            << "Every head's scores (previous-token: weight on the token before; induction: on the sentence\n"
-            << "repeated twice, a token's weight on the token after its first copy); kind, as heads.png titles\n"
-            << "each head: " << kHeadKindRule << ":\n";
+            << (m.repeated ? wrapped("Shown the sentence twice: no token of it appears twice, so an induction head "
+                                     "would have no earlier copy to look back at.", "")
+                           : "")
+            << wrapped("Every head's scores on these tokens (previous-token: weight on the token before; induction: "
+                       "weight on the token after the query token's earlier copy, " + induction_scope(m.summary) +
+                       "). Kind, as heads.png titles each head: " + kHeadKindRule + ".", "");
   std::cout << "  layer  head  previous-token  induction  kind\n";
   auto cell = [](const std::optional<double>& x) { return x ? format_fixed(*x, 3) : std::string("-"); };
   for (const HeadScores& s : m.summary.heads) {
@@ -211,6 +223,101 @@ void print_model_heads(const DemoResult& r, const char* scale) {
   std::cout << "Layer " << ind.layer << ", head " << ind.head << " (head dim " << m.config.d_model / m.config.heads
             << ", scale = " << scale << "), causal.\n"
             << "Rows: query (attending). Columns: key (attended to). Each row sums to 1.\n\n";
+}
+
+// The sentence and its tokens, each with its position: a repeated word ("the" [0] and "the"
+// [4]) is two different keys.
+void print_tokens(const DemoResult& r) {
+  std::string line = "Sentence: \"" + printable_text(r.config.sentence) + "\" -> " + count_of(r.tokens.size(), "token") + ":";
+  for (std::size_t i = 0; i < r.tokens.size(); ++i) line += " [" + std::to_string(i) + "] " + r.tokens[i];
+  std::cout << wrapped(line) << "\n";
+}
+
+// Top-k keys per query: every query with --verbose, else the first 8 (the pictures and
+// manifest.json have every row).
+void print_top(const DemoResult& r, bool verbose) {
+  const std::size_t L = r.tokens.size(), shown = verbose ? L : std::min<std::size_t>(L, 8);
+  auto at = [&](std::size_t i) { return "'" + r.tokens[i] + "' [" + std::to_string(i) + "]"; };
+  std::cout << "Top-" << r.config.top_k << " keys per query:\n";
+  std::size_t label_w = 0;
+  for (std::size_t i = 0; i < shown; ++i) label_w = std::max(label_w, display_width(at(i)));
+  for (std::size_t i = 0; i < shown; ++i) {
+    std::cout << "  " << pad_to_width(at(i), label_w) << " ->";
+    for (std::size_t j : r.top[i]) std::cout << "  " << at(j) << " " << format_fixed(r.weights(i, j), 3);
+    std::cout << "\n";
+  }
+  if (shown < L) std::cout << "  (" << L - shown << " more queries: --verbose, or manifest.json)\n";
+}
+
+// The trained model beside the seeded run: its previous-token and induction heads on the
+// sentence, and the cells that make the induction score (outlined in trained_heads.png).
+void print_trained(const DemoResult& r) {
+  if (r.model || !r.config.trained) return;
+  if (!r.trained) {
+    std::cout << "\n" << wrapped("Trained heads not shown: " + r.trained_skipped + ".", "");
+    return;
+  }
+  const DemoModel& m = *r.trained;
+  if (m.labels.size() < 2) {
+    std::cout << "\nTrained heads: one token attends only to itself; give two words or more to see them.\n";
+    return;
+  }
+  const HeadScores &prev = m.prev_token_head, &ind = m.induction_head;
+  auto name = [](const HeadScores& h) { return "L" + std::to_string(h.layer) + "H" + std::to_string(h.head); };
+  auto score = [](const std::optional<double>& x, const std::optional<KindBar>& bar) {
+    return x ? format_fixed(*x, 2) + (bar ? " (bar " + format_fixed(bar->bar, 2) + ")" : std::string()) : std::string("-");
+  };
+  std::cout << "\n"
+            << wrapped("Trained (`" + std::string(kShippedModelCommand) + "`, " + std::to_string(m.config.layers) +
+                           "x" + std::to_string(m.config.heads) + " heads) on " +
+                           (m.repeated ? "the sentence twice, as no word repeats:" : "the sentence:"),
+                       "");
+  std::cout << "  " << name(prev) << " " << prev.kind << ", score "
+            << score(prev.previous_token, m.summary.previous_token_bar) << ": each word looks at the word before\n";
+  std::cout << "  " << name(ind) << " " << ind.kind << ", score " << score(ind.induction, m.summary.induction_bar)
+            << ": a repeated word looks at the word after its earlier copy";
+  const std::vector<InductionCell>& cells = m.summary.induction_cells;
+  if (cells.empty()) {
+    std::cout << " (no word appears twice here)\n";
+    return;
+  }
+  std::string list;
+  const Tensor3& a = m.attention[ind.layer];
+  for (std::size_t k = 0; k < cells.size() && k < 6; ++k)
+    list += (k ? " · " : "") + m.labels[cells[k].query] + " [" + std::to_string(cells[k].query) + "] -> " +
+            m.labels[cells[k].key] + " " + format_fixed(a(ind.head, cells[k].query, cells[k].key), 2);
+  if (cells.size() > 6) list += " · " + std::to_string(cells.size() - 6) + " more";
+  std::cout << ":\n" << wrapped("  " + list + " (outlined in trained_heads.png)", "    ");
+}
+
+// Each check in one line; --verbose prints their tables.
+void print_short_checks(const DemoResult& r) {
+  if (!r.positions.empty() && !r.positions.front().repeated.empty()) {
+    const RepeatedWord& w = r.positions.front().repeated.front();
+    const double d = w.max_row_diff;
+    std::cout << "\n"
+              << wrapped("Positions: without them '" + w.token + "' [" + std::to_string(w.first) + "] and [" +
+                             std::to_string(w.second) + "] get identical rows (max difference " + sci(d) +
+                             "): attention alone cannot see order; --positions sinusoidal or rope adds it.",
+                         "");
+  }
+  const DemoFlashCheck& f = r.flash;
+  const double flash = std::max({f.fast.plain.output, f.fast.causal.output, f.teaching.plain.output, f.teaching.causal.output});
+  std::cout << "\n"
+            << wrapped("Checks: FlashAttention tile by tile = naive: max |diff| " + sci(flash) + " · split-KV merge = one pass: " +
+                           sci(r.split_kv.max_abs_diff) + " · KV-cache decode = one-shot run: " +
+                           sci(std::max(r.decode.output, r.decode.weights)),
+                       "    ");
+  const VarianceResult& v = r.variance;
+  std::size_t inside = 0;
+  for (const VarianceRow& row : v.rows) inside += row.within_band;
+  const VarianceRow &lo = v.rows.front(), &hi = v.rows.back();
+  std::cout << wrapped("  why 1/sqrt(d_k): Var(q.k) = " + format_g(lo.var_unscaled, 3) + " at d_k " +
+                           std::to_string(lo.d_k) + ", " + format_g(hi.var_unscaled, 4) + " at " + std::to_string(hi.d_k) +
+                           "; scaled, " + format_fixed(lo.var_scaled, 2) + " and " + format_fixed(hi.var_scaled, 2) + " (" +
+                           std::to_string(inside) + " of " + std::to_string(v.rows.size()) +
+                           " d_k within 3 standard errors of theory)",
+                       "    ");
 }
 
 void run_demo_command(const DemoOptions& opts) {
@@ -239,45 +346,40 @@ void run_demo_command(const DemoOptions& opts) {
     config.model_path = opts.model;
     if (!opts.sentence_given) config.sentence = kDemoModelSentence;
   }
+  if (opts.model.empty() && !opts.random_only) {
+    config.trained = std::make_shared<const ToyModel>(shipped_toy_model());
+    config.trained_name = kShippedModelName;
+  }
+  if (!opts.model.empty() && opts.random_only) throw InputError("--random-only: leave it out with --model");
   require_demo_budgets(demo_size(config));
   const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
   OutputFolder folder = prepare_picture_dir(opts.out);
   const DemoResult r = run_demo(config);
-  const std::size_t L = r.tokens.size();
 
-  std::cout << "Sentence: \"" << printable_text(r.config.sentence) << "\"\n";
-  std::cout << "Tokens (" << L << "):";
-  for (std::size_t i = 0; i < L; ++i) std::cout << "  [" << i << "] " << r.tokens[i];
-  std::cout << "\n\n";
-
+  print_tokens(r);
   char scale[64];
   std::snprintf(scale, sizeof scale, "%.6g", r.scale);
   if (r.model) print_model_heads(r, scale);
   else {
-    std::cout << "Single-head self-attention weights (d_model = " << r.config.d_model
-              << ", seeded untrained projections, scale = 1/sqrt(" << r.config.d_model << ") = " << scale << ")\n"
-              << "Rows: query (attending). Columns: key (attended to). Each row sums to 1.\n\n";
+    std::cout << wrapped("Untrained (seeded random projections, d_model " + std::to_string(r.config.d_model) +
+                             ", scale " + scale + "). Rows query, columns key; rows sum to 1.",
+                         "");
   }
   const ColorMode color = terminal_color_mode(::isatty(STDOUT_FILENO), opts.no_color);
   TerminalHeatmap table{r.tokens, r.tokens, r.weights, r.model ? &r.causal_allowed : nullptr, opts.image.colormap,
                         color_scale_for({r.weights.data(), r.weights.size()}, std::nullopt)};
   table.max_width = terminal_columns(STDOUT_FILENO);
-  std::cout << render_terminal_heatmap(table, color) << "\n";
-
-  // Each token with its position, as in the token list above: a repeated word ("the" [0] and
-  // "the" [4]) is two different keys.
-  auto at = [&](std::size_t i) { return "'" + r.tokens[i] + "' [" + std::to_string(i) + "]"; };
-  std::cout << "Top-" << r.config.top_k << " attended tokens per query:\n";
-  std::size_t label_w = 0;
-  for (std::size_t i = 0; i < L; ++i) label_w = std::max(label_w, display_width(at(i)));
-  for (std::size_t i = 0; i < L; ++i) {
-    std::cout << "  " << pad_to_width(at(i), label_w) << " attends most to:";
-    for (std::size_t j : r.top[i]) std::cout << "  " << at(j) << " " << format_fixed(r.weights(i, j), 3);
-    std::cout << "\n";
+  std::cout << render_terminal_heatmap(table, color);
+  print_top(r, opts.verbose);
+  if (opts.verbose) {
+    print_trained(r);
+    print_positions(r);
+    print_checks(r);
+    print_experiments(r);
+  } else {
+    print_trained(r);
+    print_short_checks(r);
   }
-  print_positions(r);
-  print_checks(r);
-  print_experiments(r);
 
   // Timings go to the terminal only: the files must be byte-identical from run to run.
   const auto start = std::chrono::steady_clock::now();
@@ -296,14 +398,22 @@ void run_demo_command(const DemoOptions& opts) {
                         report_html(read_report_folder(folder.staging())));
   folder.commit();
 
-  std::cout << "\nWrote into " << printable_text(opts.out) << "/ (" << artifacts.size() - 1 << " pictures in "
-            << std::lround(ms) << " ms):\n";
-  std::size_t path_w = 0;
-  for (const Artifact& a : artifacts) path_w = std::max(path_w, display_width(a.path));
-  for (const Artifact& a : artifacts) {
-    std::cout << "  " << pad_to_width(a.path, path_w) << "  " << pad_to_width(a.kind, 10) << "  " << printable_text(a.title) << "\n";
+  if (opts.verbose) {
+    std::cout << "\nWrote into " << printable_text(opts.out) << "/ (" << artifacts.size() - 1 << " pictures in "
+              << std::lround(ms) << " ms):\n";
+    std::size_t path_w = 0;
+    for (const Artifact& a : artifacts) path_w = std::max(path_w, display_width(a.path));
+    for (const Artifact& a : artifacts)
+      std::cout << "  " << pad_to_width(a.path, path_w) << "  " << pad_to_width(a.kind, 10) << "  " << printable_text(a.title) << "\n";
+    std::cout << "  " << pad_to_width("manifest.json", path_w) << "  every number above, and the list of files\n";
+  } else {
+    const std::string out = printable_text(opts.out);
+    std::cout << "\n"
+              << wrapped("Wrote " + std::to_string(artifacts.size() - 1) + " pictures, report.html and manifest.json into " +
+                             out + "/ in " + std::to_string(std::lround(ms)) + " ms: open " + out +
+                             "/report.html. --verbose prints every table, check and file.",
+                         "");
   }
-  std::cout << "  " << pad_to_width("manifest.json", path_w) << "  every number above, and the list of files\n";
 }
 
 }  // namespace
@@ -339,8 +449,18 @@ void setup_demo(CLI::App& app) {
                   "merges.txt): its heads instead of seeded projections "
                   "(default sentence then: \"" + std::string(kDemoModelSentence) + "\")");
   cmd->add_flag("--no-color", opts->no_color, "plain numbers in the terminal (also: NO_COLOR=1)");
-  cmd->footer(R"(Examples:
+  cmd->add_flag("--random-only", opts->random_only,
+                "only the seeded random projections: leave out the trained model's heads shown beside them");
+  cmd->add_flag("-v,--verbose", opts->verbose,
+                "every table and check in full (positions, flash tiles, split-KV, decode, variance, FLOPs) and every file");
+  cmd->footer(R"(Beside the seeded random projections, the demo shows the heads of a toy model that attn-cli
+carries inside it, trained by `attn-cli train --no-timing`: a previous-token head and an induction
+head on your sentence (twice when no word of it repeats). --random-only leaves them out.
+
+Examples:
   attn-cli demo
+  attn-cli demo --verbose
+  attn-cli demo "the cat sat on the mat" --random-only
   attn-cli demo "The cat sat on the mat" --out cat-demo
   attn-cli demo "我喜欢深度学习" --seed 7
   attn-cli demo "The cat sat on" --heads 2 --format both --colormap viridis --out cat-svg

@@ -1,5 +1,7 @@
 // attn-cli forward: run a model folder (a trained toy model, or GPT-2 from Hugging Face) on a
 // sequence; its attention and predictions.
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include "attn/lessons/memory_policy.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/render/report_table.hpp"
+#include "attn/render/terminal_heatmap.hpp"
 #include "attn/render/text_table.hpp"
 #include "attn/render/model_pictures.hpp"
 #include "commands.hpp"
@@ -63,11 +66,14 @@ void print_head_summary(const HeadSummary& s, std::ostream& out) {
   auto bar = [](const char* name, const std::optional<KindBar>& b) {
     return std::string(name) + " " + format_fixed(b->bar, 3) + " (uniform head: " + format_fixed(b->uniform, 3) + ")";
   };
-  out << "Heads, classified by measured scores (" << kHeadKindRule << "; induction measured on the "
-      << s.tokens << " tokens repeated twice" << (s.induction_measured ? "" : ", not run: 2n exceeds the model's positions")
-      << ").\nBars at " << s.tokens << " tokens: " << bar("previous-token", s.previous_token_bar) << ", "
-      << bar("first-token", s.first_token_bar)
-      << (s.induction_bar ? ", " + bar("induction", s.induction_bar) : std::string()) << ":\n";
+  out << wrap_words("Heads, classified by scores on these tokens: " + std::string(kHeadKindRule) + " (" + kHeadBarRule +
+                       "); " + induction_scope(s) +
+                       (s.induction_measured() ? "." : "; give the text twice to score it.") + " Bars at " +
+                       std::to_string(s.tokens) + " tokens: " + bar("previous-token", s.previous_token_bar) + ", " +
+                       bar("first-token", s.first_token_bar) +
+                       (s.induction_bar ? ", " + bar("induction", s.induction_bar) : std::string()) + ":",
+                   std::min<std::size_t>(terminal_columns(STDOUT_FILENO), 100))
+      << "\n";
   Table table{{"layer", "head", "previous-token", "first-token", "induction", "entropy", "kind"}, {}};
   auto cell = [](const std::optional<double>& x) { return x ? format_fixed(*x, 3) : std::string("-"); };
   for (const HeadScores& h : s.heads) {
@@ -136,7 +142,7 @@ void run_gpt2_forward(const ForwardOptions& o) {
   std::optional<OutputFolder> folder;  // checked before the output, written as a whole after it
   if (!o.out.empty()) folder.emplace(prepare_picture_dir(o.out));
   const std::optional<HeadSummary> summary =
-      folder ? std::optional<HeadSummary>(gpt2_head_summary(model, tokens.ids, f.attention)) : std::nullopt;
+      folder ? std::optional<HeadSummary>(summarize_heads(tokens.ids, f.attention)) : std::nullopt;
   std::ostream& log = o.json ? std::cerr : std::cout;
   if (o.json) {
     std::cout << forward_json(tokens, f.attention, f.logits).dump() << "\n";
@@ -184,7 +190,7 @@ void run_forward_command(const ForwardOptions& o) {
     print_predictions(tokens, f);
   }
   if (!folder) return;
-  const HeadSummary summary = toy_head_summary(model, tokens, f.attention);
+  const HeadSummary summary = summarize_heads(tokens.ids, f.attention);
   std::ostream& log = o.json ? std::cerr : std::cout;
   print_head_summary(summary, log);
   write_forward_pictures(o, *folder, tokens, f.attention, summary, log);

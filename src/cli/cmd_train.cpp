@@ -11,6 +11,7 @@
 #include "attn/lessons/number_format.hpp"
 #include "attn/lessons/train.hpp"
 #include "attn/render/report_table.hpp"
+#include "attn/render/text_table.hpp"
 #include "attn/render/train_pictures.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
@@ -48,18 +49,12 @@ class Progress {
   std::size_t steps_, every_;
 };
 
-// What a head does, in words, from its scores on the held-out sequences.
-std::string head_role(const HeadScore& s) {
-  if (s.induction >= 0.5) return "induction head";
-  if (s.prev_token >= 0.5) return "previous-token head";
-  return "";
-}
-
 void print_summary(const TrainRun& run, const TrainOptions& o, const std::string& out) {
-  Table t{{"layer", "head", "prev-token", "induction", "role"}, {}};
-  for (const HeadScore& s : run.final_scores)
-    t.rows.push_back({std::to_string(s.layer), std::to_string(s.head), format_fixed(s.prev_token, 3),
-                      format_fixed(s.induction, 3), head_role(s)});
+  Table t{{"layer", "head", "previous-token", "first-token", "induction", "kind"}, {}};
+  auto cell = [](const std::optional<double>& x) { return x ? format_fixed(*x, 3) : std::string("-"); };
+  for (const HeadScores& s : run.final_summary.heads)
+    t.rows.push_back({std::to_string(s.layer), std::to_string(s.head), cell(s.previous_token), cell(s.first_token),
+                      cell(s.induction), s.kind});
   const TrainPoint& last = run.points.back();
   std::cout << "Trained " << o.config.layers << " layers x " << o.config.heads << " heads on the "
             << train_task_name(o.task) << " task for " << last.step << " steps";
@@ -70,8 +65,15 @@ void print_summary(const TrainRun& run, const TrainOptions& o, const std::string
     std::cout << "Phase change at step " << *run.phase_change_step << " (the loss's sudden drop; see train.json).\n";
   else
     std::cout << "No phase change: the loss never fell 0.5 nats below ln(vocab).\n";
-  std::cout << "\nScores per head on " << "held-out sequences (mean attention on the previous token / on the "
-            << "token after the earlier occurrence):\n"
+  const HeadSummary& s = run.final_summary;
+  std::cout << "\n"
+            << wrap_words("Every head, scored on " + std::to_string(s.sequences) +
+                              " held-out sequences (a random prefix, then a run of random tokens repeated; period and "
+                              "start vary, so position alone cannot find the copy): previous-token = weight on the "
+                              "token before; induction = weight on the token after the query token's earlier copy. "
+                              "Kind: " + kHeadKindRule + ".",
+                          100)
+            << "\n"
             << render_table(t, TableFormat::text) << "\nWrote " << printable_text(out) << "/model/, " << printable_text(out) << "/train.json\n";
 }
 

@@ -35,12 +35,11 @@ void write_toy_model(const std::string& dir, const ToyModel& model, const ToyTra
   write_file_atomically(dir + "/config.json", config.dump(2) + "\n");
 }
 
-ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info) {
-  const std::string config_path = model_file(dir, "config.json");
-  std::error_code ec;  // a link loop is no file either
-  if (!std::filesystem::is_regular_file(config_path, ec))
-    throw InputError(dir + ": not a model folder (no config.json)");
-  const Json config = read_json(config_path);
+namespace {
+
+// The model from its parsed config.json and tensors; the paths name them in errors.
+ToyModel toy_model_from(const Json& config, std::map<std::string, StoredTensor> stored, const std::string& config_path,
+                        const std::string& weights_path, ToyTrainInfo* info) {
   if (!config.is_object()) throw InputError(config_path + ": expected a JSON object");
   ToyConfig c;
   c.vocab = config_size(config, "vocab", config_path);
@@ -62,8 +61,6 @@ ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info) {
     }
   }
 
-  const std::string weights_path = model_file(dir, "model.safetensors");
-  std::map<std::string, StoredTensor> stored = read_safetensors(weights_path);
   ToyModel model = zero_toy_model(c);
   for (const NamedTensor& p : toy_parameters(model)) {
     auto it = stored.find(p.name);
@@ -80,6 +77,30 @@ ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info) {
   }
   if (!stored.empty()) throw InputError(weights_path + ": unexpected tensor \"" + stored.begin()->first + "\"");
   return model;
+}
+
+}  // namespace
+
+ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info) {
+  const std::string config_path = model_file(dir, "config.json");
+  std::error_code ec;  // a link loop is no file either
+  if (!std::filesystem::is_regular_file(config_path, ec))
+    throw InputError(dir + ": not a model folder (no config.json)");
+  const Json config = read_json(config_path);
+  const std::string weights_path = model_file(dir, "model.safetensors");
+  return toy_model_from(config, read_safetensors(weights_path), config_path, weights_path, info);
+}
+
+ToyModel parse_toy_model(std::string_view config_json, std::string_view weights, const std::string& source,
+                         ToyTrainInfo* info) {
+  const std::string config_path = source + "/config.json", weights_path = source + "/model.safetensors";
+  Json config;
+  try {
+    config = Json::parse(config_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(config_path + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  return toy_model_from(config, parse_safetensors(weights, weights_path), config_path, weights_path, info);
 }
 
 }  // namespace attn

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "attn/engine/attention.hpp"
 #include "attn/engine/error.hpp"
@@ -12,6 +13,7 @@
 #include "attn/engine/topk.hpp"
 #include "max_difference.hpp"
 #include "attn/lessons/gpt2_forward.hpp"
+#include "attn/lessons/number_format.hpp"
 
 namespace attn {
 namespace {
@@ -282,19 +284,57 @@ HeadScores named_head(const HeadSummary& summary, const char* kind, Score score,
   return *best;
 }
 
-// The two heatmaps' heads, named by heads.png's scores and rule, and the flash check on the
-// induction head's own Q, K, V ([layers] of [H, L, d]) as the model computed them.
-void show_model_heads(DemoResult& r, DemoModel& dm, const std::vector<Tensor3>& q_layers,
-                      const std::vector<Tensor3>& k_layers, const std::vector<Tensor3>& v_layers) {
-  const ToyConfig& mc = dm.config;
-  const std::size_t first_induction_layer = mc.layers > 1 ? 1 : 0;
+// The two heatmaps' heads, named by heads.png's scores and rule.
+void name_heads(DemoModel& dm) {
+  const std::size_t first_induction_layer = dm.config.layers > 1 ? 1 : 0;
   dm.induction_head = named_head(
       dm.summary, "induction", [](const HeadScores& s) { return s.induction; },
       [&](const HeadScores& s) { return s.layer >= first_induction_layer; });
   dm.prev_token_head = named_head(
       dm.summary, "previous-token", [](const HeadScores& s) { return s.previous_token; },
       [](const HeadScores& s) { return s.layer == 0; });
+}
 
+// The tokens a model is shown (DemoModel): the sentence, twice when no token of it appears
+// twice and twice fits the model's positions.
+bool show_twice(const std::vector<std::int32_t>& ids, std::size_t positions) {
+  return ids.size() >= 2 && induction_cells(ids).empty() && 2 * ids.size() <= positions;
+}
+std::size_t shown_length(const std::vector<std::int32_t>& ids, std::size_t positions) {
+  return show_twice(ids, positions) ? 2 * ids.size() : ids.size();
+}
+void repeat_when_nothing_repeats(DemoModel& dm, std::vector<std::string>& labels) {
+  if (!show_twice(dm.ids, dm.config.context)) return;
+  const std::vector<std::int32_t> ids = dm.ids;
+  const std::vector<std::string> once = labels;
+  dm.ids.insert(dm.ids.end(), ids.begin(), ids.end());
+  labels.insert(labels.end(), once.begin(), once.end());
+  dm.repeated = true;
+}
+
+// A toy model on the sentence's words: the forward pass on the tokens shown, every head scored.
+DemoModel toy_demo_model(const ToyModel& model, const std::vector<std::string>& words, const std::string& path,
+                         ToyForward& f) {
+  const ToyConfig& mc = model.config;
+  DemoModel dm;
+  dm.path = path, dm.architecture = "toy", dm.config = mc;
+  dm.ids = toy_tokens_from_words(words, mc.vocab).ids;
+  dm.labels = words;
+  repeat_when_nothing_repeats(dm, dm.labels);
+  f = run_toy_forward(model, ToyTokens{dm.ids, dm.labels, dm.labels});
+  dm.attention = f.attention;
+  dm.summary = summarize_heads(dm.ids, dm.attention);
+  name_heads(dm);
+  return dm;
+}
+
+// The two heatmaps from the named heads, and the flash check on the induction head's own
+// Q, K, V ([layers] of [H, L, d]) as the model computed them.
+void show_model_heads(DemoResult& r, DemoModel& dm, const std::vector<Tensor3>& q_layers,
+                      const std::vector<Tensor3>& k_layers, const std::vector<Tensor3>& v_layers) {
+  const ToyConfig& mc = dm.config;
+  r.tokens = dm.labels;
+  r.causal_allowed = causal_allowed(r.tokens.size(), r.tokens.size());
   const HeadScores& ind = dm.induction_head;
   const HeadScores& prev = dm.prev_token_head;
   r.config.d_model = mc.d_model;
@@ -329,10 +369,8 @@ void show_model_heads(DemoResult& r, DemoModel& dm, const std::vector<Tensor3>& 
 void model_attention(DemoResult& r) {
   const ToyModel& model = *r.config.model;
   const ToyConfig& mc = model.config;
-  const ToyTokens t = toy_tokens_from_words(r.tokens, mc.vocab);
-  const ToyForward f = run_toy_forward(model, t);
-
-  DemoModel dm{r.config.model_path, "toy", mc, t.ids, f.attention, toy_head_summary(model, t, f.attention), {}, {}, {}};
+  ToyForward f;
+  DemoModel dm = toy_demo_model(model, r.tokens, r.config.model_path, f);
   show_model_heads(r, dm, f.q, f.k, f.v);
 
   // The decode check on the model's first layer, from its embedded sentence.
@@ -370,9 +408,14 @@ MhaWeights gpt2_block_mha_weights(const Gpt2Block& b, std::size_t D) {
 void gpt2_attention(DemoResult& r, const std::vector<std::int32_t>& ids) {
   const Gpt2Model& model = *r.config.gpt2;
   const Gpt2Config& c = model.config;
-  const Gpt2Forward f = gpt2_forward(model, ids);
   const ToyConfig mc{c.vocab_size, c.n_embd, c.n_head, c.n_layer, c.n_positions};
-  DemoModel dm{r.config.model_path, "gpt2", mc, ids, f.attention, gpt2_head_summary(model, ids, f.attention), {}, {}, {}};
+  DemoModel dm;
+  dm.path = r.config.model_path, dm.architecture = "gpt2", dm.config = mc, dm.ids = ids, dm.labels = r.tokens;
+  repeat_when_nothing_repeats(dm, dm.labels);
+  const Gpt2Forward f = gpt2_forward(model, dm.ids);
+  dm.attention = f.attention;
+  dm.summary = summarize_heads(dm.ids, dm.attention);
+  name_heads(dm);
   show_model_heads(r, dm, f.q, f.k, f.v);
 
   Gpt2Block scratch;
@@ -384,6 +427,23 @@ void gpt2_attention(DemoResult& r, const std::vector<std::int32_t>& ids) {
   r.model = std::move(dm);
 }
 
+// The default demo's second half: the trained toy model on the same sentence, when it fits.
+void trained_beside(DemoResult& r) {
+  const ToyModel& model = *r.config.trained;
+  const ToyConfig& c = model.config;
+  std::set<std::string> distinct(r.tokens.begin(), r.tokens.end());
+  if (r.tokens.size() > c.context) {
+    r.trained_skipped = "the sentence has " + count_of(r.tokens.size(), "token") + "; the trained model reads at most " +
+                        std::to_string(c.context);
+  } else if (distinct.size() > c.vocab) {
+    r.trained_skipped = "the sentence has " + std::to_string(distinct.size()) +
+                        " distinct words; the trained model knows " + std::to_string(c.vocab) + " token ids";
+  } else {
+    ToyForward f;
+    r.trained = toy_demo_model(model, r.tokens, r.config.trained_name, f);
+  }
+}
+
 }  // namespace
 
 DemoSize demo_size(const DemoConfig& config) {
@@ -392,15 +452,18 @@ DemoSize demo_size(const DemoConfig& config) {
   constexpr std::size_t kOtherMaps = 6;
   if (config.gpt2) {
     const Gpt2Config& c = config.gpt2->config;
-    const std::size_t L = gpt2_tokens_from_text(*config.gpt2_tokenizer, config.sentence).ids.size();
-    return {L, c.n_embd, c.n_embd / c.n_head, c.n_layer * c.n_head + kOtherMaps};
+    const std::vector<std::int32_t> ids = gpt2_tokens_from_text(*config.gpt2_tokenizer, config.sentence).ids;
+    return {shown_length(ids, c.n_positions), c.n_embd, c.n_embd / c.n_head, c.n_layer * c.n_head + kOtherMaps};
   }
-  const std::size_t L = tokenize(config.sentence, config.max_tokens).size();
+  const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
+  const std::size_t L = tokens.size();
   if (config.model) {
     const ToyConfig& c = config.model->config;
-    return {L, c.d_model, c.d_model / c.heads, c.layers * c.heads + kOtherMaps};
+    const std::vector<std::int32_t> ids = toy_tokens_from_words(token_texts(tokens), c.vocab).ids;
+    return {shown_length(ids, c.context), c.d_model, c.d_model / c.heads, c.layers * c.heads + kOtherMaps};
   }
-  return {L, config.d_model, config.d_model / config.heads, config.heads + kOtherMaps};
+  const std::size_t trained = config.trained ? config.trained->config.layers * config.trained->config.heads : 0;
+  return {L, config.d_model, config.d_model / config.heads, config.heads + kOtherMaps + trained};
 }
 
 DemoHead demo_seeded_head(const DemoConfig& config) {
@@ -418,7 +481,6 @@ DemoResult run_demo(const DemoConfig& config) {
     const ToyTokens t = gpt2_tokens_from_text(*config.gpt2_tokenizer, config.sentence);
     if (t.ids.empty()) throw InputError("sentence: no tokens");
     r.tokens = t.labels;  // a token holding part of a character reads \xf0, not U+FFFD
-    r.causal_allowed = causal_allowed(t.ids.size(), t.ids.size());
     gpt2_attention(r, t.ids);
   } else {
     const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
@@ -426,6 +488,7 @@ DemoResult run_demo(const DemoConfig& config) {
     r.causal_allowed = causal_allowed(r.tokens.size(), r.tokens.size());
     if (config.model) model_attention(r);
     else seeded_attention(r, tokens);
+    if (!config.model && config.trained) trained_beside(r);
   }
   const std::size_t L = r.tokens.size();
   r.variance = run_variance(demo_variance_config(r.config));
@@ -515,11 +578,13 @@ void add_model_json(Json& m, const DemoModel& dm) {
   Json scaled = Json::array();
   for (const Tensor3& s : dm.scaled_scores) scaled.push_back(to_json(s, FloatText::shortest));
   results["model"] = {{"ids", dm.ids},
+                      {"repeated", dm.repeated},
+                      {"shown", dm.repeated ? "the sentence twice: no token of it appeared twice" : "the sentence"},
                       {"score_rules",
                        {{"prev_token_score", "head_summary's previous_token: mean over queries i >= 1 of A[i, i-1]"},
                         {"induction_score",
-                         "head_summary's induction: on the sentence twice (n tokens each), mean over i in [n, 2n) of "
-                         "A[i, i-n+1]; null when 2n exceeds the model's positions or n < 2"},
+                         "head_summary's induction: mean over the queries whose token appeared exactly once before "
+                         "(at j) of A[i, j+1]; null when there is none"},
                         {"kind", "head_summary's rule"}}},
                       {"scores", scores},
                       {"induction_head", {{"layer", ind.layer}, {"head", ind.head}}},
@@ -532,7 +597,28 @@ void add_model_json(Json& m, const DemoModel& dm) {
   }
 }
 
+// Without --model: the trained model beside the seeded run: the tokens it was shown, every head's
+// scores and kind, and the two named heads' weights.
+Json trained_json(const DemoResult& r) {
+  if (!r.trained) return {{"shown", false}, {"why", r.trained_skipped}};
+  const DemoModel& dm = *r.trained;
+  auto head = [&](const HeadScores& h) {
+    return Json{{"layer", h.layer}, {"head", h.head}, {"kind", h.kind},
+                {"weights", to_json(Tensor2(xt::view(dm.attention[h.layer], h.head, xt::all(), xt::all())),
+                                    FloatText::shortest)}};
+  };
+  return {{"shown", true},
+          {"model", dm.path},
+          {"tokens", dm.labels},
+          {"ids", dm.ids},
+          {"repeated", dm.repeated},
+          {"head_summary", head_summary_json(dm.summary)},
+          {"induction_head", head(dm.induction_head)},
+          {"prev_token_head", head(dm.prev_token_head)}};
+}
+
 }  // namespace
+
 
 // The manifest is read by people and plotted: its weights are written as the shortest decimal
 // of each float32 (FloatText::shortest), unlike attend/mha's exact values.
@@ -594,6 +680,7 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
   };
   m["results"]["split_kv"]["query"] = r.tokens.size() - 1;
   if (r.model) add_model_json(m, *r.model);
+  if (r.config.trained && !r.model) m["results"]["trained"] = trained_json(r);
   if (!r.positions.empty()) {
     m["results"]["positions"] = positions_json(r.positions, r.config.positions);
   }

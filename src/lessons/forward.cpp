@@ -50,17 +50,6 @@ ToyForward run_toy_forward(const ToyModel& model, const ToyTokens& tokens) {
   return toy_forward(model, tokens.ids);
 }
 
-HeadSummary toy_head_summary(const ToyModel& model, const ToyTokens& tokens, const std::vector<Tensor3>& attention) {
-  const std::size_t n = tokens.ids.size();
-  std::vector<Tensor3> repeated;
-  if (n >= 2 && 2 * n <= model.config.context) {
-    std::vector<std::int32_t> twice = tokens.ids;
-    twice.insert(twice.end(), tokens.ids.begin(), tokens.ids.end());
-    repeated = toy_forward(model, twice).attention;
-  }
-  return summarize_heads(attention, repeated);
-}
-
 Json forward_json(const ToyTokens& tokens, const ToyForward& forward) {
   return forward_json(tokens, forward.attention, forward.logits);
 }

@@ -50,16 +50,4 @@ double gpt2_forward_flops(const Gpt2Config& c, std::size_t n) {
   return 2 * N * (12 * L * D * D + double(c.vocab_size) * D) + L * 2 * N * N * D;
 }
 
-HeadSummary gpt2_head_summary(const Gpt2Model& model, const std::vector<std::int32_t>& ids,
-                              const std::vector<Tensor3>& attention) {
-  const std::size_t n = ids.size();
-  std::vector<Tensor3> repeated;
-  if (n >= 2 && 2 * n <= model.config.n_positions) {
-    std::vector<std::int32_t> twice = ids;
-    twice.insert(twice.end(), ids.begin(), ids.end());
-    repeated = gpt2_forward(model, twice).attention;
-  }
-  return summarize_heads(attention, repeated);
-}
-
 }  // namespace attn

@@ -16,7 +16,7 @@ namespace attn {
 namespace {
 
 constexpr std::size_t kHeldOutSequences = 32;
-// The share of training rows laid out as the held-out sequences (train.hpp).
+// The share of training rows with the fixed layout, P ids then the same P (train.hpp).
 constexpr double kHeldOutLayoutShare = 0.4;
 
 // The generator of step `step`'s batch: seeded by (seed, step), so a continued run draws the
@@ -28,7 +28,7 @@ Rng held_out_rng(std::uint64_t seed) { return Rng(hash_with_seed("held-out", see
 
 struct Evaluation {
   double loss;
-  std::vector<HeadScore> scores;
+  HeadSummary summary;
   std::vector<Tensor3> shown;  // sequence 0's attention, [layers] of [H, L, L]
 };
 
@@ -39,22 +39,25 @@ Evaluation evaluate(const ToyModel& model, const TokenBatch& held_out, ToyWorksp
   e.loss = toy_loss_and_gradients(model, held_out, nullptr, ws, {Backend::naive, 1});
   const std::size_t H = model.config.heads, L = held_out.length, per_head = L * L;
   std::vector<std::vector<Tensor3>> attention(held_out.batch);
-  for (std::size_t s = 0; s < held_out.batch; ++s)
+  std::vector<std::vector<std::int32_t>> ids(held_out.batch);
+  for (std::size_t s = 0; s < held_out.batch; ++s) {
+    ids[s].assign(held_out.tokens.begin() + std::ptrdiff_t(s * L), held_out.tokens.begin() + std::ptrdiff_t((s + 1) * L));
     for (const SdpaResult& layer : ws.naive) {
       Tensor3 w = Tensor3::from_shape({H, L, L});
       std::copy_n(layer.weights.data() + s * H * per_head, H * per_head, w.data());
       attention[s].push_back(std::move(w));
     }
-  e.scores = head_scores(attention, L / 2);
+  }
+  e.summary = summarize_heads(ids, attention);
   e.shown = std::move(attention.front());
   return e;
 }
 
 TrainPoint point_of(std::size_t step, const Evaluation& e, double seconds) {
   TrainPoint p{step, e.loss, 0, 0, seconds};
-  for (const HeadScore& s : e.scores) {
-    p.prev_token_score = std::max(p.prev_token_score, s.prev_token);
-    p.induction_score = std::max(p.induction_score, s.induction);
+  for (const HeadScores& s : e.summary.heads) {
+    p.prev_token_score = std::max(p.prev_token_score, s.previous_token.value_or(0));
+    p.induction_score = std::max(p.induction_score, s.induction.value_or(0));
   }
   return p;
 }
@@ -96,15 +99,20 @@ TokenBatch task_batch(TrainTask task, std::size_t batch, std::size_t length, std
 
 namespace {
 
+// A row of `n` ids: a random prefix of `offset` ids, then `period` random ids repeated to the
+// end. The period is uniform in [2, length/2], the offset in [0, n - 2 period].
+void varied_row(std::int32_t* row, std::size_t n, std::size_t length, std::size_t vocab, Rng& rng) {
+  const std::size_t P = length / 2;
+  const std::size_t period = 2 + std::min(P - 2, std::size_t(rng.uniform() * double(P - 1)));
+  const std::size_t offset = std::min(n - 2 * period, std::size_t(rng.uniform() * double(n - 2 * period + 1)));
+  for (std::size_t i = 0; i < n; ++i) row[i] = i < offset + period ? random_id(vocab, rng) : row[i - period];
+}
+
 // One row of what training sees (train.hpp): `n` ids, the last only a target.
 void training_row(std::int32_t* row, std::size_t n, std::size_t length, std::size_t vocab, Rng& rng) {
+  if (rng.uniform() >= kHeldOutLayoutShare) return varied_row(row, n, length, vocab, rng);
   const std::size_t P = length / 2;
-  std::size_t period = P, offset = 0;
-  if (rng.uniform() >= kHeldOutLayoutShare) {
-    period = 2 + std::min(P - 2, std::size_t(rng.uniform() * double(P - 1)));
-    offset = std::min(n - 2 * period, std::size_t(rng.uniform() * double(n - 2 * period + 1)));
-  }
-  for (std::size_t i = 0; i < n; ++i) row[i] = i < offset + period ? random_id(vocab, rng) : row[i - period];
+  for (std::size_t i = 0; i < n; ++i) row[i] = i < P ? random_id(vocab, rng) : row[i - P];
 }
 
 }  // namespace
@@ -121,24 +129,11 @@ TokenBatch induction_batch(std::size_t batch, std::size_t length, std::size_t vo
   return task_batch(TrainTask::induction, batch, length, vocab, rng);
 }
 
-std::vector<HeadScore> head_scores(const std::vector<std::vector<Tensor3>>& attention, std::size_t period) {
-  std::vector<HeadScore> out;
-  if (attention.empty()) return out;
-  const std::size_t layers = attention.front().size();
-  for (std::size_t l = 0; l < layers; ++l) {
-    const std::size_t H = attention.front()[l].shape(0), L = attention.front()[l].shape(1);
-    for (std::size_t h = 0; h < H; ++h) {
-      double prev = 0, induction = 0;
-      for (const std::vector<Tensor3>& sequence : attention) {
-        const Tensor3& a = sequence[l];
-        for (std::size_t i = 1; i < L; ++i) prev += a(h, i, i - 1);
-        for (std::size_t i = period; i < std::min(L, 2 * period); ++i) induction += a(h, i, i - period + 1);
-      }
-      const double n = double(attention.size());
-      out.push_back({l, h, prev / (n * double(L - 1)), induction / (n * double(std::min(L, 2 * period) - period))});
-    }
-  }
-  return out;
+TokenBatch held_out_batch(TrainTask task, std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng) {
+  if (task != TrainTask::induction) return task_batch(task, batch, length, vocab, rng);
+  TokenBatch b{batch, length, std::vector<std::int32_t>(batch * length)};
+  for (std::size_t s = 0; s < batch; ++s) varied_row(b.tokens.data() + s * length, length, length, vocab, rng);
+  return b;
 }
 
 void check_train_options(const TrainOptions& o) {
@@ -202,7 +197,7 @@ std::optional<std::size_t> phase_change_step(const std::vector<TrainPoint>& poin
 
 std::vector<std::int32_t> train_shown_sequence(const TrainOptions& o) {
   Rng generator = held_out_rng(o.seed);
-  const TokenBatch held_out = task_batch(o.task, kHeldOutSequences, o.config.context, o.config.vocab, generator);
+  const TokenBatch held_out = held_out_batch(o.task, kHeldOutSequences, o.config.context, o.config.vocab, generator);
   return {held_out.tokens.begin(), held_out.tokens.begin() + std::ptrdiff_t(o.config.context)};
 }
 
@@ -216,7 +211,7 @@ TrainRun run_training(const TrainOptions& o, const std::function<void(const Trai
   reuse_freed_memory();
   const ToyConfig& c = o.config;
   Rng held_out_generator = held_out_rng(o.seed);
-  const TokenBatch held_out = task_batch(o.task, kHeldOutSequences, c.context, c.vocab, held_out_generator);
+  const TokenBatch held_out = held_out_batch(o.task, kHeldOutSequences, c.context, c.vocab, held_out_generator);
 
   TrainRun run;
   run.uniform_loss = std::log(double(c.vocab));
@@ -257,7 +252,7 @@ TrainRun run_training(const TrainOptions& o, const std::function<void(const Trai
     Evaluation e = evaluate(run.model, held_out, eval_ws);
     run.points.push_back(point_of(step, e, o.timing ? seconds_before + elapsed.count() : 0));
     run.shown_attention.push_back(std::move(e.shown));
-    if (step == o.steps) run.final_scores = std::move(e.scores);
+    if (step == o.steps) run.final_summary = std::move(e.summary);
     if (on_point) on_point(run.points.back());
   }
   run.optimizer = adam->state();

@@ -66,9 +66,9 @@ Json train_json(const TrainRun& run, const TrainOptions& o) {
   for (const TrainPoint& p : run.points)
     steps.push_back({{"step", p.step}, {"loss", p.loss}, {"prev_token_score", p.prev_token_score},
                      {"induction_score", p.induction_score}, {"seconds", p.seconds}});
-  for (const HeadScore& s : run.final_scores)
-    final.push_back({{"layer", s.layer}, {"head", s.head}, {"prev_token_score", s.prev_token},
-                     {"induction_score", s.induction}});
+  for (const HeadScores& s : run.final_summary.heads)
+    final.push_back({{"layer", s.layer}, {"head", s.head}, {"prev_token_score", s.previous_token.value_or(0)},
+                     {"induction_score", s.induction.value_or(0)}, {"kind", s.kind}});
   return {{"config", {{"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"layers", c.layers},
                       {"context", c.context}}},
           {"train", {{"task", train_task_name(o.task)}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr},

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "attn/render/demo_pictures.hpp"
+#include "attn/engine/mask.hpp"
 #include "attn/render/experiment_pictures.hpp"
 #include "attn/render/flash_tiles_picture.hpp"
 #include "attn/render/split_kv_picture.hpp"
@@ -45,6 +46,37 @@ std::string formatted(const char* format, double v) {
 }
 std::string fixed_e(double v) { return v == 0 ? "0" : formatted("%.1e", v); }
 std::string fixed(double v) { return formatted("%.3f", v); }
+
+// The default demo's trained model on the sentence: its previous-token head and its induction
+// head side by side, the cells each score reads outlined.
+Figure trained_heads_figure(const DemoModel& m, const std::string& colormap) {
+  const std::size_t n = m.labels.size();
+  auto panel = [&](const HeadScores& h, const std::string& what, const std::optional<double>& score,
+                   const std::optional<KindBar>& bar) {
+    HeatmapSpec s;
+    s.weights = xt::view(m.attention[h.layer], h.head, xt::all(), xt::all());
+    s.query_tokens = s.key_tokens = visible_token_labels(m.labels);
+    s.allowed = causal_allowed(n, n);
+    s.colormap = colormap;
+    s.vmax = 1.0;  // both panels on one scale: a weight of 1 is a head sure of one key
+    s.title = "layer " + std::to_string(h.layer) + ", head " + std::to_string(h.head) + ": " +
+              (h.kind == what ? what + " head · score " : h.kind + " · " + what + " score ") +
+              (score ? fixed(*score) + (bar ? " (bar " + fixed(bar->bar) + ")" : "") : "not measured");
+    return s;
+  };
+  HeatmapSpec prev = panel(m.prev_token_head, "previous-token", m.prev_token_head.previous_token,
+                           m.summary.previous_token_bar);
+  for (std::size_t i = 1; i < n; ++i) prev.outlined.push_back({i, i - 1});
+  HeatmapSpec ind = panel(m.induction_head, "induction", m.induction_head.induction, m.summary.induction_bar);
+  for (const InductionCell& c : m.summary.induction_cells) ind.outlined.push_back({c.query, c.key});
+  const std::string on = m.repeated ? "the sentence twice (no word of it repeats)" : "the sentence";
+  return heatmap_pair_figure(
+      prev, ind, "What training made of it: " + m.path + " on " + on,
+      std::to_string(m.config.layers) + " layers x " + std::to_string(m.config.heads) +
+          " heads of attention trained by `attn-cli train --no-timing` · outlined: the cells each score reads (left: the "
+      "word just before; right: the word after the query word's earlier copy) · " +
+          "kinds: " + kHeadKindRule);
+}
 
 }  // namespace
 
@@ -95,21 +127,22 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     };
     single.allowed = r.causal_allowed;
     const bool ind_formed = ind.kind == "induction";
+    const std::string shown = m.repeated ? "the sentence twice (no word of it repeats) · " : "";
     if (!ind.induction) {
       const bool one = L < 2;
       single.title = std::string("Candidate induction head (") +
-                     (one ? "one token: no repeat to test it" : "not measured: the sentence twice does not fit") + ")" +
-                     at + quoted;
+                     (one ? "one token: no repeat to test it" : "not measured: no word appears twice") + ")" + at + quoted;
       single.subtitle = trained + (one ? std::string("a single token repeats nothing, so no head can show induction")
-                                       : "induction is scored on the sentence repeated twice (" +
-                                             count_of(2 * L, "token") + "), past the model's " +
+                                       : "no word of the sentence appears twice, and the sentence twice (" +
+                                             count_of(2 * L, "token") + ") does not fit the model's " +
                                              std::to_string(m.config.context) + " positions");
     } else {
       single.title = std::string(ind_formed ? "Induction head" : "Best induction candidate, no induction head yet") +
                      at + quoted;
-      single.subtitle = trained + against_bar("induction score", *ind.induction, " (on the sentence repeated twice)",
-                                              *m.summary.induction_bar, ind, "induction") +
-                        (ind_formed ? ": a repeated token attends to the token that followed its earlier copy" : "");
+      single.subtitle = trained + shown +
+                        against_bar("induction score", *ind.induction, "", *m.summary.induction_bar, ind, "induction") +
+                        " · outlined: the cells it reads, each repeated word's key just after its earlier copy";
+      for (const InductionCell& c : m.summary.induction_cells) single.outlined.push_back({c.query, c.key});
     }
     const std::string prev_at = " (layer " + std::to_string(prev.layer) + ", head " + std::to_string(prev.head) + "): ";
     if (!prev.previous_token) {  // one token has nothing before it
@@ -125,6 +158,10 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     }
   }
   save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
+  if (r.trained) {
+    const Figure trained = trained_heads_figure(*r.trained, o.colormap);
+    save(trained, dir, "trained_heads", "heatmap", trained.title, o, artifacts);
+  }
   save(heatmap_figure(causal), dir, "attention_causal", "heatmap", causal.title, o, artifacts);
 
   MaskDiagramSpec mask;

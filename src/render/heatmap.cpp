@@ -121,6 +121,10 @@ struct HeatmapBody {
   double height() const { return std::max(layout.height, layout.grid_y + bar_h); }
   void draw(Canvas& c, double x, double y) const {
     render::draw_panel(c, *panel, layout, x, y);
+    const double cell = panel->cell, line = std::clamp(cell * 0.12, 1.5, 3.0);
+    for (const auto& [i, j] : spec->outlined)
+      c.stroke_rect(x + layout.grid_x + double(j) * cell + line / 2, y + layout.grid_y + double(i) * cell + line / 2,
+                    cell - line, cell - line, kOutlineColor, line);
     render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, x + layout.width + kGap, y + layout.grid_y, bar_h,
                           spec->value_label, scale.log);
   }
@@ -130,6 +134,8 @@ HeatmapBody heatmap_body(Canvas& m, const HeatmapSpec& spec, double target) {
   const std::size_t Lq = spec.weights.shape(0), Lk = spec.weights.shape(1);
   render::check_labels(spec.query_tokens, Lq, "query tokens");
   render::check_labels(spec.key_tokens, Lk, "key tokens");
+  for (const auto& [i, j] : spec.outlined)
+    if (i >= Lq || j >= Lk) throw InputError("outlined cell (" + std::to_string(i) + ", " + std::to_string(j) + ") outside the map");
   if (spec.allowed && (spec.allowed->shape(0) != Lq || spec.allowed->shape(1) != Lk)) {
     throw InputError("mask: expected shape " + shape_string(spec.weights.shape()) + ", got " +
                      shape_string(spec.allowed->shape()));
@@ -242,6 +248,8 @@ Figure heatmap_pair_figure(const HeatmapSpec& left, const HeatmapSpec& right, co
   f.grids.push_back(render::panel_grid(*a.panel, a.layout, x0, y0));
   f.grids.push_back(render::panel_grid(*b.panel, b.layout, xb, y0));
   f.notes = notes;
+  f.title = titles.title;
+  f.subtitle = titles.subtitle;
   const double cx = f.width / 2;
   const std::string left_title = left.title, right_title = right.title;
   auto grid_centre = [](const HeatmapBody& h, double x) {

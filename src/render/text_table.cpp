@@ -69,6 +69,41 @@ std::string title_quote(const std::string& sentence, std::size_t max_columns) {
   return "\"" + cut + ellipsis + "\"";
 }
 
+std::string wrap_words(std::string_view text, std::size_t width, std::string_view indent) {
+  // The text's own indent stays on its first line.
+  std::size_t begin = std::min(text.find_first_not_of(' '), text.size());
+  std::string out(text.substr(0, begin));
+  std::size_t column = begin;  // of the line being filled
+  bool line_has_word = false;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find_first_of(" \n", begin), text.size());
+    const std::string_view word = text.substr(begin, end - begin);
+    if (!word.empty()) {
+      const std::size_t w = display_width(word);
+      if (line_has_word && column + 1 + w > width) {
+        out += "\n";
+        out += indent;
+        column = display_width(indent);
+        line_has_word = false;
+      }
+      if (line_has_word) {
+        out += ' ';
+        ++column;
+      }
+      out += word;
+      column += w;
+      line_has_word = true;
+    }
+    if (end < text.size() && text[end] == '\n') {
+      out += "\n";
+      column = 0;
+      line_has_word = false;
+    }
+    begin = end + 1;
+  }
+  return out;
+}
+
 std::string matrix_table(const std::vector<std::string>& row_labels,
                          const std::vector<std::string>& col_labels, const Tensor2& values,
                          int decimals) {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "attn/engine/mask.hpp"
 #include "attn/render/model_pictures.hpp"
@@ -70,7 +71,9 @@ Figure train_curves_figure(const TrainRun& run, const TrainOptions& o) {
       (o.task == TrainTask::induction ? "the same again" : "the same reversed") + " · " + std::to_string(c.layers) +
       " layers × " + std::to_string(c.heads) + " heads, d_model " + std::to_string(c.d_model) + ", vocab " +
       std::to_string(c.vocab) + " · Adam lr " + fixed(o.lr, 4) + ", batch " + std::to_string(o.batch) +
-      ", seed " + std::to_string(o.seed) +
+      ", seed " + std::to_string(o.seed) + " · scores: head_summary's, on " +
+      std::to_string(run.final_summary.sequences) +
+      " held-out sequences whose repeat varies in period and start, so position alone cannot score" +
       (run.phase_change_step ? "" : " · no phase change: the loss never fell 0.5 nats below ln(vocab)");
   return line_plot_row_figure({left, right}, "An attention-only transformer learning in context", subtitle);
 }
@@ -90,12 +93,23 @@ std::vector<std::string> write_train_pictures(const TrainRun& run, const TrainOp
                                               const ImageOptions& image, const std::string& colormap) {
   std::vector<std::string> tokens;
   for (std::int32_t t : run.shown_sequence) tokens.push_back(std::to_string(t));
-  const std::size_t P = o.config.context / 2;
+  // The shown sequence's repeat: most of its induction cells lie period - 1 below the diagonal
+  // (a token repeated by chance in the random prefix adds a stray one).
+  const std::vector<InductionCell> cells = induction_cells(run.shown_sequence);
+  std::map<std::size_t, std::size_t> below;  // query - key -> cells
+  for (const InductionCell& c : cells) ++below[c.query - c.key];
+  std::size_t offset = 0, first = 0;
+  for (const auto& [d, count] : below)
+    if (count > below[offset]) offset = d;
+  for (auto it = cells.rbegin(); it != cells.rend(); ++it)
+    if (it->query - it->key == offset) first = it->query;
+  const std::string stripe =
+      cells.empty() ? std::string("no token repeats in this sequence")
+                    : "an induction head lights the cells " + std::to_string(offset) + " below the diagonal from query " +
+                          std::to_string(first) + " on (each repeated token's key just after its earlier copy)";
   const std::string what =
       o.task == TrainTask::induction
-          ? "rows: query, columns: key · an induction head lights the stripe " + std::to_string(P - 1) +
-                " cells below the diagonal in the second half (the token after the first occurrence); "
-                "a previous-token head lights the line just below the diagonal"
+          ? "rows: query, columns: key · " + stripe + "; a previous-token head lights the line just below the diagonal"
           : "rows: query, columns: key · the reverse task is solved by position: the second half's queries "
             "attend to the mirror image of their position, an anti-diagonal";
   struct Moment {

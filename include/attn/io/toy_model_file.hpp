@@ -4,6 +4,7 @@
 // [vocab, D], pos [context, D], layers.{l}.w_q|w_k|w_v|w_o [D, D] and unembed [vocab, D].
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "attn/engine/toy_model.hpp"
 
@@ -24,5 +25,9 @@ void write_toy_model(const std::string& dir, const ToyModel& model, const ToyTra
 // missing or malformed config.json, a missing, extra or wrongly shaped tensor, a non-finite
 // value, or a safetensors file that is truncated or lies about its contents.
 ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info = nullptr);
+// The same from the two files' bytes already in memory (the model shipped inside attn-cli,
+// io/shipped_model.hpp); `source` names the folder in errors.
+ToyModel parse_toy_model(std::string_view config_json, std::string_view weights, const std::string& source,
+                         ToyTrainInfo* info = nullptr);
 
 }  // namespace attn

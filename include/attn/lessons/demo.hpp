@@ -53,19 +53,27 @@ struct DemoConfig {
   std::shared_ptr<const Gpt2Model> gpt2;
   std::shared_ptr<const Gpt2Tokenizer> gpt2_tokenizer;
   std::string model_path;  // how the manifest and the pictures name it
+  // Without model or gpt2: a trained toy model shown beside the seeded projections (the demo's
+  // default is the one shipped in the binary, io/shipped_model.hpp), and how to name it.
+  std::shared_ptr<const ToyModel> trained;
+  std::string trained_name;
 };
 
-// The sentence through a trained model. The two heads shown as heatmaps are named by the same
-// scores and rule as heads.png's panel titles (head_summary.hpp, induction on the sentence twice):
-// the induction head is the best-scoring head the rule calls "induction", else the best candidate
-// after layer 0 (it needs a previous-token head before it; any layer for a 1-layer model); the
-// previous-token head the best the rule calls "previous-token", else the best candidate of layer 0.
+// The sentence through a trained model. It is shown the sentence, or the sentence twice when no
+// token of it appears twice (an induction head needs an earlier copy to look back at) and twice
+// fits the model's positions. The two heads shown as heatmaps are named by the same scores and
+// rule as heads.png's panel titles (head_summary.hpp, on the tokens shown): the induction head is
+// the best-scoring head the rule calls "induction", else the best candidate after layer 0 (it
+// needs a previous-token head before it; any layer for a 1-layer model); the previous-token head
+// the best the rule calls "previous-token", else the best candidate of layer 0.
 inline const char* kDemoModelSentence = "the cat sat on the mat . the cat sat on the mat";
 struct DemoModel {
   std::string path;
   std::string architecture;  // "toy" (attn-cli train) or "gpt2"
   ToyConfig config;  // for GPT-2: vocab_size, n_embd, n_head, n_layer, n_positions
-  std::vector<std::int32_t> ids;
+  std::vector<std::int32_t> ids;     // of the tokens shown
+  std::vector<std::string> labels;   // the tokens shown
+  bool repeated = false;             // the sentence twice (no token of it appeared twice)
   std::vector<Tensor3> attention;  // [layers] of [H, L, L]
   HeadSummary summary;             // every head's scores and kind (every head "untested" for one token)
   HeadScores induction_head, prev_token_head;  // two of summary.heads
@@ -142,7 +150,11 @@ struct DemoResult {
   SplitKvLesson split_kv;
   DemoDecodeCheck decode;
   std::optional<DemoRope> rope;  // with config.rope
-  std::optional<DemoModel> model;  // with config.model
+  std::optional<DemoModel> model;  // with config.model or config.gpt2
+  // With config.trained: the trained model on the sentence (twice when nothing repeats), beside
+  // the seeded run; empty, with the reason in trained_skipped, when the sentence does not fit it.
+  std::optional<DemoModel> trained;
+  std::string trained_skipped;
   // Without a model: repeated words and the reversed sentence under none, sinusoidal and RoPE.
   std::vector<PositionRun> positions;
   // The variance and complexity experiments at the demo's size: a small seeded Var(q.k) sweep (demo_variance_config)

@@ -33,10 +33,6 @@ ToyTokens toy_tokens_from_list(const std::string& list, std::size_t vocab);
 // InputError for an empty sequence or one longer than the model's context.
 ToyForward run_toy_forward(const ToyModel& model, const ToyTokens& tokens);
 
-// head_summary.hpp's scores for a toy model (the ids twice when 2n fits its context); every
-// head "untested" for one token.
-HeadSummary toy_head_summary(const ToyModel& model, const ToyTokens& tokens, const std::vector<Tensor3>& attention);
-
 // {"tokens": [{"id", "text"}], "attention": [layer][head][n][n], "logits": [n][vocab]}.
 // The same for any model's attention and logits (GPT-2's too).
 Json forward_json(const ToyTokens& tokens, const ToyForward& forward);

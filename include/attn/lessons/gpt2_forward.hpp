@@ -34,9 +34,4 @@ std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenize
 // LayerNorm, GELU and softmax are left out (a few percent at n = 64).
 double gpt2_forward_flops(const Gpt2Config& config, std::size_t n);
 
-// head_summary.hpp's scores for the text's attention; the induction score runs the model once
-// more on the ids twice when 2n fits n_positions. Every head "untested" for one token.
-HeadSummary gpt2_head_summary(const Gpt2Model& model, const std::vector<std::int32_t>& ids,
-                              const std::vector<Tensor3>& attention);
-
 }  // namespace attn

@@ -3,11 +3,13 @@
 // induction heads") in a 2-layer attention-only transformer (engine/toy_model.hpp) trained
 // with Adam on sequences of random tokens repeated once, and record how it happens.
 //
-// Scores, measured on held-out repeated sequences (tokens t_0..t_{P-1} then the same again,
-// L = 2P), averaged over them, per head (Olsson et al.'s definitions on repeated sequences):
-//   previous-token score = mean over i in [1, L) of A[i, i-1]
-//   induction score      = mean over i in [P, 2P) of A[i, i-P+1]  (the second occurrence of a
-//                          token attends to the position just after its first occurrence)
+// Scores: head_summary.hpp's, the same that demo, forward and report give, pooled over held-out
+// sequences where position alone cannot find the next token: each a random prefix, then a run of
+// `period` random ids repeated (period and offset vary from sequence to sequence), so the
+// induction score rises only when a previous-token head feeds an induction head:
+//   previous-token score = mean over i >= 1 of A[i, i-1]
+//   induction score      = mean over the queries whose token appeared exactly once before, at
+//                          j, of A[i, j+1]: the token after that copy
 //
 // Every batch is drawn from a generator seeded by (seed, step), so a run continued from a
 // checkpoint (--resume) sees exactly the batches an uninterrupted run sees.
@@ -22,6 +24,7 @@
 #include "attn/engine/random.hpp"
 #include "attn/engine/toy_backprop.hpp"
 #include "attn/io/json_io.hpp"
+#include "attn/lessons/head_summary.hpp"
 
 namespace attn {
 
@@ -53,7 +56,7 @@ struct TrainOptions {
 TokenBatch task_batch(TrainTask task, std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng);
 // What training sees. reverse: task_batch. induction: rows of L + 1 ids with last_is_target
 // (every one of the L positions predicts, so the last position is trained like the others and
-// the held-out scores there mean something). 2 rows in 5 have the held-out layout (P = L/2 ids,
+// the held-out scores there mean something). 2 rows in 5 have the fixed layout (P = L/2 ids,
 // then again); the others a random prefix of `offset` ids, then `period` ids repeated until the
 // row is full, period uniform in [2, L/2] and offset uniform in [0, L + 1 - 2 period].
 //  - With the fixed layout alone, one layer finds "the token P - 1 places back" by position (we
@@ -64,33 +67,32 @@ TokenBatch task_batch(TrainTask task, std::size_t batch, std::size_t length, std
 //    the layer-0 head stays blurred there (its score over the whole row fell to about 0.5).
 //  - A token that occurs twice among the P ids (about one query in five for 16 of 64 ids) splits
 //    a purely content-matching induction head between two followers: its score is at most
-//    about 0.87 on the held-out layout. The held-out rows teach the tie-break, "prefer the
-//    match P - 1 back".
+//    about 0.87 on the fixed layout. The fixed rows teach the tie-break, "prefer the match
+//    P - 1 back". (The scores leave such queries out: head_summary.hpp counts a query only when
+//    its token appeared exactly once before.)
 TokenBatch training_batch(TrainTask task, std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng);
 TokenBatch induction_batch(std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng);
-
-struct HeadScore {
-  std::size_t layer, head;
-  double prev_token, induction;
-};
-// Per head, averaged over the sequences: attention[s][l] is sequence s's layer-l weights [H, L, L].
-std::vector<HeadScore> head_scores(const std::vector<std::vector<Tensor3>>& attention, std::size_t period);
+// The held-out sequences the scores are measured on. induction: rows of `length` ids, a random
+// prefix of `offset` ids, then `period` ids repeated to the end, period uniform in [2, L/2] and
+// offset uniform in [0, L - 2 period] (a fixed layout would let "attend P - 1 back", position
+// alone, pass for induction). reverse: task_batch.
+TokenBatch held_out_batch(TrainTask task, std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng);
 
 struct TrainPoint {
   std::size_t step;
   double loss;  // held-out mean next-token loss (nats), every position of the sequence
-  double prev_token_score, induction_score, seconds;  // scores: the best head of each kind
+  double prev_token_score, induction_score, seconds;  // the best head's score of each kind
 };
 
 struct TrainRun {
   ToyModel model;
   AdamState optimizer;  // to continue the run (--resume)
   std::vector<TrainPoint> points;
-  std::vector<HeadScore> final_scores;
+  HeadSummary final_summary;  // every head's scores and kind at the last step (head_summary.hpp)
   double uniform_loss;       // ln(vocab): a model that guesses uniformly
   double best_loss;          // the task's floor: positions whose next token is random pay ln(vocab)
   std::optional<std::size_t> phase_change_step;
-  std::vector<std::int32_t> shown_sequence;  // one held-out sequence, for the pictures
+  std::vector<std::int32_t> shown_sequence;  // held-out sequence 0, for the pictures
   // Its attention [layers] of [H, L, L] at every logged point (points[k] <-> shown_attention[k]).
   std::vector<std::vector<Tensor3>> shown_attention;
   // ...before training, at the phase change (the end when there is none) and at the end.

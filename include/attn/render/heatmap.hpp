@@ -3,6 +3,7 @@
 // side ("Query — attending"), key tokens across the top ("Key — attended to"), the weight in
 // each cell when it fits, a colorbar, and masked cells hatched grey with a legend entry, so a
 // masked cell is never mistaken for a weight of 0.00.
+#include <array>
 #include <cmath>
 #include <optional>
 #include <span>
@@ -66,7 +67,12 @@ struct HeatmapSpec {
   std::optional<double> vmin{};  // a diverging map wants a symmetric scale, e.g. [-1, 1]
   bool auto_log = true;  // a long causal map without vmax/vmin may get long_causal_log_scale (stated in the subtitle)
   std::string row_title = "Query — attending", col_title = "Key — attended to";
+  // Cells drawn with an orange frame (kOutlineColor): the cells a score reads, e.g. the
+  // induction score's "token after the previous copy" (head_summary.hpp). The caller's subtitle
+  // says what they are.
+  std::vector<std::array<std::size_t, 2>> outlined{};  // {query, key}
 };
+inline constexpr Rgb kOutlineColor{0.90, 0.45, 0.05};
 
 // Checks the labels and mask against the weights' shape (InputError) and lays out the figure.
 // grids[0] is the cell grid. Cells outside the colour scale (above a given vmax, under a log

@@ -22,6 +22,11 @@ std::string pad_to_width(std::string_view utf8, std::size_t width, bool right_al
 // output and JSON have it whole). Every picture that quotes its sentence uses this one.
 std::string title_quote(const std::string& sentence, std::size_t max_columns = 60);
 
+// Prose for the terminal broken at spaces into lines of at most `width` display columns (a
+// word longer than that stands alone), every line after the first starting with `indent`: a
+// 400-character rule must not run off a terminal. Keeps existing line breaks.
+std::string wrap_words(std::string_view text, std::size_t width, std::string_view indent = "");
+
 // A labelled matrix, one row per query: rows down the side, columns across the top.
 std::string matrix_table(const std::vector<std::string>& row_labels,
                          const std::vector<std::string>& col_labels, const Tensor2& values,

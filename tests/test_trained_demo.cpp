@@ -1,0 +1,138 @@
+// The learned heads in the default demo (issue: a learner's first picture shows training, not
+// only random projections): the toy model shipped inside attn-cli, what `demo` prints and draws
+// of it, and that the model is what its documented `attn-cli train` command writes.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "attn/engine/error.hpp"
+#include "attn/io/shipped_model.hpp"
+#include "attn/io/toy_model_file.hpp"
+#include "attn/render/canvas.hpp"
+#include "attn/render/heatmap.hpp"
+#include "picture_support.hpp"
+#include "support.hpp"
+
+using namespace attn;
+using namespace attn::test;
+
+namespace {
+
+std::size_t lines_of(const std::string& text) { return std::size_t(std::count(text.begin(), text.end(), '\n')); }
+
+bool orange(const Rgb8& c) { return c.r > 200 && c.g > 90 && c.g < 140 && c.b < 40; }
+
+// Every parameter of two toy models, bit for bit.
+bool same_weights(ToyModel a, ToyModel b) {
+  const std::vector<NamedTensor> pa = toy_parameters(a), pb = toy_parameters(b);
+  if (pa.size() != pb.size()) return false;
+  for (std::size_t k = 0; k < pa.size(); ++k)
+    if (pa[k].name != pb[k].name || *pa[k].tensor != *pb[k].tensor) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("heatmap: outlined cells get an orange frame, the others none") {
+  HeatmapSpec s;
+  s.weights = Tensor2{{1.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.0f}, {0.2f, 0.7f, 0.1f}};
+  s.vmax = 1.0;
+  s.outlined = {{2, 1}};
+  const double scale = 2;
+  const Figure f = heatmap_figure(s);
+  const DecodedPng png = DecodedPng::from_bytes(render_png(f, scale));
+  REQUIRE(png.ok());
+  const CellGrid& g = f.grids.at(0);
+  // Just inside the left edge of a cell, half-way down: the frame's colour, or the cell's.
+  auto edge = [&](std::size_t i, std::size_t j) { return png.pixel(g.cell_x(j) + 1.2, g.cell_y(i) + g.cell_h / 2, scale); };
+  CHECK(orange(edge(2, 1)));
+  CHECK_FALSE(orange(edge(2, 0)));
+  CHECK_FALSE(orange(edge(1, 1)));
+  HeatmapSpec outside = s;
+  outside.outlined = {{3, 0}};
+  CHECK_THROWS_AS(heatmap_figure(outside), InputError);
+}
+
+TEST_CASE("shipped model: the bytes inside attn-cli are data/models/induction") {
+  CHECK(same_weights(shipped_toy_model(), read_toy_model(data_path("models/induction"))));
+  const ToyConfig c = shipped_toy_model().config;
+  CHECK(c.layers == 2);
+  CHECK(c.heads == 4);
+}
+
+TEST_CASE("cli: the default demo shows the trained heads beside the random ones, in 30 lines") {
+  Scratch s;
+  const CliResult r = run_cli("demo --out d", "", s.dir.string());
+  REQUIRE(r.code == 0);
+  CAPTURE(r.out);
+  CHECK(lines_of(r.out) <= 30);
+  CHECK(r.out.find("Untrained") != std::string::npos);
+  CHECK(r.out.find("Trained (") != std::string::npos);
+  CHECK(r.out.find("the sentence twice, as no word repeats") != std::string::npos);
+  CHECK(r.out.find("trained_heads.png") != std::string::npos);
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) CHECK(line.size() <= 100 + 20);  // wrapped prose (UTF-8 bytes aside)
+
+  const Json m = read_json(s / "d/manifest.json");
+  const Json& t = m["results"]["trained"];
+  REQUIRE(t["shown"] == true);
+  CHECK(t["repeated"] == true);
+  // "Thinking strictly is hard" twice: each second copy reads the key after its first copy.
+  CHECK(t["tokens"].size() == 8);
+  const Json& cells = t["head_summary"]["induction_cells"];
+  REQUIRE(cells.size() == 4);
+  for (std::size_t k = 0; k < 4; ++k) {
+    CHECK(cells[k]["query"] == 4 + k);
+    CHECK(cells[k]["key"] == 1 + k);
+  }
+  // The shown heads are the kinds the summary's rule names, and their panels show them: the
+  // induction head's mean weight on the outlined cells is its score, over the bar.
+  CHECK(t["induction_head"]["kind"] == "induction");
+  CHECK(t["prev_token_head"]["kind"] == "previous-token");
+  const Json& w = t["induction_head"]["weights"];
+  double on_cells = 0;
+  for (const Json& c : cells) on_cells += w[c["query"].get<std::size_t>()][c["key"].get<std::size_t>()].get<double>();
+  const double bar = t["head_summary"]["bars"]["induction"]["bar"].get<double>();
+  CHECK(on_cells / 4 >= bar);
+  bool listed = false;
+  for (const Json& a : m["artifacts"]) listed = listed || a["path"] == "trained_heads.png";
+  CHECK(listed);
+
+  const CliResult random = run_cli("demo --random-only --out r", "", s.dir.string());
+  REQUIRE(random.code == 0);
+  CHECK(random.out.find("Trained") == std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(s.dir / "r/trained_heads.png"));
+  CHECK_FALSE(read_json(s / "r/manifest.json")["results"].contains("trained"));
+  CHECK(run_cli("demo --random-only --model x").code == 2);
+}
+
+TEST_CASE("shipped model: `attn-cli train --no-timing` writes it again") {
+  Scratch s;
+  REQUIRE(run_cli("train --no-timing --out t", "", s.dir.string()).code == 0);
+  const Json provenance = read_json(data_path("models/induction/provenance.json"));
+  CHECK(provenance["command"] == std::string(kShippedModelCommand));
+  const Json doctor = Json::parse(run_cli("doctor --json").out);
+  const Json& on = provenance["trained_on"];
+  const bool same_kernels = doctor["flash_isa"] == on["flash_isa"] && doctor["blas"]["core"] == on["blas_core"];
+  CAPTURE(doctor.dump());
+  const Json mine = read_json(s / "t/train.json")["final"], shipped = provenance["final_heads"];
+  REQUIRE(mine.size() == shipped.size());
+  if (same_kernels) {
+    // The kernels it was trained with: bit for bit.
+    CHECK(read_text(s / "t/model/model.safetensors") == read_text(data_path("models/induction/model.safetensors")));
+    CHECK(read_text(s / "t/model/config.json") == read_text(data_path("models/induction/config.json")));
+    CHECK(mine == shipped);
+  } else {
+    // Another flash ISA or BLAS core rounds float32 differently, and 1000 steps of Adam carry it
+    // on: the same kind for every head, each score within 0.1.
+    MESSAGE("other kernels than the shipped model's: comparing kinds and scores, not bytes");
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      CAPTURE(k);
+      CHECK(mine[k]["kind"] == shipped[k]["kind"]);
+      for (const char* key : {"prev_token_score", "induction_score"})
+        CHECK(std::fabs(mine[k][key].get<double>() - shipped[k][key].get<double>()) <= 0.1);
+    }
+  }
+}

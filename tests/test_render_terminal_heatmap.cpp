@@ -138,3 +138,35 @@ TEST_CASE("terminal heatmap: a table wider than max_width is cut into blocks of 
   h.max_width = 0;  // no limit: one table
   CHECK(render_terminal_heatmap(h, ColorMode::none).find("keys 0-") == std::string::npos);
 }
+
+TEST_CASE("terminal heatmap: cut_to_fit keeps the keys and rows that fit and says what it left out") {
+  const std::size_t L = 30;
+  TerminalHeatmap h;
+  for (std::size_t i = 0; i < L; ++i) h.row_labels.push_back("tok" + std::to_string(i));
+  h.col_labels = h.row_labels;
+  h.weights = Tensor2::from_shape({L, L});
+  for (std::size_t i = 0; i < L; ++i)
+    for (std::size_t j = 0; j < L; ++j) h.weights(i, j) = float(i * L + j) / float(L * L);
+  h.scale = {0, 1};
+  h.max_width = 80;
+  h.cut_to_fit = true;
+  h.max_rows = 10;
+  for (ColorMode mode : {ColorMode::none, ColorMode::truecolor}) {
+    CAPTURE(int(mode));
+    const std::string out = strip_ansi(render_terminal_heatmap(h, mode));
+    std::istringstream lines(out);
+    std::size_t widest = 0, count = 0;
+    for (std::string line; std::getline(lines, line); ++count) widest = std::max(widest, display_width(line));
+    CHECK(widest <= 80);
+    // Header, 10 rows, the note (and the colour legend): never the 30 rows in blocks.
+    CHECK(count == (mode == ColorMode::none ? 12u : 13u));
+    CHECK(out.find("keys 0-") == std::string::npos);  // no blocks
+    CHECK(out.find("tok9 ") != std::string::npos);
+    CHECK(out.find("tok10 ") == std::string::npos);
+    // Labels of 5 characters, cells of 6 + a space: (80 - 5) / 7 = 10 keys fit.
+    CHECK(out.find("(keys 10-29 and queries 10-29 not shown, to fit 80 columns)") != std::string::npos);
+  }
+  h.max_width = 0;
+  h.max_rows = 0;  // nothing to cut: no note
+  CHECK(render_terminal_heatmap(h, ColorMode::none).find("not shown") == std::string::npos);
+}

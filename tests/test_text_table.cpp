@@ -25,3 +25,17 @@ TEST_CASE("matrix_table: one line per row plus the header, values rounded") {
   CHECK(t.find("1.00") != std::string::npos);
   CHECK(std::count(t.begin(), t.end(), '\n') == 3);
 }
+
+TEST_CASE("wrap_words: lines of at most the width, the indent after the first, no lone short last word") {
+  const std::string text = "the quick brown fox jumps over the lazy dog and sums to 1.";
+  const std::string out = wrap_words(text, 20, "  ");
+  // The indent counts: "  jumps over the lazy" would be 21 columns.
+  CHECK(out == "the quick brown fox\n  jumps over the\n  lazy dog and sums\n  to 1.");
+  // Greedy would leave "1." alone on the last line; the word before it keeps it company.
+  CHECK(wrap_words("aaaa bbbb cccc dddd 1.", 19) == "aaaa bbbb cccc\ndddd 1.");
+  // Its own line breaks and leading indent stay; a word wider than the width stands alone.
+  CHECK(wrap_words("  one two\nthree", 80) == "  one two\nthree");
+  CHECK(wrap_words("supercalifragilistic ok", 10) == "supercalifragilistic\nok");
+  // CJK by display width: 我喜欢 is 6 columns.
+  CHECK(wrap_words("我喜欢 深度学习 ok", 9) == "我喜欢\n深度学习\nok");
+}

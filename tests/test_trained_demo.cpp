@@ -136,3 +136,34 @@ TEST_CASE("shipped model: `attn-cli train --no-timing` writes it again") {
     }
   }
 }
+
+TEST_CASE("one story per head: forward, demo --model and its report name the same kind for every head") {
+  Scratch s;
+  const std::string model = data_path("models/induction");
+  const std::string text = "'the cat sat on the mat . the cat sat on the mat'";
+  REQUIRE(run_cli("forward --model " + model + " " + text + " --out f", "", s.dir.string()).code == 0);
+  REQUIRE(run_cli("demo --model " + model + " " + text + " --out d", "", s.dir.string()).code == 0);
+  const Json forward = read_json(s / "f/head_summary.json");
+  const Json manifest = read_json(s / "d/manifest.json");
+  const Json& demo = manifest["results"]["model"];
+  REQUIRE(forward["heads"].size() == 8);
+  REQUIRE(demo["head_summary"]["heads"].size() == 8);
+  std::size_t induction = 0;
+  for (std::size_t k = 0; k < 8; ++k) {
+    CAPTURE(k);
+    const Json &a = forward["heads"][k], &b = demo["head_summary"]["heads"][k];
+    CHECK(a["kind"] == b["kind"]);
+    CHECK(a["induction"].get<double>() == doctest::Approx(b["induction"].get<double>()).epsilon(1e-6));
+    CHECK(demo["scores"][k]["kind"] == a["kind"]);  // the terminal's and the manifest's table
+    induction += a["kind"] == "induction";
+  }
+  CHECK(induction >= 1);
+  // The heatmap's head is one the rule calls induction, titled so.
+  const Json& shown = manifest["results"]["single_head"];
+  CHECK(shown["kind"] == "induction");
+  // The report draws from that manifest: its page carries the same head_summary.
+  REQUIRE(run_cli("report d --out r.html", "", s.dir.string()).code == 0);
+  const std::string page = read_text(s / "r.html");
+  CHECK(page.find("kindOf(l, h)") != std::string::npos);
+  CHECK(page.find(demo["head_summary"]["rule"].get<std::string>()) != std::string::npos);
+}

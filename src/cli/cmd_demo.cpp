@@ -369,6 +369,8 @@ void run_demo_command(const DemoOptions& opts) {
   TerminalHeatmap table{r.tokens, r.tokens, r.weights, r.model ? &r.causal_allowed : nullptr, opts.image.colormap,
                         color_scale_for({r.weights.data(), r.weights.size()}, std::nullopt)};
   table.max_width = terminal_columns(STDOUT_FILENO);
+  table.cut_to_fit = !opts.verbose;  // --verbose: every key, in blocks
+  table.max_rows = opts.verbose ? 0 : 16;
   std::cout << render_terminal_heatmap(table, color);
   print_top(r, opts.verbose);
   if (opts.verbose) {

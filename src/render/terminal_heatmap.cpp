@@ -116,7 +116,35 @@ std::size_t block_width(const TerminalHeatmap& h, ColorMode mode) {
 
 }  // namespace
 
+namespace {
+
+// The first `rows` query rows and `keys` keys, and a line saying what was cut.
+std::string render_cut(const TerminalHeatmap& h, ColorMode mode) {
+  const std::size_t Lq = h.weights.shape(0), Lk = h.weights.shape(1);
+  Mask2 store;
+  std::size_t keys = 1;  // at least one key, however narrow the terminal
+  while (keys < Lk && (h.max_width == 0 || block_width(key_block(h, 0, keys + 1, store), mode) <= h.max_width)) ++keys;
+  const std::size_t rows = h.max_rows ? std::min(h.max_rows, Lq) : Lq;
+  TerminalHeatmap cut = key_block(h, 0, keys, store);
+  Mask2 rows_store;
+  cut.weights = xt::view(Tensor2(cut.weights), xt::range(0, rows), xt::all());
+  cut.row_labels.resize(std::min(rows, cut.row_labels.size()));
+  if (cut.allowed) {
+    rows_store = xt::view(*cut.allowed, xt::range(0, rows), xt::all());
+    cut.allowed = &rows_store;
+  }
+  std::string out = render_block(cut, mode, true);
+  if (keys == Lk && rows == Lq) return out;
+  std::string left;
+  if (keys < Lk) left += "keys " + std::to_string(keys) + "-" + std::to_string(Lk - 1);
+  if (rows < Lq) left += (left.empty() ? "" : " and ") + std::string("queries ") + std::to_string(rows) + "-" + std::to_string(Lq - 1);
+  return out + "(" + left + " not shown, to fit " + std::to_string(h.max_width) + " columns)\n";
+}
+
+}  // namespace
+
 std::string render_terminal_heatmap(const TerminalHeatmap& h, ColorMode mode) {
+  if (h.cut_to_fit) return render_cut(h, mode);
   const std::size_t Lk = h.weights.shape(1);
   if (h.max_width == 0 || Lk <= 1 || block_width(h, mode) <= h.max_width) return render_block(h, mode, true);
   std::string out;

@@ -69,37 +69,58 @@ std::string title_quote(const std::string& sentence, std::size_t max_columns) {
   return "\"" + cut + ellipsis + "\"";
 }
 
+namespace {
+
+// One paragraph's words in lines of at most `width` columns (the first line starts at `first`
+// columns, the others after `indent`), greedily; then, if the last line would hold one short
+// word alone (a widow, "1." under a sentence), the word before it moves down to keep it company.
+std::vector<std::vector<std::string_view>> word_lines(const std::vector<std::string_view>& words, std::size_t width,
+                                                      std::size_t first, std::size_t indent) {
+  std::vector<std::vector<std::string_view>> lines(1);
+  std::size_t column = first;
+  for (std::string_view w : words) {
+    const std::size_t dw = display_width(w);
+    if (!lines.back().empty() && column + 1 + dw > width) {
+      lines.emplace_back();
+      column = indent;
+    }
+    column += (lines.back().empty() ? 0 : 1) + dw;
+    lines.back().push_back(w);
+  }
+  constexpr std::size_t kWidow = 8;
+  if (lines.size() >= 2 && lines.back().size() == 1 && display_width(lines.back().front()) < kWidow &&
+      lines[lines.size() - 2].size() >= 3) {
+    std::vector<std::string_view>& before = lines[lines.size() - 2];
+    lines.back().insert(lines.back().begin(), before.back());
+    before.pop_back();
+  }
+  return lines;
+}
+
+}  // namespace
+
 std::string wrap_words(std::string_view text, std::size_t width, std::string_view indent) {
-  // The text's own indent stays on its first line.
-  std::size_t begin = std::min(text.find_first_not_of(' '), text.size());
-  std::string out(text.substr(0, begin));
-  std::size_t column = begin;  // of the line being filled
-  bool line_has_word = false;
-  while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find_first_of(" \n", begin), text.size());
-    const std::string_view word = text.substr(begin, end - begin);
-    if (!word.empty()) {
-      const std::size_t w = display_width(word);
-      if (line_has_word && column + 1 + w > width) {
-        out += "\n";
-        out += indent;
-        column = display_width(indent);
-        line_has_word = false;
-      }
-      if (line_has_word) {
-        out += ' ';
-        ++column;
-      }
-      out += word;
-      column += w;
-      line_has_word = true;
+  std::string out;
+  std::size_t start = 0;
+  while (start <= text.size()) {  // paragraph by paragraph: the text's own line breaks stay
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view paragraph = text.substr(start, end - start);
+    // The paragraph's own indent stays on its first line.
+    const std::size_t lead = std::min(paragraph.find_first_not_of(' '), paragraph.size());
+    std::vector<std::string_view> words;
+    for (std::size_t b = lead; b < paragraph.size();) {
+      const std::size_t e = std::min(paragraph.find(' ', b), paragraph.size());
+      if (e > b) words.push_back(paragraph.substr(b, e - b));
+      b = e + 1;
     }
-    if (end < text.size() && text[end] == '\n') {
-      out += "\n";
-      column = 0;
-      line_has_word = false;
+    out += paragraph.substr(0, lead);
+    const auto lines = word_lines(words, width, lead, display_width(indent));
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+      if (k) out += "\n" + std::string(indent);
+      for (std::size_t w = 0; w < lines[k].size(); ++w) out += (w ? " " : "") + std::string(lines[k][w]);
     }
-    begin = end + 1;
+    if (end < text.size()) out += "\n";
+    start = end + 1;
   }
   return out;
 }

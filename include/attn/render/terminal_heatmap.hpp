@@ -33,6 +33,11 @@ struct TerminalHeatmap {
   // keys, one under the other ("keys 0-11 of 38"), as pandas and NumPy print wide arrays: a
   // 38-token matrix is readable in 100 columns instead of wrapping at 400.
   std::size_t max_width = 0;
+  // Instead of blocks: the keys that fit max_width and at most max_rows query rows (0: all),
+  // then one line saying how many keys and rows were left out -- a summary for a learner's
+  // first look, where 48 tokens in blocks would be hundreds of lines.
+  bool cut_to_fit = false;
+  std::size_t max_rows = 0;
 };
 
 // The columns of the terminal on `fd` (ioctl), else $COLUMNS, else `fallback`.

@@ -47,9 +47,23 @@ std::string typographic_minus(const std::string& text);
 // (= ≈ ≠ ≤ ≥ < > → ← / × + − - ± ∝; as in TeX, a line may end after an operator, not before
 // it), spaces inside square brackets ([L, H, d_h]) and short parentheses ((i, j)), the space
 // between a number and its unit (6.56 k, 16 MiB, 3 ms), and after a slash between two words
-// (dH/dT) or an opening bar (|flash − naive|). No-break spaces and word joiners do it; the
-// clause separator "·" stays breakable. Canvas::text applies it to wrapped text.
+// (dH/dT) or an opening bar (|flash − naive|), and after a sum sign (Σ exp(s)). No-break spaces
+// and word joiners do it; the clause separator "·" stays breakable. Canvas::text applies it to
+// wrapped text, and keeps the last line from being a widow: a last line under 12 characters
+// ("1", "j ≤ i)") takes words from the line above.
 std::string keep_expressions_whole(const std::string& text);
+
+// A formula that must be read in one piece ("exp(s − c) / Σ exp(s − c)"): every space becomes
+// a no-break space, so wrapping never splits it across lines.
+std::string unbreakable(const std::string& text);
+
+// One string Canvas::text drew, as a test reads it back: a PNG's text cannot be.
+struct DrawnText {
+  std::string text;                // as given to text()
+  std::vector<std::string> lines;  // the lines it was laid out in (no-break spaces read as spaces)
+  double x = 0, y = 0, width = 0, height = 0;  // the box it covers in figure points, turned by angle
+  double angle = 0;                // degrees counter-clockwise; 0 = upright
+};
 
 struct TextSize {
   double width = 0, height = 0;
@@ -101,14 +115,19 @@ class Canvas {
   // Every string text() draws from now on is appended to *log (nullptr: stop). Tests read a
   // picture's words this way: a PNG's text cannot be read back.
   void record_text(std::vector<std::string>* log) { text_log_ = log; }
+  // The same with each string's lines and box (nullptr: stop).
+  void record_drawn(std::vector<DrawnText>* log) { drawn_log_ = log; }
 
  private:
   Canvas(cairo_t* cr, bool owns_cr);
   void set_style(const std::string& text, const TextStyle& style);
+  void keep_last_line_long(std::string shown, double max_width);
+  std::vector<std::string> laid_out_lines() const;
   cairo_t* cr_;
   PangoLayout* layout_;
   bool owns_cr_;
   std::vector<std::string>* text_log_ = nullptr;
+  std::vector<DrawnText>* drawn_log_ = nullptr;
 };
 
 // Where a grid of cells lies inside a figure (points): tests and callers can find cell (i, j).

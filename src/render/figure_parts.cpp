@@ -25,6 +25,38 @@ std::string format_fixed(double v, int decimals) {
 TextStyle label_style(double size) { return {size, false, kInk, kMaxLabelWidth}; }
 TextStyle axis_style(double size) { return {size, false, kAxisInk, 0}; }
 
+// Labels with a wide (CJK) character: turned on its side it reads as a picture, not a word.
+bool any_wide_label(const std::vector<std::string>& labels) {
+  return std::any_of(labels.begin(), labels.end(), [](const std::string& s) {
+    return display_width(s) > static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+             return (c & 0xc0) != 0x80;  // code points
+           }));
+  });
+}
+
+// A label cut into the characters of its stack: each code point, with the zero-width marks
+// after it kept on it; past max_chars the last one shown is a vertical ellipsis.
+std::vector<std::string> stack_of(const std::string& label, std::size_t max_chars) {
+  std::vector<std::string> chars;
+  for (std::size_t i = 0; i < label.size();) {
+    std::size_t n = 1;
+    while (i + n < label.size() && (static_cast<unsigned char>(label[i + n]) & 0xc0) == 0x80) ++n;
+    const std::string ch = label.substr(i, n);
+    if (!chars.empty() && display_width(ch) == 0) chars.back() += ch;
+    else chars.push_back(ch);
+    i += n;
+  }
+  if (chars.size() > max_chars && max_chars > 0) {
+    chars.resize(max_chars);
+    chars.back() = "⋮";
+  }
+  return chars;
+}
+
+std::size_t max_stack(const PanelLayout& l) {
+  return static_cast<std::size_t>(std::max(1.0, std::floor(kMaxLabelWidth / l.stack_line_h)));
+}
+
 }  // namespace
 
 std::vector<double> nice_ticks(double lo, double hi, double target, double min_step) {
@@ -96,6 +128,14 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   for (const auto& s : p.col_labels) col_label_w = std::max(col_label_w, m.measure(s, label_style(l.label_size)).width);
   const double label_h = m.measure("Ag", label_style(l.label_size)).height;
   l.rotate_col_labels = col_label_w > p.cell - 3;
+  double stack_h = 0;
+  if (l.rotate_col_labels && any_wide_label(p.col_labels)) {
+    l.rotate_col_labels = false;
+    l.stack_col_labels = true;
+    l.stack_line_h = m.measure("我", label_style(l.label_size)).height;
+    for (const auto& s : p.col_labels)
+      stack_h = std::max(stack_h, l.stack_line_h * static_cast<double>(stack_of(s, max_stack(l)).size()));
+  }
 
   // Values in cells: 3 decimals if they fit, else 2, else none (the JSON has every number).
   l.value_size = std::clamp(smaller * 0.27, 7.0, 12.0);
@@ -117,7 +157,7 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   const double title_h = p.title.empty() ? 0 : m.measure(p.title, {p.title_size, true}).height + 4;
   const double col_title_h = p.col_title.empty() ? 0 : m.measure(p.col_title, axis_style(p.label_size)).height + 2;
   const double col_labels_h = p.col_labels.empty() ? 0
-                              : (l.rotate_col_labels ? col_label_w : label_h) + kLabelGap;
+                              : (l.stack_col_labels ? stack_h : l.rotate_col_labels ? col_label_w : label_h) + kLabelGap;
   const double row_title_w = p.row_title.empty() ? 0 : m.measure(p.row_title, axis_style(p.label_size)).height + 4;
   const double row_labels_w = p.row_labels.empty() ? 0 : row_label_w + kLabelGap + 2;
   l.grid_x = row_title_w + row_labels_w;
@@ -187,7 +227,13 @@ void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x,
     const double cx = g.cell_x(j) + p.cell / 2;
     // One orientation for the whole axis (layout_panel decides it): a row of upward labels
     // with a few upright ones among them reads as two axes.
-    if (l.rotate_col_labels) {
+    if (l.stack_col_labels) {  // upright characters, the last one just above the grid
+      const std::vector<std::string> stack = stack_of(p.col_labels[j], max_stack(l));
+      for (std::size_t k = 0; k < stack.size(); ++k) {
+        const double bottom = g.y - kLabelGap - l.stack_line_h * static_cast<double>(stack.size() - 1 - k);
+        c.text(stack[k], cx, bottom, labels, 0.5, 1);
+      }
+    } else if (l.rotate_col_labels) {
       c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0, 0.5, 90);  // reads upwards
     } else {
       c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0.5, 1);

@@ -25,8 +25,14 @@ std::string format_fixed(double v, int decimals) {
 TextStyle label_style(double size) { return {size, false, kInk, kMaxLabelWidth}; }
 TextStyle axis_style(double size) { return {size, false, kAxisInk, 0}; }
 
-// Labels with a wide (CJK) character: turned on its side it reads as a picture, not a word.
-bool any_wide_label(const std::vector<std::string>& labels) {
+std::size_t max_stack(const PanelLayout& l) {
+  return static_cast<std::size_t>(std::max(1.0, std::floor(kMaxLabelWidth / l.stack_line_h)));
+}
+
+}  // namespace
+
+bool stack_column_labels(const std::vector<std::string>& labels) {
+  // A wide (CJK) character turned on its side reads as a picture, not as a word.
   return std::any_of(labels.begin(), labels.end(), [](const std::string& s) {
     return display_width(s) > static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
              return (c & 0xc0) != 0x80;  // code points
@@ -34,9 +40,7 @@ bool any_wide_label(const std::vector<std::string>& labels) {
   });
 }
 
-// A label cut into the characters of its stack: each code point, with the zero-width marks
-// after it kept on it; past max_chars the last one shown is a vertical ellipsis.
-std::vector<std::string> stack_of(const std::string& label, std::size_t max_chars) {
+std::vector<std::string> stacked_characters(const std::string& label, std::size_t max_chars) {
   std::vector<std::string> chars;
   for (std::size_t i = 0; i < label.size();) {
     std::size_t n = 1;
@@ -53,11 +57,12 @@ std::vector<std::string> stack_of(const std::string& label, std::size_t max_char
   return chars;
 }
 
-std::size_t max_stack(const PanelLayout& l) {
-  return static_cast<std::size_t>(std::max(1.0, std::floor(kMaxLabelWidth / l.stack_line_h)));
+void draw_stacked_label(Canvas& c, const std::vector<std::string>& chars, double cx, double bottom_y,
+                        const TextStyle& style, double line_h) {
+  for (std::size_t k = 0; k < chars.size(); ++k) {
+    c.text(chars[k], cx, bottom_y - line_h * static_cast<double>(chars.size() - 1 - k), style, 0.5, 1);
+  }
 }
-
-}  // namespace
 
 std::vector<double> nice_ticks(double lo, double hi, double target, double min_step) {
   const double raw = std::max((hi - lo) / target, min_step);
@@ -129,12 +134,12 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   const double label_h = m.measure("Ag", label_style(l.label_size)).height;
   l.rotate_col_labels = col_label_w > p.cell - 3;
   double stack_h = 0;
-  if (l.rotate_col_labels && any_wide_label(p.col_labels)) {
+  if (l.rotate_col_labels && stack_column_labels(p.col_labels)) {
     l.rotate_col_labels = false;
     l.stack_col_labels = true;
     l.stack_line_h = m.measure("我", label_style(l.label_size)).height;
     for (const auto& s : p.col_labels)
-      stack_h = std::max(stack_h, l.stack_line_h * static_cast<double>(stack_of(s, max_stack(l)).size()));
+      stack_h = std::max(stack_h, l.stack_line_h * static_cast<double>(stacked_characters(s, max_stack(l)).size()));
   }
 
   // Values in cells: 3 decimals if they fit, else 2, else none (the JSON has every number).
@@ -228,11 +233,7 @@ void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x,
     // One orientation for the whole axis (layout_panel decides it): a row of upward labels
     // with a few upright ones among them reads as two axes.
     if (l.stack_col_labels) {  // upright characters, the last one just above the grid
-      const std::vector<std::string> stack = stack_of(p.col_labels[j], max_stack(l));
-      for (std::size_t k = 0; k < stack.size(); ++k) {
-        const double bottom = g.y - kLabelGap - l.stack_line_h * static_cast<double>(stack.size() - 1 - k);
-        c.text(stack[k], cx, bottom, labels, 0.5, 1);
-      }
+      draw_stacked_label(c, stacked_characters(p.col_labels[j], max_stack(l)), cx, g.y - kLabelGap, labels, l.stack_line_h);
     } else if (l.rotate_col_labels) {
       c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0, 0.5, 90);  // reads upwards
     } else {

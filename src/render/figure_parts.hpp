@@ -53,6 +53,17 @@ struct PanelLayout {
 
 PanelLayout layout_panel(Canvas& measure, const MatrixPanel& panel);
 
+// Column labels too wide for their cells stand on end; Chinese, Japanese or Korean ones never
+// lie on their side. When any label of an axis has such a (wide) character, every label of it
+// is stacked upright instead, one character under another, as vertical CJK text is written.
+bool stack_column_labels(const std::vector<std::string>& labels);
+// A label's characters for its stack (zero-width marks kept on theirs); past max_chars the last
+// one shown is a vertical ellipsis.
+std::vector<std::string> stacked_characters(const std::string& label, std::size_t max_chars);
+// Draws them centred on cx, each line_h tall, the last one's bottom at bottom_y.
+void draw_stacked_label(Canvas& canvas, const std::vector<std::string>& characters, double cx, double bottom_y,
+                        const TextStyle& style, double line_h);
+
 // The panel's row height: cell_h when set, else cell.
 double row_height(const MatrixPanel& panel);
 

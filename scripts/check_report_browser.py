@@ -10,6 +10,8 @@ into #selftest-result; this script checks:
     every head and mask the run stored (max |diff| < 1e-5: float32 rounding only);
   - the head selector and the temperature slider change the rendered weights (and the layer
     selector, for a trained model's demo);
+  - no two heatmap labels overlap, also at 42 tokens, where every k-th is labelled and the page
+    says so; the lines view draws the lines of one query, not a haze of L x L;
   - the flash replay steps forward and ends with the max difference from the naive result;
   - the split-KV section lists every chunk and the merged row, and ends with the max difference
     between the merged row and the one-pass row;
@@ -21,7 +23,8 @@ the report of a train folder (loss curve, the heads at each stored step) and of 
 
 --sabotage runs the same checks on damaged copies of the page (a wrong in-page temperature,
 an image fetched from the network, a dead "next" button): each must be caught, which shows
-the checks can fail.
+the checks can fail. The loss chart of a 1000-step train folder keeps every label inside it
+("1000" was cut to "100").
 
 Usage: /usr/bin/python3 scripts/check_report_browser.py path/to/attn-cli OUT_DIR [--sabotage]
 Exit 0: passed; 1: failed; 77: chromium is not installed (skipped, with the reason printed).
@@ -123,9 +126,15 @@ def check_demo(c, result, urls, manifest, trained):
     c.check(result["temperature_max_diff"] < 1e-12, "at T = 2 the cells hold softmax(S / 2) of the stored scores")
     c.check(result["causal_masked_cells"] == L * (L - 1) // 2,
             "causal toggle: %s masked cells, expected %d" % (result["causal_masked_cells"], L * (L - 1) // 2))
-    c.check(result["lines_drawn"] > 0, "the lines view draws %s lines" % result["lines_drawn"])
+    c.check(result.get("lines_queries") == 1 and 0 < result["lines_drawn"] <= L,
+            "the lines view draws one query's lines only: %s lines from %s queries (at most %d)"
+            % (result["lines_drawn"], result.get("lines_queries"), L))
+    c.check(result.get("heatmap_label_overlaps") == 0 and result.get("heatmap_labels", 0) > 0,
+            "heatmap labels: %s per axis, %s overlapping pairs" % (result.get("heatmap_labels"), result.get("heatmap_label_overlaps")))
     replay = manifest["results"]["flash"]["teaching"]["replay"]
     c.check(result["replay_steps"] == len(replay["steps"]), "replay: %s steps" % result["replay_steps"])
+    c.check(result.get("replay_label_overlaps") == 0,
+            "replay grid labels: %s overlapping pairs" % result.get("replay_label_overlaps"))
     c.check(result["replay_moved"] is True and result["replay_label"].startswith("step 2 of"),
             "replay steps forward (%r)" % result["replay_label"])
     c.check(result["replay_final"] is not None and "max |flash \u2212 naive|" in result["replay_final"],
@@ -175,6 +184,34 @@ def run(cli, out):
         chromium(browser, "file://" + os.path.abspath(page), ["--window-size=1200,2200", "--screenshot=" + shot], work)
         c.check(os.path.exists(shot) and os.path.getsize(shot) > 50000,
                 "screenshot %s (%s bytes)" % (shot, os.path.getsize(shot) if os.path.exists(shot) else 0))
+
+        print("a 42-token demo (label thinning, the lines of one query):")
+        words = ("the quick brown fox jumps over the lazy dog while the cat sat on the mat and the bird sang "
+                 "a song in the tall green tree near the old river bank under a bright blue sky early this fine morning .")
+        long_demo = os.path.join(work, "long-demo")
+        subprocess.run([cli, "demo", words, "--out", long_demo], check=True, stdout=subprocess.DEVNULL)
+        lmanifest = json.load(open(os.path.join(long_demo, "manifest.json"), encoding="utf-8"))
+        result, urls, tail = selftest(browser, os.path.join(long_demo, "report.html"), work)
+        if result is None:
+            print(tail)
+        check_demo(c, result, urls, lmanifest, trained=False)
+        if result is not None:
+            L = len(lmanifest["tokens"])
+            c.check(L == 42 and result.get("heatmap_labels", L) < L and "labelled" in result.get("heatmap_note", ""),
+                    "%d tokens: %s labels per axis, and the page says which: %r"
+                    % (L, result.get("heatmap_labels"), result.get("heatmap_note")))
+        chromium(browser, "file://" + os.path.join(long_demo, "report.html"),
+                 ["--window-size=1200,1400", "--screenshot=" + os.path.join(out, "report-42-tokens.png")], work)
+
+        print("a 1000-step train folder (the loss chart's labels):")
+        long_train = os.path.join(work, "train-1000")
+        subprocess.run([cli, "train", "--steps", "1000", "--log-every", "100", "--batch", "4", "--d-model", "16",
+                        "--layers", "1", "--heads", "1", "--context", "8", "--vocab", "16", "--out", long_train],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run([cli, "report", long_train], check=True, stdout=subprocess.DEVNULL)
+        result, urls, tail = selftest(browser, os.path.join(long_train, "report.html"), work)
+        c.check(result is not None and result.get("loss_texts_outside") == [],
+                "every label of the loss chart is inside it: cut off %r" % (result or {}).get("loss_texts_outside"))
 
         print("a trained model's demo (layer selector):")
         train = os.path.join(work, "train")

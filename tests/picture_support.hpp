@@ -140,6 +140,21 @@ inline std::vector<std::string> drawn_texts(const Figure& figure) {
   return log;
 }
 
+// The same with each string's lines and box (Canvas::record_drawn).
+inline std::vector<DrawnText> drawn_boxes(const Figure& figure) {
+  Canvas canvas = Canvas::measuring();
+  std::vector<DrawnText> log;
+  canvas.record_drawn(&log);
+  figure.draw(canvas);
+  return log;
+}
+
+// Characters (code points) in a UTF-8 string, trailing spaces left out.
+inline std::size_t characters(std::string s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; }));
+}
+
 // Whether any drawn string contains `part`.
 inline bool draws_text(const Figure& figure, const std::string& part) {
   for (const std::string& t : drawn_texts(figure))

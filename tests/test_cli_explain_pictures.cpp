@@ -339,6 +339,30 @@ TEST_CASE("long sentences: generate's and explain's pictures quote the sentence 
   CHECK(mh.title.compare(mh.title.size() - cut.size(), cut.size(), cut) == 0);
 }
 
+// Issue 34: step 4's subtitle broke inside "exp(s − c) / Σ exp(s − c)" (at 3 tokens, before
+// "exp(s) / Σ exp(s)"). At 1 to 16 tokens the identity stays on one line of the drawn subtitle.
+TEST_CASE("explain step 4: the identity exp(s − c) / Σ exp(s − c) = exp(s) / Σ exp(s) is never broken") {
+  const std::string formula = "exp(s − c) / Σ exp(s − c) = exp(s) / Σ exp(s).";
+  const std::vector<std::string> words = {"我", "爱", "你", "The", "cat", "sat", "on", "the", "mat", "and", "it",
+                                          "was", "a", "warm", "day", "today"};
+  for (std::size_t n = 1; n <= words.size(); ++n) {
+    ExplainConfig e;
+    e.sentence.clear();
+    for (std::size_t i = 0; i < n; ++i) e.sentence += (i ? " " : "") + words[i];
+    CAPTURE(e.sentence);
+    const Figure f = explain_step_figure(explain_attention(e), 4);
+    bool found = false, whole = false;
+    for (const DrawnText& d : drawn_boxes(f)) {
+      if (d.text.find("Row maxima") == std::string::npos) continue;
+      found = true;
+      for (const std::string& line : d.lines) whole = whole || line.find(formula) != std::string::npos;
+      if (!whole) for (const std::string& line : d.lines) MESSAGE(line);
+    }
+    CHECK(found);
+    CHECK(whole);
+  }
+}
+
 TEST_CASE("kv_cache.png names the positional scheme it ran with in its title") {
   GenerateConfig g;
   g.sentence = "The cat sat on";

@@ -8,6 +8,7 @@
 
 #include "attn/lessons/explain.hpp"
 #include "attn/render/split_kv_picture.hpp"
+#include "attn/render/text_table.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 
@@ -123,4 +124,33 @@ TEST_CASE("split-kv picture with one token: its table says key 0, not keys 0") {
   const ExplainResult whole = explain_attention(c);
   const std::vector<std::string> one_chunk = drawn_texts(split_kv_figure(*whole.split_kv, whole.tokens, "q"));
   CHECK(std::find(one_chunk.begin(), one_chunk.end(), "keys") != one_chunk.end());
+}
+
+// Issue 34: Chinese key labels lay on their side above a long cache. At 48 tokens they stand
+// upright, stacked, and no two of them overlap.
+TEST_CASE("split-kv picture: Chinese key labels stand upright over a long cache") {
+  ExplainConfig c;
+  c.sentence.clear();
+  const std::vector<std::string> words = {"我们", "今天", "在", "北京", "学习", "自然", "语言", "处理"};
+  for (std::size_t i = 0; i < 48; ++i) c.sentence += (i ? " " : "") + words[i % words.size()];
+  c.max_tokens = 64;
+  c.split_kv = 3;
+  const ExplainResult r = explain_attention(c);
+  REQUIRE(r.tokens.size() == 48);
+  const Figure f = split_kv_figure(*r.split_kv, r.tokens, "q");
+  std::vector<DrawnText> cjk;
+  for (const DrawnText& d : drawn_boxes(f)) {
+    if (display_width(d.text) == characters(d.text)) continue;  // no wide character
+    CAPTURE(d.text);
+    CHECK(d.angle == 0);
+    cjk.push_back(d);
+  }
+  REQUIRE(cjk.size() >= 48);
+  for (std::size_t a = 0; a < cjk.size(); ++a) {
+    for (std::size_t b = a + 1; b < cjk.size(); ++b) {
+      const double w = std::min(cjk[a].x + cjk[a].width, cjk[b].x + cjk[b].width) - std::max(cjk[a].x, cjk[b].x);
+      const double h = std::min(cjk[a].y + cjk[a].height, cjk[b].y + cjk[b].height) - std::max(cjk[a].y, cjk[b].y);
+      CHECK(!(w > 0.5 && h > 0.5));
+    }
+  }
 }

@@ -118,6 +118,47 @@ TEST_CASE("wrapped text keeps an operator with its left operand and a shape in b
     CHECK(keep_expressions_whole(kept) == kept);
 }
 
+TEST_CASE("wrapped text keeps a sum sign with what it sums, and unbreakable() a whole formula") {
+  const std::string nb = "\u00a0";
+  CHECK(keep_expressions_whole("c = Σ exp(s) here") == "c" + nb + "= Σ" + nb + "exp(s) here");
+  CHECK(keep_expressions_whole("∑ x") == "∑" + nb + "x");
+  CHECK(unbreakable("exp(s) / Σ exp(s)") == "exp(s)" + nb + "/" + nb + "Σ" + nb + "exp(s)");
+}
+
+// Issue 34: a subtitle wrapped so that "1" stood alone on its last line. At every wrap width
+// the last line holds at least 12 characters, every line fits the width, and no word is lost.
+TEST_CASE("wrapped text leaves no widow: the last line is never a lone short word") {
+  const std::string subtitle =
+      "one head, d_model = 64, seeded untrained projections · no positions: copies of a word get identical rows · "
+      "each row sums to 1";
+  Canvas c = Canvas::measuring();
+  std::vector<DrawnText> drawn;
+  c.record_drawn(&drawn);
+  int wrapped = 0;
+  for (double width = 200; width <= 900; width += 3) {
+    CAPTURE(width);
+    drawn.clear();
+    const TextStyle style{11, false, {0, 0, 0}, width, true};
+    c.text(subtitle, 0, 0, style, 0, 0);
+    REQUIRE(drawn.size() == 1);
+    const std::vector<std::string>& lines = drawn[0].lines;
+    if (lines.size() < 2) continue;  // it fits on one line
+    ++wrapped;
+    const std::string last = lines.back();
+    CAPTURE(last);
+    CHECK(characters(last) >= 12);
+    std::string joined;
+    for (const std::string& line : lines) {
+      std::string shown = line;  // a line ends in the space it broke at, which takes no room
+      while (!shown.empty() && shown.back() == ' ') shown.pop_back();
+      CHECK(c.measure(shown, {11}).width <= width + 0.5);
+      joined += line;
+    }
+    CHECK(joined == subtitle);
+  }
+  CHECK(wrapped > 100);
+}
+
 TEST_CASE("pictures draw negative numbers with the typographic minus") {
   const Figure f = temperature_figure(run_temperature({2, -1, 0.5}, {0.5, 1, 2}));
   bool minus = false;

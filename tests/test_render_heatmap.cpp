@@ -6,6 +6,7 @@
 #include "attn/engine/sdpa.hpp"
 #include "attn/render/head_grid.hpp"
 #include "attn/render/heatmap.hpp"
+#include "attn/render/text_table.hpp"
 #include "render/figure_parts.hpp"
 #include "attn/engine/mask.hpp"
 #include "picture_support.hpp"
@@ -382,4 +383,48 @@ TEST_CASE("heatmap: rows that are not softmax rows are named, a fully masked row
   const Tensor3 masked_junk{{{1.0f, 0.9f}}};
   CHECK(row_sum_note(masked_junk, Mask3{{{true, false}}}) == "");
   CHECK(row_sum_note(masked_junk, std::nullopt) == "1 of 1 row does not sum to 1 (its sum 1.9): not softmax weights?");
+}
+
+// Issue 34: Chinese column labels lay on their side in heads.png (rotated 90° with the Latin
+// ones). A CJK label too wide for its cell is stacked upright, a character per line; at 1, 3,
+// 12 and 48 tokens no text with a CJK character is drawn turned, the stacks over the first grid
+// do not overlap one another or the grid, and without thinning every character is drawn.
+TEST_CASE("head grid: CJK column labels stand upright, stacked, never on their side") {
+  const std::vector<std::string> words = {"我们", "今天", "在", "北京", "的", "大学", "里", "学习", "自然", "语言", "处理", "和"};
+  for (std::size_t L : {std::size_t{1}, std::size_t{3}, std::size_t{12}, std::size_t{48}}) {
+    CAPTURE(L);
+    HeadGridSpec s;
+    s.weights = xt::ones<float>({std::size_t{2}, L, L}) / float(L);
+    for (std::size_t i = 0; i < L; ++i) s.key_tokens.push_back(words[i % words.size()]);
+    s.query_tokens = s.key_tokens;
+    const Figure f = head_grid_figure(s);
+    const CellGrid& g = f.grids[0];
+    std::vector<DrawnText> above;  // CJK text over the first grid: its column labels
+    std::size_t cjk_chars = 0;
+    for (const DrawnText& d : drawn_boxes(f)) {
+      if (display_width(d.text) == characters(d.text)) continue;  // no wide character
+      CAPTURE(d.text);
+      CHECK(d.angle == 0);
+      if (d.y + d.height <= g.y + 0.01 && d.x >= g.x - 1 && d.x + d.width <= g.x + g.cell_w * double(L) + 1 &&
+          d.y > g.y - 200) {
+        above.push_back(d);
+        cjk_chars += characters(d.text);
+      }
+    }
+    REQUIRE(!above.empty());
+    for (std::size_t a = 0; a < above.size(); ++a) {
+      for (std::size_t b = a + 1; b < above.size(); ++b) {
+        const double w = std::min(above[a].x + above[a].width, above[b].x + above[b].width) - std::max(above[a].x, above[b].x);
+        const double h = std::min(above[a].y + above[a].height, above[b].y + above[b].height) - std::max(above[a].y, above[b].y);
+        CAPTURE(above[a].text);
+        CAPTURE(above[b].text);
+        CHECK(!(w > 0.5 && h > 0.5));
+      }
+    }
+    if (L <= 12) {
+      std::size_t expected = 0;
+      for (const std::string& t : s.key_tokens) expected += characters(t);
+      CHECK(cjk_chars == expected);
+    }
+  }
 }

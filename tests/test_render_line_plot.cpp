@@ -3,10 +3,15 @@
 // ticks are powers of two on a log2 axis, and the SVG is well-formed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "attn/engine/error.hpp"
+#include "attn/lessons/train.hpp"
 #include "attn/render/line_plot.hpp"
+#include "attn/render/train_pictures.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;
@@ -46,6 +51,76 @@ LinePlotSpec fixed_axes(AxisScale xs, double x0, double x1, AxisScale ys, double
 // The colour at a fraction (fx from the left, fy from the bottom) of the plot area.
 Rgb8 at_fraction(const DecodedPng& img, const PlotRect& r, double fx, double fy, double scale) {
   return img.pixel(r.x + fx * r.width, r.y + (1 - fy) * r.height, scale);
+}
+
+struct Box {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+
+// The legend's box as drawn: around its entries' texts, whose swatches lie 30 points to their
+// left inside a 6-point padding. REQUIRE that every entry was drawn.
+Box legend_box(const std::vector<DrawnText>& drawn, const std::vector<std::string>& entries) {
+  Box b{1e300, 1e300, -1e300, -1e300};
+  std::size_t found = 0;
+  for (const DrawnText& d : drawn) {
+    if (std::find(entries.begin(), entries.end(), d.text) == entries.end()) continue;
+    ++found;
+    b = {std::min(b.x0, d.x - 36), std::min(b.y0, d.y - 6), std::max(b.x1, d.x + d.width + 6),
+         std::max(b.y1, d.y + d.height + 6)};
+  }
+  REQUIRE(found == entries.size());
+  return b;
+}
+
+// Whether the segment a-b passes through the box, sampled every quarter point.
+bool crosses(Canvas::Point a, Canvas::Point b, const Box& box) {
+  const double n = std::max(1.0, std::ceil(4 * std::hypot(b.x - a.x, b.y - a.y)));
+  for (double k = 0; k <= n; ++k) {
+    const double x = a.x + k / n * (b.x - a.x), y = a.y + k / n * (b.y - a.y);
+    if (x >= box.x0 && x <= box.x1 && y >= box.y0 && y <= box.y1) return true;
+  }
+  return false;
+}
+
+// A panel's data-to-point mapping read back from two of its drawn tick labels per axis: the
+// y labels end left of the plot area, the x labels start below it.
+struct ReadAxes {
+  double x_value[2], x_at[2], y_value[2], y_at[2];
+  Canvas::Point at(double x, double y) const {
+    return {x_at[0] + (x - x_value[0]) * (x_at[1] - x_at[0]) / (x_value[1] - x_value[0]),
+            y_at[0] + (y - y_value[0]) * (y_at[1] - y_at[0]) / (y_value[1] - y_value[0])};
+  }
+};
+
+ReadAxes read_axes(const std::vector<DrawnText>& drawn, const PlotRect& r) {
+  std::vector<std::pair<double, double>> xs, ys;  // (value, centre)
+  for (const DrawnText& d : drawn) {
+    if (d.text.empty() || d.text.find_first_not_of("0123456789.") != std::string::npos) continue;
+    const double v = std::stod(d.text);
+    const double cx = d.x + d.width / 2, cy = d.y + d.height / 2;
+    if (d.x + d.width < r.x && d.x + d.width > r.x - 12 && cy >= r.y - 8 && cy <= r.y + r.height + 8) ys.push_back({v, cy});
+    if (d.y > r.y + r.height && d.y < r.y + r.height + 12 && cx >= r.x - 8 && cx <= r.x + r.width + 8) xs.push_back({v, cx});
+  }
+  REQUIRE(xs.size() >= 2);
+  REQUIRE(ys.size() >= 2);
+  return {{xs.front().first, xs.back().first}, {xs.front().second, xs.back().second},
+          {ys.front().first, ys.back().first}, {ys.front().second, ys.back().second}};
+}
+
+// Every segment of the series, and every vertical or horizontal reference, against the box.
+int crossings(const ReadAxes& axes, const PlotRect& r, const std::vector<PlotSeries>& series,
+              const std::vector<ReferenceLine>& references, const Box& box) {
+  int n = 0;
+  for (const PlotSeries& s : series)
+    for (std::size_t i = 0; i + 1 < s.x.size(); ++i)
+      n += crosses(axes.at(s.x[i], s.y[i]), axes.at(s.x[i + 1], s.y[i + 1]), box);
+  for (const ReferenceLine& ref : references) {
+    if (ref.kind == ReferenceLine::Kind::vertical)
+      n += crosses({axes.at(ref.value, 0).x, r.y}, {axes.at(ref.value, 0).x, r.y + r.height}, box);
+    if (ref.kind == ReferenceLine::Kind::horizontal)
+      n += crosses({r.x, axes.at(0, ref.value).y}, {r.x + r.width, axes.at(0, ref.value).y}, box);
+  }
+  return n;
 }
 
 }  // namespace
@@ -232,4 +307,75 @@ TEST_CASE("line plot: a label with a backdrop hides the line behind it, one with
     CHECK((p == Rgb8{255, 255, 255}) == backdrop);
     CHECK(near(p, to_rgb8(kRed), 20) == !backdrop);
   }
+}
+
+// Issue 34: the train curves' legend, put in a fixed corner, covered the induction curve from
+// step ~90 to ~300. A named corner is kept only where the legend hides nothing; here the data
+// fill the upper left, so the legend must go elsewhere and cross no line.
+TEST_CASE("line plot: a legend asked for a corner the data pass through moves where it hides nothing") {
+  LinePlotSpec s = fixed_axes(AxisScale::linear, 0, 1000, AxisScale::linear, 0, 1);
+  PlotSeries rise, slow;
+  rise.name = "induction score";
+  slow.name = "previous-token score";
+  for (double step = 0; step <= 1000; step += 10) {
+    rise.x.push_back(step);
+    rise.y.push_back(0.05 + 0.86 / (1 + std::exp(-(step - 60) / 12)));
+    slow.x.push_back(step);
+    slow.y.push_back(0.1 + 0.8 / (1 + std::exp(-(step - 400) / 80)));
+  }
+  s.series = {slow, rise};
+  s.references = {ReferenceLine::vertical(80, "phase change, step 80")};
+  for (LegendPlace asked : {LegendPlace::upper_left, LegendPlace::upper_right, LegendPlace::automatic}) {
+    s.legend = asked;
+    const Figure f = line_plot_figure(s);
+    const std::vector<DrawnText> drawn = drawn_boxes(f);
+    const Box box = legend_box(drawn, {rise.name, slow.name, "phase change, step 80"});
+    const PlotRect& r = f.plots[0];
+    CHECK(crossings(read_axes(drawn, r), r, s.series, s.references, box) == 0);
+    CHECK(box.x0 >= r.x);  // and it found room inside the plot: the lower right is empty
+    CHECK(box.x1 <= r.x + r.width);
+  }
+}
+
+// The same on train's own picture, with curves shaped like the issue's run: neither panel's
+// legend crosses a curve or a reference line.
+TEST_CASE("train curves: neither legend hides a curve or a reference line") {
+  TrainRun run;
+  for (std::size_t step = 0; step <= 1000; step += 10) {
+    const double t = double(step);
+    run.points.push_back({step, 2.2 + 2.3 * std::exp(-t / 40), 0.1 + 0.8 / (1 + std::exp(-(t - 400) / 80)),
+                          0.05 + 0.86 / (1 + std::exp(-(t - 60) / 12)), 0.0});
+  }
+  run.uniform_loss = std::log(64.0);
+  run.best_loss = 2.01;
+  run.phase_change_step = 80;
+  const Figure f = train_curves_figure(run, TrainOptions{});
+  REQUIRE(f.plots.size() == 2);
+  const std::vector<DrawnText> drawn = drawn_boxes(f);
+  std::vector<double> steps, loss, prev, induction;
+  for (const TrainPoint& p : run.points) {
+    steps.push_back(double(p.step));
+    loss.push_back(p.loss);
+    prev.push_back(p.prev_token_score);
+    induction.push_back(p.induction_score);
+  }
+  const std::string phase = "phase change, step 80";
+  // The left panel: the loss, ln(vocab), the floor and the phase change.
+  PlotSeries l;
+  l.x = steps;
+  l.y = loss;
+  std::vector<ReferenceLine> left_refs = {ReferenceLine::horizontal(run.uniform_loss, ""),
+                                          ReferenceLine::horizontal(run.best_loss, ""), ReferenceLine::vertical(80, "")};
+  std::vector<DrawnText> left_drawn, right_drawn;  // each panel's texts, split at the gap between them
+  const double split = (f.plots[0].x + f.plots[0].width + f.plots[1].x) / 2;
+  for (const DrawnText& d : drawn) (d.x + d.width / 2 < split ? left_drawn : right_drawn).push_back(d);
+  const Box left_box = legend_box(left_drawn, {"loss (nats per token)", "ln(vocab) = 4.16: a uniform guess",
+                                               "floor 2.01: the first half is random", phase});
+  CHECK(crossings(read_axes(left_drawn, f.plots[0]), f.plots[0], {l}, left_refs, left_box) == 0);
+  PlotSeries a, b;
+  a.x = b.x = steps;
+  a.y = prev;
+  b.y = induction;
+  const Box right_box = legend_box(right_drawn, {"previous-token score", "induction score", phase});
+  CHECK(crossings(read_axes(right_drawn, f.plots[1]), f.plots[1], {a, b}, {ReferenceLine::vertical(80, "")}, right_box) == 0);
 }

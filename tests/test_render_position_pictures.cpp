@@ -163,3 +163,34 @@ TEST_CASE("rope pictures: the rotation's label note says why labels are skipped,
   const Figure long_run = rope_rotation_figure(rope_lesson(c));
   CHECK(long_run.subtitle.find("round again") != std::string::npos);
 }
+
+// Issue 34: on one linear scale ALiBi's heads 2 and 3 (m = 1/64, 1/256) were blank, their
+// largest penalty a few per cent of head 0's. Every head must show its distance gradient: its
+// nearest off-diagonal cell, its farthest cell and its diagonal are three distinguishable
+// colours, in that order of darkness, and the picture says which scale makes that so.
+TEST_CASE("positional pictures: every ALiBi head shows its gradient, the weakest included") {
+  for (std::size_t H : {std::size_t{4}, std::size_t{8}}) {
+    for (std::size_t L : {std::size_t{3}, std::size_t{8}, std::size_t{12}}) {
+      CAPTURE(H);
+      CAPTURE(L);
+      const std::vector<double> slopes = alibi_slopes(H);
+      const Figure f = alibi_figure(alibi_bias(slopes, L, L), slopes);
+      REQUIRE(f.grids.size() == H);
+      CHECK(f.subtitle.find("log colour scale") != std::string::npos);
+      const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+      REQUIRE(img.ok());
+      auto darkness = [](const Rgb8& c) { return 3 * 255 - c.r - c.g - c.b; };
+      for (std::size_t h = 0; h < H; ++h) {
+        CAPTURE(h);
+        const int diagonal = darkness(img.cell_corner(f.grids[h], L - 1, L - 1, 2));
+        const int near_key = darkness(img.cell_corner(f.grids[h], L - 1, L - 2, 2));
+        const int far_key = darkness(img.cell_corner(f.grids[h], L - 1, 0, 2));
+        CAPTURE(diagonal);
+        CAPTURE(near_key);
+        CAPTURE(far_key);
+        CHECK(near_key - diagonal >= 30);
+        if (L > 2) CHECK(far_key - near_key >= 30);
+      }
+    }
+  }
+}

@@ -46,92 +46,39 @@ void draw_on(cairo_surface_t* surface, const Figure& figure, double scale) {
   check(cairo_status(cr.get()), "drawing the figure");
 }
 
+// What a test reads back of one text() call: its lines, with the no-break spaces and word
+// joiners of keep_expressions_whole read as a space and nothing, and the box it covers.
+DrawnText drawn_text(const std::string& text, std::vector<std::string> lines, double x, double y, double w,
+                     double h, double anchor_x, double anchor_y, double angle) {
+  DrawnText d{text, {}, 0, 0, 0, 0, angle};
+  for (std::string& line : lines) {
+    std::string plain;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (line.compare(i, 2, "\u00a0") == 0) {
+        plain += ' ';
+        ++i;
+      } else if (line.compare(i, 3, "\u2060") == 0) {
+        i += 2;
+      } else {
+        plain += line[i];
+      }
+    }
+    d.lines.push_back(std::move(plain));
+  }
+  // The corners of the text's box, turned by angle (counter-clockwise, y down) about (x, y).
+  const double a = angle * std::numbers::pi / 180.0, c = std::cos(a), s = std::sin(a);
+  double x0 = 1e300, y0 = 1e300, x1 = -1e300, y1 = -1e300;
+  for (double u : {-anchor_x * w, (1 - anchor_x) * w}) {
+    for (double v : {-anchor_y * h, (1 - anchor_y) * h}) {
+      const double px = x + u * c + v * s, py = y - u * s + v * c;
+      x0 = std::min(x0, px), y0 = std::min(y0, py), x1 = std::max(x1, px), y1 = std::max(y1, py);
+    }
+  }
+  d.x = x0, d.y = y0, d.width = x1 - x0, d.height = y1 - y0;
+  return d;
+}
+
 }  // namespace
-
-std::string typographic_minus(const std::string& text) {
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  auto starts = [&](std::size_t at, const char* s) { return text.compare(at, std::strlen(s), s) == 0; };
-  std::string out;
-  out.reserve(text.size() + 8);
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c != '-') {
-      out += c;
-      continue;
-    }
-    const bool number_follows = i + 1 < text.size() && (digit(text[i + 1]) || text[i + 1] == '.' || starts(i + 1, "∞"));
-    bool sign_place = i == 0;
-    if (!sign_place) {
-      const char b = text[i - 1];
-      sign_place = std::strchr(" ([{=,:;/", b) != nullptr || (b == 'e' && i >= 2 && digit(text[i - 2])) ||
-                   (i >= 2 && (text.compare(i - 2, 2, "×") == 0 || text.compare(i - 2, 2, "±") == 0));
-    }
-    out += number_follows && sign_place ? "−" : "-";
-  }
-  return out;
-}
-
-std::string keep_expressions_whole(const std::string& text) {
-  static const char* const kOperators[] = {"=", "≈", "≠", "≤", "≥", "<", ">", "→", "←", "/", "×", "+", "−", "-", "±", "∝"};
-  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "ms", "µs", "ns", "k", "M", "G", "T", "P", "B", "s", "%"};
-  const char* const nbsp = "\u00a0";
-  const char* const joiner = "\u2060";  // WORD JOINER: no break here, nothing drawn
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c & 0x80); };
-  std::string out;
-  out.reserve(text.size() + 16);
-  std::size_t i = 0;
-  int bracket_depth = 0;  // a shape such as [L, H, d_h] is one expression too
-  std::size_t paren_close = std::string::npos;  // the end of a short "(i, j)" being copied
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c == '[') ++bracket_depth;
-    if (c == ']' && bracket_depth > 0) --bracket_depth;
-    if (c == '(') {
-      const std::size_t close = text.find_first_of("()", i + 1);
-      if (close != std::string::npos && text[close] == ')' && close - i <= 10) paren_close = close;
-    }
-    if (c == ' ' && ((bracket_depth > 0 && text.find(']', i) != std::string::npos) ||
-                     (paren_close != std::string::npos && i < paren_close))) {
-      out += nbsp;
-      ++i;
-      continue;
-    }
-    if (i == paren_close) paren_close = std::string::npos;
-    if (c == ' ') {
-      bool joined = false;
-      for (const char* op : kOperators) {  // an operator stays with its left operand
-        const std::size_t n = std::strlen(op);
-        if (text.compare(i + 1, n, op) == 0 && i + 1 + n < text.size() && text[i + 1 + n] == ' ') {
-          out += nbsp;
-          out += op;
-          i += n + 1;  // the space after it stays: a line may end after an operator, as in TeX
-          joined = true;
-          break;
-        }
-      }
-      if (!joined && i > 0 && digit(text[i - 1])) {
-        for (const char* unit : kUnits) {  // a number stays with its unit: "6.56 k", "16 MiB"
-          const std::size_t n = std::strlen(unit);
-          if (text.compare(i + 1, n, unit) == 0 && (i + 1 + n == text.size() || !letter(text[i + 1 + n]))) {
-            out += nbsp;
-            ++i;
-            joined = true;
-            break;
-          }
-        }
-      }
-      if (joined) continue;
-    }
-    out += c;
-    ++i;
-    const bool starts_group = i == 1 || text[i - 2] == ' ' || text[i - 2] == '(';
-    if (i < text.size() && text[i] != ' ' &&
-        ((c == '/' && i >= 2 && text[i - 2] != ' ') || (c == '|' && starts_group)))
-      out += joiner;  // "dH/dT" and "|flash" break neither after the slash nor after the bar
-  }
-  return out;
-}
 
 std::vector<ImageFormat> parse_image_formats(const std::string& text) {
   if (text == "png") return {ImageFormat::png};
@@ -190,8 +137,54 @@ void Canvas::set_style(const std::string& text, const TextStyle& style) {
   }
   // Measured as drawn: with the typographic minus, a little wider than a hyphen.
   const std::string minus = typographic_minus(text);
-  const std::string shown = style.max_width > 0 && style.wrap ? keep_expressions_whole(minus) : minus;
+  const bool wrapped = style.max_width > 0 && style.wrap;
+  const std::string shown = wrapped ? keep_expressions_whole(minus) : minus;
   pango_layout_set_text(layout_, shown.c_str(), static_cast<int>(shown.size()));
+  if (wrapped) keep_last_line_long(shown, style.max_width);
+}
+
+// A wrapped text's last line shorter than kShortestLastLine characters is a widow ("1" alone
+// under a full line): the space before it becomes a no-break space, so the last word of the
+// line above comes down, as often as needed, while the joined words take at most half a line
+// (longer, pango would have to break inside a word).
+void Canvas::keep_last_line_long(std::string shown, double max_width) {
+  constexpr std::size_t kShortestLastLine = 12;
+  const auto characters = [](const std::string& s) {
+    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; }));
+  };
+  for (int joins = 0; joins < 6; ++joins) {
+    const std::vector<std::string> lines = laid_out_lines();
+    std::string last = lines.empty() ? "" : lines.back();
+    while (!last.empty() && last.back() == ' ') last.pop_back();
+    if (lines.size() < 2 || characters(last) >= kShortestLastLine) return;
+    const int count = pango_layout_get_line_count(layout_);
+    const std::size_t start = static_cast<std::size_t>(pango_layout_get_line_readonly(layout_, count - 1)->start_index);
+    const std::size_t space = start == 0 ? std::string::npos : shown.rfind(' ', start - 1);
+    if (space == std::string::npos) return;
+    std::string joined = shown;
+    joined.replace(space, 1, "\u00a0");
+    const std::size_t tail_start = shown.rfind(' ', space == 0 ? 0 : space - 1);
+    const std::string tail = joined.substr(tail_start == std::string::npos ? 0 : tail_start + 1);
+    PangoLayout* probe = pango_layout_copy(layout_);
+    pango_layout_set_width(probe, -1);
+    pango_layout_set_text(probe, tail.c_str(), static_cast<int>(tail.size()));
+    PangoRectangle logical;
+    pango_layout_get_extents(probe, nullptr, &logical);
+    g_object_unref(probe);
+    if (static_cast<double>(logical.width) / PANGO_SCALE > max_width / 2) return;
+    shown = std::move(joined);
+    pango_layout_set_text(layout_, shown.c_str(), static_cast<int>(shown.size()));
+  }
+}
+
+std::vector<std::string> Canvas::laid_out_lines() const {
+  const char* text = pango_layout_get_text(layout_);
+  std::vector<std::string> lines;
+  for (GSList* l = pango_layout_get_lines_readonly(layout_); l != nullptr; l = l->next) {
+    const auto* line = static_cast<const PangoLayoutLine*>(l->data);
+    lines.emplace_back(text + line->start_index, static_cast<std::size_t>(line->length));
+  }
+  return lines;
 }
 
 TextSize Canvas::measure(const std::string& text, const TextStyle& style) {
@@ -218,6 +211,7 @@ void Canvas::text(const std::string& text, double x, double y, const TextStyle& 
   const double w = static_cast<double>(logical.width) / PANGO_SCALE;
   const double h = static_cast<double>(logical.height) / PANGO_SCALE;
   const double x_offset = static_cast<double>(logical.x) / PANGO_SCALE;
+  if (drawn_log_) drawn_log_->push_back(drawn_text(text, laid_out_lines(), x, y, w, h, anchor_x, anchor_y, angle));
   cairo_save(cr_);
   cairo_translate(cr_, x, y);
   cairo_rotate(cr_, -angle * std::numbers::pi / 180.0);

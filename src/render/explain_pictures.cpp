@@ -103,7 +103,8 @@ Figure explain_step_figure(const ExplainResult& r, int step) {
                 std::to_string(r.row_max.size()) + " rows";
       }
       s.subtitle = "Row maxima subtracted: " + maxes + ". Every score is now ≤ 0, so every exp is in (0, 1] and "
-                   "cannot overflow; softmax is unchanged, since exp(s − c) / Σ exp(s − c) = exp(s) / Σ exp(s).";
+                   "cannot overflow; softmax is unchanged, since " +
+                   unbreakable("exp(s − c) / Σ exp(s − c) = exp(s) / Σ exp(s).");  // one formula, one line
       s.value_label = "Score";
       break;
     }

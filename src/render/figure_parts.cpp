@@ -25,7 +25,44 @@ std::string format_fixed(double v, int decimals) {
 TextStyle label_style(double size) { return {size, false, kInk, kMaxLabelWidth}; }
 TextStyle axis_style(double size) { return {size, false, kAxisInk, 0}; }
 
+std::size_t max_stack(const PanelLayout& l) {
+  return static_cast<std::size_t>(std::max(1.0, std::floor(kMaxLabelWidth / l.stack_line_h)));
+}
+
 }  // namespace
+
+bool stack_column_labels(const std::vector<std::string>& labels) {
+  // A wide (CJK) character turned on its side reads as a picture, not as a word.
+  return std::any_of(labels.begin(), labels.end(), [](const std::string& s) {
+    return display_width(s) > static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+             return (c & 0xc0) != 0x80;  // code points
+           }));
+  });
+}
+
+std::vector<std::string> stacked_characters(const std::string& label, std::size_t max_chars) {
+  std::vector<std::string> chars;
+  for (std::size_t i = 0; i < label.size();) {
+    std::size_t n = 1;
+    while (i + n < label.size() && (static_cast<unsigned char>(label[i + n]) & 0xc0) == 0x80) ++n;
+    const std::string ch = label.substr(i, n);
+    if (!chars.empty() && display_width(ch) == 0) chars.back() += ch;
+    else chars.push_back(ch);
+    i += n;
+  }
+  if (chars.size() > max_chars && max_chars > 0) {
+    chars.resize(max_chars);
+    chars.back() = "⋮";
+  }
+  return chars;
+}
+
+void draw_stacked_label(Canvas& c, const std::vector<std::string>& chars, double cx, double bottom_y,
+                        const TextStyle& style, double line_h) {
+  for (std::size_t k = 0; k < chars.size(); ++k) {
+    c.text(chars[k], cx, bottom_y - line_h * static_cast<double>(chars.size() - 1 - k), style, 0.5, 1);
+  }
+}
 
 std::vector<double> nice_ticks(double lo, double hi, double target, double min_step) {
   const double raw = std::max((hi - lo) / target, min_step);
@@ -96,6 +133,14 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   for (const auto& s : p.col_labels) col_label_w = std::max(col_label_w, m.measure(s, label_style(l.label_size)).width);
   const double label_h = m.measure("Ag", label_style(l.label_size)).height;
   l.rotate_col_labels = col_label_w > p.cell - 3;
+  double stack_h = 0;
+  if (l.rotate_col_labels && stack_column_labels(p.col_labels)) {
+    l.rotate_col_labels = false;
+    l.stack_col_labels = true;
+    l.stack_line_h = m.measure("我", label_style(l.label_size)).height;
+    for (const auto& s : p.col_labels)
+      stack_h = std::max(stack_h, l.stack_line_h * static_cast<double>(stacked_characters(s, max_stack(l)).size()));
+  }
 
   // Values in cells: 3 decimals if they fit, else 2, else none (the JSON has every number).
   l.value_size = std::clamp(smaller * 0.27, 7.0, 12.0);
@@ -117,7 +162,7 @@ PanelLayout layout_panel(Canvas& m, const MatrixPanel& p) {
   const double title_h = p.title.empty() ? 0 : m.measure(p.title, {p.title_size, true}).height + 4;
   const double col_title_h = p.col_title.empty() ? 0 : m.measure(p.col_title, axis_style(p.label_size)).height + 2;
   const double col_labels_h = p.col_labels.empty() ? 0
-                              : (l.rotate_col_labels ? col_label_w : label_h) + kLabelGap;
+                              : (l.stack_col_labels ? stack_h : l.rotate_col_labels ? col_label_w : label_h) + kLabelGap;
   const double row_title_w = p.row_title.empty() ? 0 : m.measure(p.row_title, axis_style(p.label_size)).height + 4;
   const double row_labels_w = p.row_labels.empty() ? 0 : row_label_w + kLabelGap + 2;
   l.grid_x = row_title_w + row_labels_w;
@@ -187,7 +232,9 @@ void draw_panel(Canvas& c, const MatrixPanel& p, const PanelLayout& l, double x,
     const double cx = g.cell_x(j) + p.cell / 2;
     // One orientation for the whole axis (layout_panel decides it): a row of upward labels
     // with a few upright ones among them reads as two axes.
-    if (l.rotate_col_labels) {
+    if (l.stack_col_labels) {  // upright characters, the last one just above the grid
+      draw_stacked_label(c, stacked_characters(p.col_labels[j], max_stack(l)), cx, g.y - kLabelGap, labels, l.stack_line_h);
+    } else if (l.rotate_col_labels) {
       c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0, 0.5, 90);  // reads upwards
     } else {
       c.text(p.col_labels[j], cx, g.y - kLabelGap, labels, 0.5, 1);

@@ -1,8 +1,9 @@
 #pragma once
 // The parts every attn-cli picture is assembled from (private to src/render/):
 //   - a matrix panel: a grid of cells with row labels down the left under a row axis title,
-//     column labels across the top (rotated when they do not fit a cell) under a column axis
-//     title, and values written in the cells when they fit;
+//     column labels across the top (rotated when they do not fit a cell; Chinese, Japanese or
+//     Korean ones stacked upright instead, one character under the other, never on their side)
+//     under a column axis title, and values written in the cells when they fit;
 //   - a colorbar with ticks and a label;
 //   - the "masked" legend entry, so hatching is never read as a weight of 0.
 // Layout first (measure text, decide sizes), then draw at a position: a figure's size must be
@@ -43,12 +44,25 @@ struct PanelLayout {
   double label_size = 11;         // shrunk for small cells
   std::size_t label_step = 1;     // draw every label_step-th label when cells are tiny
   bool rotate_col_labels = false;
+  bool stack_col_labels = false;  // CJK labels too wide for a cell: upright, a character per line
+  double stack_line_h = 0;        // the height of one stacked character
   int decimals = 3;               // for Cell::value; -1 = values do not fit, not written
   bool short_text_fits = true;    // Cell::text of up to two characters ("1", "−∞")
   double value_size = 10;
 };
 
 PanelLayout layout_panel(Canvas& measure, const MatrixPanel& panel);
+
+// Column labels too wide for their cells stand on end; Chinese, Japanese or Korean ones never
+// lie on their side. When any label of an axis has such a (wide) character, every label of it
+// is stacked upright instead, one character under another, as vertical CJK text is written.
+bool stack_column_labels(const std::vector<std::string>& labels);
+// A label's characters for its stack (zero-width marks kept on theirs); past max_chars the last
+// one shown is a vertical ellipsis.
+std::vector<std::string> stacked_characters(const std::string& label, std::size_t max_chars);
+// Draws them centred on cx, each line_h tall, the last one's bottom at bottom_y.
+void draw_stacked_label(Canvas& canvas, const std::vector<std::string>& characters, double cx, double bottom_y,
+                        const TextStyle& style, double line_h);
 
 // The panel's row height: cell_h when set, else cell.
 double row_height(const MatrixPanel& panel);

@@ -50,7 +50,9 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   auto mean = std::make_shared<Tensor2>(mean_over_heads(s->weights));
   const auto cmap = std::make_shared<Colormap>(Colormap::by_name(s->colormap));
   ColorScale scale = color_scale_for({s->weights.data(), s->weights.size()}, s->vmax);
-  if (s->auto_log && !s->vmax && s->allowed) {
+  if (s->scale) {
+    scale = *s->scale;
+  } else if (s->auto_log && !s->vmax && s->allowed) {
     // One scale for the whole picture: the log one only when every head would get it alone.
     std::optional<ColorScale> log;
     for (std::size_t h = 0; h < H; ++h) {
@@ -110,7 +112,13 @@ Figure head_grid_figure(const HeadGridSpec& spec) {
   for (const auto& l : layouts) label_step = std::max(label_step, l.label_step);
   s->subtitle = render::with_note(s->subtitle, render::label_thinning_note(label_step, Lq));
   // The heads' cells outside the scale (the mean's lie between theirs).
-  const std::string outside = outside_scale_note(count_outside_scale(s->weights, s->allowed, scale), scale);
+  OutsideScale outside_count = count_outside_scale(s->weights, s->allowed, scale);
+  if (s->scale && s->scale->log) {
+    for (std::size_t p = 0; p < H; ++p)
+      for (std::size_t i = 0; i < Lq; ++i)
+        for (std::size_t j = 0; j < Lk; ++j) outside_count.below -= !masked_cell(*s, H, p, i, j) && s->weights(p, i, j) == 0;
+  }
+  const std::string outside = outside_scale_note(outside_count, scale);
   s->subtitle = render::with_note(s->subtitle, outside);
   const double margin = 16, gap = 18;
   const double panels_w = static_cast<double>(ncols) * slot_w + static_cast<double>(ncols - 1) * gap;

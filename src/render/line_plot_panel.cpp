@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "attn/engine/error.hpp"
 #include "plot_ticks.hpp"
@@ -96,39 +97,71 @@ std::vector<LegendEntry> legend_entries(const LinePlotSpec& s) {
   return entries;
 }
 
-// Points the plot draws ink on, in plot-area coordinates (for choosing the legend's corner).
-std::vector<Canvas::Point> ink_points(const Panel& p, const Mapper& m) {
-  std::vector<Canvas::Point> pts;
+// A stretch of ink the plot draws, in plot-area coordinates: a line's segment, a reference
+// line, a band's edge or a point (a zero-length segment, widened by its marker).
+struct InkSegment {
+  Canvas::Point a, b;
+  double reach = 1;  // half the line's width or the marker's size, points
+};
+
+// Everything the plot draws inside its area that a legend box must not hide.
+std::vector<InkSegment> ink_segments(const Panel& p, const Mapper& m) {
+  std::vector<InkSegment> ink;
   for (const PlotSeries& s : p.spec.series) {
+    const double reach = std::max(s.line_width / 2, s.marker == Marker::none ? 0.0 : s.marker_size / 2 + 0.6) + 1;
     for (std::size_t i = 0; i < s.x.size(); ++i) {
       if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
       const Canvas::Point a = m.at(s.x[i], s.y[i]);
-      pts.push_back(a);
-      if (!s.band_low.empty()) {
-        for (int k = 0; k <= 8; ++k) pts.push_back({a.x, m.py(s.band_low[i]) + k / 8.0 * (m.py(s.band_high[i]) - m.py(s.band_low[i]))});
-      }
-      if (s.line && i + 1 < s.x.size() && std::isfinite(s.x[i + 1]) && std::isfinite(s.y[i + 1])) {
-        const Canvas::Point b = m.at(s.x[i + 1], s.y[i + 1]);
-        for (int k = 1; k < 24; ++k) pts.push_back({a.x + k / 24.0 * (b.x - a.x), a.y + k / 24.0 * (b.y - a.y)});
+      ink.push_back({a, a, reach});
+      if (!s.band_low.empty()) ink.push_back({m.at(s.x[i], s.band_low[i]), m.at(s.x[i], s.band_high[i]), 1});
+      if (i + 1 < s.x.size() && std::isfinite(s.x[i + 1]) && std::isfinite(s.y[i + 1])) {
+        if (s.line) ink.push_back({a, m.at(s.x[i + 1], s.y[i + 1]), reach});
+        if (!s.band_low.empty() && std::isfinite(s.band_low[i + 1]) && std::isfinite(s.band_high[i + 1])) {
+          ink.push_back({m.at(s.x[i], s.band_low[i]), m.at(s.x[i + 1], s.band_low[i + 1]), 1});
+          ink.push_back({m.at(s.x[i], s.band_high[i]), m.at(s.x[i + 1], s.band_high[i + 1]), 1});
+        }
       }
     }
   }
-  for (const PlotLabel& l : p.spec.labels) pts.push_back(m.at(l.x, l.y));
+  for (const PlotLabel& l : p.spec.labels) ink.push_back({m.at(l.x, l.y), m.at(l.x, l.y), l.size});
   const PlotRect& a = m.area;
   for (const ReferenceLine& r : p.spec.references) {
-    for (int k = 0; k <= 48; ++k) {
-      const double f = k / 48.0;
-      if (r.kind == ReferenceLine::Kind::horizontal) pts.push_back({a.x + f * a.width, m.py(r.value)});
-      if (r.kind == ReferenceLine::Kind::vertical) pts.push_back({m.px(r.value), a.y + f * a.height});
-      if (r.kind == ReferenceLine::Kind::power_law) {
-        const double t0 = to_axis(p.spec.x.scale, p.xr.lo), t1 = to_axis(p.spec.x.scale, p.xr.hi);
-        const double x = from_axis(p.spec.x.scale, t0 + f * (t1 - t0));
-        const double y = r.coefficient * std::pow(x, r.exponent);
-        if (std::isfinite(y) && (!is_log(p.spec.y.scale) || y > 0)) pts.push_back(m.at(x, y));
-      }
+    if (r.kind == ReferenceLine::Kind::horizontal) ink.push_back({{a.x, m.py(r.value)}, {a.x + a.width, m.py(r.value)}, 1.6});
+    if (r.kind == ReferenceLine::Kind::vertical) ink.push_back({{m.px(r.value), a.y}, {m.px(r.value), a.y + a.height}, 1.6});
+    if (r.kind != ReferenceLine::Kind::power_law) continue;
+    std::optional<Canvas::Point> last;
+    const double t0 = to_axis(p.spec.x.scale, p.xr.lo), t1 = to_axis(p.spec.x.scale, p.xr.hi);
+    for (int k = 0; k <= 200; ++k) {  // as draw_reference samples it
+      const double x = from_axis(p.spec.x.scale, t0 + k / 200.0 * (t1 - t0));
+      const double y = r.coefficient * std::pow(x, r.exponent);
+      if (!std::isfinite(y) || (is_log(p.spec.y.scale) && y <= 0)) continue;
+      const Canvas::Point q = m.at(x, y);
+      if (last) ink.push_back({*last, q, 1.6});
+      last = q;
     }
   }
-  return pts;
+  return ink;
+}
+
+// Whether a segment comes within `reach` of the box [x0, x1] x [y0, y1]: Liang-Barsky clipping
+// of the segment against the box grown by reach.
+bool touches(const InkSegment& s, double x0, double y0, double x1, double y1) {
+  x0 -= s.reach, y0 -= s.reach, x1 += s.reach, y1 += s.reach;
+  const double dx = s.b.x - s.a.x, dy = s.b.y - s.a.y;
+  double t_in = 0, t_out = 1;
+  const double p[4] = {-dx, dx, -dy, dy};
+  const double q[4] = {s.a.x - x0, x1 - s.a.x, s.a.y - y0, y1 - s.a.y};
+  for (int k = 0; k < 4; ++k) {
+    if (p[k] == 0) {
+      if (q[k] < 0) return false;  // parallel to this edge and outside it
+      continue;
+    }
+    const double t = q[k] / p[k];
+    if (p[k] < 0) t_in = std::max(t_in, t);
+    else t_out = std::min(t_out, t);
+    if (t_in > t_out) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -140,6 +173,34 @@ Canvas::Point legend_corner(const Panel& p, LegendPlace place, const PlotRect& a
   return {left ? a.x + inset : a.x + a.width - inset - p.legend_w,
           upper ? a.y + inset : a.y + a.height - inset - p.legend_h};
 }
+
+namespace {
+
+// An inner corner only where the legend hides no ink (issue 34: the train curves' legend, put
+// in a fixed corner, covered the induction curve from step 90 to 300): the asked-for corner
+// first, then the others; else outside on the right. outside_right and none stay as asked.
+LegendPlace place_legend(const Panel& p, LegendPlace asked) {
+  if (asked == LegendPlace::outside_right || asked == LegendPlace::none) return asked;
+  if (!(p.legend_w < p.plot_w * 0.7 && p.legend_h < p.plot_h * 0.7)) return LegendPlace::outside_right;
+  const PlotRect area{0, 0, p.plot_w, p.plot_h};
+  const std::vector<InkSegment> ink = ink_segments(p, Mapper(area, p.spec.x, p.xr, p.spec.y, p.yr));
+  std::vector<LegendPlace> order = {LegendPlace::upper_right, LegendPlace::upper_left, LegendPlace::lower_right,
+                                    LegendPlace::lower_left};
+  if (asked != LegendPlace::automatic) {
+    order.erase(std::find(order.begin(), order.end(), asked));
+    order.insert(order.begin(), asked);
+  }
+  for (LegendPlace corner : order) {
+    const Canvas::Point at = legend_corner(p, corner, area);
+    const bool hides_ink = std::any_of(ink.begin(), ink.end(), [&](const InkSegment& s) {
+      return touches(s, at.x, at.y, at.x + p.legend_w, at.y + p.legend_h);
+    });
+    if (!hides_ink) return corner;
+  }
+  return LegendPlace::outside_right;
+}
+
+}  // namespace
 
 Panel layout_plot(Canvas& m, const LinePlotSpec& spec, const std::string& panel_title) {
   check_spec(spec);
@@ -194,26 +255,7 @@ Panel layout_plot(Canvas& m, const LinePlotSpec& spec, const std::string& panel_
     for (const LegendEntry& e : p.legend) text_w = std::max(text_w, m.measure(e.text, {kLegendSize}).width);
     p.legend_w = kLegendPad * 2 + kSwatchW + 6 + text_w;
     p.legend_h = kLegendPad * 2 + p.legend_row * static_cast<double>(p.legend.size()) - 3;
-    p.place = spec.legend;
-    if (p.place == LegendPlace::automatic) {
-      const PlotRect area{0, 0, p.plot_w, p.plot_h};
-      const std::vector<Canvas::Point> ink = ink_points(p, Mapper(area, spec.x, p.xr, spec.y, p.yr));
-      std::size_t best = SIZE_MAX;
-      if (p.legend_w < p.plot_w * 0.7 && p.legend_h < p.plot_h * 0.7) {
-        for (LegendPlace c : {LegendPlace::upper_right, LegendPlace::upper_left, LegendPlace::lower_right,
-                              LegendPlace::lower_left}) {
-          const Canvas::Point at = legend_corner(p, c, area);
-          const std::size_t n = static_cast<std::size_t>(std::count_if(ink.begin(), ink.end(), [&](const Canvas::Point& q) {
-            return q.x >= at.x - 4 && q.x <= at.x + p.legend_w + 4 && q.y >= at.y - 4 && q.y <= at.y + p.legend_h + 4;
-          }));
-          if (n < best) {
-            best = n;
-            p.place = c;
-          }
-        }
-      }
-      if (best != 0) p.place = LegendPlace::outside_right;
-    }
+    p.place = place_legend(p, spec.legend);
     if (p.place == LegendPlace::outside_right) {
       p.right = std::max(p.right, 12 + p.legend_w);
       p.plot_h = std::max(p.plot_h, p.legend_h);

@@ -80,7 +80,7 @@ inline constexpr double kSwatchW = 24, kLegendPad = 6;
 Canvas::Point legend_corner(const Panel& p, LegendPlace place, const PlotRect& a);
 
 // Checks the spec (InputError) and lays out one panel: axis ranges, ticks, room for labels,
-// the legend's place (the inner corner covering the fewest drawn points, else outside right).
+// the legend's place (an inner corner hiding no ink, the asked-for one first, else outside right).
 Panel layout_plot(Canvas& m, const LinePlotSpec& spec, const std::string& panel_title);
 
 }  // namespace attn::line_plot_detail

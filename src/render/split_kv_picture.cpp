@@ -66,13 +66,21 @@ Figure split_kv_figure(const SplitKvLesson& s, const std::vector<std::string>& k
   Canvas m = Canvas::measuring();
   const TextStyle head{10.5, true, kInk}, cell_text{9, false, kInk}, note{9.5, false, kAxisInk};
 
-  // 1. The cache: one cell per key, token labels above (turned upright when wider than a cell).
+  // 1. The cache: one cell per key, token labels above (turned upright when wider than a cell;
+  // Chinese ones stacked, a character per line, never on their side).
   const double cw = std::clamp(std::floor(600.0 / double(n)), 9.0, 44.0), cache_h = 24;
   const TextStyle token_style{std::min(10.0, cw - 1), false, kInk, 80};
   double label_w = 0;
   for (const std::string& t : *labels) label_w = std::max(label_w, m.measure(t, token_style).width);
-  const bool upright = label_w + 3 > cw;
-  const double label_h = upright ? label_w + 4 : 16;
+  const bool upright = label_w + 3 > cw, stacked = upright && render::stack_column_labels(*labels);
+  const double line_h = m.measure("我", token_style).height;
+  auto stacks = std::make_shared<std::vector<std::vector<std::string>>>();
+  std::size_t tallest = 0;
+  for (const std::string& t : *labels) {
+    stacks->push_back(render::stacked_characters(t, static_cast<std::size_t>(std::max(1.0, std::floor(80 / line_h)))));
+    tallest = std::max(tallest, stacks->back().size());
+  }
+  const double label_h = stacked ? line_h * double(tallest) + 4 : upright ? label_w + 4 : 16;
   const bool score_text = cw >= m.measure("−0.00", {8.5}).width + 4;
   // Chunk numbers under the brackets; when a chunk is too narrow for its number, every step-th.
   double narrowest = cw * double(n);
@@ -176,7 +184,8 @@ Figure split_kv_figure(const SplitKvLesson& s, const std::vector<std::string>& k
     cv.text(cache_head, frame.width() / 2, frame.body_y(), head, 0.5, 0);
     for (std::size_t j = 0; j < n; ++j) {
       const double x = cache_x + double(j) * cw;
-      if (upright) cv.text((*labels)[j], x + cw / 2, cache_y - 3, token_style, 0, 0.5, 90);
+      if (stacked) render::draw_stacked_label(cv, (*stacks)[j], x + cw / 2, cache_y - 3, token_style, line_h);
+      else if (upright) cv.text((*labels)[j], x + cw / 2, cache_y - 3, token_style, 0, 0.5, 90);
       else cv.text((*labels)[j], x + cw / 2, cache_y - 3, token_style, 0.5, 1);
       if (lesson.scores[j] == -INFINITY) {
         cv.hatch_rect(x, cache_y, cw, cache_h);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn/render/colormap.hpp"
+#include "attn/render/text_rules.hpp"
 
 typedef struct _cairo cairo_t;
 typedef struct _PangoLayout PangoLayout;
@@ -36,20 +37,13 @@ struct TextStyle {
   bool wrap = false;     // ...or, with wrap, broken into centred lines at word boundaries
 };
 
-// Every number's minus sign as the typographic minus U+2212, as matplotlib writes it (an ASCII
-// "-" is a hyphen: shorter and higher). A "-" counts as a minus when a digit, "." or "∞"
-// follows it and it starts the text or follows a space, one of ( [ { = , : ; / × ± or an
-// exponent's e after a digit (1e-05). Hyphens in words, ranges such as 0-3 and options
-// such as --heads are left alone. Canvas::text applies it to everything it draws.
-std::string typographic_minus(const std::string& text);
-
-// Where a wrapped line may not break: the space before an operator standing between spaces
-// (= ≈ ≠ ≤ ≥ < > → ← / × + − - ± ∝; as in TeX, a line may end after an operator, not before
-// it), spaces inside square brackets ([L, H, d_h]) and short parentheses ((i, j)), the space
-// between a number and its unit (6.56 k, 16 MiB, 3 ms), and after a slash between two words
-// (dH/dT) or an opening bar (|flash − naive|). No-break spaces and word joiners do it; the
-// clause separator "·" stays breakable. Canvas::text applies it to wrapped text.
-std::string keep_expressions_whole(const std::string& text);
+// One string Canvas::text drew, as a test reads it back: a PNG's text cannot be.
+struct DrawnText {
+  std::string text;                // as given to text()
+  std::vector<std::string> lines;  // the lines it was laid out in (no-break spaces read as spaces)
+  double x = 0, y = 0, width = 0, height = 0;  // the box it covers in figure points, turned by angle
+  double angle = 0;                // degrees counter-clockwise; 0 = upright
+};
 
 struct TextSize {
   double width = 0, height = 0;
@@ -101,14 +95,19 @@ class Canvas {
   // Every string text() draws from now on is appended to *log (nullptr: stop). Tests read a
   // picture's words this way: a PNG's text cannot be read back.
   void record_text(std::vector<std::string>* log) { text_log_ = log; }
+  // The same with each string's lines and box (nullptr: stop).
+  void record_drawn(std::vector<DrawnText>* log) { drawn_log_ = log; }
 
  private:
   Canvas(cairo_t* cr, bool owns_cr);
   void set_style(const std::string& text, const TextStyle& style);
+  void keep_last_line_long(std::string shown, double max_width);
+  std::vector<std::string> laid_out_lines() const;
   cairo_t* cr_;
   PangoLayout* layout_;
   bool owns_cr_;
   std::vector<std::string>* text_log_ = nullptr;
+  std::vector<DrawnText>* drawn_log_ = nullptr;
 };
 
 // Where a grid of cells lies inside a figure (points): tests and callers can find cell (i, j).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attn/render/canvas.hpp"
+#include "attn/render/heatmap.hpp"
 #include "attn/engine/tensor.hpp"
 
 namespace attn {
@@ -18,6 +19,10 @@ struct HeadGridSpec {
   std::string title, subtitle;
   std::string colormap = "Blues";
   std::optional<double> vmax;  // default: the largest weight of any head
+  // The caller's colour scale, said in its subtitle (vmax and auto_log unused). On a log scale a
+  // cell of exactly 0 takes the lowest colour and is not counted as outside the scale: the
+  // subtitle says what 0 means (ALiBi: no penalty).
+  std::optional<ColorScale> scale{};
   bool show_mean = true;       // add the mean over heads as the last panel
   std::string value_label = "Attention weight";
   std::vector<std::string> panel_titles{};  // one per head; empty: "Head 0", "Head 1", ...

@@ -88,7 +88,8 @@ struct LinePlotSpec {
   double width = 400, height = 260;  // the plot area, points
   bool equal_aspect = false;  // one unit of x as long as one of y (circles stay round): the
                               // plot area shrinks in one direction to fit; linear axes only
-  // automatic: the inner corner that covers the fewest drawn points, else outside on the right.
+  // automatic: an inner corner where the legend hides no line, point, band or reference line,
+  // else outside on the right. A named corner is tried first and kept only where it hides none.
   LegendPlace legend = LegendPlace::automatic;
 };
 

@@ -15,8 +15,10 @@ redrawn only with --roofline.
 A picture's numbers are drawn into its pixels, which no test can read back: numbers.json is what
 they say, written by the run that drew them, so --check (a CTest test) fails when the build
 computes something else and the pictures are stale. roofline.png measures this machine and is
-regenerated but never checked. Float32 rounding differs between CPUs (AVX-512, AVX2): scores are
-compared within 0.01, step numbers within 30 steps.
+regenerated but never checked. Float32 rounding differs between CPUs (AVX-512, AVX2), and 1000
+steps of training carry it on: on the flash ISA and BLAS core numbers.json records
+("_kernels"), scores are compared within 0.01 and step numbers within 30 steps; on others within
+0.1 and 100 steps, and the trained heads' kinds are not compared.
 """
 import json
 import os
@@ -121,13 +123,21 @@ def pictures(cli, w):
     ]
 
 
-def differs(key, want, have):
+def kernels(cli):
+    doctor = json.loads(subprocess.run([cli, "doctor", "--json"], check=True, capture_output=True, text=True).stdout)
+    return {"flash_isa": doctor["flash_isa"], "blas_core": doctor["blas"]["core"]}
+
+
+def differs(key, want, have, same_kernels):
     if want is None and have is None:
         return False
+    loose = 1 if same_kernels else 10
     if isinstance(want, float) or isinstance(have, float):
-        return have is None or want is None or abs(float(want) - float(have)) > SCORE_TOLERANCE
+        return have is None or want is None or abs(float(want) - float(have)) > SCORE_TOLERANCE * loose
     if key.endswith("_step") or key.endswith("reaches_0.4"):
-        return have is None or want is None or abs(int(want) - int(have)) > STEP_TOLERANCE
+        return have is None or want is None or abs(int(want) - int(have)) > STEP_TOLERANCE * (1 if same_kernels else 3.4)
+    if key == "kinds" and not same_kernels:
+        return False
     return want != have
 
 
@@ -199,6 +209,7 @@ def main():
             if not check and output is not None:
                 shutil.copyfile(os.path.join(w, output), os.path.join(IMAGES, name))
         if not check:
+            numbers["_kernels"] = kernels(cli)
             with open(numbers_path, "w") as f:
                 f.write(json.dumps(numbers, indent=2, ensure_ascii=False) + "\n")
             requote(numbers)
@@ -208,10 +219,14 @@ def main():
         if corrupt:
             recorded["demo-model-induction.png"]["induction_score"] += 0.1
         failures = []
+        same_kernels = recorded.get("_kernels") == kernels(cli)
+        if not same_kernels:
+            print(f"doc_images: this machine runs {kernels(cli)}, numbers.json was made with {recorded.get('_kernels')}: "
+                  "looser tolerances, kinds not compared")
         for name, have in numbers.items():
             for key, value in have.items():
                 want = recorded.get(name, {}).get(key)
-                if differs(key, want, value):
+                if differs(key, want, value, same_kernels):
                     failures.append(f"{name}: {key} is {value} in this build, {want} in numbers.json")
         for page, name, key, text in quoted_numbers():
             if corrupt and name not in numbers:

@@ -12,6 +12,7 @@
 #include "attn/engine/sdpa.hpp"
 #include "attn/render/terminal_heatmap.hpp"
 #include "commands.hpp"
+#include "variant_fields.hpp"
 #include "budget.hpp"
 #include "common.hpp"
 
@@ -36,7 +37,7 @@ Tensor3 as_heads(const DenseArray& a) {
 // For a person at a terminal, the weights as coloured cells, one table per head. The JSON is
 // never mixed with it: the table goes to stdout only when the JSON went to a file, and to
 // stderr when the JSON is on the terminal. Piped output gets the JSON alone.
-void show_weights_on_terminal(const SdpaResult& r, const Mask3* mask, bool causal,
+void show_weights_on_terminal(const SdpaResult& r, const Mask3* mask, const SdpaOptions& options,
                               const AttendOptions& opts) {
   if (opts.no_weights || !::isatty(STDOUT_FILENO)) return;
   const bool json_on_stdout = opts.output == "-";
@@ -55,7 +56,8 @@ void show_weights_on_terminal(const SdpaResult& r, const Mask3* mask, bool causa
   for (std::size_t h = 0; h < H; ++h) {
     Mask2 allowed = xt::ones<bool>({Lq, Lk});
     if (mask) allowed = xt::view(*mask, mask->shape(0) == 1 ? 0 : h, xt::all(), xt::all());
-    if (causal) allowed = allowed && causal_mask;
+    if (options.causal) allowed = allowed && causal_mask;
+    if (options.mask_mod.any()) allowed = allowed && options.mask_mod.allowed(Lq, Lk);
     if (H > 1) os << "head " << h << ":\n";
     os << render_terminal_heatmap({position_labels(Lq, "q"), position_labels(Lk, "k"),
                                    xt::view(r.weights, h, xt::all(), xt::all()), &allowed, "Blues", scale,
@@ -67,8 +69,8 @@ void show_weights_on_terminal(const SdpaResult& r, const Mask3* mask, bool causa
 void run_attend(const AttendOptions& opts) {
   const Json in = read_json(opts.input);
   require_object(in);
-  warn_unknown_fields(in, {"q", "k", "v", "mask", "causal", "scale", "temperature", "backend",
-                           "block_size", "precision", "grad_output"});
+  warn_unknown_fields(in, {"q", "k", "v", "mask", "causal", "scale", "temperature", "backend", "block_size",
+                           "precision", "grad_output", "window", "sinks", "softcap", "alibi", "segments", "prefix"});
   const DenseArray q = parse_array(require_field(in, "q"), "q");
   const DenseArray k = parse_array(require_field(in, "k"), "k");
   const DenseArray v = parse_array(require_field(in, "v"), "v");
@@ -85,7 +87,8 @@ void run_attend(const AttendOptions& opts) {
     check_grad_output_shape(grad_output->shape, rank2 ? Shape{Lq, dv} : Shape{q.shape[0], Lq, dv});
   }
   const BackendOptions backend = backend_from(in);
-  const SdpaOptions options = sdpa_options_from(in);
+  SdpaOptions options = sdpa_options_from(in);
+  variants_from(in, q.shape.size() == 3 ? q.shape[0] : 1, options);
   const Mask3 allowed = mask ? mask_from(*mask) : Mask3{};
   const Mask3* allowed_ptr = mask ? &allowed : nullptr;
   const Tensor3 q3 = as_heads(q), k3 = as_heads(k), v3 = as_heads(v);
@@ -112,7 +115,7 @@ void run_attend(const AttendOptions& opts) {
   }
   warn_fully_masked(r.lse);
   write_file_atomically(opts.output, out.dump() + "\n");
-  show_weights_on_terminal(r, mask ? &allowed : nullptr, options.causal, opts);
+  show_weights_on_terminal(r, mask ? &allowed : nullptr, options, opts);
 }
 
 }  // namespace
@@ -133,7 +136,12 @@ void setup_attend(CLI::App& app) {
          "scale"?: number (default 1/sqrt(d)), "temperature"?: number,
          "backend"?: "naive" (float64 reference) | "flash" (tiled, online softmax),
          "block_size"?: flash tile edge, "precision"?: "float64" (default) | "float32" (flash),
-         "grad_output"?: [Lq,dv] or [H,Lq,dv] = dLoss/dOutput (runs the backward pass)}
+         "grad_output"?: [Lq,dv] or [H,Lq,dv] = dLoss/dOutput (runs the backward pass),
+         variants (every CPU backend; p = i + Lk - Lq is query i's position):
+         "window"?: [left, right] (keys p-left..p+right), "sinks"?: s (keys j < s always
+         visible), "softcap"?: c (score x -> c tanh(x/c)), "alibi"?: true | [H] slopes
+         (score - m_h (p - j)), "segments"?: {"q": [Lq], "k": [Lk]} (same id only),
+         "prefix"?: P (keys j < P seen by all, the rest causally)}
 Output: {"output": [Lq,dv], "weights": [Lq,Lk], "lse": [Lq] (null = every key masked),
          "mask" and "causal" as given (so `heatmap --input` hatches the masked cells),
          with grad_output: "grad_q", "grad_k", "grad_v" (each the shape of q, k, v)}
@@ -147,6 +155,7 @@ Examples:
   attn-cli attend --input data/examples/attend_small.json
   attn-cli attend --input data/examples/attend_flash.json
   attn-cli attend --input data/examples/attend_backward.json --no-weights
+  attn-cli attend --input data/examples/attend_variants.json
   echo '{"q":[[1,0]],"k":[[1,0],[0,1]],"v":[[1,2],[3,4]]}' | attn-cli attend --input -
 )");
   cmd->callback([opts] { run_attend(*opts); });

@@ -29,7 +29,12 @@ FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& b
   if (attention.dropout_p > 0) throw InputError("dropout: not supported by backend \"" + name + "\"");
   if (attention.window) throw InputError("window: not supported by backend \"" + name + "\"");
   if (!attention.alibi_slopes.empty()) throw InputError("alibi: not supported by backend \"" + name + "\"");
+  if (backend.backend == Backend::cuda && attention.score_mod.any())
+    throw InputError(std::string(attention.score_mod.softcap ? "softcap" : "alibi") +
+                     ": not supported by backend \"cuda\" yet (the CPU backends have it)");
   FlashOptions fo;
+  fo.score_mod = attention.score_mod.any() ? &attention.score_mod : nullptr;
+  fo.temperature = attention.temperature;
   fo.causal = attention.causal;
   // softmax(scale * S / T) = softmax((scale / T) * S): the temperature folds into the scale.
   fo.scale = resolved_scale(attention.scale, head_dim) / attention.temperature;
@@ -41,16 +46,36 @@ FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& b
   return fo;
 }
 
-SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+namespace {
+
+// The tiled kernels take a mask descriptor as the bitmap it stands for, joined with the
+// explicit mask (variant.hpp); null when there is neither.
+std::optional<Mask3> tiled_mask(const Mask3* allowed, const AttentionMask& m, std::size_t Lq, std::size_t Lk) {
+  if (!m.any()) return allowed ? std::optional<Mask3>(*allowed) : std::nullopt;
+  m.check(Lq, Lk);
+  const Mask2 variant = m.allowed(Lq, Lk);
+  if (!allowed) return Mask3(xt::expand_dims(variant, 0));
+  Mask3 joined = *allowed;
+  for (std::size_t h = 0; h < joined.shape(0); ++h)
+    for (std::size_t i = 0; i < Lq; ++i)
+      for (std::size_t j = 0; j < Lk; ++j) joined(h, i, j) = joined(h, i, j) && variant(i, j);
+  return joined;
+}
+
+}  // namespace
+
+SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* given,
                      const SdpaOptions& options, const BackendOptions& backend, bool with_weights) {
-  if (backend.backend == Backend::naive) return sdpa(q, k, v, allowed, options);
+  if (backend.backend == Backend::naive) return sdpa(q, k, v, given, options);
+  const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
+  const Mask3* allowed = joined ? &*joined : nullptr;
   const FlashOptions fo = tiled_options(options, backend, q.shape(2));
   FlashResult f = backend.backend == Backend::cuda ? flash_attention_cuda(q, k, v, allowed, fo)
                                                    : flash_attention(q, k, v, allowed, fo);
   SdpaResult r;
   if (with_weights) {  // the kernel never forms the weights: recompute them from q and k
     const xt::xtensor<double, 2> lse = f.lse64.size() ? f.lse64 : xt::xtensor<double, 2>(xt::cast<double>(f.lse));
-    r.weights = recompute_weights(q, k, lse, allowed, fo.causal, fo.scale);
+    r.weights = recompute_weights(q, k, lse, allowed, fo.causal, fo.scale, fo.score_mod, fo.temperature);
   }
   r.output = std::move(f.output);
   r.lse = std::move(f.lse);
@@ -75,10 +100,15 @@ SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tenso
 namespace detail {
 
 GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v,
-                             const Mask3* allowed, const SdpaF64& forward,
+                             const Mask3* given, const SdpaF64& forward,
                              const TensorD3& grad_output, const SdpaOptions& options,
                              const BackendOptions& backend) {
   check_backward_options(options, backend);
+  // The naive backward differentiates the forward's weights, which hold every variant.
+  const std::optional<Mask3> joined = backend.backend == Backend::naive
+                                          ? std::nullopt
+                                          : tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
+  const Mask3* allowed = backend.backend == Backend::naive ? given : joined ? &*joined : nullptr;
   if (backend.backend == Backend::cuda) {  // float32 on the GPU, from the forward's output and lse
     const FlashOptions fo = tiled_options(options, backend, q.shape(2));
     const Tensor3 qf = xt::cast<float>(q), kf = xt::cast<float>(k), vf = xt::cast<float>(v);
@@ -95,9 +125,14 @@ GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD
 }
 
 
-SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,
+SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* given,
                    const SdpaOptions& options, const BackendOptions& backend, bool with_weights) {
-  if (backend.backend == Backend::naive) return sdpa_f64(q, k, v, allowed, options);
+  if (backend.backend == Backend::naive) {
+    options.mask_mod.check(q.shape(1), k.shape(1));
+    return sdpa_f64(q, k, v, given, options);
+  }
+  const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
+  const Mask3* allowed = joined ? &*joined : nullptr;
   const FlashOptions fo = tiled_options(options, backend, q.shape(2));
   SdpaF64 r;
   if (backend.backend == Backend::flash && fo.precision == FlashPrecision::float64) {
@@ -112,7 +147,8 @@ SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
     r.lse = xt::cast<double>(f.lse);
   }
   // The kernel never forms the weights: recompute them (rows it found fully masked stay 0).
-  if (with_weights) r.weights = recompute_weights_f64(q, k, r.lse, allowed, fo.causal, *fo.scale);
+  if (with_weights)
+    r.weights = recompute_weights_f64(q, k, r.lse, allowed, fo.causal, *fo.scale, fo.score_mod, fo.temperature);
   return r;
 }
 

@@ -26,6 +26,11 @@ void check_backward_options(const SdpaOptions& options, const BackendOptions& ba
   if (options.dropout_p > 0) throw InputError("grad_output: the backward pass does not support dropout");
   if (options.window) throw InputError("grad_output: the backward pass does not support a sliding window");
   if (!options.alibi_slopes.empty()) throw InputError("grad_output: the backward pass does not support ALiBi");
+  // attend's variants: masks are masks to every backward; the soft-cap's tanh is not
+  // differentiated yet, and only the naive backward sees an ALiBi bias (in its weights).
+  if (options.score_mod.softcap) throw InputError("grad_output: the backward pass does not support softcap yet");
+  if (!options.score_mod.alibi.empty() && backend.backend != Backend::naive)
+    throw InputError("grad_output: with alibi the backward pass runs on backend \"naive\" only");
 }
 
 GradsF64 sdpa_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v,

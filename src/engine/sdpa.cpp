@@ -77,6 +77,7 @@ void check_sdpa_options(const SdpaOptions& options, std::size_t num_heads) {
     throw InputError("dropout: expected a probability in [0, 1)");
   if (options.window > 0 && !options.causal)
     throw InputError("window: a sliding window needs causal attention");
+  if (num_heads > 0) options.score_mod.check(num_heads);
   if (num_heads > 0 && !options.alibi_slopes.empty() && options.alibi_slopes.size() != num_heads) {
     throw InputError("alibi_slopes: expected one slope per query head (" + std::to_string(num_heads) +
                      "), got " + std::to_string(options.alibi_slopes.size()));
@@ -134,9 +135,18 @@ SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const 
     const bool* m = nullptr;
     if (allowed) m = allowed->data() + (allowed->shape(0) == 1 ? 0 : h) * Lq * Lk;
     const double slope = options.alibi_slopes.empty() ? 0.0 : options.alibi_slopes[h];
+    const bool modded = options.score_mod.any(), variant = options.mask_mod.any();
     for (std::size_t i = 0; i < Lq; ++i) {
       double* row = s + i * Lk;
       for (std::size_t j = 0; j < Lk; ++j) {
+        if (modded) {  // on scale * q.k, then divided by the temperature as the rest of the score
+          const double x = row[j] * options.temperature;
+          row[j] = options.score_mod.apply(x, h, long(i) + query_offset, long(j)) / options.temperature;
+        }
+        if (variant && !options.mask_mod.visible(i, j, Lq, Lk)) {
+          row[j] = kNegInf;
+          continue;
+        }
         if (slope != 0.0) {  // ALiBi is added to the scaled score, before masking and softmax
           row[j] += alibi_bias_value(slope, static_cast<long>(i) + query_offset,
                                      static_cast<long>(j)) / options.temperature;
@@ -187,6 +197,7 @@ SdpaResult sdpa(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask
                 const SdpaOptions& options) {
   check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
   check_sdpa_options(options, q.shape(0));
+  options.mask_mod.check(q.shape(1), k.shape(1));
 
   const detail::SdpaF64 r = detail::sdpa_f64(xt::cast<double>(q), xt::cast<double>(k),
                                              xt::cast<double>(v), allowed, options);

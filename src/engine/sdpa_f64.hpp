@@ -30,7 +30,8 @@ FlashF64 flash_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
 
 // recompute_weights() on float64 tensors, without the final rounding.
 TensorD3 recompute_weights_f64(const TensorD3& q, const TensorD3& k, const TensorD2& lse,
-                               const Mask3* allowed, bool causal, double scale);
+                               const Mask3* allowed, bool causal, double scale,
+                               const ScoreMod* score_mod = nullptr, double temperature = 1.0);
 
 // attention() (attention.hpp) on float64 tensors: the door mha() goes through.
 SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const Mask3* allowed,

@@ -64,6 +64,11 @@ struct FlashOptions {
   // Called by the tiled loop for every tile (with an observer the one-query decode path is not
   // taken, so the tiles are always the ones observed). Null = the loop without the hook.
   FlashObserver* observer = nullptr;
+  // A score modifier (variant.hpp: soft-cap, ALiBi) applied to each tile's scores before the
+  // online softmax, on scale * q.k; `temperature` is the one folded into `scale`. Null = none
+  // (the loop without it). With one, the one-query decode path is not taken.
+  const ScoreMod* score_mod = nullptr;
+  double temperature = 1.0;
 };
 
 struct FlashResult {
@@ -88,8 +93,10 @@ FlashResult flash_decode_bf16(const Tensor3& q, const Bf16Tensor3& k, const Bf16
 // in float64 from q and k (as FlashAttention's backward pass recomputes them). The lse only
 // says which rows the kernel found fully masked (-inf): those stay zero; every other row is
 // the softmax of its visible scores, normalised by its own sum.
+// score_mod and temperature as FlashOptions has them.
 Tensor3 recompute_weights(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
-                          const Mask3* allowed, bool causal, std::optional<double> scale);
+                          const Mask3* allowed, bool causal, std::optional<double> scale,
+                          const ScoreMod* score_mod = nullptr, double temperature = 1.0);
 
 // The tile sizes a run with these options uses (block_q query rows x block_k keys; the key
 // tile is rounded up to whole packed panels of the micro-kernel), and the ISA it runs on.

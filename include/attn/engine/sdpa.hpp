@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attn/engine/tensor.hpp"
+#include "attn/engine/variant.hpp"
 
 namespace attn {
 
@@ -30,6 +31,10 @@ struct SdpaOptions {
   // ALiBi (alibi.hpp): one slope per query head adds B[h, i, j] = -slope_h * |p_i - j| to the
   // scaled scores before masking (p_i = i + Lk - Lq, bottom-right aligned). Empty = off.
   std::vector<double> alibi_slopes;
+  // attend's variants (variant.hpp): which keys each query may see, joined with causal and the
+  // explicit mask, and what is done to each scaled score before the temperature divides it.
+  AttentionMask mask_mod;
+  ScoreMod score_mod;
 };
 
 struct SdpaResult {

@@ -78,6 +78,8 @@ struct Problem {
   T scale_log2;  // scale * log2(e): scores come out in base-2 units (tile_math.hpp)
   bool causal;
   const Mask3* allowed;
+  const ScoreMod* score_mod;  // null: none
+  double temperature;         // folded into scale_log2; undone for the score modifier
 };
 
 // Workspace of one thread: O(block) memory, reused for every tile it processes (and, through
@@ -113,6 +115,16 @@ void mask_row(const Problem<T>& p, std::size_t h, std::size_t i, std::size_t j0,
   const bool* m = p.allowed->data() + ((p.allowed->shape(0) == 1 ? 0 : h) * p.Lq + i) * p.Lk + j0;
   for (std::size_t j = 0; j < n; ++j)
     if (!m[j]) s[j] = -T(INFINITY);
+}
+
+// Applies the score modifier to this tile row's n scores of query i (global), which are in
+// base-2 units of scale / T * q.k: the modifier works on scale * q.k.
+template <class T>
+void modify_row(const Problem<T>& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t n, T* s) {
+  const double to_score = p.temperature / tile::kLog2ed, back = tile::kLog2ed / p.temperature;
+  const long pos = long(i) + long(p.Lk) - long(p.Lq);
+  for (std::size_t j = 0; j < n; ++j)
+    s[j] = T(p.score_mod->apply(double(s[j]) * to_score, h, pos, long(j0 + j)) * back);
 }
 
 struct NoTileStep {};  // what an unobserved tile loop keeps of a tile: nothing
@@ -200,6 +212,7 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
         T* s = ws.s.data() + r * p.Bk;
         const std::size_t n = visible(r);
         if constexpr (kObserve) step.visible.push_back(n);
+        if (p.score_mod) modify_row(p, h, i0 + r, j0, n, s);
         if (p.allowed) mask_row(p, h, i0 + r, j0, n, s);
         // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
         ws.alpha[r] = flash::online_row_step(mk, ws.rows[r], s, n, g_keys);
@@ -367,7 +380,7 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   Problem<T> p{};
   p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
   p.dvp = round_up(p.dv, base.lanes), p.group = p.H / p.Hkv;
-  if (!options.observer && flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
+  if (!options.observer && !options.score_mod && flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
     flash::flash_decode(base, {p.H, p.Lq, p.d, p.Hkv, p.Lk, p.dv, scale, options.causal, allowed, options.threads},
                         q, k, v, out, lse);
     return;
@@ -389,6 +402,8 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   p.scale_log2 = T(scale * tile::kLog2ed);
   p.causal = options.causal;
   p.allowed = allowed;
+  p.score_mod = options.score_mod && options.score_mod->any() ? options.score_mod : nullptr;
+  p.temperature = options.temperature;
 
   // Work items: (head, query block), head-major so the packed K/V of few heads are live at a
   // time. Within a head, causal blocks differ in cost (block b reads b + 1 key blocks), so the

@@ -20,7 +20,7 @@ namespace {
 template <class T>
 xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xtensor<T, 3>& k,
                                             const xt::xtensor<double, 2>& lse, const Mask3* allowed,
-                                            bool causal, double scale) {
+                                            bool causal, double scale, const ScoreMod* mod, double temperature) {
   const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1);
   const std::size_t group = H / k.shape(0);
   xt::xtensor<double, 3> w = xt::zeros<double>({H, Lq, Lk});
@@ -34,6 +34,8 @@ xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xten
             (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
         double s = 0;
         for (std::size_t c = 0; visible && c < d; ++c) s += double(q(h, i, c)) * double(k(h / group, j, c));
+        if (visible && mod && mod->any())  // on scale * q.k, before the temperature (variant.hpp)
+          s = mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature / scale;
         row[j] = visible ? s * scale : -INFINITY;
       }
       softmax_row_inplace(row.data(), Lk);
@@ -47,16 +49,18 @@ xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xten
 namespace detail {
 
 TensorD3 recompute_weights_f64(const TensorD3& q, const TensorD3& k, const TensorD2& lse,
-                               const Mask3* allowed, bool causal, double scale) {
-  return recompute_rows<double>(q, k, lse, allowed, causal, scale);
+                               const Mask3* allowed, bool causal, double scale, const ScoreMod* score_mod,
+                               double temperature) {
+  return recompute_rows<double>(q, k, lse, allowed, causal, scale, score_mod, temperature);
 }
 
 }  // namespace detail
 
 Tensor3 recompute_weights(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
-                          const Mask3* allowed, bool causal, std::optional<double> scale) {
-  return xt::cast<float>(recompute_rows(q, k, lse, allowed, causal,
-                                        resolved_scale(scale, q.shape(2))));
+                          const Mask3* allowed, bool causal, std::optional<double> scale,
+                          const ScoreMod* score_mod, double temperature) {
+  return xt::cast<float>(recompute_rows(q, k, lse, allowed, causal, resolved_scale(scale, q.shape(2)), score_mod,
+                                        temperature));
 }
 
 }  // namespace attn

@@ -1,0 +1,63 @@
+// attend's variant fields (variant_fields.hpp).
+#include "variant_fields.hpp"
+
+#include <cstdint>
+
+#include "attn/engine/alibi.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/io/numbers.hpp"
+
+namespace attn::cli {
+namespace {
+
+bool present(const Json& in, const char* field) { return in.contains(field) && !in.at(field).is_null(); }
+
+std::vector<std::int64_t> ids(const Json& v, const std::string& field) {
+  if (!v.is_array()) throw InputError(field + ": expected an array of integers, got " + v.dump().substr(0, 40));
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const Json& x = v[i];
+    const bool fits = x.is_number_integer() && (!x.is_number_unsigned() || x.get<std::uint64_t>() <= std::uint64_t(INT64_MAX));
+    if (!fits) throw InputError(field + "[" + std::to_string(i) + "]: expected an integer, got " + x.dump().substr(0, 40));
+    out.push_back(x.get<std::int64_t>());
+  }
+  return out;
+}
+
+// Positions and counts far past any sequence, small enough that p - left cannot overflow.
+constexpr std::uint64_t kMaxPosition = std::uint64_t(1) << 40;
+
+}  // namespace
+
+void variants_from(const Json& in, std::size_t num_heads, SdpaOptions& o) {
+  if (present(in, "window")) {
+    const Json& w = in.at("window");
+    if (!w.is_array() || w.size() != 2) throw InputError("window: expected [left, right], two integers >= 0");
+    o.mask_mod.window = std::array<std::size_t, 2>{count_field(w[0], "window[0]", 0, kMaxPosition), count_field(w[1], "window[1]", 0, kMaxPosition)};
+  }
+  if (present(in, "sinks")) o.mask_mod.sinks = count_field(in.at("sinks"), "sinks", 0, kMaxPosition);
+  if (present(in, "prefix")) o.mask_mod.prefix = count_field(in.at("prefix"), "prefix", 0, kMaxPosition);
+  if (present(in, "segments")) {
+    const Json& s = in.at("segments");
+    if (!s.is_object() || !s.contains("q") || !s.contains("k"))
+      throw InputError("segments: expected {\"q\": [Lq ints], \"k\": [Lk ints]}");
+    o.mask_mod.segments_q = ids(s.at("q"), "segments.q");
+    o.mask_mod.segments_k = ids(s.at("k"), "segments.k");
+  }
+  if (present(in, "softcap")) o.score_mod.softcap = number_field(in.at("softcap"), "softcap");
+  if (present(in, "alibi")) {
+    const Json& a = in.at("alibi");
+    if (a.is_boolean()) {
+      if (a.get<bool>()) o.score_mod.alibi = alibi_slopes(num_heads);
+    } else if (a.is_array()) {
+      for (std::size_t h = 0; h < a.size(); ++h)
+        o.score_mod.alibi.push_back(number_field(a[h], "alibi[" + std::to_string(h) + "]"));
+      if (o.score_mod.alibi.empty()) throw InputError("alibi: expected true or one slope per head, got []");
+    } else {
+      throw InputError("alibi: expected true or [H] slopes, got " + a.dump().substr(0, 40));
+    }
+  }
+  o.score_mod.check(num_heads);
+}
+
+}  // namespace attn::cli

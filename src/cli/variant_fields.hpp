@@ -1,0 +1,13 @@
+#pragma once
+// attend's variant fields (docs/contracts.md: window, sinks, softcap, alibi, segments, prefix)
+// into the engine's descriptors (engine/variant.hpp).
+#include "attn/engine/sdpa.hpp"
+#include "attn/io/json_io.hpp"
+
+namespace attn::cli {
+
+// Sets options.mask_mod and options.score_mod from the fields present; num_heads is the query
+// heads (alibi: true gives the paper's slopes for them). InputError naming the field otherwise.
+void variants_from(const Json& in, std::size_t num_heads, SdpaOptions& options);
+
+}  // namespace attn::cli

@@ -1,0 +1,108 @@
+// attend's variants as descriptors (engine/variant.hpp), on cases worked out by hand; the
+// NumPy reference (scripts/check_variants.py) checks random combinations on every backend.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "attn/engine/attention.hpp"
+#include "attn/engine/error.hpp"
+#include "attn/engine/variant.hpp"
+
+using namespace attn;
+
+namespace {
+
+// The visible keys of query i, as a string of 0/1.
+std::string row(const AttentionMask& m, std::size_t i, std::size_t Lq, std::size_t Lk) {
+  std::string s;
+  for (std::size_t j = 0; j < Lk; ++j) s += m.visible(i, j, Lq, Lk) ? '1' : '0';
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("variant masks: window, sinks, segments and prefix, alone and together") {
+  AttentionMask window;
+  window.window = {{1, 0}};  // the key before and itself
+  CHECK(row(window, 0, 4, 4) == "1000");
+  CHECK(row(window, 2, 4, 4) == "0110");
+  // Decode shape: one query at position Lk - 1 = 4.
+  CHECK(row(window, 0, 1, 5) == "00011");
+  AttentionMask both = window;
+  both.window = {{0, 1}};  // itself and the key after: not causal by itself
+  CHECK(row(both, 1, 4, 4) == "0110");
+  AttentionMask sinks = window;
+  sinks.sinks = 1;  // key 0 whatever the window says
+  CHECK(row(sinks, 3, 4, 4) == "1011");
+  AttentionMask docs;
+  docs.segments_q = docs.segments_k = {0, 0, 1, 1};
+  CHECK(row(docs, 1, 4, 4) == "1100");
+  CHECK(row(docs, 2, 4, 4) == "0011");
+  AttentionMask prefix;
+  prefix.prefix = 2;  // keys 0 and 1 for everyone, the rest causally
+  CHECK(row(prefix, 0, 4, 4) == "1100");
+  CHECK(row(prefix, 2, 4, 4) == "1110");
+  CHECK(row(prefix, 3, 4, 4) == "1111");
+  AttentionMask all = sinks;
+  all.segments_q = all.segments_k = {0, 0, 1, 1};
+  CHECK(row(all, 3, 4, 4) == "0011");  // the sink is in another document
+  CHECK(all.allowed(4, 4)(3, 2));
+  CHECK_FALSE(AttentionMask{}.any());
+  CHECK(all.any());
+
+  AttentionMask bad = docs;
+  CHECK_THROWS_WITH_AS(bad.check(3, 4), doctest::Contains("segments.q: expected 3 ids"), InputError);
+  CHECK_THROWS_WITH_AS(prefix.check(1, 4), doctest::Contains("prefix-LM is self-attention"), InputError);
+}
+
+TEST_CASE("score modifiers: soft-cap, then ALiBi's -m (p - j)") {
+  ScoreMod cap;
+  cap.softcap = 2.0;
+  CHECK(cap.apply(2.0, 0, 3, 1) == doctest::Approx(2.0 * std::tanh(1.0)));  // 1.5232
+  CHECK(cap.apply(100.0, 0, 3, 1) == doctest::Approx(2.0).epsilon(1e-9));   // capped
+  CHECK(cap.derivative(2.0) == doctest::Approx(1 - std::tanh(1.0) * std::tanh(1.0)));
+  ScoreMod alibi;
+  alibi.alibi = {0.5, 0.25};
+  CHECK(alibi.apply(1.0, 0, 3, 1) == doctest::Approx(0.0));    // 1 - 0.5 * 2
+  CHECK(alibi.apply(1.0, 1, 3, 1) == doctest::Approx(0.5));    // 1 - 0.25 * 2
+  CHECK(alibi.apply(1.0, 0, 1, 3) == doctest::Approx(2.0));    // a key after the query: + m (j - p)
+  ScoreMod both = alibi;
+  both.softcap = 2.0;
+  CHECK(both.apply(2.0, 0, 3, 1) == doctest::Approx(2.0 * std::tanh(1.0) - 1.0));  // cap first
+  CHECK_THROWS_AS(alibi.check(3), InputError);
+  ScoreMod zero;
+  zero.softcap = 0.0;
+  CHECK_THROWS_AS(zero.check(1), InputError);
+}
+
+TEST_CASE("variants through attention(): a soft-capped pair by hand, the same on every CPU backend") {
+  // q = [1], k = [4, 0] with d = 1 and scale 1: scores 4 and 0; capped at c = 2 they are
+  // 2 tanh(2) = 1.92806 and 0, so the weights are e^1.92806 / (e^1.92806 + 1) = 0.87298 and
+  // 0.12702.
+  const Tensor3 q{{{1.0f}}}, k{{{4.0f}, {0.0f}}}, v{{{1.0f}, {0.0f}}};
+  SdpaOptions o;
+  o.scale = 1.0;
+  o.score_mod.softcap = 2.0;
+  for (Backend b : {Backend::naive, Backend::flash}) {
+    for (FlashPrecision precision : {FlashPrecision::float64, FlashPrecision::float32}) {
+      CAPTURE(backend_name(b));
+      BackendOptions backend;
+      backend.backend = b;
+      backend.precision = precision;
+      const SdpaResult r = attention(q, k, v, nullptr, o, backend, /*with_weights=*/true);
+      CHECK(r.weights(0, 0, 0) == doctest::Approx(0.87298).epsilon(1e-4));
+      CHECK(r.output(0, 0, 0) == doctest::Approx(0.87298).epsilon(1e-4));
+      CHECK(r.lse(0, 0) == doctest::Approx(1.92806 + std::log1p(std::exp(-1.92806))).epsilon(1e-4));
+    }
+  }
+  // A window that leaves key 0 out, with a sink that brings it back, on flash.
+  SdpaOptions w;
+  w.mask_mod.window = {{0, 0}};
+  w.mask_mod.sinks = 1;
+  const Tensor3 q2{{{1.0f}, {1.0f}}}, k2{{{0.0f}, {0.0f}}}, v2{{{2.0f}, {4.0f}}};
+  BackendOptions flash;
+  flash.backend = Backend::flash;
+  const SdpaResult r = attention(q2, k2, v2, nullptr, w, flash, true);
+  CHECK(r.weights(0, 0, 1) == 0.0f);       // query 0 sees key 0 only
+  CHECK(r.output(0, 1, 0) == doctest::Approx(3.0));  // query 1: the sink and itself, evenly
+}

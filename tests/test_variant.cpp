@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "attn/engine/attention.hpp"
+#include "attn/engine/attention_methods.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/engine/variant.hpp"
 
@@ -105,4 +106,39 @@ TEST_CASE("variants through attention(): a soft-capped pair by hand, the same on
   const SdpaResult r = attention(q2, k2, v2, nullptr, w, flash, true);
   CHECK(r.weights(0, 0, 1) == 0.0f);       // query 0 sees key 0 only
   CHECK(r.output(0, 1, 0) == doctest::Approx(3.0));  // query 1: the sink and itself, evenly
+}
+
+TEST_CASE("sparse: Child et al.'s strided pattern is a mask") {
+  AttentionMask strided;
+  strided.stride = 2;
+  // p = 5: the last 2 keys (4, 5) and every 2nd before them (3, 1); never a later key.
+  CHECK(row(strided, 5, 6, 6) == "010111");
+  CHECK(row(strided, 0, 6, 6) == "100000");
+  CHECK(row(strided, 0, 1, 6) == "010111");  // decode: the query sits at p = 5
+}
+
+TEST_CASE("methods: linear attention on a 2-token case worked out by hand") {
+  // phi(x) = elu(x) + 1: phi([1, 0]) = [2, 1], phi([0, 1]) = [1, 2]. Query 1 against both keys:
+  // phi(q1) . phi(k0) = 4, . phi(k1) = 5, so the weights are 4/9 and 5/9 and the output
+  // 4/9 [1, 2] + 5/9 [3, 4] = [19/9, 28/9]; query 0, causal, sees key 0 alone.
+  const Tensor3 q{{{1.0f, 0.0f}, {0.0f, 1.0f}}}, v{{{1.0f, 2.0f}, {3.0f, 4.0f}}};
+  MethodOptions o;
+  o.method = AttentionMethod::linear;
+  o.causal = true;
+  const MethodResult r = method_attention(q, q, v, o);
+  REQUIRE(r.weights);
+  CHECK((*r.weights)(0, 1, 0) == doctest::Approx(4.0 / 9));
+  CHECK((*r.weights)(0, 0, 1) == 0.0f);
+  CHECK(r.output(0, 1, 0) == doctest::Approx(19.0 / 9));
+  CHECK(r.output(0, 1, 1) == doctest::Approx(28.0 / 9));
+  CHECK(r.output(0, 0, 1) == doctest::Approx(2.0));
+  // Linformer has no weights over keys; it is not causal; performer needs features.
+  o.method = AttentionMethod::linformer;
+  o.rank = 2;
+  CHECK_THROWS_AS(method_attention(q, q, v, o), InputError);
+  o.causal = false;
+  CHECK_FALSE(method_attention(q, q, v, o).weights);
+  o.method = AttentionMethod::performer;
+  CHECK_THROWS_AS(method_attention(q, q, v, o), InputError);
+  CHECK_THROWS_AS(parse_attention_method("flash"), InputError);
 }

@@ -11,6 +11,8 @@
 #include "attn/engine/mask.hpp"
 #include "attn/engine/sdpa.hpp"
 #include "attn/render/terminal_heatmap.hpp"
+#include "attn/engine/attention_methods.hpp"
+#include "attn/io/numbers.hpp"
 #include "commands.hpp"
 #include "variant_fields.hpp"
 #include "budget.hpp"
@@ -66,11 +68,90 @@ void show_weights_on_terminal(const SdpaResult& r, const Mask3* mask, const Sdpa
   }
 }
 
+// The fields a method other than softmax may take besides q, k, v (attention_methods.hpp);
+// any other present field is one it cannot honour.
+std::vector<const char*> method_fields(AttentionMethod m) {
+  switch (m) {
+    case AttentionMethod::linear: return {"causal", "backend"};
+    case AttentionMethod::performer: return {"causal", "backend", "scale", "features", "seed"};
+    case AttentionMethod::linformer: return {"backend", "scale", "rank", "seed"};
+    default: return {};
+  }
+}
+
+std::string join_names(const std::vector<const char*>& names) {
+  std::string out;
+  for (const char* n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+// attend with "method" linear, performer or linformer: float64, on the naive backend only.
+void run_method(const Json& in, const AttendOptions& opts, AttentionMethod method) {
+  const char* name = attention_method_name(method);
+  const std::vector<const char*> allowed = method_fields(method);
+  for (const auto& [field, value] : in.items()) {
+    if (field == "q" || field == "k" || field == "v" || field == "method" || value.is_null()) continue;
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* f) { return field == f; }))
+      throw InputError(field + ": method \"" + name + "\" cannot honour it (it takes " +
+                       (allowed.empty() ? std::string("nothing more") : join_names(allowed)) + ")");
+  }
+  if (backend_from(in).backend != Backend::naive)
+    throw InputError(std::string("backend: method \"") + name + "\" runs on backend \"naive\" (float64) only");
+  const DenseArray q = parse_array(require_field(in, "q"), "q");
+  const DenseArray k = parse_array(require_field(in, "k"), "k");
+  const DenseArray v = parse_array(require_field(in, "v"), "v");
+  check_sdpa_shapes(q.shape, k.shape, v.shape, nullptr);
+  MethodOptions mo;
+  mo.method = method;
+  mo.causal = optional_bool(in, "causal", false);
+  mo.scale = resolved_scale(optional_number(in, "scale"), q.shape.back());
+  if (in.contains("features") && !in.at("features").is_null()) mo.features = count_field(in.at("features"), "features", 1, 1u << 16);
+  if (in.contains("rank") && !in.at("rank").is_null()) mo.rank = count_field(in.at("rank"), "rank", 1, 1u << 16);
+  if (in.contains("seed") && !in.at("seed").is_null()) mo.seed = count_field(in.at("seed"), "seed");
+  const Tensor3 q3 = as_heads(q), k3 = as_heads(k), v3 = as_heads(v);
+  const MethodResult r = method_attention(q3, k3, v3, mo);
+  const bool rank2 = q.shape.size() == 2;
+  auto in_rank = [rank2](const Tensor3& t) {
+    return rank2 ? to_json(Tensor2(xt::view(t, 0, xt::all(), xt::all()))) : to_json(t);
+  };
+  Json out;
+  out["output"] = in_rank(r.output);
+  if (r.weights && !opts.no_weights) out["weights"] = in_rank(*r.weights);
+  out["method"] = name;
+  if (mo.causal) out["causal"] = true;
+  // The random draws, so that a check outside can recompute the method exactly.
+  auto rows = [](const xt::xtensor<double, 2>& m) {
+    Json a = Json::array();
+    for (std::size_t i = 0; i < m.shape(0); ++i) {
+      Json row = Json::array();
+      for (std::size_t j = 0; j < m.shape(1); ++j) row.push_back(m(i, j));
+      a.push_back(row);
+    }
+    return a;
+  };
+  if (method == AttentionMethod::performer) out["random_features"] = rows(r.draws.at(0));
+  if (method == AttentionMethod::linformer) out["projections"] = {{"E", rows(r.draws.at(0))}, {"F", rows(r.draws.at(1))}};
+  write_file_atomically(opts.output, out.dump() + "\n");
+}
+
 void run_attend(const AttendOptions& opts) {
   const Json in = read_json(opts.input);
   require_object(in);
   warn_unknown_fields(in, {"q", "k", "v", "mask", "causal", "scale", "temperature", "backend", "block_size",
-                           "precision", "grad_output", "window", "sinks", "softcap", "alibi", "segments", "prefix"});
+                           "precision", "grad_output", "window", "sinks", "softcap", "alibi", "segments", "prefix",
+                           "method", "features", "rank", "seed", "stride"});
+  AttentionMethod method = AttentionMethod::softmax;
+  if (in.contains("method") && !in.at("method").is_null()) {
+    if (!in.at("method").is_string()) throw InputError("method: expected a string, got " + in.at("method").dump());
+    method = parse_attention_method(in.at("method").get<std::string>());
+  }
+  if (method == AttentionMethod::linear || method == AttentionMethod::performer || method == AttentionMethod::linformer)
+    return run_method(in, opts, method);
+  for (const char* f : {"features", "rank", "seed"})
+    if (in.contains(f) && !in.at(f).is_null())
+      throw InputError(std::string(f) + ": method \"" + attention_method_name(method) + "\" cannot honour it");
+  if (method == AttentionMethod::softmax && in.contains("stride") && !in.at("stride").is_null())
+    throw InputError("stride: applies to method \"sparse\" only");
   const DenseArray q = parse_array(require_field(in, "q"), "q");
   const DenseArray k = parse_array(require_field(in, "k"), "k");
   const DenseArray v = parse_array(require_field(in, "v"), "v");
@@ -89,6 +170,10 @@ void run_attend(const AttendOptions& opts) {
   const BackendOptions backend = backend_from(in);
   SdpaOptions options = sdpa_options_from(in);
   variants_from(in, q.shape.size() == 3 ? q.shape[0] : 1, options);
+  if (method == AttentionMethod::sparse) {  // Child et al.'s strided pattern: a mask like the variants
+    if (!in.contains("stride") || in.at("stride").is_null()) throw InputError("stride: method \"sparse\" needs it");
+    options.mask_mod.stride = count_field(in.at("stride"), "stride", 1, std::uint64_t(1) << 40);
+  }
   const Mask3 allowed = mask ? mask_from(*mask) : Mask3{};
   const Mask3* allowed_ptr = mask ? &allowed : nullptr;
   const Tensor3 q3 = as_heads(q), k3 = as_heads(k), v3 = as_heads(v);
@@ -107,6 +192,7 @@ void run_attend(const AttendOptions& opts) {
   // masked cells instead of drawing them as weights of 0.
   if (mask) out["mask"] = in.at("mask");
   if (options.causal) out["causal"] = true;
+  if (method == AttentionMethod::sparse) out["method"] = "sparse";
   if (grad_output) {
     const SdpaGradients g = attention_backward(q3, k3, v3, allowed_ptr, as_heads(*grad_output), options, backend);
     out["grad_q"] = in_rank(g.grad_q);
@@ -141,7 +227,10 @@ void setup_attend(CLI::App& app) {
          "window"?: [left, right] (keys p-left..p+right), "sinks"?: s (keys j < s always
          visible), "softcap"?: c (score x -> c tanh(x/c)), "alibi"?: true | [H] slopes
          (score - m_h (p - j)), "segments"?: {"q": [Lq], "k": [Lk]} (same id only),
-         "prefix"?: P (keys j < P seen by all, the rest causally)}
+         "prefix"?: P (keys j < P seen by all, the rest causally),
+         "method"?: "softmax" (default) | "linear" (elu+1 features; causal) | "performer"
+         ("features" m, "seed"; causal, scale) | "linformer" ("rank" k, "seed"; scale) |
+         "sparse" ("stride" s: keys p-j < s or (p-j) mod s = 0, every backend)}
 Output: {"output": [Lq,dv], "weights": [Lq,Lk], "lse": [Lq] (null = every key masked),
          "mask" and "causal" as given (so `heatmap --input` hatches the masked cells),
          with grad_output: "grad_q", "grad_k", "grad_v" (each the shape of q, k, v)}
@@ -156,6 +245,7 @@ Examples:
   attn-cli attend --input data/examples/attend_flash.json
   attn-cli attend --input data/examples/attend_backward.json --no-weights
   attn-cli attend --input data/examples/attend_variants.json
+  echo '{"q":[[1,0],[0,1]],"k":[[1,0],[0,1]],"v":[[1,2],[3,4]],"method":"linear","causal":true}' | attn-cli attend --input -
   echo '{"q":[[1,0]],"k":[[1,0],[0,1]],"v":[[1,2],[3,4]]}' | attn-cli attend --input -
 )");
   cmd->callback([opts] { run_attend(*opts); });

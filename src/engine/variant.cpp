@@ -15,6 +15,7 @@ bool AttentionMask::visible(std::size_t i, std::size_t j, std::size_t Lq, std::s
   if (key < long(sinks)) ok = true;  // a sink is visible whatever the window says
   if (!segments_q.empty()) ok = ok && segments_q[i] == segments_k[j];
   if (prefix) ok = ok && (j < *prefix || j <= i);
+  if (stride) ok = ok && key <= p && ((p - key) < long(stride) || (p - key) % long(stride) == 0);
   return ok;
 }
 

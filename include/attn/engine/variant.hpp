@@ -27,8 +27,11 @@ struct AttentionMask {
   // Prefix-LM (self-attention): keys j < prefix are visible to every query, the others only
   // when j <= i.
   std::optional<std::size_t> prefix;
+  // Child et al. 2019's strided sparse pattern (attend's method "sparse"): key j <= p is
+  // visible when p - j < stride or (p - j) mod stride = 0; later keys never. 0 = off.
+  std::size_t stride = 0;
 
-  bool any() const { return window || sinks > 0 || !segments_q.empty() || prefix; }
+  bool any() const { return window || sinks > 0 || !segments_q.empty() || prefix || stride > 0; }
   bool visible(std::size_t i, std::size_t j, std::size_t Lq, std::size_t Lk) const;
   // [Lq, Lk], true = visible.
   Mask2 allowed(std::size_t Lq, std::size_t Lk) const;

@@ -3,11 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "attn/engine/attention.hpp"
 #include "attn/engine/attention_methods.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/engine/variant.hpp"
+#include "support.hpp"
 
 using namespace attn;
 
@@ -141,4 +143,20 @@ TEST_CASE("methods: linear attention on a 2-token case worked out by hand") {
   o.method = AttentionMethod::performer;
   CHECK_THROWS_AS(method_attention(q, q, v, o), InputError);
   CHECK_THROWS_AS(parse_attention_method("flash"), InputError);
+}
+
+TEST_CASE("cli: mask draws attend's variants from the same descriptor, and refuses what does not fit") {
+  test::TempDir dir;
+  for (const char* args : {"--kind sinks --size 10 --window 3 --sinks 2", "--kind document --size 5 --segments 0,0,1,1,1",
+                           "--kind prefix --size 6 --prefix 2", "--kind sparse --size 9 --stride 3"}) {
+    CAPTURE(args);
+    const test::CliResult r = test::run_cli(std::string("mask ") + args + " --out m.png", "", dir.path.string());
+    CHECK(r.code == 0);
+    CHECK(std::filesystem::exists(dir.path / "m.png"));
+    std::filesystem::remove(dir.path / "m.png");
+  }
+  const test::CliResult wrong = test::run_cli("mask --kind document --size 5 --segments 0,1", "", dir.path.string());
+  CHECK(wrong.code == 2);
+  CHECK(wrong.err.find("--segments: expected 5 ids") != std::string::npos);
+  CHECK(test::run_cli("mask --kind prefix --size 6 --queries 2", "", dir.path.string()).code == 2);
 }

@@ -1,10 +1,12 @@
 // attn-cli mask: draws a mask as "blocked" and "allowed" side by side (PyTorch SDPA's boolean attn_mask: true = may attend).
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/printable_text.hpp"
 #include "attn/engine/mask.hpp"
+#include "attn/engine/variant.hpp"
 #include "attn/render/mask_diagram.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "commands.hpp"
@@ -23,6 +25,9 @@ struct MaskOptions {
   std::vector<std::string> edges;
   bool directed = false;
   bool no_self_loops = false;
+  std::size_t sinks = 1, stride = 3;
+  std::optional<std::size_t> prefix;
+  std::vector<std::int64_t> segments;
   std::string out;  // default mask-KIND
   ImageFlags image;
 };
@@ -40,6 +45,53 @@ std::pair<std::size_t, std::size_t> parse_edge(const std::string& text) {
   } catch (const std::exception&) {
     throw InputError("--edges: expected FROM-TO pairs such as 0-1,1-2, got \"" + text + "\"");
   }
+}
+
+// The kinds that are attend's variants, drawn from the very descriptor attend's kernels use
+// (engine/variant.hpp), each with the causal mask the models that use it pair it with.
+void variant_mask(const MaskOptions& o, std::size_t Lq, std::size_t Lk, const std::vector<std::string>& query_t,
+                  MaskDiagramSpec& spec) {
+  AttentionMask m;
+  bool causal = true;
+  if (o.kind == "sinks") {
+    if (o.window < 1) throw InputError("--window: expected at least 1");
+    m.window = {{o.window - 1, 0}};
+    m.sinks = o.sinks;
+    spec.title = "Attention sinks with a sliding window: " + count_of(o.sinks, "sink") + ", window " +
+                 std::to_string(o.window);
+    spec.subtitle = "StreamingLLM: the first " + count_of(o.sinks, "key") + " stay visible to every query, the rest "
+                    "only within the window (attend: \"window\": [" + std::to_string(o.window - 1) + ", 0], \"sinks\": " +
+                    std::to_string(o.sinks) + ", \"causal\": true)";
+  } else if (o.kind == "document") {
+    std::vector<std::int64_t> ids = o.segments;
+    if (ids.empty())  // two documents packed into one row
+      for (std::size_t j = 0; j < Lk; ++j) ids.push_back(j < (Lk + 1) / 2 ? 0 : 1);
+    if (ids.size() != Lk) throw InputError("--segments: expected " + std::to_string(Lk) + " ids (one per position)");
+    m.segments_k = ids;
+    m.segments_q.assign(ids.end() - std::ptrdiff_t(Lq), ids.end());
+    spec.title = "Document masking: packed sequences attend only within their own document";
+    spec.subtitle = "block-causal: query i sees key j when both are in the same document and j ≤ i (attend: "
+                    "\"segments\", \"causal\": true)";
+  } else if (o.kind == "prefix") {
+    if (Lq != Lk) throw InputError("--queries: the prefix-LM mask is self-attention (queries = size)");
+    m.prefix = o.prefix ? *o.prefix : Lk / 2;
+    causal = false;
+    spec.title = "Prefix-LM mask, a prefix of " + count_of(*m.prefix, "position");
+    spec.subtitle = "the prefix is read bidirectionally (every query sees it), the rest causally (T5's prefix LM, "
+                    "UniLM; attend: \"prefix\": " + std::to_string(*m.prefix) + ")";
+  } else {
+    if (o.stride < 1) throw InputError("--stride: expected at least 1");
+    m.stride = o.stride;
+    causal = false;  // the strided pattern is causal by itself
+    spec.title = "Strided sparse mask, stride " + std::to_string(o.stride);
+    spec.subtitle = "Child et al. 2019: query t=i sees the last " + count_of(o.stride, "key") +
+                    " and, before them, every key a multiple of " + std::to_string(o.stride) +
+                    " back (attend: \"method\": \"sparse\", \"stride\": " + std::to_string(o.stride) + ")";
+  }
+  m.check(Lq, Lk);
+  Mask2 allowed = m.allowed(Lq, Lk);
+  if (causal) allowed = allowed && causal_allowed(Lq, Lk);
+  spec.rows.push_back({allowed, query_t, {}, ""});
 }
 
 MaskDiagramSpec mask_spec(const MaskOptions& o) {
@@ -95,8 +147,11 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
                  count_of(edges.size(), o.directed ? "directed edge" : "undirected edge");
     spec.subtitle = std::string("node i attends to node j only along an edge") +
                     (o.no_self_loops ? "" : ", and to itself") + " (graph attention)";
+  } else if (o.kind == "sinks" || o.kind == "document" || o.kind == "prefix" || o.kind == "sparse") {
+    variant_mask(o, Lq, Lk, query_t, spec);
   } else {
-    throw InputError("--kind: expected causal, padding, window or graph, got \"" + o.kind + "\"");
+    throw InputError("--kind: expected causal, padding, window, graph, sinks, document, prefix or sparse, got \"" +
+                     o.kind + "\"");
   }
   // A query that may attend to no key has a softmax of 0/0: say which, and what attn-cli does.
   std::size_t empty_rows = 0;
@@ -130,7 +185,8 @@ void run_mask(const MaskOptions& opts) {
 void setup_mask(CLI::App& app) {
   auto opts = std::make_shared<MaskOptions>();
   CLI::App* cmd = app.add_subcommand("mask", "Draw an attention mask: blocked vs allowed, side by side");
-  cmd->add_option("-k,--kind", opts->kind, "causal, padding, window or graph")->required();
+  cmd->add_option("-k,--kind", opts->kind,
+                  "causal, padding, window, graph, or attend's variants: sinks, document, prefix, sparse")->required();
   cmd->add_option("-n,--size", opts->size, "positions (keys), or nodes for a graph")
       ->capture_default_str()->check(CLI::Range(1, 512));
   cmd->add_option("--queries", opts->queries, "causal/window: fewer queries than keys (the last ones)")
@@ -145,6 +201,14 @@ void setup_mask(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--directed", opts->directed, "graph: an edge a-b lets a attend to b only");
   cmd->add_flag("--no-self-loops", opts->no_self_loops, "graph: a node does not attend to itself");
+  cmd->add_option("--sinks", opts->sinks, "sinks: the first keys every query sees, whatever the window")
+      ->capture_default_str()->check(CLI::Range(0, 512));
+  cmd->add_option("--segments", opts->segments, "document: one document id per position, e.g. 0,0,1,1,1 "
+                  "(default: two halves)")->delimiter(',')->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--prefix", opts->prefix, "prefix: positions read bidirectionally (default: half)")
+      ->check(CLI::Range(0, 512));
+  cmd->add_option("--stride", opts->stride, "sparse: the stride of the strided pattern")
+      ->capture_default_str()->check(CLI::Range(1, 512));
   cmd->add_option("-o,--out", opts->out, "output path or stem (default mask-KIND)");
   add_image_flags(cmd, opts->image, /*with_colormap=*/false);
   cmd->footer(R"(Masks follow PyTorch SDPA: 1/true = the query MAY attend. The left panel shows the
@@ -156,6 +220,10 @@ Examples:
   attn-cli mask --kind padding --size 6 --lengths 6,4,2
   attn-cli mask --kind window --size 8 --window 3
   attn-cli mask --kind graph --size 5 --edges 0-1,1-2,2-3,3-4,4-0 --format both
+  attn-cli mask --kind sinks --size 10 --window 3 --sinks 2
+  attn-cli mask --kind document --size 8 --segments 0,0,0,1,1,2,2,2
+  attn-cli mask --kind prefix --size 8 --prefix 3
+  attn-cli mask --kind sparse --size 12 --stride 3
 )");
   cmd->callback([opts] { run_mask(*opts); });
 }

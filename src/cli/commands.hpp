@@ -31,5 +31,6 @@ void setup_explain(CLI::App& app);
 void setup_pitfalls(CLI::App& app);
 void setup_rank_collapse(CLI::App& app);
 void setup_linear_attention(CLI::App& app);
+void setup_attention_conv(CLI::App& app);
 
 }  // namespace attn::cli

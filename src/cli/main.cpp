@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   attn-cli variance --dk 8,64,512 --samples 2000
   attn-cli rank-collapse --layers 8 --plots rank-plots
   attn-cli linear-attention "The cat sat on the mat"
+  attn-cli attention-conv --kernel 5
   attn-cli complexity --n 1024,4096 --d-model 4096 --heads 32
   attn-cli roofline --n 512,2048 --kv 1024,16384
   attn-cli bench --n 512 --heads 2 --repeat 1
@@ -113,6 +114,7 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_pitfalls(app);
   attn::cli::setup_rank_collapse(app);
   attn::cli::setup_linear_attention(app);
+  attn::cli::setup_attention_conv(app);
   attn::cli::setup_doctor(app);
   attn::cli::setup_tune(app);
   attn::cli::check_number_flags(app);

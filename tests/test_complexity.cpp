@@ -142,3 +142,22 @@ TEST_CASE("scaling: the log-log fit recovers known exponents - a timed run gives
   CHECK_THROWS_AS(measure_sdpa_scaling({16}, 8, 1, 42), InputError);
   CHECK_THROWS_AS(measure_sdpa_scaling({16, 100000}, 8, 1, 42), InputError);
 }
+
+TEST_CASE("layer types: Vaswani et al. Table 1 at n = d = 512, k = 3, r = 64, worked out by hand") {
+  const std::vector<LayerTypeRow> t = layer_type_table(512, 512, 3, 64);
+  REQUIRE(t.size() == 5);
+  CHECK(t[0].operations == 512.0 * 512 * 512);  // n^2 d = 134217728
+  CHECK(t[1].operations == t[0].operations);      // n d^2: equal when n = d
+  CHECK(t[1].sequential == 512);
+  CHECK(t[1].max_path == 512);
+  CHECK(t[2].operations == 3.0 * 512 * 512 * 512);
+  CHECK(t[2].max_path == 171);  // ceil(512 / 3)
+  CHECK(t[3].max_path == 6);    // 3^5 = 243 < 512 <= 3^6 = 729
+  CHECK(t[4].operations == 64.0 * 512 * 512);
+  CHECK(t[4].max_path == 8);    // 512 / 64
+  CHECK(t[0].sequential == 1);
+  CHECK(t[0].max_path == 1);
+  // A sentence shorter than the representation: self-attention is the cheaper layer.
+  const std::vector<LayerTypeRow> short_n = layer_type_table(64, 512, 3, 16);
+  CHECK(short_n[0].operations < short_n[1].operations);
+}

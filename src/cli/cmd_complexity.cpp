@@ -76,6 +76,25 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
   out += render_table(methods, f) + "\n";
   if (prose) {
     for (const MethodCost& mc : r.methods) out += "  " + mc.name + ": " + mc.idea + " (" + mc.source + ")\n";
+    out += "\n";
+  }
+  if (prose) {
+    out += "Vaswani et al. 2017, Table 1, computed for n = " + std::to_string(c.ns.back()) + ", d = " +
+           std::to_string(c.d_model) + ", k = " + std::to_string(c.kernel) + ", r = " + std::to_string(c.window) +
+           " (operations per layer; sequential operations; the longest path a signal travels between two positions):\n";
+  }
+  Table layers{{"layer type", "complexity", "operations", "sequential", "max path", "path"}, {}};
+  for (const LayerTypeRow& l : r.layer_types)
+    layers.rows.push_back({l.layer, l.complexity, count_cell(l.operations, f), format_fixed(l.sequential, 0),
+                           format_fixed(l.max_path, 0), l.path_formula});
+  out += render_table(layers, f) + "\n";
+  if (prose) {
+    const LayerTypeRow &attn = r.layer_types[0], &rnn = r.layer_types[1];
+    out += "Self-attention costs " + format_g(attn.operations / rnn.operations, 3) + "x a recurrent layer here: "
+           "cheaper exactly when n < d (the paper's point for sentence-length n), with one sequential step and a path of "
+           "1 where the recurrent layer needs n.\n";
+  }
+  if (prose) {
     out += "\nKV cache = 2 x layers x kv_heads x head_dim x tokens x bytes (" + std::to_string(c.tokens) +
            " tokens, " + std::to_string(c.dtype_bytes) + "-byte numbers, batch 1); a model with a sliding "
            "window w can keep a rolling buffer of min(tokens, w) tokens instead:\n";
@@ -160,7 +179,10 @@ void setup_complexity(CLI::App& app) {
   cmd->add_flag("--causal", c.causal, "causal self-attention: count only the unmasked half");
   cmd->add_option("--dtype-bytes", c.dtype_bytes, "bytes per number: 4 = fp32, 2 = fp16/bf16")
       ->capture_default_str()->check(CLI::Range(1, 8));
-  cmd->add_option("--window", c.window, "window w of the sliding-window row")->capture_default_str();
+  cmd->add_option("--window", c.window, "window w of the sliding-window row (and r, the restricted attention's "
+                  "neighbourhood, of the layer-type table)")->capture_default_str();
+  cmd->add_option("--kernel", c.kernel, "convolution kernel k of the layer-type table (Vaswani et al. Table 1)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{2}, std::size_t{1} << 20));
   cmd->add_option("--tokens", c.tokens, "tokens held in the KV cache")->capture_default_str();
   std::string presets;
   for (const KvModel& m : kv_presets()) presets += (presets.empty() ? "" : ", ") + m.name;

@@ -189,6 +189,18 @@ KvClaimCheck tutorial_kv_claim_check() {
   return c;
 }
 
+std::vector<LayerTypeRow> layer_type_table(std::size_t n, std::size_t d, std::size_t k, std::size_t r) {
+  const double N = double(n), D = double(d), K = double(std::max<std::size_t>(k, 2)), R = double(std::max<std::size_t>(r, 1));
+  // The smallest whole number of dilated layers whose receptive field k^L covers n positions.
+  double dilated = 0;
+  for (double field = 1; field < N; field *= K) ++dilated;
+  return {{"self-attention", "O(n^2 d)", "1", N * N * D, 1, 1},
+          {"recurrent", "O(n d^2)", "n", N * D * D, N, N},
+          {"convolutional, contiguous", "O(k n d^2)", "n / k", double(k) * N * D * D, 1, std::ceil(N / K)},
+          {"convolutional, dilated", "O(k n d^2)", "log_k n", double(k) * N * D * D, 1, dilated},
+          {"self-attention, restricted to r", "O(r n d)", "n / r", R * N * D, 1, std::ceil(N / R)}};
+}
+
 ComplexityReport run_complexity(const ComplexityConfig& config) {
   if (config.ns.empty()) throw InputError("--n: expected at least one sequence length");
   ComplexityReport r;
@@ -196,6 +208,7 @@ ComplexityReport run_complexity(const ComplexityConfig& config) {
   for (std::size_t n : config.ns)
     r.rows.push_back(count_attention(n, config.d_model, config.heads, config.causal, config.dtype_bytes));
   r.crossover = crossover_length(config.d_model, config.heads, config.causal);
+  r.layer_types = layer_type_table(config.ns.back(), config.d_model, config.kernel, config.window);
   r.methods = method_table(config.ns, config.d_model, config.heads, config.window, config.dtype_bytes, config.causal);
   std::vector<KvModel> models;
   if (config.models.empty()) {
@@ -240,8 +253,17 @@ Json complexity_json(const ComplexityReport& r) {
     methods.push_back({{"name", m.name}, {"time", m.time}, {"memory", m.memory}, {"idea", m.idea},
                        {"source", m.source}, {"at", at}});
   }
+  Json layers = Json::array();
+  for (const LayerTypeRow& l : r.layer_types)
+    layers.push_back({{"layer", l.layer}, {"complexity", l.complexity}, {"operations", l.operations},
+                      {"sequential", l.sequential}, {"max_path_length", l.max_path}, {"path_formula", l.path_formula}});
   const KvClaimCheck& c = r.kv_claim;
   return {
+      {"layer_types",
+       {{"source", "Vaswani et al. 2017, Table 1, computed for n = " + std::to_string(r.config.ns.back()) +
+                       ", d = " + std::to_string(r.config.d_model) + ", k = " + std::to_string(r.config.kernel) +
+                       ", r = " + std::to_string(r.config.window)},
+        {"table", layers}}},
       {"convention", flops_convention()},
       {"rows", rows},
       {"kv_cache", kv},

@@ -91,7 +91,18 @@ struct ComplexityConfig {
   std::size_t tokens = 2048;        // KV cache length (the tutorial's example)
   std::vector<std::string> models;  // presets to list; empty = all
   std::vector<KvModel> custom;      // further models given by the user
+  std::size_t kernel = 3;           // convolution kernel k of the layer-type table
 };
+
+// Vaswani et al. 2017, Table 1, computed for one n, representation size d, kernel k and
+// restricted neighbourhood r: per-layer operations (n^2 d, n d^2, k n d^2, r n d), sequential
+// operations (1, n, 1, 1) and the maximum path length between any two positions (1, n,
+// log_k n for dilated convolutions or n / k for contiguous ones, n / r), rounded up.
+struct LayerTypeRow {
+  std::string layer, complexity, path_formula;
+  double operations = 0, sequential = 0, max_path = 0;
+};
+std::vector<LayerTypeRow> layer_type_table(std::size_t n, std::size_t d, std::size_t k, std::size_t r);
 
 // A widely shared tutorial computes LLaMA-7B's KV cache with 24 layers; it has 32 (Touvron et al. 2023,
 // arXiv 2302.13971, Table 2). Both, at its 2048 tokens and FP16, from kv_cache_bytes.
@@ -109,6 +120,7 @@ struct ComplexityReport {
   std::vector<MethodCost> methods;
   std::vector<std::pair<KvModel, std::uint64_t>> kv_cache;  // model, bytes
   KvClaimCheck kv_claim;
+  std::vector<LayerTypeRow> layer_types;  // at the largest n, d = d_model, k = kernel, r = window
 };
 
 ComplexityReport run_complexity(const ComplexityConfig& config);

@@ -103,14 +103,20 @@ TEST_CASE("terminal heatmap: Chinese labels line up by display width, without co
   CHECK(plain == matrix_table(h.row_labels, h.col_labels, h.weights));
 }
 
-TEST_CASE("terminal heatmap: a table wider than max_width is cut into blocks of keys, every value kept") {
-  const std::size_t L = 30;
+// L x L weights, every one different, labelled tok0, tok1, ...
+static TerminalHeatmap labelled_table(std::size_t L) {
   TerminalHeatmap h;
   for (std::size_t i = 0; i < L; ++i) h.row_labels.push_back("tok" + std::to_string(i));
   h.col_labels = h.row_labels;
   h.weights = Tensor2::from_shape({L, L});
   for (std::size_t i = 0; i < L; ++i)
-    for (std::size_t j = 0; j < L; ++j) h.weights(i, j) = float(i * L + j) / float(L * L);  // all different
+    for (std::size_t j = 0; j < L; ++j) h.weights(i, j) = float(i * L + j) / float(L * L);
+  return h;
+}
+
+TEST_CASE("terminal heatmap: a table wider than max_width is cut into blocks of keys, every value kept") {
+  const std::size_t L = 30;
+  TerminalHeatmap h = labelled_table(L);
   h.scale = {0, 1};
   h.max_width = 80;
   for (ColorMode mode : {ColorMode::none, ColorMode::truecolor}) {
@@ -141,12 +147,7 @@ TEST_CASE("terminal heatmap: a table wider than max_width is cut into blocks of 
 
 TEST_CASE("terminal heatmap: cut_to_fit keeps the keys and rows that fit and says what it left out") {
   const std::size_t L = 30;
-  TerminalHeatmap h;
-  for (std::size_t i = 0; i < L; ++i) h.row_labels.push_back("tok" + std::to_string(i));
-  h.col_labels = h.row_labels;
-  h.weights = Tensor2::from_shape({L, L});
-  for (std::size_t i = 0; i < L; ++i)
-    for (std::size_t j = 0; j < L; ++j) h.weights(i, j) = float(i * L + j) / float(L * L);
+  TerminalHeatmap h = labelled_table(L);
   h.scale = {0, 1};
   h.max_width = 80;
   h.cut_to_fit = true;

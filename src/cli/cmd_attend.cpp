@@ -120,17 +120,8 @@ void run_method(const Json& in, const AttendOptions& opts, AttentionMethod metho
   out["method"] = name;
   if (mo.causal) out["causal"] = true;
   // The random draws, so that a check outside can recompute the method exactly.
-  auto rows = [](const xt::xtensor<double, 2>& m) {
-    Json a = Json::array();
-    for (std::size_t i = 0; i < m.shape(0); ++i) {
-      Json row = Json::array();
-      for (std::size_t j = 0; j < m.shape(1); ++j) row.push_back(m(i, j));
-      a.push_back(row);
-    }
-    return a;
-  };
-  if (method == AttentionMethod::performer) out["random_features"] = rows(r.draws.at(0));
-  if (method == AttentionMethod::linformer) out["projections"] = {{"E", rows(r.draws.at(0))}, {"F", rows(r.draws.at(1))}};
+  if (method == AttentionMethod::performer) out["random_features"] = to_json(r.draws.at(0));
+  if (method == AttentionMethod::linformer) out["projections"] = {{"E", to_json(r.draws.at(0))}, {"F", to_json(r.draws.at(1))}};
   write_file_atomically(opts.output, out.dump() + "\n");
 }
 

@@ -154,6 +154,15 @@ double json_float(float x, FloatText text) {
 Json to_json(const Tensor1& t, FloatText text) { return nested(t, 0, 0, false, text); }
 Json to_json(const Tensor2& t, FloatText text) { return nested(t, 0, 0, false, text); }
 Json to_json(const Tensor3& t, FloatText text) { return nested(t, 0, 0, false, text); }
+Json to_json(const xt::xtensor<double, 2>& m) {
+  Json rows = Json::array();
+  for (std::size_t i = 0; i < m.shape(0); ++i) {
+    Json row = Json::array();
+    for (std::size_t j = 0; j < m.shape(1); ++j) row.push_back(m(i, j));
+    rows.push_back(row);
+  }
+  return rows;
+}
 Json lse_to_json(const Tensor1& lse) { return nested(lse, 0, 0, true); }
 Json lse_to_json(const Tensor2& lse) { return nested(lse, 0, 0, true); }
 

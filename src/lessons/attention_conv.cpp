@@ -153,22 +153,12 @@ TrainedOffsets trained_offsets(const ToyModel& model) {
   return t;
 }
 
-Json rows_json(const ArrayF64& a) {
-  Json out = Json::array();
-  for (std::size_t i = 0; i < a.shape(0); ++i) {
-    Json row = Json::array();
-    for (std::size_t j = 0; j < a.shape(1); ++j) row.push_back(a(i, j));
-    out.push_back(row);
-  }
-  return out;
-}
-
 Json case_json(const ConvCase& c, const std::vector<long>& extent) {
   Json weights = Json::array();
-  for (const ArrayF64& w : c.weights) weights.push_back(rows_json(w));
+  for (const ArrayF64& w : c.weights) weights.push_back(to_json(w));
   return {{"extent", extent},  {"heads", c.heads},          {"offsets", c.offsets},
           {"max_abs_diff", c.max_abs_diff}, {"one_head_short", c.one_head_short},
-          {"x", rows_json(c.x)}, {"weights", weights}, {"conv", rows_json(c.conv)}, {"attention", rows_json(c.attention)}};
+          {"x", to_json(c.x)}, {"weights", weights}, {"conv", to_json(c.conv)}, {"attention", to_json(c.attention)}};
 }
 
 }  // namespace

@@ -20,16 +20,6 @@ double max_abs_difference(const MatrixF64& a, const MatrixF64& b) {
   return m;
 }
 
-Json matrix_json(const MatrixF64& m) {
-  Json rows = Json::array();
-  for (std::size_t i = 0; i < m.shape(0); ++i) {
-    Json row = Json::array();
-    for (std::size_t j = 0; j < m.shape(1); ++j) row.push_back(m(i, j));
-    rows.push_back(row);
-  }
-  return rows;
-}
-
 }  // namespace
 
 LinearRnnResult run_linear_rnn(const LinearRnnConfig& config) {
@@ -93,16 +83,16 @@ Json linear_rnn_json(const LinearRnnResult& r) {
       {"tokens", r.tokens},
       {"d", r.config.d},
       {"seed", r.config.seed},
-      {"q", matrix_json(r.q)},
-      {"k", matrix_json(r.k)},
-      {"v", matrix_json(r.v)},
-      {"parallel_output", matrix_json(r.parallel)},
-      {"recurrent_output", matrix_json(r.recurrent)},
+      {"q", to_json(r.q)},
+      {"k", to_json(r.k)},
+      {"v", to_json(r.v)},
+      {"parallel_output", to_json(r.parallel)},
+      {"recurrent_output", to_json(r.recurrent)},
       {"max_abs_recurrent_vs_parallel", r.max_abs_recurrent_vs_parallel},
-      {"linear_weights", matrix_json(r.linear_weights)},
-      {"softmax_weights", matrix_json(r.softmax_weights)},
+      {"linear_weights", to_json(r.linear_weights)},
+      {"softmax_weights", to_json(r.softmax_weights)},
       {"softmax_definition", "causal softmax(Q K^T / sqrt(d)) through attn-cli's sdpa (float32)"},
-      {"softmax_output", matrix_json(r.softmax_output)},
+      {"softmax_output", to_json(r.softmax_output)},
       {"max_abs_weight_difference", r.max_abs_weight_difference},
       {"max_abs_output_difference", r.max_abs_output_difference},
       {"value_bytes", r.config.value_bytes},

@@ -53,6 +53,8 @@ enum class FloatText { exact, shortest };
 Json to_json(const Tensor1& t, FloatText text = FloatText::exact);
 Json to_json(const Tensor2& t, FloatText text = FloatText::exact);
 Json to_json(const Tensor3& t, FloatText text = FloatText::exact);
+// A float64 matrix as nested rows of JSON doubles (the lessons' float64 results).
+Json to_json(const xt::xtensor<double, 2>& m);
 
 // Like to_json, but -inf (a fully masked row's log-sum-exp) becomes null: JSON has no -inf.
 Json lse_to_json(const Tensor1& lse);

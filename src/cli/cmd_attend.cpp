@@ -89,8 +89,9 @@ std::string join_names(const std::vector<const char*>& names) {
 void run_method(const Json& in, const AttendOptions& opts, AttentionMethod method) {
   const char* name = attention_method_name(method);
   const std::vector<const char*> allowed = method_fields(method);
-  for (const auto& [field, value] : in.items()) {
-    if (field == "q" || field == "k" || field == "v" || field == "method" || value.is_null()) continue;
+  for (const auto& item : in.items()) {
+    const std::string& field = item.key();  // not a structured binding: a lambda below reads it (clang 14)
+    if (field == "q" || field == "k" || field == "v" || field == "method" || item.value().is_null()) continue;
     if (std::none_of(allowed.begin(), allowed.end(), [&](const char* f) { return field == f; }))
       throw InputError(field + ": method \"" + name + "\" cannot honour it (it takes " +
                        (allowed.empty() ? std::string("nothing more") : join_names(allowed)) + ")");

@@ -158,7 +158,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     }
   }
   save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
-  if (r.trained) {
+  if (r.trained && r.trained->labels.size() >= 2) {  // one token: nothing before it, no score (the terminal says so)
     const Figure trained = trained_heads_figure(*r.trained, o.colormap);
     save(trained, dir, "trained_heads", "heatmap", trained.title, o, artifacts);
   }

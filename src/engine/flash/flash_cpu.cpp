@@ -127,6 +127,19 @@ void modify_row(const Problem<T>& p, std::size_t h, std::size_t i, std::size_t j
     s[j] = T(p.score_mod->apply(double(s[j]) * to_score, h, pos, long(j0 + j)) * back);
 }
 
+// Whether any query of rows [i0, i0 + rows) may see any key of [j0, j0 + cols) under the
+// explicit mask: a tile it hides entirely (a sliding window's, a document's) is skipped, as a
+// causal tile above the diagonal is: every score would be -inf and change nothing.
+template <class T>
+bool tile_any_visible(const Problem<T>& p, std::size_t h, std::size_t i0, std::size_t rows, std::size_t j0,
+                      std::size_t cols) {
+  const bool* m = p.allowed->data() + (p.allowed->shape(0) == 1 ? 0 : h) * p.Lq * p.Lk;
+  for (std::size_t i = i0; i < i0 + rows; ++i)
+    for (std::size_t j = j0; j < j0 + cols; ++j)
+      if (m[i * p.Lk + j]) return true;
+  return false;
+}
+
 struct NoTileStep {};  // what an unobserved tile loop keeps of a tile: nothing
 
 // The observer hook's view of one tile: the running (m, l) of the block's rows as the tile
@@ -180,6 +193,9 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
       p.causal ? std::size_t(tile::causal_key_end(long(i0 + rows), long(p.Lq), long(p.Lk))) : p.Lk;
   for (std::size_t j0 = 0; j0 < key_end; j0 += p.Bk) {  // for each key/value block K_j, V_j
     const std::size_t kcols = std::min(p.Bk, key_end - j0);
+    if constexpr (!kObserve) {  // the observer sees every tile the masks leave (as before)
+      if (p.allowed && !tile_any_visible(p, h, i0, rows, j0, kcols)) continue;
+    }
     // Tiles below the diagonal are fully visible. A tile on the diagonal is walked in groups
     // of row_align rows, each computing only up to the last key its last row sees: the
     // triangle above the diagonal is then skipped at register-block granularity, not a tile's.

@@ -34,9 +34,10 @@ xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xten
             (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
         double s = 0;
         for (std::size_t c = 0; visible && c < d; ++c) s += double(q(h, i, c)) * double(k(h / group, j, c));
-        if (visible && mod && mod->any())  // on scale * q.k, before the temperature (variant.hpp)
-          s = mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature / scale;
-        row[j] = visible ? s * scale : -INFINITY;
+        const bool modded = mod && mod->any();  // on scale * q.k, before the temperature (variant.hpp)
+        row[j] = !visible ? -INFINITY
+                 : modded ? mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature
+                          : s * scale;
       }
       softmax_row_inplace(row.data(), Lk);
       for (std::size_t j = 0; j < Lk; ++j) w(h, i, j) = row[j];

@@ -16,7 +16,7 @@ A picture's numbers are drawn into its pixels, which no test can read back: numb
 they say, written by the run that drew them, so --check (a CTest test) fails when the build
 computes something else and the pictures are stale. roofline.png measures this machine and is
 regenerated but never checked. Float32 rounding differs between CPUs (AVX-512, AVX2), and 1000
-steps of training carry it on: on the flash ISA and BLAS core numbers.json records
+steps of training carry it on: on the flash ISA, BLAS core and compiler numbers.json records
 ("_kernels"), scores are compared within 0.01 and step numbers within 30 steps; on others within
 0.1 and 100 steps, and the trained heads' kinds are not compared.
 """
@@ -125,7 +125,7 @@ def pictures(cli, w):
 
 def kernels(cli):
     doctor = json.loads(subprocess.run([cli, "doctor", "--json"], check=True, capture_output=True, text=True).stdout)
-    return {"flash_isa": doctor["flash_isa"], "blas_core": doctor["blas"]["core"]}
+    return {"flash_isa": doctor["flash_isa"], "blas_core": doctor["blas"]["core"], "compiler": doctor["compiler"]}
 
 
 def differs(key, want, have, same_kernels):

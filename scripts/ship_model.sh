@@ -17,8 +17,8 @@ import json, sys
 doctor = json.load(open(sys.argv[1]))
 path = sys.argv[2]
 p = json.load(open(path))
-p["trained_on"] = {"attn_cli": doctor["version"], "cpu": doctor["cpu"], "flash_isa": doctor["flash_isa"],
-                   "blas_core": doctor["blas"]["core"]}
+p["trained_on"] = {"attn_cli": doctor["version"], "compiler": doctor["compiler"], "cpu": doctor["cpu"],
+                   "flash_isa": doctor["flash_isa"], "blas_core": doctor["blas"]["core"]}
 p["final_heads"] = json.load(open(sys.argv[3]))["final"]
 open(path, "w").write(json.dumps(p, indent=2) + "\n")
 PY

@@ -10,6 +10,30 @@
 #include "machine_facts.hpp"
 
 namespace attn::cli {
+namespace {
+
+// The compiler that built this binary: float32 results (a trained model's bytes) depend on its
+// code generation as much as on the CPU's kernels.
+std::string compiler_name() {
+#if defined(__clang__)
+  std::string name = "clang " __clang_version__;
+#elif defined(__GNUC__)
+  std::string name = "gcc " __VERSION__;
+#else
+  std::string name = "unknown compiler";
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+  name += ", sanitizers";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  name += ", sanitizers";
+#endif
+#endif
+  return name;
+}
+
+}  // namespace
+
 
 void setup_doctor(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
@@ -32,11 +56,12 @@ Examples:
     if (*json) {
       Json out = m;
       out["version"] = kVersion;
+      out["compiler"] = compiler_name();
       std::cout << out.dump(2) << "\n";
       return;
     }
     const Json& b = m["blas"];
-    std::printf("attn-cli %s\n", kVersion);
+    std::printf("attn-cli %s (%s)\n", kVersion, compiler_name().c_str());
     std::printf("cpu:        %s (%s)\n", m["cpu"].get<std::string>().c_str(), m["cpu_vectors"].get<std::string>().c_str());
     std::printf("flash ISA:  %s\n", m["flash_isa"].get<std::string>().c_str());
     const Json& t = m["flash_tuning"];

@@ -88,8 +88,11 @@ std::vector<std::vector<std::string_view>> word_lines(const std::vector<std::str
     lines.back().push_back(w);
   }
   constexpr std::size_t kWidow = 8;
+  const auto fits_together = [&] {  // the word moved down and the widow on one line
+    return indent + display_width(lines[lines.size() - 2].back()) + 1 + display_width(lines.back().front()) <= width;
+  };
   if (lines.size() >= 2 && lines.back().size() == 1 && display_width(lines.back().front()) < kWidow &&
-      lines[lines.size() - 2].size() >= 3) {
+      lines[lines.size() - 2].size() >= 3 && fits_together()) {
     std::vector<std::string_view>& before = lines[lines.size() - 2];
     lines.back().insert(lines.back().begin(), before.back());
     before.pop_back();

@@ -21,8 +21,9 @@
 // score to 1 (kBeatUniformShare): 0.56 for previous-token at 3 tokens, 0.4 again from 12.
 //
 // The rule (kHeadKindRule), in a sentence: a head is the kind with the largest score among
-// those that reach their bar; else "broad" when its entropy is >= 0.8; else "mixed". Query 0 sees only itself, so it says nothing
-// and is left out of every mean; with one token every score is null and every head "untested".
+// those that reach their bar; else "broad" when its entropy is >= 0.8; else "mixed". Query 0
+// sees only itself, so it says nothing and is left out of every mean; with one token every
+// score is null and every head "untested".
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -53,13 +53,9 @@ namespace {
 std::optional<Mask3> tiled_mask(const Mask3* allowed, const AttentionMask& m, std::size_t Lq, std::size_t Lk) {
   if (!m.any()) return allowed ? std::optional<Mask3>(*allowed) : std::nullopt;
   m.check(Lq, Lk);
-  const Mask2 variant = m.allowed(Lq, Lk);
-  if (!allowed) return Mask3(xt::expand_dims(variant, 0));
-  Mask3 joined = *allowed;
-  for (std::size_t h = 0; h < joined.shape(0); ++h)
-    for (std::size_t i = 0; i < Lq; ++i)
-      for (std::size_t j = 0; j < Lk; ++j) joined(h, i, j) = joined(h, i, j) && variant(i, j);
-  return joined;
+  const Mask3 variant = xt::expand_dims(m.allowed(Lq, Lk), 0);  // [1, Lq, Lk]
+  if (!allowed) return variant;
+  return Mask3(*allowed && variant);  // broadcast over the explicit mask's heads
 }
 
 }  // namespace

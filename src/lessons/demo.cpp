@@ -303,12 +303,12 @@ bool show_twice(const std::vector<std::int32_t>& ids, std::size_t positions) {
 std::size_t shown_length(const std::vector<std::int32_t>& ids, std::size_t positions) {
   return show_twice(ids, positions) ? 2 * ids.size() : ids.size();
 }
-void repeat_when_nothing_repeats(DemoModel& dm, std::vector<std::string>& labels) {
+void repeat_when_nothing_repeats(DemoModel& dm) {
   if (!show_twice(dm.ids, dm.config.context)) return;
-  const std::vector<std::int32_t> ids = dm.ids;
-  const std::vector<std::string> once = labels;
+  const std::vector<std::int32_t> ids = dm.ids;  // copies: a vector cannot insert its own range
+  const std::vector<std::string> labels = dm.labels;
   dm.ids.insert(dm.ids.end(), ids.begin(), ids.end());
-  labels.insert(labels.end(), once.begin(), once.end());
+  dm.labels.insert(dm.labels.end(), labels.begin(), labels.end());
   dm.repeated = true;
 }
 
@@ -320,7 +320,7 @@ DemoModel toy_demo_model(const ToyModel& model, const std::vector<std::string>& 
   dm.path = path, dm.architecture = "toy", dm.config = mc;
   dm.ids = toy_tokens_from_words(words, mc.vocab).ids;
   dm.labels = words;
-  repeat_when_nothing_repeats(dm, dm.labels);
+  repeat_when_nothing_repeats(dm);
   f = run_toy_forward(model, ToyTokens{dm.ids, dm.labels, dm.labels});
   dm.attention = f.attention;
   dm.summary = summarize_heads(dm.ids, dm.attention);
@@ -411,7 +411,7 @@ void gpt2_attention(DemoResult& r, const std::vector<std::int32_t>& ids) {
   const ToyConfig mc{c.vocab_size, c.n_embd, c.n_head, c.n_layer, c.n_positions};
   DemoModel dm;
   dm.path = r.config.model_path, dm.architecture = "gpt2", dm.config = mc, dm.ids = ids, dm.labels = r.tokens;
-  repeat_when_nothing_repeats(dm, dm.labels);
+  repeat_when_nothing_repeats(dm);
   const Gpt2Forward f = gpt2_forward(model, dm.ids);
   dm.attention = f.attention;
   dm.summary = summarize_heads(dm.ids, dm.attention);

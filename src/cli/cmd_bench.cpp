@@ -85,11 +85,8 @@ void check_budgets(const BenchOptions& o) {
                "lower them");
 }
 
-void run_bench_command(const BenchOptions& o) {
-  check_budgets(o);
-  const bool progress = isatty(STDERR_FILENO);
-  Json runs = Json::array(), sgemm = Json::array();
-  std::vector<BenchRun> results;
+// sgemm's rate on each thread count of --threads (0 where --sgemm is not given), each also in `sgemm`.
+std::vector<double> measure_sgemm(const BenchOptions& o, bool progress, Json& sgemm) {
   std::vector<double> sgemm_by_threads;
   for (std::size_t t : o.threads) {
     double g = 0;
@@ -102,71 +99,75 @@ void run_bench_command(const BenchOptions& o) {
     }
     sgemm_by_threads.push_back(g);
   }
-  for (std::size_t ti = 0; ti < o.threads.size(); ++ti)
-    for (std::size_t n : o.n)
-      for (const std::string& backend : o.backends) {
-        BenchConfig c;
-        c.backend = backend;
-        c.n = n;
-        c.heads = o.heads;
-        c.head_dim = o.head_dim;
-        c.causal = o.causal;
-        c.threads = o.threads[ti];
-        c.repeat = o.repeat;
-        c.block_q = o.block_q;
-        c.block_k = o.block_k;
-        c.check = !o.no_check && naive_fits(o, n);
-        c.backward = o.backward;
-        c.dtype = o.dtype;
-        if (progress) std::cerr << "running " << backend << " n=" << n << " threads=" << c.threads << "...      \r" << std::flush;
-        const BenchRun r = run_bench(c);
-        results.push_back(r);
-        Json err = r.max_abs_err_vs_naive ? Json(*r.max_abs_err_vs_naive) : Json(nullptr);
-        Json run = {{"backend", backend}, {"n", n}, {"heads", o.heads}, {"head_dim", o.head_dim},
-                    {"causal", o.causal}, {"threads", c.threads}, {"median_ms", r.median_ms},
-                    {"min_ms", r.min_ms}, {"flops", r.flops}, {"gflops", r.gflops},
-                    {"peak_rss_bytes", r.peak_rss_bytes},
-                    {"baseline_rss_bytes", r.baseline_rss_bytes},
-                    {"max_abs_err_vs_naive", err}};
-        // Best against best: sgemm's rate is from its fastest run, so this is the fastest run's
-        // rate too (the median's would put one run's noise on one side of the ratio only).
-        if (o.sgemm_n) run["fraction_of_sgemm"] = r.flops / (r.min_ms * 1e6) / sgemm_by_threads[ti];
-        if (c.threads == 1) run["min_thread_cpu_ms"] = r.min_thread_cpu_ms;
-        if (backend == "cuda") {
-          run["dtype"] = o.dtype;
-          run["includes_host_device_copies"] = false;
-          run["device"] = cuda_device_name();
-        }
-        if (o.backward) run["pass"] = "backward";
-        if (backend == "flash" && !o.backward) {  // what this run's tiled loop ran (flash_tiling)
-          FlashOptions fo;
-          fo.block_q = o.block_q, fo.block_k = o.block_k;
-          const FlashTiling t = flash_tiling(n, n, fo);
-          run["tiles"] = {{"block_q", t.block_q}, {"block_k", t.block_k}, {"qk_kernel", t.qk_kernel},
-                          {"pv_kernel", t.pv_kernel}};
-        }
-        runs.push_back(run);
-      }
-  if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
-  // After the runs, so a refused option is still one line; before the figures it qualifies.
-  if (const auto warning = blas_fallback_warning()) warn(*warning);
+  return sgemm_by_threads;
+}
 
-  if (o.json) {
-    const char* convention = o.backward ? "2.5 x 4*H*n*n*d, halved when causal (FlashAttention's rule for the backward pass)"
-                                        : "4*H*n*n*d, halved when causal (FlashAttention's benchmark rule)";
-    Json out = {{"flops_convention", convention},
-                {"timing", std::string("one untimed warm-up run, then --repeat timed runs; cuda: CUDA events around "
-                                       "each launch, inputs already on the device; gflops from the median run") +
-                               (o.sgemm_n ? "; sgemm from the fastest of " + std::to_string(kSgemmRepeat + 1) +
-                                                " runs, and fraction_of_sgemm = flops / min_ms against it"
-                                          : std::string())},
-                {"isa", flash_isa()},
-                {"machine", machine_json()},
-                {"runs", runs}};
-    if (o.sgemm_n) out["sgemm"] = sgemm;
-    std::cout << out.dump(2) << "\n";
-    return;
+BenchConfig bench_config(const BenchOptions& o, const std::string& backend, std::size_t n, std::size_t threads) {
+  BenchConfig c;
+  c.backend = backend;
+  c.n = n;
+  c.heads = o.heads;
+  c.head_dim = o.head_dim;
+  c.causal = o.causal;
+  c.threads = threads;
+  c.repeat = o.repeat;
+  c.block_q = o.block_q;
+  c.block_k = o.block_k;
+  c.check = !o.no_check && naive_fits(o, n);
+  c.backward = o.backward;
+  c.dtype = o.dtype;
+  return c;
+}
+
+// One run (of config c) as the JSON's "runs" hold it; sgemm_gflops is sgemm's rate on its thread count.
+Json run_json(const BenchOptions& o, const BenchConfig& c, const BenchRun& r, double sgemm_gflops) {
+  const std::string& backend = c.backend;
+  const std::size_t n = c.n;
+  Json err = r.max_abs_err_vs_naive ? Json(*r.max_abs_err_vs_naive) : Json(nullptr);
+  Json run = {{"backend", backend}, {"n", n}, {"heads", o.heads}, {"head_dim", o.head_dim},
+              {"causal", o.causal}, {"threads", c.threads}, {"median_ms", r.median_ms},
+              {"min_ms", r.min_ms}, {"flops", r.flops}, {"gflops", r.gflops},
+              {"peak_rss_bytes", r.peak_rss_bytes},
+              {"baseline_rss_bytes", r.baseline_rss_bytes},
+              {"max_abs_err_vs_naive", err}};
+  // Best against best: sgemm's rate is from its fastest run, so this is the fastest run's
+  // rate too (the median's would put one run's noise on one side of the ratio only).
+  if (o.sgemm_n) run["fraction_of_sgemm"] = r.flops / (r.min_ms * 1e6) / sgemm_gflops;
+  if (c.threads == 1) run["min_thread_cpu_ms"] = r.min_thread_cpu_ms;
+  if (backend == "cuda") {
+    run["dtype"] = o.dtype;
+    run["includes_host_device_copies"] = false;
+    run["device"] = cuda_device_name();
   }
+  if (o.backward) run["pass"] = "backward";
+  if (backend == "flash" && !o.backward) {  // what this run's tiled loop ran (flash_tiling)
+    FlashOptions fo;
+    fo.block_q = o.block_q, fo.block_k = o.block_k;
+    const FlashTiling t = flash_tiling(n, n, fo);
+    run["tiles"] = {{"block_q", t.block_q}, {"block_k", t.block_k}, {"qk_kernel", t.qk_kernel},
+                    {"pv_kernel", t.pv_kernel}};
+  }
+  return run;
+}
+
+void print_bench_json(const BenchOptions& o, const Json& runs, const Json& sgemm) {
+  const char* convention = o.backward ? "2.5 x 4*H*n*n*d, halved when causal (FlashAttention's rule for the backward pass)"
+                                      : "4*H*n*n*d, halved when causal (FlashAttention's benchmark rule)";
+  Json out = {{"flops_convention", convention},
+              {"timing", std::string("one untimed warm-up run, then --repeat timed runs; cuda: CUDA events around "
+                                     "each launch, inputs already on the device; gflops from the median run") +
+                             (o.sgemm_n ? "; sgemm from the fastest of " + std::to_string(kSgemmRepeat + 1) +
+                                              " runs, and fraction_of_sgemm = flops / min_ms against it"
+                                        : std::string())},
+              {"isa", flash_isa()},
+              {"machine", machine_json()},
+              {"runs", runs}};
+  if (o.sgemm_n) out["sgemm"] = sgemm;
+  std::cout << out.dump(2) << "\n";
+}
+
+// What the table's numbers count, the machine, and sgemm's rates.
+void print_bench_preamble(const BenchOptions& o, const std::vector<double>& sgemm_by_threads) {
   if (o.backward) {
     std::printf("attention backward (dQ, dK, dV; float64), H=%zu, d=%zu, %s\n", o.heads, o.head_dim,
                 o.causal ? "causal" : "not causal");
@@ -185,6 +186,11 @@ void run_bench_command(const BenchOptions& o) {
                   sgemm_by_threads[ti]);
   if (o.sgemm_n)
     std::printf("(x sgemm: the fastest run's GFLOP/s over sgemm's fastest of %zu runs)\n", kSgemmRepeat + 1);
+}
+
+void print_bench_table(const BenchOptions& o, const std::vector<BenchRun>& results, const Json& runs,
+                       const std::vector<double>& sgemm_by_threads) {
+  print_bench_preamble(o, sgemm_by_threads);
   std::printf("(peak MiB: the process's peak during the runs; +MiB: above its size with the inputs)\n");
   std::printf("\n%-9s %6s %7s %11s %9s %8s %10s %8s %12s\n", "backend", "n", "threads", "median ms", "GFLOP/s",
               o.sgemm_n ? "x sgemm" : "", "peak MiB", "+MiB", "max |err|");
@@ -198,6 +204,28 @@ void run_bench_command(const BenchOptions& o) {
                 r.config.threads, r.median_ms, r.gflops, frac, double(r.peak_rss_bytes) / (1 << 20),
                 (double(r.peak_rss_bytes) - double(r.baseline_rss_bytes)) / (1 << 20), err);
   }
+}
+
+void run_bench_command(const BenchOptions& o) {
+  check_budgets(o);
+  const bool progress = isatty(STDERR_FILENO);
+  Json runs = Json::array(), sgemm = Json::array();
+  std::vector<BenchRun> results;
+  const std::vector<double> sgemm_by_threads = measure_sgemm(o, progress, sgemm);
+  for (std::size_t ti = 0; ti < o.threads.size(); ++ti)
+    for (std::size_t n : o.n)
+      for (const std::string& backend : o.backends) {
+        const BenchConfig c = bench_config(o, backend, n, o.threads[ti]);
+        if (progress) std::cerr << "running " << backend << " n=" << n << " threads=" << c.threads << "...      \r" << std::flush;
+        const BenchRun r = run_bench(c);
+        results.push_back(r);
+        runs.push_back(run_json(o, c, r, sgemm_by_threads[ti]));
+      }
+  if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
+  // After the runs, so a refused option is still one line; before the figures it qualifies.
+  if (const auto warning = blas_fallback_warning()) warn(*warning);
+  if (o.json) print_bench_json(o, runs, sgemm);
+  else print_bench_table(o, results, runs, sgemm_by_threads);
 }
 
 void run_decode_command(const BenchOptions& o) {

@@ -320,8 +320,8 @@ void print_short_checks(const DemoResult& r) {
                        "    ");
 }
 
-void run_demo_command(const DemoOptions& opts) {
-  check_colormap(opts.image.colormap);
+// The run the flags ask for: positions, RoPE, and the model (given, shipped or none).
+DemoConfig demo_config(const DemoOptions& opts) {
   DemoConfig config = opts.config;
   if (!opts.rope.empty()) config.rope = parse_rope_style(opts.rope, "--rope");
   config.positions = parse_position_kind(opts.positions, "--positions");
@@ -351,11 +351,11 @@ void run_demo_command(const DemoOptions& opts) {
     config.trained_name = kShippedModelName;
   }
   if (!opts.model.empty() && opts.random_only) throw InputError("--random-only: leave it out with --model");
-  require_demo_budgets(demo_size(config));
-  const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
-  OutputFolder folder = prepare_picture_dir(opts.out);
-  const DemoResult r = run_demo(config);
+  return config;
+}
 
+// Everything the demo prints before the files: tokens, weights, checks.
+void print_demo_results(const DemoResult& r, const DemoOptions& opts) {
   print_tokens(r);
   char scale[64];
   std::snprintf(scale, sizeof scale, "%.6g", r.scale);
@@ -382,11 +382,15 @@ void run_demo_command(const DemoOptions& opts) {
     print_trained(r);
     print_short_checks(r);
   }
+}
 
+// The pictures, manifest.json and report.html into the staging folder; `ms` gets the pictures' time.
+std::vector<Artifact> write_demo_folder(const DemoResult& r, OutputFolder& folder, const DemoPictureOptions& pictures,
+                                        double& ms) {
   // Timings go to the terminal only: the files must be byte-identical from run to run.
   const auto start = std::chrono::steady_clock::now();
   std::vector<Artifact> artifacts = write_demo_pictures(r, folder.staging(), pictures);
-  const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   artifacts.push_back({"report.html", "report",
                        "one offline page: heatmaps with hover, heads, temperature, masks, lines view, flash replay"});
   const std::string manifest = (std::filesystem::path(folder.staging()) / "manifest.json").string();
@@ -398,8 +402,10 @@ void run_demo_command(const DemoOptions& opts) {
   // The report reads the staged folder as `attn-cli report` reads a finished one.
   write_file_atomically((std::filesystem::path(folder.staging()) / "report.html").string(),
                         report_html(read_report_folder(folder.staging())));
-  folder.commit();
+  return artifacts;
+}
 
+void print_written(const DemoOptions& opts, const std::vector<Artifact>& artifacts, double ms) {
   if (opts.verbose) {
     std::cout << "\nWrote into " << printable_text(opts.out) << "/ (" << artifacts.size() - 1 << " pictures in "
               << std::lround(ms) << " ms):\n";
@@ -416,6 +422,20 @@ void run_demo_command(const DemoOptions& opts) {
                              "/report.html. --verbose prints every table, check and file.",
                          "");
   }
+}
+
+void run_demo_command(const DemoOptions& opts) {
+  check_colormap(opts.image.colormap);
+  const DemoConfig config = demo_config(opts);
+  require_demo_budgets(demo_size(config));
+  const DemoPictureOptions pictures{image_options(opts.image), opts.image.colormap};
+  OutputFolder folder = prepare_picture_dir(opts.out);
+  const DemoResult r = run_demo(config);
+  print_demo_results(r, opts);
+  double ms = 0;
+  const std::vector<Artifact> artifacts = write_demo_folder(r, folder, pictures, ms);
+  folder.commit();
+  print_written(opts, artifacts, ms);
 }
 
 }  // namespace

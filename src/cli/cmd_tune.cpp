@@ -35,18 +35,19 @@ Json candidate_json(const TuneCandidate& c) {
   return j;
 }
 
-void run_tune(TuneOptions o) {
-  if (o.reset) {
-    const auto path = tuning_file_path();
-    const bool removed = remove_flash_tuning();
-    if (o.json) {
-      std::cout << Json{{"file", path ? Json(*path) : Json(nullptr)}, {"removed", removed}}.dump(2) << "\n";
-      return;
-    }
-    std::printf("%s %s\n", removed ? "removed" : "nothing to remove at", path ? path->c_str() : "(no cache folder)");
+// --reset: forget the saved tuning, and say whether there was one.
+void reset_tuning(bool json) {
+  const auto path = tuning_file_path();
+  const bool removed = remove_flash_tuning();
+  if (json) {
+    std::cout << Json{{"file", path ? Json(*path) : Json(nullptr)}, {"removed", removed}}.dump(2) << "\n";
     return;
   }
-  const TuneConfig& c = o.config;
+  std::printf("%s %s\n", removed ? "removed" : "nothing to remove at", path ? path->c_str() : "(no cache folder)");
+}
+
+// The runs tune_flash makes, against the time and memory budgets, before the first.
+void check_tune_budgets(const TuneConfig& c) {
   const double threads = double(c.threads ? c.threads : std::max(1u, std::thread::hardware_concurrency()));
   const FlashBlockings offered = flash_blockings();
   const double runs = double(c.rounds + 1) * double(offered.qk.size() + offered.pv.size() + tune_block_qs().size() + 2);
@@ -57,42 +58,31 @@ void run_tune(TuneOptions o) {
   require_time(runs * pass / rate, "tune with these --n, --heads, --head-dim and --rounds", "lower them");
   require_memory(4.0 * 5 * double(c.heads) * double(c.n) * double(c.head_dim), "the inputs and outputs",
                  "lower --n or --heads");
-  if (!o.no_save) tuning_file_for_writing();  // nowhere to save: say so before measuring
+}
 
-  if (isatty(STDERR_FILENO)) {
-    o.config.progress = [](std::size_t done, std::size_t total) {
-      std::fprintf(stderr, "\rtune: %3.0f%% of the runs", 100.0 * double(done) / double(total));
-      if (done == total) std::fprintf(stderr, "\r%*s\r", 30, "");
-      std::fflush(stderr);
-    };
-  }
-  const TuneResult r = tune_flash(o.config);
-  bool all_same = true;
-  for (const TuneCandidate& t : r.candidates) all_same = all_same && t.same_bits;
-  if (!o.no_save) save_flash_tuning(c, r);
-  const auto path = tuning_file_path();
+void print_tune_json(const TuneConfig& c, const TuneResult& r, bool all_same, const std::optional<std::string>& saved_to) {
+  Json candidates = Json::array();
+  for (const TuneCandidate& t : r.candidates) candidates.push_back(candidate_json(t));
+  Json out = {{"isa", r.isa},
+              {"machine", machine_json()},
+              {"shape", {{"n", c.n}, {"heads", c.heads}, {"head_dim", c.head_dim}}},
+              {"threads", r.threads},
+              {"rounds", c.rounds},
+              {"margin", c.margin},
+              {"score", "min_ms + min_ms_causal: each the best of the rounds"},
+              {"candidates", candidates},
+              {"builtin", flash_tuning_fields(r.builtin)},
+              {"staged", flash_tuning_fields(r.staged)},
+              {"chosen", flash_tuning_fields(r.chosen)},
+              {"builtin_ms", r.builtin_ms},
+              {"staged_ms", r.staged_ms},
+              {"all_same_bits", all_same},
+              {"saved_to", saved_to ? Json(*saved_to) : Json(nullptr)}};
+  std::cout << out.dump(2) << "\n";
+}
 
-  if (o.json) {
-    Json candidates = Json::array();
-    for (const TuneCandidate& t : r.candidates) candidates.push_back(candidate_json(t));
-    Json out = {{"isa", r.isa},
-                {"machine", machine_json()},
-                {"shape", {{"n", c.n}, {"heads", c.heads}, {"head_dim", c.head_dim}}},
-                {"threads", r.threads},
-                {"rounds", c.rounds},
-                {"margin", c.margin},
-                {"score", "min_ms + min_ms_causal: each the best of the rounds"},
-                {"candidates", candidates},
-                {"builtin", flash_tuning_fields(r.builtin)},
-                {"staged", flash_tuning_fields(r.staged)},
-                {"chosen", flash_tuning_fields(r.chosen)},
-                {"builtin_ms", r.builtin_ms},
-                {"staged_ms", r.staged_ms},
-                {"all_same_bits", all_same},
-                {"saved_to", o.no_save || !path ? Json(nullptr) : Json(*path)}};
-    std::cout << out.dump(2) << "\n";
-    return;
-  }
+// Every candidate's times by stage, then what was chosen and why.
+void print_tune_table(const TuneConfig& c, const TuneResult& r, bool all_same, const std::optional<std::string>& saved_to) {
   std::printf("Tuning the float32 flash kernel (%s) on %s:\n"
               "n = %zu, H = %zu, d = %zu, %zu thread(s); each time is the best of %zu runs.\n\n",
               r.isa.c_str(), machine_json()["cpu"].get<std::string>().c_str(), c.n, c.heads, c.head_dim, r.threads,
@@ -122,9 +112,35 @@ void run_tune(TuneOptions o) {
   }
   std::printf("%s\n", all_same ? "Every candidate gave the built-in's output and lse, bit for bit."
                                : "Some candidates changed the bits: a bug, please report it.");
-  if (!o.no_save)
+  if (saved_to)
     std::printf("Saved to %s: later commands on this machine run it (attn-cli tune --reset forgets it).\n",
-                path->c_str());
+                saved_to->c_str());
+}
+
+void run_tune(TuneOptions o) {
+  if (o.reset) {
+    reset_tuning(o.json);
+    return;
+  }
+  const TuneConfig& c = o.config;
+  check_tune_budgets(c);
+  if (!o.no_save) tuning_file_for_writing();  // nowhere to save: say so before measuring
+
+  if (isatty(STDERR_FILENO)) {
+    o.config.progress = [](std::size_t done, std::size_t total) {
+      std::fprintf(stderr, "\rtune: %3.0f%% of the runs", 100.0 * double(done) / double(total));
+      if (done == total) std::fprintf(stderr, "\r%*s\r", 30, "");
+      std::fflush(stderr);
+    };
+  }
+  const TuneResult r = tune_flash(o.config);
+  bool all_same = true;
+  for (const TuneCandidate& t : r.candidates) all_same = all_same && t.same_bits;
+  if (!o.no_save) save_flash_tuning(c, r);
+  const auto path = tuning_file_path();
+  const std::optional<std::string> saved_to = o.no_save || !path ? std::nullopt : std::optional<std::string>(*path);
+  if (o.json) print_tune_json(c, r, all_same, saved_to);
+  else print_tune_table(c, r, all_same, saved_to);
 }
 
 }  // namespace

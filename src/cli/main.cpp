@@ -57,16 +57,8 @@ int exit_code_after_stdout(int code, bool stdout_closed) {
   return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const bool stdout_closed = guard_closed_standard_streams();
-  attn::remove_temporaries_on_signal();  // Ctrl-C leaves no staging folder or temporary file
-  attn::cli::give_openblas_the_right_core();
-  attn::cli::load_flash_tuning();
-  using attn::printable_text;  // every "error:" below echoes user text: keep it one line
-  CLI::App app{"attn-cli: learn attention by running it for real and seeing what happens.\n"
-               "Masks follow PyTorch SDPA's convention: 1/true = the query MAY attend to the key."};
+// The app's name, version, examples and every subcommand (main only wires them).
+void configure_app(CLI::App& app) {
   app.name("attn-cli");
   app.set_version_flag("--version", std::string("attn-cli ") + attn::kVersion);
   app.require_subcommand(1);
@@ -118,18 +110,36 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_doctor(app);
   attn::cli::setup_tune(app);
   attn::cli::check_number_flags(app);
+}
+
+// CLI11 would only say "A subcommand is required" for an unknown name: say which ones exist.
+void check_subcommand_name(const CLI::App& app, int argc, char** argv) {
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;  // listed from the app itself, so a new subcommand needs no edit here
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) throw attn::InputError(std::string("unknown subcommand '") + argv[1] +
+                                       "' (expected one of: " + names + ")");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool stdout_closed = guard_closed_standard_streams();
+  attn::remove_temporaries_on_signal();  // Ctrl-C leaves no staging folder or temporary file
+  attn::cli::give_openblas_the_right_core();
+  attn::cli::load_flash_tuning();
+  using attn::printable_text;  // every "error:" below echoes user text: keep it one line
+  CLI::App app{"attn-cli: learn attention by running it for real and seeing what happens.\n"
+               "Masks follow PyTorch SDPA's convention: 1/true = the query MAY attend to the key."};
+  configure_app(app);
 
   try {
-    if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
-      bool known = false;
-      std::string names;  // listed from the app itself, so a new subcommand needs no edit here
-      for (const CLI::App* sub : app.get_subcommands({})) {
-        known = known || sub->get_name() == argv[1];
-        names += (names.empty() ? "" : ", ") + sub->get_name();
-      }
-      if (!known) throw attn::InputError(std::string("unknown subcommand '") + argv[1] +
-                                         "' (expected one of: " + names + ")");
-    }
+    check_subcommand_name(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return exit_code_after_stdout(app.exit(e), stdout_closed);  // --help, --version

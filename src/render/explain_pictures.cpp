@@ -162,83 +162,111 @@ bool pitfall_has_figure(const Pitfall& p) { return !p.tables.empty(); }
 
 namespace {
 
-// Rows of two panels side by side, each row on its own colour scale shared by its two panels.
-Figure paired_figure(const std::string& heading, const std::string& subheading, std::vector<PanelPair> pairs) {
-  struct Row {
-    std::shared_ptr<render::MatrixPanel> wrong, right;
-    render::PanelLayout wl, rl;
-    ColorScale scale;
-    std::string label;
-    std::shared_ptr<Colormap> cmap;
+// One row of a paired figure: two panels on one colour scale, and the scale's colorbar.
+struct PairRow {
+  std::shared_ptr<render::MatrixPanel> wrong, right;
+  render::PanelLayout wl, rl;
+  ColorScale scale;
+  std::string label;
+  std::shared_ptr<Colormap> cmap;
+};
+
+// One scale for left and right, so the two read alike: weights on [0, 1] (a third must
+// not look like a whole), other values from 0 up, signed values centred on 0.
+void choose_pair_scale(const PanelPair& tab, PairRow& row) {
+  std::vector<float> values(tab.left.begin(), tab.left.end());
+  values.insert(values.end(), tab.right.begin(), tab.right.end());
+  const bool weights = tab.weights;
+  const bool is_signed = std::any_of(values.begin(), values.end(), [](float v) { return v < 0; });
+  row.label = weights ? "Attention weight" : "Value";
+  row.cmap = std::make_shared<Colormap>(Colormap::by_name(is_signed || tab.reference ? "RdBu_r" : "Blues"));
+  if (weights) {
+    row.scale = {0, 1};
+  } else if (tab.reference) {
+    // White at the reference, red above it, blue below: the departure is what to see.
+    double a = 0;
+    for (float v : values) a = std::max(a, std::fabs(double(v) - *tab.reference));
+    if (a == 0) a = 1;
+    row.scale = {*tab.reference - a, *tab.reference + a};
+    row.label = "Value (white = " + format_g(*tab.reference) + ")";
+  } else if (is_signed) {
+    double a = 0;
+    for (float v : values) a = std::max(a, std::fabs(double(v)));
+    row.scale = {-a, a};
+  } else {
+    row.scale = color_scale_for(values, std::nullopt);
+  }
+}
+
+// Table t's left (wrong) or right panel, coloured on the row's scale.
+std::shared_ptr<render::MatrixPanel> pair_panel(const std::shared_ptr<std::vector<PanelPair>>& tables, std::size_t t,
+                                                bool wrong, const PairRow& row) {
+  const PanelPair& tab = (*tables)[t];
+  auto panel = std::make_shared<render::MatrixPanel>();
+  panel->rows = tab.row_labels.size();
+  panel->cols = tab.col_labels.size();
+  panel->row_labels = tab.row_labels;
+  panel->col_labels = tab.col_labels;
+  panel->title = wrong ? tab.left_title : tab.right_title;
+  panel->col_title = tab.caption;
+  panel->cell = std::min(58.0, 320.0 / static_cast<double>(std::max<std::size_t>(panel->cols, 1)));
+  // A long, narrow table (V of 48 tokens) keeps its width and gets shorter rows, so the
+  // picture is as tall as the other steps' and its values stay written.
+  panel->cell_h = std::min(panel->cell, kTallestGrid / static_cast<double>(std::max<std::size_t>(panel->rows, 1)));
+  const ColorScale scale = row.scale;
+  const auto cmap = row.cmap;
+  panel->cell_at = [tables, t, wrong, cmap, scale](std::size_t i, std::size_t j) {
+    const PanelPair& p = (*tables)[t];
+    const std::optional<Mask2>& allowed = wrong ? p.left_allowed : p.right_allowed;
+    if (allowed && !(*allowed)(i, j)) return render::Cell{{}, true, std::nullopt, ""};
+    const double v = wrong ? p.left(i, j) : p.right(i, j);
+    return render::Cell{cmap->at(scale.position(v)), false, v, ""};
   };
-  auto tables = std::make_shared<std::vector<PanelPair>>(std::move(pairs));
-  Canvas m = Canvas::measuring();
-  std::vector<Row> rows;
+  return panel;
+}
+
+std::vector<PairRow> pair_rows(Canvas& m, const std::shared_ptr<std::vector<PanelPair>>& tables) {
+  std::vector<PairRow> rows;
   for (std::size_t t = 0; t < tables->size(); ++t) {
-    const PanelPair& tab = (*tables)[t];
-    std::vector<float> values(tab.left.begin(), tab.left.end());
-    values.insert(values.end(), tab.right.begin(), tab.right.end());
-    Row row;
-    // One scale for left and right, so the two read alike: weights on [0, 1] (a third must
-    // not look like a whole), other values from 0 up, signed values centred on 0.
-    const bool weights = tab.weights;
-    const bool is_signed = std::any_of(values.begin(), values.end(), [](float v) { return v < 0; });
-    row.label = weights ? "Attention weight" : "Value";
-    row.cmap = std::make_shared<Colormap>(Colormap::by_name(is_signed || tab.reference ? "RdBu_r" : "Blues"));
-    if (weights) {
-      row.scale = {0, 1};
-    } else if (tab.reference) {
-      // White at the reference, red above it, blue below: the departure is what to see.
-      double a = 0;
-      for (float v : values) a = std::max(a, std::fabs(double(v) - *tab.reference));
-      if (a == 0) a = 1;
-      row.scale = {*tab.reference - a, *tab.reference + a};
-      row.label = "Value (white = " + format_g(*tab.reference) + ")";
-    } else if (is_signed) {
-      double a = 0;
-      for (float v : values) a = std::max(a, std::fabs(double(v)));
-      row.scale = {-a, a};
-    } else {
-      row.scale = color_scale_for(values, std::nullopt);
-    }
+    PairRow row;
+    choose_pair_scale((*tables)[t], row);
     for (bool wrong : {true, false}) {
-      auto panel = std::make_shared<render::MatrixPanel>();
-      panel->rows = tab.row_labels.size();
-      panel->cols = tab.col_labels.size();
-      panel->row_labels = tab.row_labels;
-      panel->col_labels = tab.col_labels;
-      panel->title = wrong ? tab.left_title : tab.right_title;
-      panel->col_title = tab.caption;
-      panel->cell = std::min(58.0, 320.0 / static_cast<double>(std::max<std::size_t>(panel->cols, 1)));
-      // A long, narrow table (V of 48 tokens) keeps its width and gets shorter rows, so the
-      // picture is as tall as the other steps' and its values stay written.
-      panel->cell_h = std::min(panel->cell, kTallestGrid / static_cast<double>(std::max<std::size_t>(panel->rows, 1)));
-      const ColorScale scale = row.scale;
-      const auto cmap = row.cmap;
-      panel->cell_at = [tables, t, wrong, cmap, scale](std::size_t i, std::size_t j) {
-        const PanelPair& p = (*tables)[t];
-        const std::optional<Mask2>& allowed = wrong ? p.left_allowed : p.right_allowed;
-        if (allowed && !(*allowed)(i, j)) return render::Cell{{}, true, std::nullopt, ""};
-        const double v = wrong ? p.left(i, j) : p.right(i, j);
-        return render::Cell{cmap->at(scale.position(v)), false, v, ""};
-      };
+      auto panel = pair_panel(tables, t, wrong, row);
       (wrong ? row.wrong : row.right) = panel;
       (wrong ? row.wl : row.rl) = render::layout_panel(m, *panel);
     }
     rows.push_back(std::move(row));
   }
+  return rows;
+}
+
+bool any_pair_masked(const std::vector<PanelPair>& tables) {
+  bool any_masked = false;
+  for (const PanelPair& tab : tables)
+    for (const std::optional<Mask2>* a : {&tab.left_allowed, &tab.right_allowed})
+      any_masked = any_masked || (*a && std::find((*a)->begin(), (*a)->end(), false) != (*a)->end());
+  return any_masked;
+}
+
+// Where a row's two panels and colorbar land.
+struct PlacedRow {
+  double wx, rx, y, bar_x, bar_y, bar_h;
+};
+
+// Rows of two panels side by side, each row on its own colour scale shared by its two panels.
+Figure paired_figure(const std::string& heading, const std::string& subheading, std::vector<PanelPair> pairs) {
+  auto tables = std::make_shared<std::vector<PanelPair>>(std::move(pairs));
+  Canvas m = Canvas::measuring();
+  const std::vector<PairRow> rows = pair_rows(m, tables);
   const double margin = 16, gap = 24, row_gap = 22;
   double body_w = 0, body_h = 0;
   std::vector<double> bar_w;
-  for (const Row& r : rows) {
+  for (const PairRow& r : rows) {
     bar_w.push_back(render::colorbar_width(m, r.scale.vmin, r.scale.vmax, r.label));
     body_w = std::max(body_w, r.wl.width + gap + r.rl.width + gap + bar_w.back());
     body_h += std::max(r.wl.height, r.wl.grid_y + 80.0) + (body_h > 0 ? row_gap : 0);
   }
-  bool any_masked = false;
-  for (const PanelPair& tab : *tables)
-    for (const std::optional<Mask2>* a : {&tab.left_allowed, &tab.right_allowed})
-      any_masked = any_masked || (*a && std::find((*a)->begin(), (*a)->end(), false) != (*a)->end());
+  const bool any_masked = any_pair_masked(*tables);
   const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
   const render::TitleBlock titles{heading, subheading, std::max({body_w, legend.width, 520.0})};
   const TextSize title = render::title_block_size(m, titles);
@@ -246,13 +274,10 @@ Figure paired_figure(const std::string& heading, const std::string& subheading, 
 
   Figure f;
   f.width = content_w + 2 * margin;
-  struct Placed {
-    double wx, rx, y, bar_x, bar_y, bar_h;
-  };
-  std::vector<Placed> placed;
+  std::vector<PlacedRow> placed;
   double y = margin + title.height;
   for (std::size_t t = 0; t < rows.size(); ++t) {
-    const Row& r = rows[t];
+    const PairRow& r = rows[t];
     const double w = r.wl.width + gap + r.rl.width + gap + bar_w[t];
     const double x = margin + (content_w - w) / 2;
     const double grid_h = render::row_height(*r.wrong) * static_cast<double>(r.wrong->rows);
@@ -269,7 +294,7 @@ Figure paired_figure(const std::string& heading, const std::string& subheading, 
   f.draw = [=](Canvas& c) {
     render::draw_title_block(c, titles, cx, margin);
     for (std::size_t t = 0; t < rows.size(); ++t) {
-      const Placed& q = placed[t];
+      const PlacedRow& q = placed[t];
       render::draw_panel(c, *rows[t].wrong, rows[t].wl, q.wx, q.y);
       render::draw_panel(c, *rows[t].right, rows[t].rl, q.rx, q.y);
       render::draw_colorbar(c, *rows[t].cmap, rows[t].scale.vmin, rows[t].scale.vmax, q.bar_x, q.bar_y, q.bar_h,

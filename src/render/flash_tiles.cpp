@@ -110,6 +110,39 @@ void draw_tile_legend(Canvas& c, const TileLegend& l, double x, double y) {
   }
 }
 
+// Panel p's grid: each score coloured by its tile's kind, hatched where the diagonal test hid it.
+std::shared_ptr<render::MatrixPanel> tiles_panel(const FlashTilesSpec& s, std::size_t p, std::shared_ptr<const ScoreMap> map) {
+  auto panel = std::make_shared<render::MatrixPanel>();
+  panel->rows = s.Lq;
+  panel->cols = s.Lk;
+  panel->row_labels = s.query_tokens;
+  panel->col_labels = s.key_tokens;
+  panel->title = s.panels[p].title;
+  panel->row_title = "Query — rows of Q";
+  panel->col_title = "Key — rows of K";
+  panel->cell = render::cell_size_for(s.Lq, s.Lk, 300, 4, 40);
+  panel->label_size = 10;
+  panel->cell_at = [map](std::size_t i, std::size_t j) {
+    const std::size_t c = i * map->Lk + j;
+    if (map->kind[c] == Kind::diagonal && !map->visible[c]) return render::Cell{{}, true, std::nullopt, ""};
+    return render::Cell{flash_tile_color(map->kind[c]), false, std::nullopt, ""};
+  };
+  return panel;
+}
+
+// The tile boundaries on top of the cells, and the word "skipped" where it fits.
+void draw_tile_edges(Canvas& c, const std::vector<FlashTile>& tiles, const CellGrid& g) {
+  for (const FlashTile& t : tiles) {
+    const double tx = g.cell_x(t.j0), ty = g.cell_y(t.i0);
+    const double tw = g.cell_w * double(t.cols), th = g.cell_h * double(t.rows);
+    c.stroke_rect(tx, ty, tw, th, kTileEdge, 1.8);
+    if (t.kind == Kind::skipped) {
+      const TextStyle word{std::clamp(g.cell_h * 0.3, 7.0, 10.0), false, kLegendInk};
+      if (c.measure(kSkippedLabel, word).width <= tw - 6) c.text(kSkippedLabel, tx + tw / 2, ty + th / 2, word, 0.5, 0.5);
+    }
+  }
+}
+
 }  // namespace
 
 Figure flash_tiles_figure(const FlashTilesSpec& spec) {
@@ -135,21 +168,7 @@ Figure flash_tiles_figure(const FlashTilesSpec& spec) {
       any[static_cast<int>(map->kind[c])] = true;
       any_hidden = any_hidden || (map->kind[c] == Kind::diagonal && !map->visible[c]);
     }
-    auto panel = std::make_shared<render::MatrixPanel>();
-    panel->rows = Lq;
-    panel->cols = Lk;
-    panel->row_labels = s->query_tokens;
-    panel->col_labels = s->key_tokens;
-    panel->title = s->panels[p].title;
-    panel->row_title = "Query — rows of Q";
-    panel->col_title = "Key — rows of K";
-    panel->cell = render::cell_size_for(Lq, Lk, 300, 4, 40);
-    panel->label_size = 10;
-    panel->cell_at = [map](std::size_t i, std::size_t j) {
-      const std::size_t c = i * map->Lk + j;
-      if (map->kind[c] == Kind::diagonal && !map->visible[c]) return render::Cell{{}, true, std::nullopt, ""};
-      return render::Cell{flash_tile_color(map->kind[c]), false, std::nullopt, ""};
-    };
+    const auto panel = tiles_panel(*s, p, map);
     placed.push_back({panel, render::layout_panel(m, *panel)});
   }
 
@@ -187,17 +206,7 @@ Figure flash_tiles_figure(const FlashTilesSpec& spec) {
     frame.draw_title(c);
     for (std::size_t p = 0; p < placed.size(); ++p) {
       render::draw_panel(c, *placed[p].panel, placed[p].layout, origins[p].first, origins[p].second);
-      // The tile boundaries on top of the cells, and the word "skipped" where it fits.
-      const CellGrid& g = grids[p];
-      for (const FlashTile& t : s->panels[p].tiles) {
-        const double tx = g.cell_x(t.j0), ty = g.cell_y(t.i0);
-        const double tw = g.cell_w * double(t.cols), th = g.cell_h * double(t.rows);
-        c.stroke_rect(tx, ty, tw, th, kTileEdge, 1.8);
-        if (t.kind == Kind::skipped) {
-          const TextStyle word{std::clamp(g.cell_h * 0.3, 7.0, 10.0), false, kLegendInk};
-          if (c.measure(kSkippedLabel, word).width <= tw - 6) c.text(kSkippedLabel, tx + tw / 2, ty + th / 2, word, 0.5, 0.5);
-        }
-      }
+      draw_tile_edges(c, s->panels[p].tiles, grids[p]);
     }
     draw_tile_legend(c, legend, legend_x, legend_y);
   };

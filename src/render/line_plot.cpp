@@ -87,34 +87,37 @@ void draw_reference(Canvas& c, const ReferenceLine& r, const Panel& p, const Map
   }
 }
 
-void draw_plot(Canvas& c, const Panel& p, double x, double y) {
-  const LinePlotSpec& s = p.spec;
-  const PlotRect area{x + p.left, y + p.top, p.plot_w, p.plot_h};
-  const Mapper m(area, s.x, p.xr, s.y, p.yr);
-  const TextStyle tick{kTickSize, false, kInk};
-
-  // Grid lines at the labelled ticks, under everything.
+// Grid lines at the labelled ticks, under everything.
+void draw_grid_lines(Canvas& c, const Panel& p, const Mapper& m) {
+  const PlotRect& area = m.area;
   for (const AxisTick& t : p.xticks)
     if (!t.label.empty()) c.fill_rect(m.px(t.value) - 0.25, area.y, 0.5, area.height, kGrid);
   for (const AxisTick& t : p.yticks)
     if (!t.label.empty()) c.fill_rect(area.x, m.py(t.value) - 0.25, area.width, 0.5, kGrid);
+}
 
-  c.push_clip(area.x, area.y, area.width, area.height);
-  for (std::size_t i = 0; i < s.series.size(); ++i) {  // bands first: lines stay on top
-    const PlotSeries& ser = s.series[i];
-    if (ser.band_low.empty()) continue;
-    std::vector<Canvas::Point> poly;
-    for (std::size_t k = 0; k < ser.x.size(); ++k)
-      if (std::isfinite(ser.x[k]) && std::isfinite(ser.band_high[k])) poly.push_back(m.at(ser.x[k], ser.band_high[k]));
-    for (std::size_t k = ser.x.size(); k-- > 0;)
-      if (std::isfinite(ser.x[k]) && std::isfinite(ser.band_low[k])) poly.push_back(m.at(ser.x[k], ser.band_low[k]));
-    if (poly.size() == 2) {  // one point: its band is a shaded bar as wide as the legend's swatch
-      const double half = 5;
-      poly = {{poly[0].x - half, poly[0].y}, {poly[0].x + half, poly[0].y}, {poly[1].x + half, poly[1].y},
-              {poly[1].x - half, poly[1].y}};
-    }
-    c.fill_polygon(poly, color_of(ser, i), 0.22);
+// A series' shaded band between band_low and band_high.
+void draw_band(Canvas& c, const PlotSeries& ser, std::size_t i, const Mapper& m) {
+  std::vector<Canvas::Point> poly;
+  for (std::size_t k = 0; k < ser.x.size(); ++k)
+    if (std::isfinite(ser.x[k]) && std::isfinite(ser.band_high[k])) poly.push_back(m.at(ser.x[k], ser.band_high[k]));
+  for (std::size_t k = ser.x.size(); k-- > 0;)
+    if (std::isfinite(ser.x[k]) && std::isfinite(ser.band_low[k])) poly.push_back(m.at(ser.x[k], ser.band_low[k]));
+  if (poly.size() == 2) {  // one point: its band is a shaded bar as wide as the legend's swatch
+    const double half = 5;
+    poly = {{poly[0].x - half, poly[0].y}, {poly[0].x + half, poly[0].y}, {poly[1].x + half, poly[1].y},
+            {poly[1].x - half, poly[1].y}};
   }
+  c.fill_polygon(poly, color_of(ser, i), 0.22);
+}
+
+// Inside the frame, clipped to it: bands first (lines stay on top), reference lines, lines.
+void draw_clipped_data(Canvas& c, const Panel& p, const Mapper& m) {
+  const LinePlotSpec& s = p.spec;
+  const PlotRect& area = m.area;
+  c.push_clip(area.x, area.y, area.width, area.height);
+  for (std::size_t i = 0; i < s.series.size(); ++i)
+    if (!s.series[i].band_low.empty()) draw_band(c, s.series[i], i, m);
   for (const ReferenceLine& r : s.references) draw_reference(c, r, p, m);
   for (std::size_t i = 0; i < s.series.size(); ++i) {
     const PlotSeries& ser = s.series[i];
@@ -122,11 +125,9 @@ void draw_plot(Canvas& c, const Panel& p, double x, double y) {
     for (const auto& run : runs(ser, m)) c.polyline(run, color_of(ser, i), ser.line_width, ser.dashed);
   }
   c.pop_clip();
-  for (std::size_t i = 0; i < s.series.size(); ++i) {  // markers on the edge stay whole
-    const PlotSeries& ser = s.series[i];
-    for (const auto& run : runs(ser, m))
-      for (const Canvas::Point& q : run) draw_marker(c, ser.marker, q.x, q.y, ser.marker_size, color_of(ser, i));
-  }
+}
+
+void draw_plot_labels(Canvas& c, const LinePlotSpec& s, const Mapper& m) {
   for (const PlotLabel& l : s.labels) {
     const TextStyle style{l.size, false, l.color ? *l.color : kInk};
     if (l.backdrop) {
@@ -137,9 +138,12 @@ void draw_plot(Canvas& c, const Panel& p, double x, double y) {
     }
     c.text(l.text, m.px(l.x), m.py(l.y), style, l.anchor_x, l.anchor_y);
   }
-  c.stroke_rect(area.x, area.y, area.width, area.height, kFrame, 0.8);
+}
 
-  // Ticks outside the frame, labels beyond them.
+// Ticks outside the frame, labels beyond them.
+void draw_ticks(Canvas& c, const Panel& p, const Mapper& m) {
+  const PlotRect& area = m.area;
+  const TextStyle tick{kTickSize, false, kInk};
   std::size_t labelled = 0;
   for (const AxisTick& t : p.xticks) {
     const double tx = m.px(t.value);
@@ -155,6 +159,11 @@ void draw_plot(Canvas& c, const Panel& p, double x, double y) {
     c.fill_rect(area.x - len, ty - 0.3, len, 0.6, kFrame);
     if (!t.label.empty()) c.text(t.label, area.x - kMajorTick - kGap, ty, tick, 1, 0.5);
   }
+}
+
+// The axis titles, the panel's title and its legend, around the frame; (x, y) is the panel's corner.
+void draw_plot_titles(Canvas& c, const Panel& p, const PlotRect& area, double x, double y) {
+  const LinePlotSpec& s = p.spec;
   const TextStyle axis_title{kAxisTitleSize, false, kAxisInk};
   if (!s.x.title.empty()) {
     c.text(s.x.title, area.x + area.width / 2, y + p.height(), axis_title, 0.5, 1);
@@ -169,6 +178,23 @@ void draw_plot(Canvas& c, const Panel& p, double x, double y) {
     const Canvas::Point at = legend_corner(p, p.place, area);
     draw_legend(c, p, at.x, at.y);
   }
+}
+
+void draw_plot(Canvas& c, const Panel& p, double x, double y) {
+  const LinePlotSpec& s = p.spec;
+  const PlotRect area{x + p.left, y + p.top, p.plot_w, p.plot_h};
+  const Mapper m(area, s.x, p.xr, s.y, p.yr);
+  draw_grid_lines(c, p, m);
+  draw_clipped_data(c, p, m);
+  for (std::size_t i = 0; i < s.series.size(); ++i) {  // markers on the edge stay whole
+    const PlotSeries& ser = s.series[i];
+    for (const auto& run : runs(ser, m))
+      for (const Canvas::Point& q : run) draw_marker(c, ser.marker, q.x, q.y, ser.marker_size, color_of(ser, i));
+  }
+  draw_plot_labels(c, s, m);
+  c.stroke_rect(area.x, area.y, area.width, area.height, kFrame, 0.8);
+  draw_ticks(c, p, m);
+  draw_plot_titles(c, p, area, x, y);
 }
 
 Figure compose(std::vector<Panel> panels, const render::TitleBlock& block) {

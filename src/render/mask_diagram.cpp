@@ -14,39 +14,60 @@ std::vector<std::string> time_labels(std::size_t n, std::size_t first) {
   return labels;
 }
 
+namespace {
+
+const Rgb kBlockedRed = rgb_from_hex(0xd6604d), kAllowedGreen = rgb_from_hex(0x41ab5d), kOff = rgb_from_hex(0xf7f7f7);
+
+// One of a row's two views of its mask: what is added to the score (blocked) or the bool mask.
+std::shared_ptr<render::MatrixPanel> mask_panel(const MaskDiagramRow& row, const std::string& axis_noun, bool blocked_view) {
+  const std::size_t Lq = row.allowed.shape(0), Lk = row.allowed.shape(1);
+  auto allowed = std::make_shared<Mask2>(row.allowed);
+  auto p = std::make_shared<render::MatrixPanel>();
+  p->rows = Lq;
+  p->cols = Lk;
+  p->row_labels = row.query_labels.empty() ? time_labels(Lq) : row.query_labels;
+  p->col_labels = row.key_labels.empty() ? time_labels(Lk) : row.key_labels;
+  p->title = blocked_view ? "Blocked: −∞ added to the score" : "Allowed: 1 = may attend (bool mask)";
+  p->row_title = "Query " + axis_noun + " — attending";
+  p->col_title = "Key " + axis_noun + " — attended to";
+  p->cell = render::cell_size_for(Lq, Lk, 300, 2, 44);
+  // A few queries against many keys (decode: one row of 48 keys) would be a strip a few
+  // points tall: its rows grow to make the grid at least 40 points high.
+  if (double(Lq) * p->cell < 40) p->cell_h = std::min(44.0, 40.0 / double(Lq));
+  p->label_size = 10;
+  const Rgb blocked_red = kBlockedRed, allowed_green = kAllowedGreen, off = kOff;
+  p->cell_at = [allowed, blocked_view, blocked_red, allowed_green, off](std::size_t i, std::size_t j) {
+    const bool ok = (*allowed)(i, j);
+    if (blocked_view) return render::Cell{ok ? off : blocked_red, false, std::nullopt, ok ? "0" : "−∞"};
+    return render::Cell{ok ? allowed_green : off, false, std::nullopt, ok ? "1" : "0"};
+  };
+  return p;
+}
+
+struct PlacedPanel {
+  std::shared_ptr<render::MatrixPanel> panel;
+  render::PanelLayout layout;
+};
+
+// The subtitle's note on thinned labels: the thinnest panel's step, over the longest axis.
+std::string mask_thinning_note(const std::vector<PlacedPanel>& placed, const std::string& axis_noun) {
+  std::size_t label_step = 1, rows = 0;
+  for (const auto& pl : placed) {
+    label_step = std::max(label_step, pl.layout.label_step);
+    rows = std::max({rows, pl.panel->rows, pl.panel->cols});  // labels are thinned on both axes
+  }
+  return render::label_thinning_note(label_step, rows, axis_noun);
+}
+
+}  // namespace
+
 Figure mask_figure(const MaskDiagramSpec& spec) {
   if (spec.rows.empty()) throw InputError("mask diagram: no mask to draw");
-  const Rgb blocked_red = rgb_from_hex(0xd6604d), allowed_green = rgb_from_hex(0x41ab5d);
-  const Rgb off = rgb_from_hex(0xf7f7f7);
-
-  struct Placed {
-    std::shared_ptr<render::MatrixPanel> panel;
-    render::PanelLayout layout;
-  };
-  std::vector<Placed> placed;
+  std::vector<PlacedPanel> placed;
   Canvas m = Canvas::measuring();
   for (const MaskDiagramRow& row : spec.rows) {
-    const std::size_t Lq = row.allowed.shape(0), Lk = row.allowed.shape(1);
-    auto allowed = std::make_shared<Mask2>(row.allowed);
     for (bool blocked_view : {true, false}) {
-      auto p = std::make_shared<render::MatrixPanel>();
-      p->rows = Lq;
-      p->cols = Lk;
-      p->row_labels = row.query_labels.empty() ? time_labels(Lq) : row.query_labels;
-      p->col_labels = row.key_labels.empty() ? time_labels(Lk) : row.key_labels;
-      p->title = blocked_view ? "Blocked: −∞ added to the score" : "Allowed: 1 = may attend (bool mask)";
-      p->row_title = "Query " + spec.axis_noun + " — attending";
-      p->col_title = "Key " + spec.axis_noun + " — attended to";
-      p->cell = render::cell_size_for(Lq, Lk, 300, 2, 44);
-      // A few queries against many keys (decode: one row of 48 keys) would be a strip a few
-      // points tall: its rows grow to make the grid at least 40 points high.
-      if (double(Lq) * p->cell < 40) p->cell_h = std::min(44.0, 40.0 / double(Lq));
-      p->label_size = 10;
-      p->cell_at = [allowed, blocked_view, blocked_red, allowed_green, off](std::size_t i, std::size_t j) {
-        const bool ok = (*allowed)(i, j);
-        if (blocked_view) return render::Cell{ok ? off : blocked_red, false, std::nullopt, ok ? "0" : "−∞"};
-        return render::Cell{ok ? allowed_green : off, false, std::nullopt, ok ? "1" : "0"};
-      };
+      auto p = mask_panel(row, spec.axis_noun, blocked_view);
       placed.push_back({p, render::layout_panel(m, *p)});
     }
   }
@@ -62,12 +83,7 @@ Figure mask_figure(const MaskDiagramSpec& spec) {
     caption_h.push_back(caption.empty() ? 0 : m.measure(caption, {11, true}).height + 6);
     row_h.push_back(caption_h.back() + std::max(a.height, b.height));
   }
-  std::size_t label_step = 1, rows = 0;
-  for (const auto& pl : placed) {
-    label_step = std::max(label_step, pl.layout.label_step);
-    rows = std::max({rows, pl.panel->rows, pl.panel->cols});  // labels are thinned on both axes
-  }
-  const render::TitleBlock titles{spec.title, render::with_note(spec.subtitle, render::label_thinning_note(label_step, rows, spec.axis_noun)),
+  const render::TitleBlock titles{spec.title, render::with_note(spec.subtitle, mask_thinning_note(placed, spec.axis_noun)),
                                   std::max(pair_w, 480.0)};
   const TextSize title = render::title_block_size(m, titles);
   const double title_h = title.height;

@@ -45,15 +45,12 @@ std::string setup_line(const RopeLesson& r) {
 std::size_t label_step(std::size_t n, std::size_t most) { return std::max<std::size_t>(1, (n + most - 1) / most); }
 
 
-}  // namespace
-
-Figure rope_rotation_figure(const RopeLesson& r) {
+// The pair's unit vector at every position on the unit circle: spokes and position labels,
+// skipping a point that lands within 0.25 rad of one already labelled (crowded points, or after
+// a full turn the points coming round again). `labelled` gets the labelled points' angles.
+LinePlotSpec circle_plot(const RopeLesson& r, const std::string& th, std::vector<double>& labelled) {
   const RopeLessonConfig& c = r.config;
-  const auto [a, b] = pair_dims(r, c.pair, c.style);
-  const std::string th = "θ" + subscript(c.pair);
-  const double theta = r.frequencies[c.pair].theta;
-  const Rgb point_color = series_color(0);
-
+  const auto dims = pair_dims(r, c.pair, c.style);
   LinePlotSpec circle;
   circle.title = "The pair on the unit circle";
   PlotSeries ring;
@@ -64,9 +61,6 @@ Figure rope_rotation_figure(const RopeLesson& r) {
   ring.color = rgb_from_hex(0xb0b0b0);
   ring.line_width = 1;
   circle.series.push_back(ring);
-  // Spokes and position labels, skipping a point that lands within 0.25 rad of one already
-  // labelled (crowded points, or after a full turn the points coming round again).
-  std::vector<double> labelled;
   for (const RopeRotationPoint& p : r.rotation) {
     const double at = std::fmod(p.angle, kTwoPi);
     const bool crowded = std::any_of(labelled.begin(), labelled.end(), [at](double other) {
@@ -90,14 +84,18 @@ Figure rope_rotation_figure(const RopeLesson& r) {
   }
   points.line = false;
   points.marker = Marker::circle;
-  points.color = point_color;
+  points.color = series_color(0);
   circle.series.push_back(points);
-  circle.x = {"dim " + std::to_string(a) + ":  cos(pos · " + th + ")", AxisScale::linear, -1.4, 1.4};
-  circle.y = {"dim " + std::to_string(b) + ":  sin(pos · " + th + ")", AxisScale::linear, -1.4, 1.4};
+  circle.x = {"dim " + std::to_string(dims.first) + ":  cos(pos · " + th + ")", AxisScale::linear, -1.4, 1.4};
+  circle.y = {"dim " + std::to_string(dims.second) + ":  sin(pos · " + th + ")", AxisScale::linear, -1.4, 1.4};
   circle.width = circle.height = 250;
   circle.equal_aspect = true;
   circle.legend = LegendPlace::none;
+  return circle;
+}
 
+// The angle against the position: a straight line, with a reference at every full turn.
+LinePlotSpec angle_plot(const RopeLesson& r, const std::string& th) {
   LinePlotSpec angle;
   angle.title = "The angle grows by " + th + " per position";
   PlotSeries line;
@@ -107,7 +105,7 @@ Figure rope_rotation_figure(const RopeLesson& r) {
     line.y.push_back(p.angle);
   }
   line.marker = r.rotation.size() <= 64 ? Marker::circle : Marker::none;
-  line.color = point_color;
+  line.color = series_color(0);
   angle.series.push_back(line);
   const double top = r.rotation.back().angle;
   for (int turn = 1; turn * kTwoPi <= top && turn <= 6; ++turn) {
@@ -119,7 +117,19 @@ Figure rope_rotation_figure(const RopeLesson& r) {
   angle.y = {"angle (radians)"};
   angle.width = 330;
   angle.height = 250;
+  return angle;
+}
 
+}  // namespace
+
+Figure rope_rotation_figure(const RopeLesson& r) {
+  const RopeLessonConfig& c = r.config;
+  const auto [a, b] = pair_dims(r, c.pair, c.style);
+  const std::string th = "θ" + subscript(c.pair);
+  const double theta = r.frequencies[c.pair].theta;
+  std::vector<double> labelled;
+  const LinePlotSpec circle = circle_plot(r, th, labelled);
+  const LinePlotSpec angle = angle_plot(r, th);
   const std::string subtitle =
       "pair " + std::to_string(c.pair) + " = dims (" + std::to_string(a) + ", " + std::to_string(b) + ") in the " +
       (c.style == RopeStyle::Half ? "rotate-half" : "interleaved") + " layout, " + th + " = " + fmt("%.4g", theta) +
@@ -221,20 +231,84 @@ std::string permutation_note(const RopeLesson& r) {
          "the rows of W_q and W_k this way (HF's convert_llama_weights_to_hf.py).";
 }
 
+// Pair i's colour: tab10 for up to 10 pairs, else viridis spread over the pairs.
+Rgb pair_color(std::size_t i, std::size_t pairs) {
+  return pairs <= 10 ? series_color(i) : Colormap::by_name("viridis").at(static_cast<double>(i) / static_cast<double>(pairs - 1));
+}
+
+// The two rows of dims, rotate-half above and interleaved below, and where they are drawn.
+struct DimRows {
+  std::size_t d = 0, pairs = 0, index_step = 1;  // every index_step-th dim numbered
+  double box = 0, width = 0, level = 0;          // a dim's box; the bracket spacing above the first row
+  double x0 = 0, row1_y = 0, row2_y = 0, arrows_h = 70;
+  std::vector<std::size_t> half_pair, inter_pair;
+  double centre(std::size_t dim) const { return x0 + (static_cast<double>(dim) + 0.5) * box; }
+};
+
+DimRows dim_rows(const RopeLesson& r) {
+  DimRows rows;
+  rows.d = r.config.head_dim;
+  rows.pairs = rows.d / 2;
+  rows.box = std::clamp(520.0 / static_cast<double>(rows.d), 8.0, 34.0);
+  rows.width = rows.box * static_cast<double>(rows.d);
+  const bool numbered = rows.box >= 14;
+  rows.index_step = numbered ? 1 : label_step(rows.d, 16);
+  rows.level = std::clamp(40.0 / static_cast<double>(rows.pairs), 1.5, 7.0);
+  rows.half_pair = pair_of_dim(r, true);
+  rows.inter_pair = pair_of_dim(r, false);
+  return rows;
+}
+
+// The permutation: interleaved dim perm[m] (below) feeds half dim m (above); both belong
+// to the same pair, so each arrow takes that pair's colour.
+void draw_permutation(Canvas& c, const RopeLesson& lesson, const DimRows& rows) {
+  const double box = rows.box;
+  for (std::size_t k = 0; k < rows.d; ++k) {
+    const double xa = rows.centre(lesson.permutation[k]), ya = rows.row2_y - 3;
+    const double xb = rows.centre(k), yb = rows.row1_y + box + 3;
+    const Rgb ink = pair_color(rows.half_pair[k], rows.pairs);
+    c.polyline({{xa, ya}, {xb, yb + 4}}, ink, 0.9);
+    const double ang = std::atan2(yb - ya, xb - xa), hl = std::min(6.0, box * 0.4);
+    c.fill_polygon({{xb, yb}, {xb - hl * std::cos(ang - 0.4), yb - hl * std::sin(ang - 0.4)},
+                    {xb - hl * std::cos(ang + 0.4), yb - hl * std::sin(ang + 0.4)}}, ink);
+  }
+}
+
+// Row 0 (rotate-half) or 1 (interleaved): the dims in their pairs' colours, and the brackets
+// that join each pair: above the rotate-half row (nested, one level per pair), below the
+// interleaved row (neighbours, all at one level).
+void draw_dim_row(Canvas& c, const RopeLesson& lesson, const DimRows& rows, int row) {
+  const double box = rows.box, y = row == 0 ? rows.row1_y : rows.row2_y;
+  const std::vector<std::size_t>& owner = row == 0 ? rows.half_pair : rows.inter_pair;
+  for (std::size_t k = 0; k < rows.d; ++k) {
+    const Rgb col = pair_color(owner[k], rows.pairs);
+    const Rgb light{1 - 0.45 * (1 - col.r), 1 - 0.45 * (1 - col.g), 1 - 0.45 * (1 - col.b)};
+    c.fill_rect(rows.x0 + static_cast<double>(k) * box, y, box, box, light);
+    c.stroke_rect(rows.x0 + static_cast<double>(k) * box + 0.5, y + 0.5, box - 1, box - 1, col, 1);
+    if (k % rows.index_step == 0) {
+      c.text(std::to_string(k), rows.centre(k), y + box / 2, {std::min(10.0, box * 0.45), false, kInk}, 0.5, 0.5);
+    }
+  }
+  for (std::size_t i = 0; i < rows.pairs; ++i) {
+    const auto dims = row == 0 ? lesson.frequencies[i].half_dims : lesson.frequencies[i].interleaved_dims;
+    const double p = rows.centre(dims.first), q = rows.centre(dims.second);
+    const Rgb col = pair_color(i, rows.pairs);
+    if (row == 0) {
+      const double yt = y - 4 - rows.level * static_cast<double>(rows.pairs - i);
+      c.polyline({{p, y - 1}, {p, yt}, {q, yt}, {q, y - 1}}, col, 1.3);
+    } else {
+      const double yt = y + box + 6;
+      c.polyline({{p, y + box + 1}, {p, yt}, {q, yt}, {q, y + box + 1}}, col, 1.3);
+    }
+  }
+}
+
 }  // namespace
 
 Figure rope_styles_figure(const RopeLesson& r) {
-  const std::size_t d = r.config.head_dim, pairs = d / 2;
-  const double box = std::clamp(520.0 / static_cast<double>(d), 8.0, 34.0);
-  const double row_w = box * static_cast<double>(d);
-  const bool numbered = box >= 14;
-  const std::size_t index_step = numbered ? 1 : label_step(d, 16);
-  const double level = std::clamp(40.0 / static_cast<double>(pairs), 1.5, 7.0);  // bracket spacing
-  auto pair_color = [pairs](std::size_t i) {
-    return pairs <= 10 ? series_color(i) : Colormap::by_name("viridis").at(static_cast<double>(i) / static_cast<double>(pairs - 1));
-  };
-  const std::vector<std::size_t> half_pair = pair_of_dim(r, true), inter_pair = pair_of_dim(r, false);
-
+  DimRows rows = dim_rows(r);
+  const std::size_t d = rows.d;
+  const double box = rows.box, row_w = rows.width;
   Canvas m = Canvas::measuring();
   const TextStyle caption{11, true, kInk};
   const TextStyle note{10, false, kAxisInk, std::max(row_w, 460.0), true};
@@ -250,65 +324,28 @@ Figure rope_styles_figure(const RopeLesson& r) {
   const double caption_h = m.measure(half_caption, caption).height;
   const std::string p_label = "P: de-interleave";
   const double p_label_w = m.measure(p_label, {10.5}).width;
-  const double brackets_h = 8 + level * static_cast<double>(pairs);
-  const double x0 = frame.centred_x(row_w);
+  const double brackets_h = 8 + rows.level * static_cast<double>(rows.pairs);
+  rows.x0 = frame.centred_x(row_w);
   const double cap1_y = frame.body_y();
-  const double row1_y = cap1_y + caption_h + 4 + brackets_h;
-  const double arrows_h = 70;
-  const double row2_y = row1_y + box + arrows_h;
-  const double cap2_y = row2_y + box + 14;
+  rows.row1_y = cap1_y + caption_h + 4 + brackets_h;
+  rows.row2_y = rows.row1_y + box + rows.arrows_h;
+  const double cap2_y = rows.row2_y + box + 14;
   const double footer_y = cap2_y + caption_h + 14;
   Figure f;
   f.width = frame.width();
   f.height = footer_y + m.measure(footer, note).height + margin;
-  f.grids.push_back({x0, row1_y, box, box, 1, d});
-  f.grids.push_back({x0, row2_y, box, box, 1, d});
+  f.grids.push_back({rows.x0, rows.row1_y, box, box, 1, d});
+  f.grids.push_back({rows.x0, rows.row2_y, box, box, 1, d});
   const double cx = f.width / 2;
   const RopeLesson lesson = r;
   f.draw = [=](Canvas& c) {
     frame.draw_title(c);
     c.text(half_caption, margin, cap1_y, caption);
     c.text(inter_caption, margin, cap2_y, caption);
-    auto centre = [&](std::size_t dim) { return x0 + (static_cast<double>(dim) + 0.5) * box; };
-    // The permutation: interleaved dim perm[m] (below) feeds half dim m (above); both belong
-    // to the same pair, so each arrow takes that pair's colour.
-    for (std::size_t k = 0; k < d; ++k) {
-      const double xa = centre(lesson.permutation[k]), ya = row2_y - 3;
-      const double xb = centre(k), yb = row1_y + box + 3;
-      const Rgb ink = pair_color(half_pair[k]);
-      c.polyline({{xa, ya}, {xb, yb + 4}}, ink, 0.9);
-      const double ang = std::atan2(yb - ya, xb - xa), hl = std::min(6.0, box * 0.4);
-      c.fill_polygon({{xb, yb}, {xb - hl * std::cos(ang - 0.4), yb - hl * std::sin(ang - 0.4)},
-                      {xb - hl * std::cos(ang + 0.4), yb - hl * std::sin(ang + 0.4)}}, ink);
-    }
-    for (int row = 0; row < 2; ++row) {
-      const double y = row == 0 ? row1_y : row2_y;
-      const std::vector<std::size_t>& owner = row == 0 ? half_pair : inter_pair;
-      for (std::size_t k = 0; k < d; ++k) {
-        const Rgb col = pair_color(owner[k]);
-        const Rgb light{1 - 0.45 * (1 - col.r), 1 - 0.45 * (1 - col.g), 1 - 0.45 * (1 - col.b)};
-        c.fill_rect(x0 + static_cast<double>(k) * box, y, box, box, light);
-        c.stroke_rect(x0 + static_cast<double>(k) * box + 0.5, y + 0.5, box - 1, box - 1, col, 1);
-        if (k % index_step == 0) {
-          c.text(std::to_string(k), centre(k), y + box / 2, {std::min(10.0, box * 0.45), false, kInk}, 0.5, 0.5);
-        }
-      }
-      // Brackets join each pair: above the rotate-half row (nested, one level per pair), below
-      // the interleaved row (neighbours, all at one level).
-      for (std::size_t i = 0; i < pairs; ++i) {
-        const auto [p, q] = row == 0 ? lesson.frequencies[i].half_dims : lesson.frequencies[i].interleaved_dims;
-        const Rgb col = pair_color(i);
-        if (row == 0) {
-          const double yt = y - 4 - level * static_cast<double>(pairs - i);
-          c.polyline({{centre(p), y - 1}, {centre(p), yt}, {centre(q), yt}, {centre(q), y - 1}}, col, 1.3);
-        } else {
-          const double yt = y + box + 6;
-          c.polyline({{centre(p), y + box + 1}, {centre(p), yt}, {centre(q), yt}, {centre(q), y + box + 1}}, col, 1.3);
-        }
-      }
-    }
-    const double mid = row1_y + box + arrows_h / 2;
-    if (x0 - margin > p_label_w + 10) c.text(p_label, x0 - 10, mid, {10.5, false, kAxisInk}, 1, 0.5);
+    draw_permutation(c, lesson, rows);
+    for (int row = 0; row < 2; ++row) draw_dim_row(c, lesson, rows, row);
+    const double mid = rows.row1_y + box + rows.arrows_h / 2;
+    if (rows.x0 - margin > p_label_w + 10) c.text(p_label, rows.x0 - 10, mid, {10.5, false, kAxisInk}, 1, 0.5);
     c.text(footer, cx, footer_y, note, 0.5, 0);
   };
   return f;

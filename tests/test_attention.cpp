@@ -61,11 +61,10 @@ TEST_CASE("attention: what the tiled kernels cannot do is refused by name, backe
   dropout.dropout_p = 0.1;
   CHECK_THROWS_WITH_AS(tiled_options(dropout, {Backend::flash}, 8), "dropout: not supported by backend \"flash\"",
                        InputError);
-  SdpaOptions window;
-  window.causal = true;
-  window.window = 2;
-  CHECK_THROWS_WITH_AS(tiled_options(window, {Backend::cuda}, 8), "window: not supported by backend \"cuda\"",
-                       InputError);
+  SdpaOptions softcap;
+  softcap.score_mod.softcap = 5.0;
+  CHECK_THROWS_WITH_AS(tiled_options(softcap, {Backend::cuda}, 8),
+                       "softcap: not supported by backend \"cuda\" yet (the CPU backends have it)", InputError);
   CHECK(parse_backend("flash") == Backend::flash);
   CHECK(std::string(backend_name(Backend::cuda)) == "cuda");
   CHECK_THROWS_AS(parse_backend("fast"), InputError);

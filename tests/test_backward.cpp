@@ -16,7 +16,6 @@
 #include "support.hpp"
 
 using namespace attn;
-using detail::TensorD3;
 
 namespace {
 
@@ -306,7 +305,7 @@ TEST_CASE("backward: what it refuses, with one InputError each") {
   SdpaOptions dropout;
   dropout.dropout_p = 0.1;
   CHECK_THROWS_AS(sdpa_backward(q, k, v, nullptr, dO, dropout), InputError);
-  SdpaOptions alibi;
-  alibi.alibi_slopes = {0.5, 0.25};
-  CHECK_THROWS_AS(attention_backward(q, k, v, nullptr, dO, alibi, {}), InputError);
+  SdpaOptions softcap;
+  softcap.score_mod.softcap = 5.0;
+  CHECK_THROWS_AS(attention_backward(q, k, v, nullptr, dO, softcap, {}), InputError);
 }

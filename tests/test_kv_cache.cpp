@@ -92,12 +92,12 @@ TEST_CASE("decode: a sliding window bounds the cache, and ALiBi decodes like the
   o.num_heads = H;
   o.num_kv_heads = 1;
   o.attention.causal = true;
-  o.attention.window = window;
+  o.attention.mask_mod.window = {{window - 1, 0}};
   o.rope = RopeOptions{};
   const MhaResult full = mha(x, x, x, w, nullptr, o);
-  // The window option is the sliding-window mask of mask.hpp (an independent path).
+  // The window descriptor is the sliding-window mask of mask.hpp (an independent path).
   MhaOptions masked = o;
-  masked.attention.window = 0;
+  masked.attention.mask_mod = {};
   const Mask2 m2 = sliding_window_allowed(L, L, window - 1, 0);
   const Mask3 m3 = xt::expand_dims(m2, 0);
   check_same_run(mha(x, x, x, w, &m3, masked), full);
@@ -110,9 +110,9 @@ TEST_CASE("decode: a sliding window bounds the cache, and ALiBi decodes like the
   }
 
   MhaOptions alibi = o;
-  alibi.attention.window = 0;
+  alibi.attention.mask_mod = {};
   alibi.rope.reset();
-  alibi.attention.alibi_slopes = alibi_slopes(H);
+  alibi.attention.score_mod.alibi = alibi_slopes(H);
   const MhaResult full_alibi = mha(x, x, x, w, nullptr, alibi);
   check_same_run(mha_decode(x, w, nullptr, alibi, 2).result, full_alibi);
   CHECK(max_abs_diff(flat_tensor(full_alibi.weights), flat_tensor(mha(x, x, x, w, nullptr, masked).weights)) > 1e-3);

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/linear.hpp"
 #include "attn/engine/mha.hpp"
 #include "attn/engine/random.hpp"
 #include "support.hpp"
@@ -63,13 +64,6 @@ TEST_CASE("mha: one head with identity projections is plain sdpa") {
   const Tensor3 x3 = xt::expand_dims(x, 0);
   const SdpaResult s = sdpa(x3, x3, x3);
   CHECK(xt::allclose(r.output, xt::view(s.output, 0, xt::all(), xt::all())));
-}
-
-TEST_CASE("mha: linear follows torch.nn.Linear, y = x W^T + b") {
-  const Tensor2 x = {{1, 2}}, w = {{1, 0}, {0, 1}, {1, 1}};
-  const Tensor1 b = {10, 20, 30};
-  const Tensor2 y = linear(x, w, &b);
-  CHECK(y == Tensor2{{11, 22, 33}});
 }
 
 TEST_CASE("mha: bad configurations are input errors that name the field") {

@@ -8,14 +8,13 @@
 
 #include "attn/engine/cuda.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/engine/linear.hpp"
 #include "attn/engine/mha.hpp"
 #include "attn/engine/random.hpp"
 #include "engine/mha_parts.hpp"  // the forward's float64 steps, to differentiate numerically
 #include "support.hpp"
 
 using namespace attn;
-using detail::TensorD1;
-using detail::TensorD2;
 
 namespace {
 
@@ -39,15 +38,15 @@ double loss(const Params& p, const Case& c, const MhaOptions& o, const Mask3* al
   const TensorD2& key = c.self ? p.query : p.key;
   const TensorD2& value = c.self ? p.query : p.value;
   auto bias = [&](const TensorD1& b) { return c.biases ? &b : nullptr; };
-  detail::TensorD3 q = detail::split_heads(detail::linear_f64(p.query, p.w_q, bias(p.b_q)), c.H);
-  detail::TensorD3 k = detail::split_heads(detail::linear_f64(key, p.w_k, bias(p.b_k)), c.Hkv);
-  const detail::TensorD3 v = detail::split_heads(detail::linear_f64(value, p.w_v, bias(p.b_v)), c.Hkv);
+  TensorD3 q = split_heads(linear_f64(p.query, p.w_q, bias(p.b_q)), c.H);
+  TensorD3 k = split_heads(linear_f64(key, p.w_k, bias(p.b_k)), c.Hkv);
+  const TensorD3 v = split_heads(linear_f64(value, p.w_v, bias(p.b_v)), c.Hkv);
   if (o.rope) {
     detail::rotate_heads(q, rope_query_positions(*o.rope, c.Lq), *o.rope);
     detail::rotate_heads(k, rope_key_positions(*o.rope, c.Lq, key.shape(0)), *o.rope);
   }
   const detail::SdpaF64 a = detail::attend_f64(q, k, v, allowed, o.attention, {});
-  const TensorD2 y = detail::linear_f64(detail::merge_heads(a.output), p.w_o, bias(p.b_o));
+  const TensorD2 y = linear_f64(merge_heads(a.output), p.w_o, bias(p.b_o));
   double s = 0;
   for (std::size_t i = 0; i < y.size(); ++i) s += y.data()[i] * dy.data()[i];
   return s;

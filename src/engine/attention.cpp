@@ -27,8 +27,6 @@ FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& b
                            std::size_t head_dim) {
   const std::string name = backend_name(backend.backend);
   if (attention.dropout_p > 0) throw InputError("dropout: not supported by backend \"" + name + "\"");
-  if (attention.window) throw InputError("window: not supported by backend \"" + name + "\"");
-  if (!attention.alibi_slopes.empty()) throw InputError("alibi: not supported by backend \"" + name + "\"");
   if (backend.backend == Backend::cuda && attention.score_mod.any())
     throw InputError(std::string(attention.score_mod.softcap ? "softcap" : "alibi") +
                      ": not supported by backend \"cuda\" yet (the CPU backends have it)");
@@ -43,6 +41,9 @@ FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& b
   fo.threads = backend.threads;
   fo.precision = backend.precision;
   fo.isa = backend.isa;
+  fo.qk_kernel = backend.qk_kernel;
+  fo.pv_kernel = backend.pv_kernel;
+  fo.observer = backend.observer;
   return fo;
 }
 
@@ -75,7 +76,21 @@ SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const
   }
   r.output = std::move(f.output);
   r.lse = std::move(f.lse);
+  r.lse64 = std::move(f.lse64);
   return r;
+}
+
+SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* given,
+                                 const SdpaResult& forward, const Tensor3& grad_output,
+                                 const SdpaOptions& options, const BackendOptions& backend) {
+  detail::check_backward_options(options, backend);
+  if (backend.backend == Backend::naive) return sdpa_backward(q, k, v, forward, grad_output, options);
+  const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
+  const Mask3* allowed = joined ? &*joined : nullptr;
+  const FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  if (backend.backend == Backend::cuda)
+    return flash_backward_cuda(q, k, v, allowed, forward.output, forward.lse, grad_output, fo);
+  return flash_backward(q, k, v, allowed, FlashResult{forward.output, forward.lse, forward.lse64}, grad_output, fo);
 }
 
 SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
@@ -85,7 +100,7 @@ SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tenso
   check_sdpa_options(options, q.shape(0));
   detail::check_backward_options(options, backend);
   check_grad_output_shape(shape_of(grad_output), {q.shape(0), q.shape(1), v.shape(2)});
-  const detail::TensorD3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
+  const TensorD3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
   // Flash's backward needs only the output and lse; naive's uses the weights it always forms.
   const detail::SdpaF64 forward = detail::attend_f64(qd, kd, vd, allowed, options, backend, /*with_weights=*/false);
   const detail::GradsF64 g = detail::attend_backward_f64(qd, kd, vd, allowed, forward,

@@ -10,8 +10,6 @@
 namespace attn {
 namespace {
 
-using detail::TensorD2;
-using detail::TensorD3;
 
 Tensor2 random_matrix(Rng& rng, std::size_t out, std::size_t in) {
   Tensor2 w = Tensor2::from_shape({out, in});
@@ -20,16 +18,16 @@ Tensor2 random_matrix(Rng& rng, std::size_t out, std::size_t in) {
   return w;
 }
 
-TensorD2 project(const TensorD2& x, const Tensor2& w) { return detail::linear_f64(x, xt::cast<double>(w), nullptr); }
+TensorD2 project(const TensorD2& x, const Tensor2& w) { return linear_f64(x, xt::cast<double>(w), nullptr); }
 
 // SA(X) = concat_h(P_h V_h) W_o^T, x [n, D] -> [n, D].
 TensorD2 self_attention(const TensorD2& x, const StackLayer& layer, std::size_t heads, bool causal) {
   SdpaOptions options;
   options.causal = causal;  // scale: the default 1/sqrt(D/H)
   const detail::SdpaF64 a = detail::attend_f64(
-      detail::split_heads(project(x, layer.w_q), heads), detail::split_heads(project(x, layer.w_k), heads),
-      detail::split_heads(project(x, layer.w_v), heads), nullptr, options, BackendOptions{}, /*with_weights=*/false);
-  return project(detail::merge_heads(a.output), layer.w_o);
+      split_heads(project(x, layer.w_q), heads), split_heads(project(x, layer.w_k), heads),
+      split_heads(project(x, layer.w_v), heads), nullptr, options, BackendOptions{}, /*with_weights=*/false);
+  return project(merge_heads(a.output), layer.w_o);
 }
 
 // MLP(X) = relu(X W_1^T) W_2^T, x [n, D] -> [n, D].

@@ -21,11 +21,9 @@ void check_grad_output_shape(const Shape& grad_output, const Shape& expected) {
 namespace detail {
 
 void check_backward_options(const SdpaOptions& options, const BackendOptions& backend) {
-  // Dropout would need the forward's random mask; ALiBi and windows are not in the tiled
-  // kernels. Refused rather than silently differentiated as something else.
+  // Dropout would need the forward's random mask: refused rather than silently differentiated
+  // as something else.
   if (options.dropout_p > 0) throw InputError("grad_output: the backward pass does not support dropout");
-  if (options.window) throw InputError("grad_output: the backward pass does not support a sliding window");
-  if (!options.alibi_slopes.empty()) throw InputError("grad_output: the backward pass does not support ALiBi");
   // attend's variants: masks are masks to every backward; the soft-cap's tanh is not
   // differentiated yet, and only the naive backward sees an ALiBi bias (in its weights).
   if (options.score_mod.softcap) throw InputError("grad_output: the backward pass does not support softcap yet");
@@ -82,7 +80,7 @@ SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v
   check_sdpa_options(options, q.shape(0));
   detail::check_backward_options(options, {});
   check_grad_output_shape(shape_of(grad_output), {q.shape(0), q.shape(1), v.shape(2)});
-  const detail::TensorD3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
+  const TensorD3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
   const detail::SdpaF64 f = detail::sdpa_f64(qd, kd, vd, allowed, options);
   const detail::GradsF64 g = detail::sdpa_backward_f64(
       qd, kd, vd, f.weights, xt::cast<double>(grad_output),

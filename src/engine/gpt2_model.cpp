@@ -12,6 +12,7 @@
 
 #include "attn/engine/attention.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/engine/linear.hpp"
 #include "finite_stream.hpp"
 #include "gpt2_parts.hpp"
 #include "parallel.hpp"
@@ -32,19 +33,8 @@ void split_qkv(const Tensor2& qkv, std::size_t H, Tensor3& q, Tensor3& k, Tensor
   Tensor3* parts[3] = {&q, &k, &v};
   for (std::size_t part = 0; part < 3; ++part) {
     *parts[part] = Tensor3::from_shape({H, L, d});
-    for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t i = 0; i < L; ++i)
-        std::copy_n(qkv.data() + i * 3 * D + part * D + h * d, d, parts[part]->data() + (h * L + i) * d);
+    split_heads(qkv.data() + part * D, 3 * D, L, H, d, parts[part]->data());
   }
-}
-
-// heads [H, L, d] -> [L, D], head h in columns h*d .. h*d + d.
-Tensor2 merge_heads(const Tensor3& heads) {
-  const std::size_t H = heads.shape(0), L = heads.shape(1), d = heads.shape(2);
-  Tensor2 x = Tensor2::from_shape({L, H * d});
-  for (std::size_t h = 0; h < H; ++h)
-    for (std::size_t i = 0; i < L; ++i) std::copy_n(heads.data() + (h * L + i) * d, d, x.data() + i * H * d + h * d);
-  return x;
 }
 
 // Attention is the only part of a block that mixes information across positions.

@@ -33,26 +33,6 @@ HeadLayout check_heads(std::size_t D, const MhaOptions& o) {
   return {D, H, Hkv, D / H};
 }
 
-// [L, heads * d] -> [heads, L, d]: head h takes columns h*d .. h*d + d - 1.
-TensorD3 split_heads(const TensorD2& x, std::size_t heads) {
-  const std::size_t L = x.shape(0), d = x.shape(1) / heads;
-  TensorD3 out = TensorD3::from_shape({heads, L, d});
-  for (std::size_t h = 0; h < heads; ++h)
-    for (std::size_t i = 0; i < L; ++i)
-      for (std::size_t c = 0; c < d; ++c) out(h, i, c) = x(i, h * d + c);
-  return out;
-}
-
-// [H, L, d] -> [L, H * d], the inverse of split_heads.
-TensorD2 merge_heads(const TensorD3& x) {
-  const std::size_t H = x.shape(0), L = x.shape(1), d = x.shape(2);
-  TensorD2 out = TensorD2::from_shape({L, H * d});
-  for (std::size_t h = 0; h < H; ++h)
-    for (std::size_t i = 0; i < L; ++i)
-      for (std::size_t c = 0; c < d; ++c) out(i, h * d + c) = x(h, i, c);
-  return out;
-}
-
 std::optional<TensorD1> to_f64(const std::optional<Tensor1>& b) {
   if (!b) return std::nullopt;
   return TensorD1(xt::cast<double>(*b));
@@ -85,7 +65,7 @@ void rotate_heads(TensorD3& x, std::span<const std::int64_t> positions, const Ro
 // concat_h(O_h) W_o^T + b_o: [H, L, d] -> [L, D].
 TensorD2 output_projection(const TensorD3& o, const Tensor2& w_o, const std::optional<Tensor1>& b_o) {
   const std::optional<TensorD1> bo = to_f64(b_o);
-  return detail::linear_f64(merge_heads(o), xt::cast<double>(w_o), bo ? &*bo : nullptr);
+  return linear_f64(merge_heads(o), xt::cast<double>(w_o), bo ? &*bo : nullptr);
 }
 
 // Attention on projected Q, K, V [L, *] and the output projection: the part mha and
@@ -139,7 +119,7 @@ TensorD2 project_rows(const TensorD2& x, std::size_t first, std::size_t count, c
                       const std::optional<Tensor1>& b) {
   const std::optional<TensorD1> bd = to_f64(b);
   const TensorD2 rows = xt::view(x, xt::range(first, first + count), xt::all());
-  return detail::linear_f64(rows, xt::cast<double>(w), bd ? &*bd : nullptr);
+  return linear_f64(rows, xt::cast<double>(w), bd ? &*bd : nullptr);
 }
 
 }  // namespace detail
@@ -189,7 +169,7 @@ MhaResult mha_fused(const Tensor2& x, const FusedQkvWeights& w, const Mask3* all
 
   // One GEMM projects Q, K and V together; their columns are then views of the result.
   const auto b = to_f64(w.b_qkv);
-  const TensorD2 qkv = detail::linear_f64(xt::cast<double>(x), xt::cast<double>(w.w_qkv),
+  const TensorD2 qkv = linear_f64(xt::cast<double>(x), xt::cast<double>(w.w_qkv),
                                           b ? &*b : nullptr);
   const TensorD2 Q = xt::view(qkv, xt::all(), xt::range(0, D));
   const TensorD2 K = xt::view(qkv, xt::all(), xt::range(D, D + Dkv));
@@ -231,6 +211,18 @@ std::vector<double> token_heads(const TensorD3& x, std::size_t i) {
 
 }  // namespace
 
+namespace {
+
+// The tokens a causal decode step can still see when the mask is a sliding window alone: the
+// query and `left` keys before it (Mistral's rolling buffer keeps just those). 0 = keep every
+// token: sinks, documents, a prefix or a strided pattern still read older keys.
+std::size_t cache_window(const AttentionMask& m) {
+  const bool window_alone = m.window && m.sinks == 0 && m.segments_q.empty() && !m.prefix && m.stride == 0;
+  return window_alone ? (*m.window)[0] + 1 : 0;
+}
+
+}  // namespace
+
 MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& w, const Mask3* allowed,
                            const MhaOptions& options, std::size_t prefill) {
   // x [L, D] -> output [L, D], weights [H, L, L], lse [H, L]
@@ -256,7 +248,7 @@ MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& w, const Mask3* a
   MhaDecodeResult r;
   r.result = {Tensor2::from_shape({L, l.D}), xt::zeros<float>({H, L, L}),
               Tensor2::from_shape({H, L})};
-  KvCache cache(l.Hkv, l.d, options.attention.window, options.kv_dtype);
+  KvCache cache(l.Hkv, l.d, cache_window(options.attention.mask_mod), options.kv_dtype);
   const TensorD2 xd = xt::cast<double>(x);
 
   // Step 0 is the prefill chunk [0, P) (skipped when P = 0); then one token per step.
@@ -299,18 +291,6 @@ MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& w, const Mask3* a
   }
   r.kv_cache_len = cache.length();
   return r;
-}
-
-Tensor2 linear(const Tensor2& x, const Tensor2& w, const Tensor1* b) {
-  if (x.shape(1) != w.shape(1)) {
-    throw InputError("weight: expected shape [out, " + std::to_string(x.shape(1)) + "], got " +
-                     shape_string(w.shape()));
-  }
-  if (b) expect_shape("bias", shape_of(*b), {w.shape(0)});
-  const std::optional<TensorD1> bd = b ? std::optional<TensorD1>(xt::cast<double>(*b))
-                                       : std::nullopt;
-  return xt::cast<float>(detail::linear_f64(xt::cast<double>(x), xt::cast<double>(w),
-                                            bd ? &*bd : nullptr));
 }
 
 }  // namespace attn

@@ -12,9 +12,6 @@
 namespace attn {
 namespace {
 
-using detail::TensorD1;
-using detail::TensorD2;
-using detail::TensorD3;
 
 // The backward of y = x W^T + b (torch.nn.Linear), x [L, in], w [out, in], dy [L, out]:
 //   dx = dy W  [L, in],   dW = dy^T x  [out, in],   db = sum over rows of dy  [out]
@@ -68,9 +65,9 @@ ProjectionGrads backward_f64(const Tensor2& query, const Tensor2& key, const Ten
 
   // Forward, as mha() runs it, keeping what the backward reads.
   const TensorD2 xq = xt::cast<double>(query), xk = xt::cast<double>(key), xv = xt::cast<double>(value);
-  TensorD3 q = detail::split_heads(detail::project_rows(xq, 0, Lq, w.w_q, w.b_q), l.H);    // [H, Lq, d]
-  TensorD3 k = detail::split_heads(detail::project_rows(xk, 0, Lk, w.w_k, w.b_k), l.Hkv);  // [Hkv, Lk, d]
-  const TensorD3 v = detail::split_heads(detail::project_rows(xv, 0, Lk, w.w_v, w.b_v), l.Hkv);
+  TensorD3 q = split_heads(detail::project_rows(xq, 0, Lq, w.w_q, w.b_q), l.H);    // [H, Lq, d]
+  TensorD3 k = split_heads(detail::project_rows(xk, 0, Lk, w.w_k, w.b_k), l.Hkv);  // [Hkv, Lk, d]
+  const TensorD3 v = split_heads(detail::project_rows(xv, 0, Lk, w.w_v, w.b_v), l.Hkv);
   std::vector<std::int64_t> q_pos, k_pos;
   if (options.rope) {
     q_pos = rope_query_positions(*options.rope, Lq);
@@ -80,13 +77,13 @@ ProjectionGrads backward_f64(const Tensor2& query, const Tensor2& key, const Ten
   }
   const detail::SdpaF64 a =
       detail::attend_f64(q, k, v, allowed, options.attention, options.backend, /*with_weights=*/false);
-  const TensorD2 o = detail::merge_heads(a.output);  // [Lq, D], the input of W_o
+  const TensorD2 o = merge_heads(a.output);  // [Lq, D], the input of W_o
 
   // Backward, last step first. y = o W_o^T + b_o:
   ProjectionGrads g;
   g.o = linear_backward(o, w.w_o, xt::cast<double>(grad_output));
   // Attention, per head (GQA: dk, dv come summed over each group):
-  detail::GradsF64 da = detail::attend_backward_f64(q, k, v, allowed, a, detail::split_heads(g.o.dx, l.H),
+  detail::GradsF64 da = detail::attend_backward_f64(q, k, v, allowed, a, split_heads(g.o.dx, l.H),
                                                     options.attention, options.backend);
   // RoPE: the gradient of the unrotated Q, K is the rotated one's, turned back.
   if (options.rope) {
@@ -94,9 +91,9 @@ ProjectionGrads backward_f64(const Tensor2& query, const Tensor2& key, const Ten
     unrotate_heads(da.dk, k_pos, *options.rope);
   }
   // The input projections, each from its own input:
-  g.q = linear_backward(xq, w.w_q, detail::merge_heads(da.dq));
-  g.k = linear_backward(xk, w.w_k, detail::merge_heads(da.dk));
-  g.v = linear_backward(xv, w.w_v, detail::merge_heads(da.dv));
+  g.q = linear_backward(xq, w.w_q, merge_heads(da.dq));
+  g.k = linear_backward(xk, w.w_k, merge_heads(da.dk));
+  g.v = linear_backward(xv, w.w_v, merge_heads(da.dv));
   return g;
 }
 

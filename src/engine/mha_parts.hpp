@@ -18,9 +18,6 @@ struct HeadLayout {
 HeadLayout check_mha(const Tensor2& query, const Tensor2& key, const Tensor2& value,
                      const MhaWeights& w, const Mask3* allowed, const MhaOptions& options);
 
-// [L, heads * d] -> [heads, L, d]: head h takes columns h*d .. h*d + d - 1; merge_heads undoes it.
-TensorD3 split_heads(const TensorD2& x, std::size_t heads);
-TensorD2 merge_heads(const TensorD3& x);
 
 // Rotates x [heads, L, d] in place, row l of every head to positions[l] (rope.hpp).
 void rotate_heads(TensorD3& x, std::span<const std::int64_t> positions, const RopeOptions& rope);

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 
-#include "attn/engine/alibi.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/engine/mask.hpp"
 #include "attn/engine/random.hpp"
@@ -75,13 +74,7 @@ void check_sdpa_options(const SdpaOptions& options, std::size_t num_heads) {
     throw InputError("scale: expected a finite number");
   if (!(options.dropout_p >= 0.0 && options.dropout_p < 1.0))
     throw InputError("dropout: expected a probability in [0, 1)");
-  if (options.window > 0 && !options.causal)
-    throw InputError("window: a sliding window needs causal attention");
   if (num_heads > 0) options.score_mod.check(num_heads);
-  if (num_heads > 0 && !options.alibi_slopes.empty() && options.alibi_slopes.size() != num_heads) {
-    throw InputError("alibi_slopes: expected one slope per query head (" + std::to_string(num_heads) +
-                     "), got " + std::to_string(options.alibi_slopes.size()));
-  }
 }
 
 std::size_t count_fully_masked_rows(const Tensor2& lse) {
@@ -111,10 +104,7 @@ SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const 
   const std::size_t Hkv = k.shape(0), Lk = k.shape(1), dv = v.shape(2);
   const std::size_t group = H / Hkv;  // query heads per key/value head (GQA)
   const double alpha = resolved_scale(options.scale, d) / options.temperature;
-  // Causal, or the causal sliding window: bottom-right aligned either way (mask.hpp).
-  const Mask2 causal = !options.causal ? Mask2{}
-                       : options.window ? sliding_window_allowed(Lq, Lk, options.window - 1, 0)
-                                        : causal_allowed(Lq, Lk);
+  const Mask2 causal = options.causal ? causal_allowed(Lq, Lk) : Mask2{};  // bottom-right (mask.hpp)
   const long query_offset = static_cast<long>(Lk) - static_cast<long>(Lq);  // query i sits at i + Lk - Lq
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -134,7 +124,6 @@ SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const 
                 static_cast<int>(d), 0.0, s, static_cast<int>(Lk));
     const bool* m = nullptr;
     if (allowed) m = allowed->data() + (allowed->shape(0) == 1 ? 0 : h) * Lq * Lk;
-    const double slope = options.alibi_slopes.empty() ? 0.0 : options.alibi_slopes[h];
     const bool modded = options.score_mod.any(), variant = options.mask_mod.any();
     for (std::size_t i = 0; i < Lq; ++i) {
       double* row = s + i * Lk;
@@ -146,10 +135,6 @@ SdpaF64 sdpa_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, const 
         if (variant && !options.mask_mod.visible(i, j, Lq, Lk)) {
           row[j] = kNegInf;
           continue;
-        }
-        if (slope != 0.0) {  // ALiBi is added to the scaled score, before masking and softmax
-          row[j] += alibi_bias_value(slope, static_cast<long>(i) + query_offset,
-                                     static_cast<long>(j)) / options.temperature;
         }
         const bool blocked = (m && !m[i * Lk + j]) || (options.causal && !causal(i, j));
         if (blocked) row[j] = kNegInf;  // exact -inf: exp gives exactly 0 (softmax.hpp)
@@ -178,20 +163,21 @@ void check_lse_fits_float32(const TensorD2& lse) {
   }
 }
 
-TensorD2 linear_f64(const TensorD2& x, const TensorD2& w, const TensorD1* b) {
-  const std::size_t L = x.shape(0), in = x.shape(1), out = w.shape(0);
-  TensorD2 y = TensorD2::from_shape({L, out});
-  if (b) {
-    for (std::size_t i = 0; i < L; ++i)
-      for (std::size_t o = 0; o < out; ++o) y(i, o) = (*b)(o);
-  }
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(L),
-              static_cast<int>(out), static_cast<int>(in), 1.0, x.data(), static_cast<int>(in),
-              w.data(), static_cast<int>(in), b ? 1.0 : 0.0, y.data(), static_cast<int>(out));
-  return y;
-}
-
 }  // namespace detail
+
+Tensor3 attention_scores(const Tensor3& q, const Tensor3& k, std::optional<double> scale) {
+  check_head_shapes(shape_of(q), shape_of(k), shape_of(k), nullptr);
+  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1), group = H / k.shape(0);
+  const TensorD3 qd = xt::cast<double>(q), kd = xt::cast<double>(k);
+  TensorD3 s = TensorD3::from_shape({H, Lq, Lk});
+  for (std::size_t h = 0; h < H; ++h) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(Lq), static_cast<int>(Lk),
+                static_cast<int>(d), resolved_scale(scale, d), qd.data() + h * Lq * d, static_cast<int>(d),
+                kd.data() + (h / group) * Lk * d, static_cast<int>(d), 0.0, s.data() + h * Lq * Lk,
+                static_cast<int>(Lk));
+  }
+  return xt::cast<float>(s);
+}
 
 SdpaResult sdpa(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
                 const SdpaOptions& options) {
@@ -199,10 +185,10 @@ SdpaResult sdpa(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask
   check_sdpa_options(options, q.shape(0));
   options.mask_mod.check(q.shape(1), k.shape(1));
 
-  const detail::SdpaF64 r = detail::sdpa_f64(xt::cast<double>(q), xt::cast<double>(k),
+  detail::SdpaF64 r = detail::sdpa_f64(xt::cast<double>(q), xt::cast<double>(k),
                                              xt::cast<double>(v), allowed, options);
   detail::check_lse_fits_float32(r.lse);
-  return {xt::cast<float>(r.output), xt::cast<float>(r.weights), xt::cast<float>(r.lse)};
+  return {xt::cast<float>(r.output), xt::cast<float>(r.weights), xt::cast<float>(r.lse), std::move(r.lse)};
 }
 
 }  // namespace attn

@@ -2,13 +2,10 @@
 // Private to the engine: the float64 core shared by sdpa() and mha().
 #include "attn/engine/attention.hpp"
 #include "attn/engine/flash.hpp"
+#include "attn/engine/linear.hpp"
 #include "attn/engine/sdpa.hpp"
 
 namespace attn::detail {
-
-using TensorD1 = xt::xtensor<double, 1>;
-using TensorD2 = xt::xtensor<double, 2>;
-using TensorD3 = xt::xtensor<double, 3>;
 
 struct SdpaF64 {
   TensorD3 output;   // [H, Lq, dv]
@@ -41,8 +38,5 @@ SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
 // after scaling) would round to -inf, which means "every key masked": a false warning and a
 // null in the JSON. That is an overflow of the user's scores, refused as such.
 void check_lse_fits_float32(const TensorD2& lse);
-
-// y = x W^T + b in float64 (torch.nn.Linear): x [L, in], w [out, in], b [out] or null.
-TensorD2 linear_f64(const TensorD2& x, const TensorD2& w, const TensorD1* b);
 
 }  // namespace attn::detail

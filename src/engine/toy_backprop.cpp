@@ -8,8 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "attn/engine/backward.hpp"
+#include "attn/engine/attention.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/engine/linear.hpp"
 #include "finite_stream.hpp"
 #include "flash/microkernels.hpp"
 #include "parallel.hpp"  // the flash kernel's vector row max and exp2, for the cross-entropy
@@ -115,45 +116,34 @@ void linear_grad_weight(const Tensor2& dy, const Tensor2& x, Tensor2& dw, ToyWor
   product(Out, In, M, {dy.data(), 1, Out}, {x.data(), In, 1}, dw.data(), In, false, ws, threads);
 }
 
-// n floats from src to dst. The head split moves rows of d = 16 floats: in whole 64-byte
-// blocks of constant size the compiler emits the moves inline, where a memcpy call per row
-// cost as much as the copying.
-void copy_floats(const float* src, std::size_t n, float* dst) {
-  std::size_t c = 0;
-  for (; c + 16 <= n; c += 16) std::memcpy(dst + c, src + c, 16 * sizeof(float));
-  for (; c < n; ++c) dst[c] = src[c];
-}
-
-// [B*L, D] -> [B*H, L, d]: row b*L+i, columns h*d..h*d+d  ->  head b*H+h, row i.
+// [B*L, D] -> [B*H, L, d]: row b*L+i, columns h*d..h*d+d  ->  head b*H+h, row i (linear.hpp's
+// split_heads, sequence by sequence).
 void split_heads(const Tensor2& x, Tensor3& heads, const Dims& s) {
   ensure(heads, s.B * s.H, s.L, s.d);
   for (std::size_t b = 0; b < s.B; ++b)
-    for (std::size_t h = 0; h < s.H; ++h)
-      for (std::size_t i = 0; i < s.L; ++i)
-        copy_floats(x.data() + (b * s.L + i) * s.D + h * s.d, s.d, heads.data() + ((b * s.H + h) * s.L + i) * s.d);
+    attn::split_heads(x.data() + b * s.L * s.D, s.D, s.L, s.H, s.d, heads.data() + b * s.H * s.L * s.d);
 }
 // The inverse: [B*H, L, d] -> [B*L, D].
 void merge_heads(const Tensor3& heads, Tensor2& x, const Dims& s) {
   ensure(x, s.N, s.D);
   for (std::size_t b = 0; b < s.B; ++b)
-    for (std::size_t h = 0; h < s.H; ++h)
-      for (std::size_t i = 0; i < s.L; ++i)
-        copy_floats(heads.data() + ((b * s.H + h) * s.L + i) * s.d, s.d, x.data() + (b * s.L + i) * s.D + h * s.d);
+    attn::merge_heads(heads.data() + b * s.H * s.L * s.d, s.L, s.H, s.d, x.data() + b * s.L * s.D, s.D);
 }
 
-FlashOptions flash_options(const Dims& s, const ToyPassOptions& o) {
-  FlashOptions f;
-  f.causal = true;
-  f.scale = 1.0 / std::sqrt(double(s.d));
-  f.threads = o.threads;
-  f.precision = FlashPrecision::float32;
-  return f;
-}
-SdpaOptions naive_options(const Dims& s) {
+// Causal attention with the 1/sqrt(d) scale, through the engine's door: flash's float32 tiles
+// (what training times) or the float64 reference.
+SdpaOptions attention_options(const Dims& s) {
   SdpaOptions so;
   so.causal = true;
   so.scale = 1.0 / std::sqrt(double(s.d));
   return so;
+}
+BackendOptions backend_options(const ToyPassOptions& o) {
+  BackendOptions b;
+  b.backend = o.backend;
+  b.threads = o.threads;
+  b.precision = FlashPrecision::float32;
+  return b;
 }
 
 Dims check_batch(const ToyModel& model, const TokenBatch& batch) {
@@ -181,7 +171,7 @@ void forward(const ToyModel& m, const TokenBatch& batch, ToyWorkspace& ws, const
   const std::size_t n = m.layers.size();
   ws.residual.resize(n + 1);
   ws.q.resize(n), ws.k.resize(n), ws.v.resize(n), ws.merged.resize(n);
-  if (o.backend == Backend::flash) ws.flash.resize(n); else ws.naive.resize(n);
+  ws.attention.resize(n);
   for (Tensor2& x : ws.residual) ensure(x, s.N, s.D);
   ensure(ws.grad_proj, s.N, s.D);
 
@@ -199,13 +189,10 @@ void forward(const ToyModel& m, const TokenBatch& batch, ToyWorkspace& ws, const
     linear(x, w.w_k, ws.grad_proj, ws, o.threads), split_heads(ws.grad_proj, ws.k[l], s);
     linear(x, w.w_v, ws.grad_proj, ws, o.threads), split_heads(ws.grad_proj, ws.v[l], s);
     // Attention is the only place where positions exchange information.
-    if (o.backend == Backend::flash) {
-      ws.flash[l] = flash_attention(ws.q[l], ws.k[l], ws.v[l], nullptr, flash_options(s, o));
-      merge_heads(ws.flash[l].output, ws.merged[l], s);
-    } else {
-      ws.naive[l] = sdpa(ws.q[l], ws.k[l], ws.v[l], nullptr, naive_options(s));
-      merge_heads(ws.naive[l].output, ws.merged[l], s);
-    }
+    // Flash keeps its output and lse for the backward; the reference its weights.
+    ws.attention[l] = attention(ws.q[l], ws.k[l], ws.v[l], nullptr, attention_options(s), backend_options(o),
+                                /*with_weights=*/false);
+    merge_heads(ws.attention[l].output, ws.merged[l], s);
     // The residual connection: the layer adds what it read to the stream.
     Tensor2& next = ws.residual[l + 1];
     std::copy(x.begin(), x.end(), next.begin());
@@ -261,10 +248,8 @@ void backward(const ToyModel& m, const TokenBatch& batch, ToyModel& g, ToyWorksp
     linear_grad_weight(ws.grad_x, ws.merged[l], gw.w_o, ws, o.threads);
     linear_grad_input(ws.grad_x, w.w_o, ws.grad_merged, false, ws, o.threads);
     split_heads(ws.grad_merged, ws.grad_heads, s);
-    const SdpaGradients a =
-        o.backend == Backend::flash
-            ? flash_backward(ws.q[l], ws.k[l], ws.v[l], nullptr, ws.flash[l], ws.grad_heads, flash_options(s, o))
-            : sdpa_backward(ws.q[l], ws.k[l], ws.v[l], ws.naive[l], ws.grad_heads, naive_options(s));
+    const SdpaGradients a = attention_backward(ws.q[l], ws.k[l], ws.v[l], nullptr, ws.attention[l], ws.grad_heads,
+                                               attention_options(s), backend_options(o));
     const std::pair<const Tensor3*, std::pair<const Tensor2*, Tensor2*>> projections[] = {
         {&a.grad_q, {&w.w_q, &gw.w_q}}, {&a.grad_k, {&w.w_k, &gw.w_k}}, {&a.grad_v, {&w.w_v, &gw.w_v}}};
     for (const auto& [grad_heads, weights] : projections) {
@@ -312,7 +297,7 @@ ToyForward toy_forward(const ToyModel& model, const std::vector<std::int32_t>& t
   detail::require_finite_stream(ws.logits, "the unembedding (the logits)");
   ToyForward out;
   out.logits = std::move(ws.logits);
-  for (SdpaResult& r : ws.naive) out.attention.push_back(std::move(r.weights));
+  for (SdpaResult& r : ws.attention) out.attention.push_back(std::move(r.weights));
   out.residual = std::move(ws.residual);
   out.q = std::move(ws.q), out.k = std::move(ws.k), out.v = std::move(ws.v);
   return out;

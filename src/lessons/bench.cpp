@@ -50,29 +50,25 @@ BenchRun run_backward_bench(const BenchConfig& c, const Tensor3& q, const Tensor
   const Tensor3 dO = random_tensor(rng, c.heads, c.n, c.head_dim);
   SdpaOptions so;
   so.causal = c.causal;
-  FlashOptions fo;
-  fo.causal = c.causal;
-  fo.threads = c.threads;
-  fo.block_q = c.block_q;
-  fo.block_k = c.block_k;
-  fo.precision = FlashPrecision::float64;
+  BackendOptions b;  // float64 inside, as attend's and mha's gradients
+  b.backend = parse_backend(c.backend);
+  b.threads = c.threads;
+  b.block_q = c.block_q;
+  b.block_k = c.block_k;
+  b.precision = FlashPrecision::float64;
   // What each backward reads from its forward: the naive one the stored [H, n, n] weights,
   // the flash one only the output and the lse.
-  std::optional<SdpaResult> naive_forward;
-  std::optional<FlashResult> flash_forward;
-  if (c.backend == "naive") naive_forward = sdpa(q, k, v, nullptr, so);
-  else flash_forward = flash_attention(q, k, v, nullptr, fo);
+  const SdpaResult forward = attention(q, k, v, nullptr, so, b, /*with_weights=*/false);
 
   SdpaGradients g;
   const std::size_t before = baseline_rss();  // the forward's kept memory is not the backward's
   auto run_once = [&] {
     g = SdpaGradients();
-    g = naive_forward ? sdpa_backward(q, k, v, *naive_forward, dO, so)
-                      : flash_backward(q, k, v, nullptr, *flash_forward, dO, fo);
+    g = attention_backward(q, k, v, nullptr, forward, dO, so, b);
   };
   BenchRun run = time_bench(c, before, attention_backward_flops(c.n, c.heads, c.head_dim, c.causal), run_once);
   if (c.check) {  // the largest error of dQ, dK, dV against the naive backward
-    const SdpaGradients ref = naive_forward ? g : sdpa_backward(q, k, v, nullptr, dO, so);
+    const SdpaGradients ref = b.backend == Backend::naive ? g : attention_backward(q, k, v, nullptr, dO, so, {});
     run.max_abs_err_vs_naive = std::max({max_abs_diff(g.grad_q, ref.grad_q), max_abs_diff(g.grad_k, ref.grad_k),
                                          max_abs_diff(g.grad_v, ref.grad_v)});
   }
@@ -103,7 +99,7 @@ BenchRun run_cuda_bench(const BenchConfig& c, CudaDtype dtype, const Tensor3& q,
   if (c.check) {
     SdpaOptions so;
     so.causal = c.causal;
-    run.max_abs_err_vs_naive = max_abs_diff(f.output, sdpa(q, k, v, nullptr, so).output);
+    run.max_abs_err_vs_naive = max_abs_diff(f.output, attention(q, k, v, nullptr, so).output);
   }
   return run;
 }
@@ -156,7 +152,7 @@ BenchRun run_bench(const BenchConfig& c) {
   };
   BenchRun run = time_bench(c, before, attention_flops(c.n, c.heads, c.head_dim, c.causal), run_once);
   if (c.check) {
-    const Tensor3 ref = c.backend == "naive" ? output : sdpa(q, k, v, nullptr, so).output;
+    const Tensor3 ref = c.backend == "naive" ? output : attention(q, k, v, nullptr, so).output;
     run.max_abs_err_vs_naive = max_abs_diff(output, ref);
   }
   return run;

@@ -7,6 +7,7 @@
 
 #include "attn/engine/attention.hpp"
 #include "attn/engine/error.hpp"
+#include "attn/engine/linear.hpp"
 #include "attn/engine/mask.hpp"
 #include "attn/engine/mha.hpp"
 #include "attn/engine/positional.hpp"
@@ -51,7 +52,10 @@ DemoFlashRun run_flash(const Tensor3& q, const Tensor3& k, const Tensor3& v, Fla
                        const SdpaResult& naive, const SdpaResult& naive_causal) {
   DemoFlashRun run;
   run.tiling = flash_tiling(q.shape(1), k.shape(1), o);
-  const BackendOptions flash{Backend::flash, o.block_q, o.block_k, o.threads, o.precision, o.isa};
+  BackendOptions flash;
+  flash.backend = Backend::flash;
+  flash.block_q = o.block_q, flash.block_k = o.block_k, flash.threads = o.threads;
+  flash.precision = o.precision, flash.isa = o.isa;
   for (bool causal : {false, true}) {
     SdpaOptions attention;
     attention.causal = causal;
@@ -144,31 +148,7 @@ namespace {
 
 Tensor3 as_head(const Tensor2& t) { return Tensor3(xt::expand_dims(t, 0)); }
 
-// S[h] = scale * q[h] k[h]^T in float64, rounded once: q [H, L, d], k [H, L, d] -> [H, L, L].
-Tensor3 scaled_scores(const Tensor3& q, const Tensor3& k, double scale) {
-  const std::size_t H = q.shape(0), L = q.shape(1), M = k.shape(1), d = q.shape(2);
-  Tensor3 s = Tensor3::from_shape({H, L, M});
-  for (std::size_t h = 0; h < H; ++h)
-    for (std::size_t i = 0; i < L; ++i)
-      for (std::size_t j = 0; j < M; ++j) {
-        double acc = 0;
-        for (std::size_t c = 0; c < d; ++c) acc += double(q(h, i, c)) * double(k(h, j, c));
-        s(h, i, j) = float(acc * scale);
-      }
-  return s;
-}
-
 Tensor2 first_head(const Tensor3& t) { return xt::view(t, 0, xt::all(), xt::all()); }
-
-// x [L, D] -> [H, L, D/H]: the columns of head h are [h * D/H, (h + 1) * D/H), as mha splits them.
-Tensor3 split_heads(const Tensor2& x, std::size_t H) {
-  const std::size_t L = x.shape(0), dh = x.shape(1) / H;
-  Tensor3 t = Tensor3::from_shape({H, L, dh});
-  for (std::size_t h = 0; h < H; ++h)
-    for (std::size_t i = 0; i < L; ++i)
-      for (std::size_t c = 0; c < dh; ++c) t(h, i, c) = x(i, h * dh + c);
-  return t;
-}
 
 // The single head's seeded projections (seed + 1) of the embedded sentence.
 struct SeededHead {
@@ -213,16 +193,16 @@ void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
   const Tensor2& x = head.x;
   const Tensor3 &q = head.q, &k = head.k, &v = head.v;
   r.positions = run_positions_lesson(tokens, D, config.seed);
-  const SdpaResult a = sdpa(q, k, v);
+  const SdpaResult a = attention(q, k, v);
   r.scale = resolved_scale(std::nullopt, D);
-  r.scores = r.causal_scores = first_head(scaled_scores(q, k, r.scale));
+  r.scores = r.causal_scores = first_head(attention_scores(q, k, r.scale));
   r.weights = xt::view(a.weights, 0, xt::all(), xt::all());
   r.top = top_per_row(r.weights, config.top_k);
 
   // The same Q, K, V under the causal mask: each token sees only itself and what came before.
   SdpaOptions causal;
   causal.causal = true;
-  const SdpaResult c = sdpa(q, k, v, nullptr, causal);
+  const SdpaResult c = attention(q, k, v, nullptr, causal);
   r.causal_weights = xt::view(c.weights, 0, xt::all(), xt::all());
   r.causal_top = top_per_row(r.causal_weights, config.top_k, &r.causal_allowed);
 
@@ -237,7 +217,7 @@ void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
     // The causal run again, q and k rotated to positions 0..L-1: now order matters.
     std::vector<std::int64_t> positions(L);
     std::iota(positions.begin(), positions.end(), 0);
-    const SdpaResult rc = sdpa(apply_rope(q, positions, *rope), apply_rope(k, positions, *rope), v, nullptr, causal);
+    const SdpaResult rc = attention(apply_rope(q, positions, *rope), apply_rope(k, positions, *rope), v, nullptr, causal);
     DemoRope dr{*config.rope, xt::view(rc.weights, 0, xt::all(), xt::all()), 0.0};
     for (std::size_t i = 0; i < L; ++i) {
       for (std::size_t j = 0; j < L; ++j) {
@@ -264,7 +244,7 @@ void seeded_attention(DemoResult& r, const std::vector<Token>& tokens) {
       qh = apply_rope(qh, positions, *rope);
       kh = apply_rope(kh, positions, *rope);
     }
-    r.head_scores = scaled_scores(qh, kh, resolved_scale(std::nullopt, D / config.heads));
+    r.head_scores = attention_scores(qh, kh);
   }
   r.decode = decode_check(x, wh, mo);
 }
@@ -353,12 +333,12 @@ void show_model_heads(DemoResult& r, DemoModel& dm, const std::vector<Tensor3>& 
   const Tensor3 q = head(q_layers), k = head(k_layers), v = head(v_layers);
   SdpaOptions causal;
   causal.causal = true;
-  r.flash = flash_check(q, k, v, sdpa(q, k, v), sdpa(q, k, v, nullptr, causal));
+  r.flash = flash_check(q, k, v, attention(q, k, v), attention(q, k, v, nullptr, causal));
   const std::size_t L = r.tokens.size();
   r.flash.replay = replay_flash(q, k, v, r.tokens, {teaching_block(L), teaching_block(L), true});
   r.split_kv = last_query_split_kv(q, k, v, r.scale);
   // The scores behind every weight, for the report's temperature slider.
-  for (std::size_t l = 0; l < mc.layers; ++l) dm.scaled_scores.push_back(scaled_scores(q_layers[l], k_layers[l], r.scale));
+  for (std::size_t l = 0; l < mc.layers; ++l) dm.scaled_scores.push_back(attention_scores(q_layers[l], k_layers[l], r.scale));
   r.scores = xt::view(dm.scaled_scores[ind.layer], ind.head, xt::all(), xt::all());
   r.causal_scores = xt::view(dm.scaled_scores[prev.layer], prev.head, xt::all(), xt::all());
   r.head_scores = dm.scaled_scores.back();

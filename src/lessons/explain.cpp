@@ -6,9 +6,10 @@
 #include <vector>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/linear.hpp"
 #include "attn/engine/mask.hpp"
 #include "attn/engine/mha.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention.hpp"
 #include "attn/engine/softmax.hpp"
 #include "attn/engine/tokenize.hpp"
 
@@ -195,7 +196,7 @@ ExplainResult explain_attention(const ExplainConfig& config) {
   // The check: the engine in one call on the same Q, K, V.
   SdpaOptions options;
   options.causal = config.causal;
-  const SdpaResult ref = sdpa(as_head(r.q), as_head(r.k), as_head(r.v), nullptr, options);
+  const SdpaResult ref = attention(as_head(r.q), as_head(r.k), as_head(r.v), nullptr, options);
   r.sdpa_output = xt::view(ref.output, 0, xt::all(), xt::all());
   for (std::size_t i = 0; i < r.output.size(); ++i) {
     r.max_abs_diff = std::max(r.max_abs_diff, std::fabs(static_cast<double>(r.output.flat(i)) -

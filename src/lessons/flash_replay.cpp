@@ -4,7 +4,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention.hpp"
 
 namespace attn {
 namespace {
@@ -48,20 +48,22 @@ std::size_t teaching_block(std::size_t tokens) { return std::max<std::size_t>(2,
 FlashReplay replay_flash(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                          const std::vector<std::string>& tokens, const FlashReplayOptions& options) {
   Recorder recorder;
-  FlashOptions o;
-  o.causal = options.causal;
-  o.block_q = options.block_q;
-  o.block_k = options.block_k;
-  o.threads = 1;
-  o.precision = FlashPrecision::float64;
-  o.isa = "generic";
-  o.observer = &recorder;
-  const FlashResult f = flash_attention(q, k, v, nullptr, o);
+  SdpaOptions so;
+  so.causal = options.causal;
+  BackendOptions b;  // float64 tiles on one thread, every step observed
+  b.backend = Backend::flash;
+  b.block_q = options.block_q;
+  b.block_k = options.block_k;
+  b.threads = 1;
+  b.precision = FlashPrecision::float64;
+  b.isa = "generic";
+  b.observer = &recorder;
+  const SdpaResult f = attention(q, k, v, nullptr, so, b, /*with_weights=*/false);
 
   FlashReplay r;
   r.tokens = tokens;
   r.causal = options.causal;
-  const FlashTiling t = flash_tiling(q.shape(1), k.shape(1), o);
+  const FlashTiling t = flash_tiling(q.shape(1), k.shape(1), tiled_options(so, b, q.shape(2)));
   r.block_q = t.block_q, r.block_k = t.block_k, r.isa = t.isa;
   r.scale = resolved_scale(std::nullopt, q.shape(2));
   // The kernel walks causal query blocks last-first (the costly ones first); a learner reads
@@ -71,9 +73,7 @@ FlashReplay replay_flash(const Tensor3& q, const Tensor3& k, const Tensor3& v,
     return std::tie(a.head, a.i0, a.j0) < std::tie(b.head, b.i0, b.j0);
   });
 
-  SdpaOptions so;
-  so.causal = options.causal;
-  const SdpaResult n = sdpa(q, k, v, nullptr, so);
+  const SdpaResult n = attention(q, k, v, nullptr, so);
   r.output = xt::view(f.output, 0, xt::all(), xt::all());
   r.naive_output = xt::view(n.output, 0, xt::all(), xt::all());
   for (std::size_t i = 0; i < q.shape(1); ++i) {

@@ -5,8 +5,9 @@
 #include <cmath>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/linear.hpp"
 #include "attn/engine/mha.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention.hpp"
 #include "attn/engine/tokenize.hpp"
 
 namespace attn {
@@ -52,7 +53,7 @@ LinearRnnResult run_linear_rnn(const LinearRnnConfig& config) {
   SdpaOptions options;
   options.causal = true;
   const auto as3 = [&](const Tensor2& t) { return Tensor3(xt::reshape_view(t, {std::size_t{1}, L, d})); };
-  const SdpaResult s = sdpa(as3(q), as3(k), as3(v), nullptr, options);
+  const SdpaResult s = attention(as3(q), as3(k), as3(v), nullptr, options);
   r.softmax_weights = xt::cast<double>(Tensor2(xt::view(s.weights, 0)));
   r.softmax_output = xt::cast<double>(Tensor2(xt::view(s.output, 0)));
   r.max_abs_weight_difference = max_abs_difference(r.linear_weights, r.softmax_weights);

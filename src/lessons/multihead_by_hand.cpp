@@ -4,8 +4,9 @@
 #include <cmath>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/linear.hpp"
 #include "attn/engine/mha.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention.hpp"
 #include "max_difference.hpp"
 
 namespace attn {
@@ -42,7 +43,7 @@ MultiHeadByHand multihead_by_hand(const Tensor2& x, std::size_t H, std::uint64_t
     m.q_h.push_back(columns(m.q, h * d, d));
     m.k_h.push_back(columns(m.k, h * d, d));
     m.v_h.push_back(columns(m.v, h * d, d));
-    const SdpaResult a = sdpa(Tensor3(xt::expand_dims(m.q_h.back(), 0)), Tensor3(xt::expand_dims(m.k_h.back(), 0)),
+    const SdpaResult a = attention(Tensor3(xt::expand_dims(m.q_h.back(), 0)), Tensor3(xt::expand_dims(m.k_h.back(), 0)),
                               Tensor3(xt::expand_dims(m.v_h.back(), 0)), nullptr, options);
     m.weights.push_back(xt::view(a.weights, 0, xt::all(), xt::all()));
     m.head_out.push_back(xt::view(a.output, 0, xt::all(), xt::all()));

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention.hpp"
 #include "attn/lessons/number_format.hpp"
 #include "attn/lessons/pitfalls.hpp"
 #include "attn/lessons/softmax_stats.hpp"
@@ -51,7 +51,7 @@ Pitfall pitfall_float_mask_sdpa() {
   std::copy(scores.begin(), scores.end(), k.begin());
   SdpaOptions o;
   o.scale = 1.0;
-  const SdpaResult r = sdpa(q, k, k, &allowed, o);
+  const SdpaResult r = attention(q, k, k, &allowed, o);
   Tensor2 wrong_row = Tensor2::from_shape({1, scores.size()});
   for (std::size_t j = 0; j < scores.size(); ++j) wrong_row(0, j) = static_cast<float>(wrong[j]);
   Pitfall p{"float-mask-sdpa", "A float 0/1 mask passed to F.scaled_dot_product_attention",

@@ -6,7 +6,7 @@
 #include "attn/engine/mask.hpp"
 #include "attn/engine/random.hpp"
 #include "attn/lessons/number_format.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention.hpp"
 #include "attn/engine/softmax.hpp"
 #include "attn/lessons/softmax_stats.hpp"
 #include "attn/lessons/temperature.hpp"
@@ -32,7 +32,7 @@ Mask3 mask_row(const std::vector<bool>& allowed) {
 Tensor2 engine_weights(const std::vector<float>& scores, const Mask3& allowed) {
   SdpaOptions o;
   o.scale = 1.0;
-  const SdpaResult r = sdpa(column({1.0f}), column(scores), column(scores), &allowed, o);
+  const SdpaResult r = attention(column({1.0f}), column(scores), column(scores), &allowed, o);
   return xt::view(r.weights, 0, xt::all(), xt::all());
 }
 
@@ -86,8 +86,8 @@ Pitfall pitfall_causal_alignment() {
     for (std::size_t j = 0; j < Lk; ++j) top_left(0, i, j) = j <= i;  // torch.ones(Lq, Lk).tril()
   SdpaOptions causal;
   causal.causal = true;  // attn-cli: bottom-right, j <= i + Lk - Lq (mask.hpp)
-  const SdpaResult wrong = sdpa(q, k, k, &top_left);
-  const SdpaResult right = sdpa(q, k, k, nullptr, causal);
+  const SdpaResult wrong = attention(q, k, k, &top_left);
+  const SdpaResult right = attention(q, k, k, nullptr, causal);
   Pitfall p{"causal-alignment", "Causal mask with Lq != Lk: top-left or bottom-right?",
             "top-left: query i sees keys j <= i (torch.ones(Lq, Lk).tril(), SDPA's is_causal=True)",
             "bottom-right: query i sees keys j <= i + Lk - Lq (FlashAttention >= 2.1, causal_lower_right)",

@@ -5,10 +5,11 @@
 #include <numeric>
 
 #include "attn/engine/error.hpp"
+#include "attn/engine/linear.hpp"
 #include "attn/engine/mha.hpp"
 #include "attn/engine/positional.hpp"
 #include "attn/engine/rope.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention.hpp"
 
 namespace attn {
 
@@ -44,7 +45,7 @@ Tensor2 single_head_weights(const std::vector<Token>& tokens, std::size_t D, std
     q = apply_rope(q, positions, rope);
     k = apply_rope(k, positions, rope);
   }
-  return xt::view(sdpa(q, k, v).weights, 0, xt::all(), xt::all());
+  return xt::view(attention(q, k, v).weights, 0, xt::all(), xt::all());
 }
 
 std::vector<PositionRun> run_positions_lesson(const std::vector<Token>& tokens, std::size_t D, std::uint64_t seed) {

@@ -7,7 +7,7 @@
 
 #include "attn/engine/error.hpp"
 #include "attn/engine/random.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention.hpp"
 
 namespace attn {
 
@@ -54,7 +54,7 @@ ScalingMeasurement measure_sdpa_scaling(const std::vector<std::size_t>& ns, std:
     std::vector<double> ms;
     for (std::size_t r = 0; r < repeats; ++r) {
       const auto start = std::chrono::steady_clock::now();
-      const SdpaResult out = sdpa(q, k, v);
+      const SdpaResult out = attention(q, k, v);
       const auto stop = std::chrono::steady_clock::now();
       ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
       if (out.output.size() == 0) throw RuntimeError("sdpa returned nothing");  // keep the call

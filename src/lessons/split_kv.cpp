@@ -8,7 +8,7 @@
 #include <string>
 
 #include "attn/engine/error.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention.hpp"
 #include "attn/engine/tile_math.hpp"
 #include "max_difference.hpp"
 
@@ -116,7 +116,7 @@ SplitKvLesson split_kv_merge(const Tensor1& q, const Tensor2& k, const Tensor2& 
   for (std::size_t j = 0; j < n; ++j) mask(0, 0, j) = allowed[j];
   SdpaOptions options;
   options.scale = scale;
-  const SdpaResult ref = sdpa(q3, k3, v3, &mask, options);
+  const SdpaResult ref = attention(q3, k3, v3, &mask, options);
   for (std::size_t x = 0; x < dv; ++x) r.one_pass.push_back(ref.output(0, 0, x));
   r.max_abs_diff = max_abs_difference(r.merged, r.one_pass);
   return r;

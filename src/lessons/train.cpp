@@ -42,7 +42,7 @@ Evaluation evaluate(const ToyModel& model, const TokenBatch& held_out, ToyWorksp
   std::vector<std::vector<std::int32_t>> ids(held_out.batch);
   for (std::size_t s = 0; s < held_out.batch; ++s) {
     ids[s].assign(held_out.tokens.begin() + std::ptrdiff_t(s * L), held_out.tokens.begin() + std::ptrdiff_t((s + 1) * L));
-    for (const SdpaResult& layer : ws.naive) {
+    for (const SdpaResult& layer : ws.attention) {
       Tensor3 w = Tensor3::from_shape({H, L, L});
       std::copy_n(layer.weights.data() + s * H * per_head, H * per_head, w.data());
       attention[s].push_back(std::move(w));

@@ -7,6 +7,7 @@
 #include <limits>
 #include <thread>
 
+#include "attn/engine/attention.hpp"
 #include "attn/engine/error.hpp"
 #include "attn/lessons/memory_policy.hpp"
 #include "bench_timing.hpp"
@@ -31,7 +32,7 @@ struct Inputs {
 };
 
 // The same bytes: -0 is not +0, and a NaN equals the same NaN (== says neither).
-bool same_bytes(const FlashResult& a, const FlashResult& b) {
+bool same_bytes(const SdpaResult& a, const SdpaResult& b) {
   auto same = [](const auto& x, const auto& y) {
     return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(*x.data())) == 0;
   };
@@ -43,11 +44,20 @@ struct Timed {
   bool same_bits = true;
 };
 
-FlashOptions options_for(const FlashTuning& t, std::size_t threads, bool causal) {
-  FlashOptions o;
-  o.qk_kernel = t.qk_kernel, o.pv_kernel = t.pv_kernel, o.block_q = t.block_q;
-  o.threads = threads, o.causal = causal;
-  return o;
+// The float32 flash kernel with one candidate's blockings and query tile.
+BackendOptions backend_for(const FlashTuning& t, std::size_t threads) {
+  BackendOptions b;
+  b.backend = Backend::flash;
+  b.precision = FlashPrecision::float32;
+  b.qk_kernel = t.qk_kernel, b.pv_kernel = t.pv_kernel, b.block_q = t.block_q;
+  b.threads = threads;
+  return b;
+}
+
+SdpaResult run_flash(const Inputs& in, const FlashTuning& t, std::size_t threads, bool causal) {
+  SdpaOptions so;
+  so.causal = causal;
+  return attention(in.q, in.k, in.v, nullptr, so, backend_for(t, threads), /*with_weights=*/false);
 }
 
 // Times every candidate `rounds` times, a round visiting each in turn (non-causal, then causal)
@@ -55,22 +65,21 @@ FlashOptions options_for(const FlashTuning& t, std::size_t threads, bool causal)
 // another one's caches. One untimed round first warms them up and checks their bits against
 // `reference` (the built-in's non-causal and causal results).
 std::vector<Timed> time_candidates(const std::vector<FlashTuning>& candidates, const Inputs& in,
-                                   const TuneConfig& c, std::size_t threads, const FlashResult (&reference)[2],
+                                   const TuneConfig& c, std::size_t threads, const SdpaResult (&reference)[2],
                                    std::size_t& done, std::size_t total) {
   std::vector<Timed> timed(candidates.size());
   for (std::size_t i = 0; i < candidates.size(); ++i)
     for (bool causal : {false, true}) {
-      const FlashResult r = flash_attention(in.q, in.k, in.v, nullptr, options_for(candidates[i], threads, causal));
-      const FlashResult& want = reference[causal];
+      const SdpaResult r = run_flash(in, candidates[i], threads, causal);
+      const SdpaResult& want = reference[causal];
       timed[i].same_bits = timed[i].same_bits && same_bytes(r, want);
     }
   for (std::size_t round = 0; round < c.rounds; ++round) {
     for (std::size_t step = 0; step < candidates.size(); ++step) {
       const std::size_t i = (round + step) % candidates.size();
       for (bool causal : {false, true}) {
-        const FlashOptions o = options_for(candidates[i], threads, causal);
         const auto t0 = Clock::now();
-        const FlashResult r = flash_attention(in.q, in.k, in.v, nullptr, o);
+        const SdpaResult r = run_flash(in, candidates[i], threads, causal);
         const double ms = ms_since(t0);
         double& best = causal ? timed[i].causal_ms : timed[i].full_ms;
         best = std::min(best, ms);
@@ -108,9 +117,8 @@ TuneResult tune_flash(const TuneConfig& c) {
   Inputs in{bench_detail::random_tensor(rng, c.heads, c.n, c.head_dim),
             bench_detail::random_tensor(rng, c.heads, c.n, c.head_dim),
             bench_detail::random_tensor(rng, c.heads, c.n, c.head_dim)};
-  const FlashResult reference[2] = {
-      flash_attention(in.q, in.k, in.v, nullptr, options_for(result.builtin, result.threads, false)),
-      flash_attention(in.q, in.k, in.v, nullptr, options_for(result.builtin, result.threads, true))};
+  const SdpaResult reference[2] = {run_flash(in, result.builtin, result.threads, false),
+                                    run_flash(in, result.builtin, result.threads, true)};
 
   // The stages and their candidates, each varying one field of the choice so far.
   const std::vector<std::size_t> block_qs = tune_block_qs();
@@ -134,7 +142,7 @@ TuneResult tune_flash(const TuneConfig& c) {
     if (name == "block_q")
       for (std::size_t bq : block_qs) add({chosen.qk_kernel, chosen.pv_kernel, bq});
     for (const FlashTuning& t : candidates) {  // each runs what it is named, or its time says nothing
-      const FlashTiling tiling = flash_tiling(c.n, c.n, options_for(t, result.threads, false));
+      const FlashTiling tiling = flash_tiling(c.n, c.n, tiled_options({}, backend_for(t, result.threads), c.head_dim));
       if (tiling.qk_kernel != t.qk_kernel || tiling.pv_kernel != t.pv_kernel)
         throw InputError("n: at n = " + std::to_string(c.n) + " the key tile is " + std::to_string(tiling.block_k) +
                          " keys, which the Q K^T blocking " + t.qk_kernel + " does not divide into its panels; tune at n >= " +

@@ -32,6 +32,10 @@ struct BackendOptions {
   // rounding (attend/mha's JSON); float32 is the fast kernel that bench and demo time.
   FlashPrecision precision = FlashPrecision::float64;
   std::string isa;  // flash only: "" = the best this CPU has; "avx512", "avx2", "generic"
+  // Flash float32 only: the register blockings (FlashOptions; tune's candidates).
+  std::string qk_kernel, pv_kernel;
+  // Flash only: called for every tile the kernel visits (FlashObserver; flash's replay).
+  FlashObserver* observer = nullptr;
 };
 
 // The FlashOptions a tiled run uses for these attention options: causal, the resolved scale
@@ -42,9 +46,9 @@ FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& b
 
 // q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv], allowed [1 or H, Lq, Lk] or null, as sdpa().
 // With with_weights = false a tiled backend skips recomputing the weights (result.weights is
-// then empty); the naive backend forms them either way.
-SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
-                     const SdpaOptions& options, const BackendOptions& backend,
+// then empty); the naive backend forms them either way. attention(q, k, v) is the reference.
+SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed = nullptr,
+                     const SdpaOptions& options = {}, const BackendOptions& backend = {},
                      bool with_weights = true);
 
 // The backward pass through the same door (backward.hpp): the gradients of a loss with respect
@@ -59,5 +63,14 @@ SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const
 SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                                  const Mask3* allowed, const Tensor3& grad_output,
                                  const SdpaOptions& options, const BackendOptions& backend);
+
+// The backward of a forward this door already ran with the same inputs and options (a training
+// step keeps it): naive back-propagates through forward.weights, flash and cuda read only
+// forward.output and forward.lse (lse64 when present), in the precision `backend` says -- float32
+// tiles for training. Nothing is run again.
+SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                                 const Mask3* allowed, const SdpaResult& forward,
+                                 const Tensor3& grad_output, const SdpaOptions& options,
+                                 const BackendOptions& backend);
 
 }  // namespace attn

@@ -40,7 +40,7 @@ struct FusedQkvWeights {
 struct MhaOptions {
   std::size_t num_heads = 1;
   std::size_t num_kv_heads = 0;  // 0 = num_heads
-  SdpaOptions attention;         // causal, scale, temperature, dropout, window, ALiBi
+  SdpaOptions attention;         // causal, scale, temperature, dropout, the variants
   std::optional<RopeOptions> rope;  // RoPE on q and k after projection; absent = off
   // The attention kernel (attention.hpp): the naive float64 reference by default, or the
   // tiled flash / CUDA kernel (weights recomputed from q and k).
@@ -72,7 +72,8 @@ MhaResult mha(const Tensor2& query, const Tensor2& key, const Tensor2& value,
 //   q = rope(Q), k = rope(K)    ->  dQ, dK: dq, dk turned back by the inverse rotation
 //   Q = query W_q^T + b_q, ...  ->  dW_q = dQ^T query, db_q = colsum(dQ), dquery = dQ W_q
 // (mha_backward.cpp). Float64 inside; naive or flash backend (options.backend), GQA/MQA,
-// causal, mask, RoPE in both styles, cross-attention. InputError for dropout, ALiBi, windows.
+// causal, mask, RoPE in both styles, cross-attention, the mask descriptors. InputError for
+// dropout and soft-capping (attention_backward's refusals).
 struct MhaGradients {
   Tensor2 grad_query;                              // [Lq, D]
   Tensor2 grad_key, grad_value;                    // [Lk, D]; empty from mha_self_backward
@@ -114,13 +115,11 @@ struct MhaDecodeResult {
 // tokens go in as one chunk, then the others one at a time, each attending to the cache.
 // 0 <= prefill <= L: 0 decodes every token, L is one prefill and no decode step.
 // options.attention.causal must be true and dropout off; mask [L, L] or [H, L, L] (rows are
-// sliced per step); a window evicts tokens the next queries cannot see. The result equals
+// sliced per step); a sliding window alone (options.attention.mask_mod.window, no sinks,
+// documents or prefix) evicts the tokens the next queries cannot see. The result equals
 // mha(x, x, x, ...) up to float64 rounding -- the point of the cache.
 MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& weights, const Mask3* allowed,
                            const MhaOptions& options, std::size_t prefill);
-
-// y = x W^T + b (torch.nn.Linear): x [L, in], w [out, in], b [out] or null.
-Tensor2 linear(const Tensor2& x, const Tensor2& w, const Tensor1* b = nullptr);
 
 }  // namespace attn
 

@@ -21,6 +21,10 @@ namespace attn {
 using Tensor1 = xt::xtensor<float, 1>;
 using Tensor2 = xt::xtensor<float, 2>;
 using Tensor3 = xt::xtensor<float, 3>;
+// The float64 references (sdpa, mha, backward) work in these.
+using TensorD1 = xt::xtensor<double, 1>;
+using TensorD2 = xt::xtensor<double, 2>;
+using TensorD3 = xt::xtensor<double, 3>;
 
 // Boolean masks: true = the query may attend to that key (PyTorch SDPA's convention).
 using Mask2 = xt::xtensor<bool, 2>;

@@ -9,9 +9,9 @@
 //             x_{l+1} = x_l + concat_h(attn(x_l W_q^T, x_l W_k^T, x_l W_v^T)) W_o^T
 //             logits = x_n unembed^T            [B*L, vocab]
 //             loss = mean over positions i < L-1 of -log softmax(logits_i)[t_{i+1}]
-//   backward  the same in reverse; attention through flash_backward (FlashAttention-2,
-//             Algorithm 2) or the naive sdpa_backward (backward.hpp); every projection is a
-//             float32 BLAS sgemm.
+//   backward  the same in reverse; attention through the engine's door (attention.hpp's
+//             attention_backward from the kept forward: FlashAttention-2's Algorithm 2 for
+//             flash, the naive reference's for naive); every projection is a float32 GEMM.
 #include <cstdint>
 #include <vector>
 
@@ -41,8 +41,8 @@ struct ToyPassOptions {
 struct ToyWorkspace {
   std::vector<Tensor2> residual;  // x_l entering layer l, and x_n: layers + 1 of [B*L, D]
   std::vector<Tensor3> q, k, v;   // per layer [B*H, L, d]
-  std::vector<FlashResult> flash; // per layer, flash backend
-  std::vector<SdpaResult> naive;  // per layer, naive backend (weights [B*H, L, L])
+  // Per layer, what the backward reads: flash's output and lse, or the naive weights [B*H, L, L].
+  std::vector<SdpaResult> attention;
   std::vector<Tensor2> merged;    // per layer, the heads' outputs concatenated [B*L, D]
   Tensor2 logits;                 // [B*L, vocab], then dLoss/dlogits in the backward
   Tensor2 grad_x, grad_merged, grad_proj;  // [B*L, D] scratch

@@ -137,7 +137,7 @@ SdpaGradients flash_backward(const Tensor3& q, const Tensor3& k, const Tensor3& 
     g.grad_v = sum_groups(std::move(g.grad_v), p.group);
     return g;
   }
-  const detail::TensorD2 lse = forward.lse64.size() ? forward.lse64 : detail::TensorD2(xt::cast<double>(forward.lse));
+  const TensorD2 lse = forward.lse64.size() ? forward.lse64 : TensorD2(xt::cast<double>(forward.lse));
   const detail::GradsF64 g = detail::flash_backward_f64(
       xt::cast<double>(q), xt::cast<double>(k), xt::cast<double>(v), allowed, xt::cast<double>(forward.output),
       lse, xt::cast<double>(grad_output), o);

@@ -21,8 +21,8 @@ namespace kit = attn::kit;
 
 namespace {
 
-detail::TensorD3 to_f64(const std::vector<float>& x, std::size_t a, std::size_t b, std::size_t c) {
-  detail::TensorD3 t = detail::TensorD3::from_shape({a, b, c});
+TensorD3 to_f64(const std::vector<float>& x, std::size_t a, std::size_t b, std::size_t c) {
+  TensorD3 t = TensorD3::from_shape({a, b, c});
   std::copy(x.begin(), x.end(), t.begin());
   return t;
 }
@@ -53,7 +53,7 @@ kit::CaseFile reference(const kit::CaseSpec& c) {
   const Mask3* allowed = s.mask == kit::MaskKind::none ? nullptr : &mask;
   SdpaOptions so;
   so.causal = s.causal;
-  const detail::TensorD3 qd = to_f64(in.q, s.H, s.Lq, s.d), kd = to_f64(in.k, s.Hkv, s.Lk, s.d),
+  const TensorD3 qd = to_f64(in.q, s.H, s.Lq, s.d), kd = to_f64(in.k, s.Hkv, s.Lk, s.d),
                          vd = to_f64(in.v, s.Hkv, s.Lk, s.dv);
   const detail::SdpaF64 ref = detail::sdpa_f64(qd, kd, vd, allowed, so);
   const Tensor3 q = to_f32(in.q, s.H, s.Lq, s.d), k = to_f32(in.k, s.Hkv, s.Lk, s.d), v = to_f32(in.v, s.Hkv, s.Lk, s.dv);
@@ -66,7 +66,7 @@ kit::CaseFile reference(const kit::CaseSpec& c) {
         test::plain_16bit_output(q, k, v, allowed, s.causal, scale, [dtype](float x) { return kit::round_to(dtype, x); });
     f.plain_err[0] = max_abs_diff(plain, f.refs[0]);
   } else {
-    const detail::TensorD3 dod = to_f64(in.dout, s.H, s.Lq, s.dv);
+    const TensorD3 dod = to_f64(in.dout, s.H, s.Lq, s.dv);
     const detail::GradsF64 g = detail::sdpa_backward_f64(qd, kd, vd, ref.weights, dod, 1.0 / std::sqrt(double(s.d)));
     f.refs[0].assign(g.dq.begin(), g.dq.end());
     f.refs[1].assign(g.dk.begin(), g.dk.end());

@@ -17,12 +17,12 @@
 #include <new>
 #include <string>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
-#include "attn/render/report_html.hpp"
+#include "attn/render/report/report_html.hpp"
 #include "byte_reader.hpp"
 #include "fuzz_support.hpp"
 

@@ -1,4 +1,4 @@
-// Fuzz target: GPT-2's byte-level BPE (include/attn/engine/gpt2_bpe.hpp) on arbitrary bytes,
+// Fuzz target: GPT-2's byte-level BPE (include/attn/engine/text/gpt2_bpe.hpp) on arbitrary bytes,
 // with a vocabulary of the 256 bytes and a few merges (spaces, "the", emoji's first bytes).
 // Checked against what the header promises, with our own UTF-8 decoder as the judge:
 //   - invalid UTF-8 is refused (an InputError) by the pre-tokenizer and the encoder;
@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/gpt2_bpe.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/gpt2_bpe.hpp"
 #include "fuzz_support.hpp"
 #include "utf8_judge.hpp"
 

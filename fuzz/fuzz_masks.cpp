@@ -1,4 +1,4 @@
-// Fuzz target: the mask builders (include/attn/engine/mask.hpp) against their definitions,
+// Fuzz target: the mask builders (include/attn/engine/attention/mask.hpp) against their definitions,
 // each written here as the plain formula over exact (128-bit) integers, cell by cell:
 //   causal [Lq, Lk], bottom-right aligned:  j <= i + Lk - Lq
 //   sliding window [Lq, Lk], left, right:   p - left <= j <= p + right,  p = i + Lk - Lq
@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/mask.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/mask.hpp"
 #include "byte_reader.hpp"
 #include "fuzz_support.hpp"
 

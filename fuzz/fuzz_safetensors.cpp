@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/safetensors.hpp"
 #include "fuzz_support.hpp"
 

@@ -24,7 +24,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "commands.hpp"
 #include "fuzz_support.hpp"
 

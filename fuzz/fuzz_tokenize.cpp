@@ -1,4 +1,4 @@
-// Fuzz target: the ICU word tokenizer (include/attn/engine/tokenize.hpp) on arbitrary bytes.
+// Fuzz target: the ICU word tokenizer (include/attn/engine/text/tokenize.hpp) on arbitrary bytes.
 // Checked against what the header promises, with a UTF-8 decoder of our own (RFC 3629's
 // well-formed sequences) as the independent judge of "valid":
 //   - invalid UTF-8 is refused (an InputError); valid UTF-8 with only whitespace, control or format
@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/tokenize.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/tokenize.hpp"
 #include "fuzz_support.hpp"
 #include "utf8_judge.hpp"
 

@@ -35,7 +35,7 @@ MASK64 = (1 << 64) - 1
 
 
 class SplitMix64:
-    """attn-cli's Rng (include/attn/engine/random.hpp): Steele, Lea, Flood 2014."""
+    """attn-cli's Rng (include/attn/engine/core/random.hpp): Steele, Lea, Flood 2014."""
 
     def __init__(self, seed):
         self.state = seed & MASK64

@@ -3,7 +3,7 @@
 
 Writes a demo folder, copies it elsewhere (a report must not depend on where it was written),
 then opens the copy's report.html#selftest with chromium --dump-dom. The page's self-test
-(src/render/report_template.html) drives the controls as a user would and writes what it saw
+(src/render/report/report_template.html) drives the controls as a user would and writes what it saw
 into #selftest-result; this script checks:
   - the heatmap has L x L cells; the causal toggle hatches L(L-1)/2 of them;
   - at T = 1, the page's softmax of the stored scaled scores equals the engine's weights for

@@ -73,7 +73,7 @@ drv=$kit/build/kit_driver
 build_driver() {
   mkdir -p "$kit/build"
   local srcs=("$root/tests/cuda/kit/kit_driver.cpp")
-  local inc=(-I"$root/include" -I"$root/src/engine/cuda")
+  local inc=(-I"$root/include" -I"$root/src/engine/attention/cuda")
   if [ "$cpu" = 1 ]; then
     "${CXX:-c++}" -O2 -std=c++17 "${inc[@]}" "${srcs[@]}" "$root/tests/cuda/kit/kit_cpu_standin.cpp" -o "$drv"
   else
@@ -84,7 +84,7 @@ build_driver() {
     cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .' || true)
     if [[ $cc =~ ^[0-9]+$ ]]; then arch=(-arch="sm_$cc"); else arch=(-gencode arch=compute_80,code=sm_80
       -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90); fi
-    "$nvcc" -O3 -std=c++17 -lineinfo "${arch[@]}" "${inc[@]}" "$root/src/engine/cuda/flash_cuda.cu" "${srcs[@]}" -o "$drv"
+    "$nvcc" -O3 -std=c++17 -lineinfo "${arch[@]}" "${inc[@]}" "$root/src/engine/attention/cuda/flash_cuda.cu" "${srcs[@]}" -o "$drv"
   fi
 }
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention/sdpa.hpp"
 #include "fa_rule.hpp"
 #include "support.hpp"
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "attn/engine/tensor.hpp"
-#include "attn/engine/tile_math.hpp"
+#include "attn/engine/core/tensor.hpp"
+#include "attn/engine/attention/tile_math.hpp"
 
 namespace attn::test {
 

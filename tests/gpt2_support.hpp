@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "attn/engine/gpt2_model.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/models/gpt2_model.hpp"
+#include "attn/engine/core/random.hpp"
 
 namespace attn::test {
 

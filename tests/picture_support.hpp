@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/render/canvas.hpp"
-#include "attn/render/colormap.hpp"
+#include "attn/render/draw/canvas.hpp"
+#include "attn/render/draw/colormap.hpp"
 #include "support.hpp"
 
 namespace attn::test {

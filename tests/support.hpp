@@ -15,8 +15,8 @@
 #include <doctest/doctest.h>
 
 #include "attn/io/json_io.hpp"
-#include "attn/engine/mha.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/attention/mha.hpp"
+#include "attn/engine/core/random.hpp"
 
 namespace attn::test {
 

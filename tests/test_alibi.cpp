@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "attn/engine/alibi.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/positions/alibi.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/sdpa.hpp"
 #include "support.hpp"
 
 using namespace attn;

@@ -5,10 +5,10 @@
 
 #include <cmath>
 
-#include "attn/engine/attention.hpp"
-#include "attn/engine/cuda.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/cuda.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
 #include "support.hpp"
 
 using namespace attn;

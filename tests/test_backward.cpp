@@ -6,12 +6,12 @@
 #include <cmath>
 #include <functional>
 
-#include "attn/engine/attention.hpp"
-#include "attn/engine/backward.hpp"
-#include "attn/engine/cuda.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
-#include "engine/backward_f64.hpp"  // the float64 cores, tested without float32 rounding
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/backward.hpp"
+#include "attn/engine/attention/cuda.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
+#include "engine/attention/backward_f64.hpp"  // the float64 cores, tested without float32 rounding
 #include "fa_rule.hpp"
 #include "support.hpp"
 

@@ -2,7 +2,7 @@
 // adds the gradients, in the shapes of the inputs; bad shapes are one error line and exit 2.
 #include <doctest/doctest.h>
 
-#include "attn/engine/attention.hpp"
+#include "attn/engine/attention/attention.hpp"
 #include "support.hpp"
 
 using namespace attn;

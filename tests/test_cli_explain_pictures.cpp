@@ -6,13 +6,13 @@
 #include <filesystem>
 #include <tuple>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/mask.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/mask.hpp"
 #include "attn/lessons/generate.hpp"
-#include "attn/render/explain_pictures.hpp"
-#include "attn/render/heatmap.hpp"
-#include "attn/render/kv_cache_picture.hpp"
-#include "attn/render/text_table.hpp"
+#include "attn/render/views/explain_pictures.hpp"
+#include "attn/render/draw/heatmap.hpp"
+#include "attn/render/views/kv_cache_picture.hpp"
+#include "attn/render/draw/text_table.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 

@@ -323,3 +323,20 @@ TEST_CASE("cli pictures: heatmap states rows that are not softmax rows and weigh
   CHECK(r.err.empty());
   CHECK(run_cli("heatmap --help").out.find("never silently") != std::string::npos);
 }
+
+TEST_CASE("cli pictures: mask --tiles draws the flash kernel's block mask and counts its tiles") {
+  TempDir dir;
+  const std::string cwd = dir.path.string();
+  // Documents 0,0 | 1,1,1,1, block-causal (the kind pairs documents with causal), in 2 x 2
+  // tiles (row block, key block): (0,1) (0,2) (1,0) (1,2) (2,0) hidden whole; the three on the
+  // diagonal in part; (2,1) -- rows 4-5 against keys 2-3, all of document 1 and earlier -- whole.
+  const CliResult r = run_cli("mask --kind document --size 6 --segments 0,0,1,1,1,1 --tiles 2 --out m", "", cwd);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Flash tiles: 5 of 9 skipped (never read), 3 index-tested, 1 run without the mask\n") !=
+        std::string::npos);
+  CHECK(r.out.find("Wrote m-tiles.png\n") != std::string::npos);
+  CHECK(DecodedPng::from_file(dir / "m.png").ok());
+  CHECK(DecodedPng::from_file(dir / "m-tiles.png").ok());
+  check_input_error(run_cli("mask --kind causal --tiles 0", "", cwd), "--tiles");
+}

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "attn/engine/toy_model.hpp"
+#include "attn/engine/models/toy_model.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "support.hpp"
 

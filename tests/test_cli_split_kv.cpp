@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "attn/lessons/explain.hpp"
-#include "attn/render/split_kv_picture.hpp"
-#include "attn/render/text_table.hpp"
+#include "attn/render/views/split_kv_picture.hpp"
+#include "attn/render/draw/text_table.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <set>
 
-#include "attn/engine/flash.hpp"
+#include "attn/engine/attention/flash.hpp"
 #include "support.hpp"
 
 using namespace attn;

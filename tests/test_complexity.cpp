@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "attn/lessons/complexity.hpp"
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/scaling.hpp"
 
 using namespace attn;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/explain.hpp"
 
 using namespace attn;

@@ -6,12 +6,12 @@
 #include <limits>
 #include <vector>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/flash.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/tile_math.hpp"
-#include "engine/flash/microkernels.hpp"  // the private micro-kernels, tested directly
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/attention/tile_math.hpp"
+#include "engine/attention/flash/microkernels.hpp"  // the private micro-kernels, tested directly
 #include "fa_check.hpp"
 #include "fa_rule.hpp"
 #include "support.hpp"

@@ -7,12 +7,12 @@
 #include <cmath>
 #include <string>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/flash.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/tile_math.hpp"
-#include "engine/flash/flash_decode.hpp"  // private: called directly to reach every Lk
-#include "engine/flash/microkernels.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/attention/tile_math.hpp"
+#include "engine/attention/flash/flash_decode.hpp"  // private: called directly to reach every Lk
+#include "engine/attention/flash/microkernels.hpp"
 #include "fa_check.hpp"
 #include "fa_rule.hpp"
 #include "support.hpp"

@@ -10,10 +10,10 @@
 #include <limits>
 #include <vector>
 
-#include "attn/engine/flash.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/core/random.hpp"
 #include "attn/lessons/flash_replay.hpp"
-#include "attn/render/flash_replay_pictures.hpp"
+#include "attn/render/views/flash_replay_pictures.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 

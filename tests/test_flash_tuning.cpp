@@ -5,9 +5,9 @@
 
 #include <cstring>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/flash.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/core/random.hpp"
 #include "support.hpp"
 
 using namespace attn;

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <set>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/gpt2_bpe.hpp"
-#include "engine/icu_text.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/gpt2_bpe.hpp"
+#include "engine/text/icu_text.hpp"
 
 using namespace attn;
 

@@ -1,13 +1,13 @@
-// GPT-2 through its KV caches (engine/gpt2_decode.hpp) against the full forward pass on the
+// GPT-2 through its KV caches (engine/models/gpt2_decode.hpp) against the full forward pass on the
 // same prefix (gpt2_model.hpp), and the token choice of generation (lessons/gpt2_generate.hpp).
 // The float64 reference for generation is scripts/check_gpt2_generate.py (CTest).
 #include <doctest/doctest.h>
 
 #include <cmath>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/gpt2_decode.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/models/gpt2_decode.hpp"
+#include "attn/engine/core/random.hpp"
 #include "attn/lessons/gpt2_generate.hpp"
 #include "gpt2_support.hpp"
 

@@ -1,7 +1,7 @@
 // GPT-2's pieces against values worked out by hand: GELU (tanh form), LayerNorm, and a whole
 // forward pass of a model whose blocks write nothing, so that only the embeddings, the causal
 // softmax of equal scores and the final LayerNorm remain.
-#include "attn/engine/gpt2_model.hpp"
+#include "attn/engine/models/gpt2_model.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,8 +9,8 @@
 #include <cmath>
 #include <memory>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
 #include "gpt2_support.hpp"
 
 using namespace attn;

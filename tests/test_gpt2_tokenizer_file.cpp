@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "support.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/head_summary.hpp"
 
 using namespace attn;

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/json_io.hpp"
 #include "support.hpp"
 

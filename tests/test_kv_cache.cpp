@@ -1,11 +1,11 @@
 // The KV cache, and decoding through it: prefill + one token at a time == the one-shot run.
 #include <doctest/doctest.h>
 
-#include "attn/engine/alibi.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/kv_cache.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/positions/alibi.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/kv_cache.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/core/random.hpp"
 #include "support.hpp"
 
 using namespace attn;

@@ -4,8 +4,8 @@
 
 #include <numeric>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/linear.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/linear.hpp"
 
 using namespace attn;
 

@@ -6,9 +6,9 @@
 
 #include <cmath>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/linear_attention.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/linear_attention.hpp"
+#include "attn/engine/core/random.hpp"
 #include "attn/lessons/linear_rnn.hpp"
 #include "support.hpp"
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "attn/engine/machine.hpp"
+#include "attn/engine/platform/machine.hpp"
 
 using attn::CpuFacts;
 using attn::VectorLevel;

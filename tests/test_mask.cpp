@@ -2,8 +2,8 @@
 
 #include <doctest/doctest.h>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/mask.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/mask.hpp"
 
 using namespace attn;
 

@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/linear.hpp"
-#include "attn/engine/mha.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/linear.hpp"
+#include "attn/engine/attention/mha.hpp"
+#include "attn/engine/core/random.hpp"
 #include "support.hpp"
 
 using namespace attn;

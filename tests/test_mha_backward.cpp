@@ -6,12 +6,12 @@
 #include <cmath>
 #include <functional>
 
-#include "attn/engine/cuda.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/linear.hpp"
-#include "attn/engine/mha.hpp"
-#include "attn/engine/random.hpp"
-#include "engine/mha_parts.hpp"  // the forward's float64 steps, to differentiate numerically
+#include "attn/engine/attention/cuda.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/linear.hpp"
+#include "attn/engine/attention/mha.hpp"
+#include "attn/engine/core/random.hpp"
+#include "engine/attention/mha_parts.hpp"  // the forward's float64 steps, to differentiate numerically
 #include "support.hpp"
 
 using namespace attn;

@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/tokenize.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/tokenize.hpp"
 #include "attn/lessons/explain.hpp"
 #include "attn/lessons/multihead_by_hand.hpp"
-#include "attn/render/explain_pictures.hpp"
+#include "attn/render/views/explain_pictures.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

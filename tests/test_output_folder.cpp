@@ -7,7 +7,7 @@
 
 #include <doctest/doctest.h>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/io/output_folder.hpp"
 #include "support.hpp"

@@ -1,4 +1,4 @@
-// parallel_items on the kept worker threads (engine/parallel.hpp): every item once, on the
+// parallel_items on the kept worker threads (engine/platform/parallel.hpp): every item once, on the
 // threads asked for, exceptions carried back, nested and concurrent calls served.
 #include <doctest/doctest.h>
 
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/parallel.hpp"
+#include "engine/platform/parallel.hpp"
 
 using attn::detail::parallel_items;
 

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/positional.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/positions/positional.hpp"
 
 using namespace attn;
 

@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "attn/lessons/positions_lesson.hpp"
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 
 using namespace attn;
 

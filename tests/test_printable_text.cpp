@@ -1,6 +1,6 @@
 // printable_text: what reaches a terminal from a sentence, a token or a file name can never
 // drive it (retitle the window, hide a hyperlink, move the cursor, reorder the line).
-#include "attn/engine/printable_text.hpp"
+#include "attn/engine/text/printable_text.hpp"
 
 #include <filesystem>
 #include <string>

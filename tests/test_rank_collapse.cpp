@@ -6,10 +6,10 @@
 
 #include <cmath>
 
-#include "attn/engine/attention_stack.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/toy_backprop.hpp"
-#include "attn/engine/toy_model.hpp"
+#include "attn/engine/attention/attention_stack.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/training/toy_backprop.hpp"
+#include "attn/engine/models/toy_model.hpp"
 #include "attn/lessons/rank_collapse.hpp"
 #include "support.hpp"
 

@@ -5,10 +5,10 @@
 
 #include <filesystem>
 
-#include "attn/render/canvas.hpp"
+#include "attn/render/draw/canvas.hpp"
 #include "attn/lessons/temperature.hpp"
-#include "attn/render/experiment_pictures.hpp"
-#include "attn/engine/error.hpp"
+#include "attn/render/views/experiment_pictures.hpp"
+#include "attn/engine/core/error.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 

@@ -1,8 +1,8 @@
 // Colormaps: matplotlib's anchors, interpolation, and readable text on every colour.
 #include <doctest/doctest.h>
 
-#include "attn/render/colormap.hpp"
-#include "attn/engine/error.hpp"
+#include "attn/render/draw/colormap.hpp"
+#include "attn/engine/core/error.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

@@ -5,9 +5,9 @@
 // own scale.
 #include <doctest/doctest.h>
 
-#include "attn/render/experiment_pictures.hpp"
-#include "attn/render/line_plot.hpp"
-#include "attn/render/train_pictures.hpp"
+#include "attn/render/views/experiment_pictures.hpp"
+#include "attn/render/draw/line_plot.hpp"
+#include "attn/render/views/train_pictures.hpp"
 #include "attn/lessons/temperature.hpp"
 
 #include <algorithm>

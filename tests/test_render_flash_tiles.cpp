@@ -1,8 +1,11 @@
 // The FlashAttention tile picture: each tile drawn as the kernel treats it, read back from the PNG.
 #include <doctest/doctest.h>
 
-#include "attn/engine/error.hpp"
-#include "attn/render/flash_tiles_picture.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/attention/tile_math.hpp"
+#include "attn/engine/attention/variant.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/render/views/flash_tiles_picture.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;
@@ -101,4 +104,51 @@ TEST_CASE("flash tile picture: the tile shape in words never exceeds the matrix"
   CHECK(tile_shape_text(2, 2, 1, 1) == "1 query × 1 key");  // a 1-token sentence, tiles of 2 asked for
   CHECK(tile_shape_text(2, 4, 12, 12) == "2 queries × 4 keys");
   CHECK(tile_shape_text(8, 8, 3, 5) == "3 queries × 5 keys");
+}
+
+TEST_CASE("block mask: a tile the mask hides is skipped, one it shows whole runs unmasked, the rest are tested") {
+  // tile::mask_cover on a 2 x 3 mask, by hand.
+  const bool m[6] = {true, true, false,   // row 0
+                     true, true, false};  // row 1
+  CHECK(tile::mask_cover(m, 3, 0, 2, 0, 2) == tile::MaskCover::all);
+  CHECK(tile::mask_cover(m, 3, 0, 2, 2, 1) == tile::MaskCover::none);
+  CHECK(tile::mask_cover(m, 3, 0, 2, 1, 2) == tile::MaskCover::some);
+
+  // A causal sliding window of 2 keys (the query and the one before) on 6 positions, 2 x 2 tiles:
+  // the diagonal tiles and the ones just below it hold both kinds of score (5 tested); the
+  // others none (above the diagonal: 3; rows 4-5 against keys 0-1: 1).
+  AttentionMask window;
+  window.window = {{1, 0}};
+  Mask2 allowed = window.allowed(6, 6) && causal_allowed(6, 6);
+  std::size_t n[3] = {0, 0, 0};
+  for (const FlashTile& t : flash_tiles(6, 6, teaching_options(false), &allowed)) ++n[static_cast<int>(t.kind)];
+  CHECK(n[static_cast<int>(FlashTile::Kind::skipped)] == 4);
+  CHECK(n[static_cast<int>(FlashTile::Kind::diagonal)] == 5);
+  CHECK(n[static_cast<int>(FlashTile::Kind::full)] == 0);
+
+  // Documents 0,0 | 1,1,1,1 (packed sequences): every tile is all one document or none of it.
+  AttentionMask docs;
+  docs.segments_q = docs.segments_k = {0, 0, 1, 1, 1, 1};
+  allowed = docs.allowed(6, 6);
+  const std::vector<FlashTile> tiles = flash_tiles(6, 6, teaching_options(false), &allowed);
+  std::fill(std::begin(n), std::end(n), 0);
+  for (const FlashTile& t : tiles) ++n[static_cast<int>(t.kind)];
+  CHECK(n[static_cast<int>(FlashTile::Kind::skipped)] == 4);  // (0,1) (0,2) (1,0) (2,0)
+  CHECK(n[static_cast<int>(FlashTile::Kind::full)] == 5);     // (0,0) and the four of document 1
+  CHECK(n[static_cast<int>(FlashTile::Kind::diagonal)] == 0);
+
+  // The picture of that block mask: the full tiles in the full colour, the skipped ones not.
+  FlashTilesSpec spec;
+  spec.Lq = spec.Lk = 6;
+  spec.panels = {{tiles, false, "documents", allowed}};
+  const Figure f = flash_tiles_figure(spec);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  CHECK(near(img.cell_corner(f.grids[0], 0, 0, 2), to_rgb8(flash_tile_color(FlashTile::Kind::full))));
+  CHECK(near(img.cell_corner(f.grids[0], 5, 2, 2), to_rgb8(flash_tile_color(FlashTile::Kind::full))));
+  CHECK(near(img.cell_corner(f.grids[0], 0, 5, 2), to_rgb8(flash_tile_color(FlashTile::Kind::skipped))));
+  Mask2 wrong = xt::ones<bool>({5, 6});
+  spec.panels[0].allowed = wrong;
+  CHECK_THROWS_AS(flash_tiles_figure(spec), InputError);
+  CHECK_THROWS_AS(flash_tiles(6, 6, teaching_options(false), &wrong), InputError);
 }

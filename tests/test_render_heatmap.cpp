@@ -2,13 +2,13 @@
 // cells unmistakable, labels checked against the weights' shape.
 #include <doctest/doctest.h>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/sdpa.hpp"
-#include "attn/render/head_grid.hpp"
-#include "attn/render/heatmap.hpp"
-#include "attn/render/text_table.hpp"
-#include "render/figure_parts.hpp"
-#include "attn/engine/mask.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/sdpa.hpp"
+#include "attn/render/draw/head_grid.hpp"
+#include "attn/render/draw/heatmap.hpp"
+#include "attn/render/draw/text_table.hpp"
+#include "render/draw/figure_parts.hpp"
+#include "attn/engine/attention/mask.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

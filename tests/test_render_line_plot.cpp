@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/train.hpp"
-#include "attn/render/line_plot.hpp"
-#include "attn/render/train_pictures.hpp"
+#include "attn/render/draw/line_plot.hpp"
+#include "attn/render/views/train_pictures.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

@@ -3,8 +3,8 @@
 
 #include <optional>
 
-#include "attn/engine/mask.hpp"
-#include "attn/render/mask_diagram.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/render/views/mask_diagram.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

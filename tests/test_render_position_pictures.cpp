@@ -4,12 +4,12 @@
 
 #include <cmath>
 
-#include "attn/engine/alibi.hpp"
-#include "attn/render/colormap.hpp"
-#include "attn/render/kv_cache_picture.hpp"
-#include "attn/engine/positional.hpp"
-#include "attn/render/positional_pictures.hpp"
-#include "attn/render/rope_pictures.hpp"
+#include "attn/engine/positions/alibi.hpp"
+#include "attn/render/draw/colormap.hpp"
+#include "attn/render/views/kv_cache_picture.hpp"
+#include "attn/engine/positions/positional.hpp"
+#include "attn/render/views/positional_pictures.hpp"
+#include "attn/render/views/rope_pictures.hpp"
 #include "picture_support.hpp"
 
 using namespace attn;

@@ -6,9 +6,9 @@
 #include <regex>
 #include <sstream>
 
-#include "attn/engine/mask.hpp"
-#include "attn/render/terminal_heatmap.hpp"
-#include "attn/render/text_table.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/render/draw/terminal_heatmap.hpp"
+#include "attn/render/draw/text_table.hpp"
 
 using namespace attn;
 

@@ -10,7 +10,7 @@
 #include <regex>
 
 #include "attn/lessons/demo.hpp"
-#include "attn/render/report_html.hpp"
+#include "attn/render/report/report_html.hpp"
 #include "support.hpp"
 
 using namespace attn;

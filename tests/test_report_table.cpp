@@ -3,8 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "attn/lessons/number_format.hpp"
-#include "attn/render/report_table.hpp"
+#include "attn/io/number_format.hpp"
+#include "attn/render/report/report_table.hpp"
 
 using namespace attn;
 

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <tuple>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/roofline.hpp"
-#include "attn/render/canvas.hpp"
-#include "attn/render/roofline_picture.hpp"
+#include "attn/render/draw/canvas.hpp"
+#include "attn/render/views/roofline_picture.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/rope.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/positions/rope.hpp"
 #include "attn/lessons/rope_lesson.hpp"
 #include "support.hpp"
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/io/toy_model_file.hpp"
 

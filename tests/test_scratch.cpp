@@ -1,12 +1,12 @@
-// The flash kernel's kept buffers (src/engine/flash/scratch.hpp): the stock's rules, and that a
+// The flash kernel's kept buffers (src/engine/attention/flash/scratch.hpp): the stock's rules, and that a
 // call on buffers an earlier call left behind gives exactly what a call on fresh memory gives.
 #include <doctest/doctest.h>
 
 #include <limits>
 
-#include "attn/engine/flash.hpp"
-#include "attn/engine/random.hpp"
-#include "engine/flash/scratch.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/core/random.hpp"
+#include "engine/attention/flash/scratch.hpp"
 #include "support.hpp"
 
 using namespace attn;

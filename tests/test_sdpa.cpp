@@ -3,10 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/attention/sdpa.hpp"
 #include "support.hpp"
 
 using namespace attn;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "attn/engine/softmax.hpp"
+#include "attn/engine/attention/softmax.hpp"
 
 using namespace attn;
 constexpr float kInf = std::numeric_limits<float>::infinity();

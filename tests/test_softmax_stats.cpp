@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/random.hpp"
 #include "attn/lessons/softmax_stats.hpp"
 
 using namespace attn;

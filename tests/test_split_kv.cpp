@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
 #include "attn/lessons/split_kv.hpp"
 #include "fa_rule.hpp"
 #include "support.hpp"

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/temperature.hpp"
 
 using namespace attn;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "attn/render/text_table.hpp"
+#include "attn/render/draw/text_table.hpp"
 
 using namespace attn;
 

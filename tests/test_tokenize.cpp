@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/tokenize.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/tokenize.hpp"
 
 using namespace attn;
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
-#include "attn/engine/adam.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/toy_backprop.hpp"
+#include "attn/engine/training/adam.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/training/toy_backprop.hpp"
 
 using namespace attn;
 

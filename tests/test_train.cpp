@@ -8,7 +8,7 @@
 #include <set>
 #include <unistd.h>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/forward.hpp"
 #include "attn/lessons/train.hpp"

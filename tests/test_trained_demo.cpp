@@ -7,11 +7,11 @@
 #include <cmath>
 #include <sstream>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/shipped_model.hpp"
 #include "attn/io/toy_model_file.hpp"
-#include "attn/render/canvas.hpp"
-#include "attn/render/heatmap.hpp"
+#include "attn/render/draw/canvas.hpp"
+#include "attn/render/draw/heatmap.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
 

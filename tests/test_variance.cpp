@@ -3,8 +3,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
 #include "attn/lessons/variance.hpp"
 
 using namespace attn;

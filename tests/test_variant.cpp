@@ -1,4 +1,4 @@
-// attend's variants as descriptors (engine/variant.hpp), on cases worked out by hand; the
+// attend's variants as descriptors (engine/attention/variant.hpp), on cases worked out by hand; the
 // NumPy reference (scripts/check_variants.py) checks random combinations on every backend.
 #include <doctest/doctest.h>
 
@@ -7,11 +7,11 @@
 
 #include <xtensor/xmath.hpp>
 
-#include "attn/engine/attention.hpp"
-#include "attn/engine/attention_methods.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/variant.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/attention_methods.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/attention/variant.hpp"
 #include "support.hpp"
 
 using namespace attn;
@@ -164,28 +164,37 @@ TEST_CASE("cli: mask draws attend's variants from the same descriptor, and refus
   CHECK(test::run_cli("mask --kind prefix --size 6 --queries 2", "", dir.path.string()).code == 2);
 }
 
-TEST_CASE("flash skips the tiles a mask hides entirely and still equals the reference") {
+TEST_CASE("flash skips the tiles a mask hides entirely, runs whole ones unmasked, and still equals the reference") {
   // 200 tokens in 16 x 16 tiles: a window of 8 leaves most tiles of each row block hidden,
-  // documents of 50 hide whole blocks; the sinks keep column 0's tiles in.
+  // documents of 50 hide whole blocks; the sinks keep column 0's tiles in. Documents of 48
+  // alone (not causal) make whole tiles visible: those run without reading the mask.
   const std::size_t L = 200, d = 8;
   Rng rng(7);
   Tensor3 q = Tensor3::from_shape({2, L, d}), k = Tensor3::from_shape({1, L, d}), v = Tensor3::from_shape({1, L, d});
   for (Tensor3* t : {&q, &k, &v})
     for (float& x : *t) x = float(rng.normal());
-  SdpaOptions o;
-  o.causal = true;
-  o.mask_mod.window = {{7, 0}};
-  o.mask_mod.sinks = 2;
-  for (std::size_t i = 0; i < L; ++i) o.mask_mod.segments_q.push_back(std::int64_t(i / 50));
-  o.mask_mod.segments_k = o.mask_mod.segments_q;
-  const SdpaResult ref = attention(q, k, v, nullptr, o, BackendOptions{}, false);
-  BackendOptions flash;
-  flash.backend = Backend::flash;
-  flash.block_q = flash.block_k = 16;
-  for (FlashPrecision precision : {FlashPrecision::float64, FlashPrecision::float32}) {
-    flash.precision = precision;
-    const SdpaResult f = attention(q, k, v, nullptr, o, flash, false);
-    CHECK(xt::amax(xt::abs(f.output - ref.output))() < 1e-5);
-    CHECK(xt::amax(xt::abs(f.lse - ref.lse))() < 1e-5);
+  SdpaOptions windowed;
+  windowed.causal = true;
+  windowed.mask_mod.window = {{7, 0}};
+  windowed.mask_mod.sinks = 2;
+  for (std::size_t i = 0; i < L; ++i) windowed.mask_mod.segments_q.push_back(std::int64_t(i / 50));
+  windowed.mask_mod.segments_k = windowed.mask_mod.segments_q;
+  SdpaOptions documents;
+  for (std::size_t i = 0; i < L; ++i) documents.mask_mod.segments_q.push_back(std::int64_t(i / 48));
+  documents.mask_mod.segments_k = documents.mask_mod.segments_q;
+  for (const SdpaOptions& o : {windowed, documents}) {
+    const SdpaResult ref = attention(q, k, v, nullptr, o, BackendOptions{}, false);
+    BackendOptions flash;
+    flash.backend = Backend::flash;
+    flash.block_q = flash.block_k = 16;
+    for (const char* isa : {"", "generic"})
+      for (FlashPrecision precision : {FlashPrecision::float64, FlashPrecision::float32}) {
+        CAPTURE(isa);
+        flash.isa = isa;
+        flash.precision = precision;
+        const SdpaResult f = attention(q, k, v, nullptr, o, flash, false);
+        CHECK(xt::amax(xt::abs(f.output - ref.output))() < 1e-5);
+        CHECK(xt::amax(xt::abs(f.lse - ref.lse))() < 1e-5);
+      }
   }
 }

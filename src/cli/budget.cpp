@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/numbers.hpp"
 #include "attn/lessons/demo.hpp"
 

@@ -4,14 +4,14 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/attention.hpp"
-#include "attn/engine/backward.hpp"
-#include "attn/render/heatmap.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/sdpa.hpp"
-#include "attn/render/terminal_heatmap.hpp"
-#include "attn/engine/attention_methods.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/backward.hpp"
+#include "attn/render/draw/heatmap.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/attention/sdpa.hpp"
+#include "attn/render/draw/terminal_heatmap.hpp"
+#include "attn/engine/attention/attention_methods.hpp"
 #include "attn/io/numbers.hpp"
 #include "commands.hpp"
 #include "variant_fields.hpp"

@@ -4,8 +4,8 @@
 
 #include "attn/io/shipped_model.hpp"
 #include "attn/lessons/attention_conv.hpp"
-#include "attn/lessons/number_format.hpp"
-#include "attn/render/text_table.hpp"
+#include "attn/io/number_format.hpp"
+#include "attn/render/draw/text_table.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "attn/lessons/complexity.hpp"
-#include "attn/render/experiment_pictures.hpp"
-#include "attn/engine/error.hpp"
+#include "attn/render/views/experiment_pictures.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/scaling.hpp"
 #include "budget.hpp"
 #include "commands.hpp"

@@ -6,16 +6,16 @@
 #include <optional>
 #include <sstream>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
-#include "attn/engine/tokenize.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
+#include "attn/engine/text/tokenize.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/lessons/explain.hpp"
-#include "attn/render/explain_pictures.hpp"
-#include "attn/render/report_table.hpp"
-#include "attn/render/split_kv_picture.hpp"
-#include "attn/render/text_table.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/render/views/explain_pictures.hpp"
+#include "attn/render/report/report_table.hpp"
+#include "attn/render/views/split_kv_picture.hpp"
+#include "attn/render/draw/text_table.hpp"
+#include "attn/io/number_format.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

@@ -6,16 +6,16 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/lessons/demo.hpp"
 #include "attn/lessons/flash_replay.hpp"
-#include "attn/lessons/number_format.hpp"
-#include "attn/render/flash_replay_pictures.hpp"
-#include "attn/render/flash_tiles_picture.hpp"
-#include "attn/render/report_html.hpp"
-#include "attn/render/text_table.hpp"
+#include "attn/io/number_format.hpp"
+#include "attn/render/views/flash_replay_pictures.hpp"
+#include "attn/render/views/flash_tiles_picture.hpp"
+#include "attn/render/report/report_html.hpp"
+#include "attn/render/draw/text_table.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
@@ -136,7 +136,7 @@ void setup_flash(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 100000));
   add_time_flag(cmd);
   add_image_flags(cmd, opts->image, /*with_colormap=*/false);
-  cmd->footer(R"(The numbers are the kernel's own (src/engine/flash/), recorded by an observer hook in its
+  cmd->footer(R"(The numbers are the kernel's own (src/engine/attention/flash/), recorded by an observer hook in its
 tile loop as it runs: not a re-implementation. Q, K, V are the demo's single head (seeded).
 
 Examples:

@@ -3,11 +3,11 @@
 #include <memory>
 #include <optional>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
-#include "attn/render/head_grid.hpp"
-#include "attn/render/heatmap.hpp"
-#include "attn/engine/mask.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
+#include "attn/render/draw/head_grid.hpp"
+#include "attn/render/draw/heatmap.hpp"
+#include "attn/engine/attention/mask.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "image_flags.hpp"

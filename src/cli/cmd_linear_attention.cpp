@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "attn/lessons/linear_rnn.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/io/number_format.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

@@ -3,12 +3,14 @@
 #include <memory>
 #include <optional>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/variant.hpp"
-#include "attn/render/mask_diagram.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/attention/variant.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/render/views/flash_tiles_picture.hpp"
+#include "attn/render/views/mask_diagram.hpp"
+#include "attn/io/number_format.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 
@@ -28,6 +30,7 @@ struct MaskOptions {
   std::size_t sinks = 1, stride = 3;
   std::optional<std::size_t> prefix;
   std::vector<std::int64_t> segments;
+  std::size_t tiles = 0;  // tile edge of the block-mask picture; 0 = none
   std::string out;  // default mask-KIND
   ImageFlags image;
 };
@@ -48,7 +51,7 @@ std::pair<std::size_t, std::size_t> parse_edge(const std::string& text) {
 }
 
 // The kinds that are attend's variants, drawn from the very descriptor attend's kernels use
-// (engine/variant.hpp), each with the causal mask the models that use it pair it with.
+// (engine/attention/variant.hpp), each with the causal mask the models that use it pair it with.
 void variant_mask(const MaskOptions& o, std::size_t Lq, std::size_t Lk, const std::vector<std::string>& query_t,
                   MaskDiagramSpec& spec) {
   AttentionMask m;
@@ -170,14 +173,55 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
   return spec;
 }
 
+// "6 skipped (never read), 6 index-tested, 4 run without the mask": one panel's tiles by kind.
+std::string tile_counts(const std::vector<FlashTile>& tiles) {
+  std::size_t n[3] = {0, 0, 0};
+  for (const FlashTile& t : tiles) ++n[static_cast<int>(t.kind)];
+  return std::to_string(n[static_cast<int>(FlashTile::Kind::skipped)]) + " of " + std::to_string(tiles.size()) +
+         " skipped (never read), " + std::to_string(n[static_cast<int>(FlashTile::Kind::diagonal)]) +
+         " index-tested, " + std::to_string(n[static_cast<int>(FlashTile::Kind::full)]) + " run without the mask";
+}
+
+// The flash kernel's block mask for each mask drawn (FlexAttention's): its tiles of `block`
+// positions a side, classified by the very function the kernel uses (flash.hpp's flash_tiles),
+// one panel per mask; the counts go to the terminal too.
+FlashTilesSpec tiles_spec(const MaskDiagramSpec& spec, std::size_t block) {
+  const MaskDiagramRow& first = spec.rows.front();
+  FlashTilesSpec t;
+  t.Lq = first.allowed.shape(0), t.Lk = first.allowed.shape(1);
+  t.query_tokens = first.query_labels, t.key_tokens = first.key_labels;
+  FlashOptions fo;  // the float64 teaching kernel, as flash's replay: tiles as small as asked
+  fo.block_q = fo.block_k = block;
+  fo.precision = FlashPrecision::float64;
+  fo.isa = "generic";
+  const FlashTiling tiling = flash_tiling(t.Lq, t.Lk, fo);
+  std::string per_panel;  // several masks side by side: their counts under the title, not above each
+  for (const MaskDiagramRow& row : spec.rows) {
+    const Mask2 allowed = row.allowed;
+    const std::vector<FlashTile> tiles = flash_tiles(t.Lq, t.Lk, fo, &allowed);
+    const std::string counts = tile_counts(tiles);
+    std::cout << "Flash tiles" << (row.caption.empty() ? "" : " (" + row.caption + ")") << ": " << counts << "\n";
+    t.panels.push_back({tiles, false, row.caption.empty() ? counts : row.caption, allowed});
+    if (!row.caption.empty()) per_panel += " · " + row.caption + ": " + counts;
+  }
+  t.title = "The flash kernel's block mask: " + spec.title;
+  t.subtitle = "tiles of " + tile_shape_text(tiling.block_q, tiling.block_k, t.Lq, t.Lk) + " (asked for " +
+               std::to_string(block) + "; key tiles are rounded up to whole packed key panels)" +
+               " · a tile the mask hides is never read, one it shows whole runs unmasked" + per_panel;
+  return t;
+}
+
 void run_mask(const MaskOptions& opts) {
   const std::string out = opts.out.empty() ? "mask-" + opts.kind : opts.out;
   const ImageOptions image = image_options(opts.image, out);
   const std::string stem = image_stem(out);
-  const Figure figure = mask_figure(mask_spec(opts));
-  for (const std::string& path : save_figure(figure, stem, image)) {
-    std::cout << "Wrote " << printable_text(path) << "\n";
+  const MaskDiagramSpec spec = mask_spec(opts);
+  std::vector<std::string> written = save_figure(mask_figure(spec), stem, image);
+  if (opts.tiles) {
+    const FlashTilesSpec tiles = tiles_spec(spec, opts.tiles);
+    for (const std::string& path : save_figure(flash_tiles_figure(tiles), stem + "-tiles", image)) written.push_back(path);
   }
+  for (const std::string& path : written) std::cout << "Wrote " << printable_text(path) << "\n";
 }
 
 }  // namespace
@@ -209,6 +253,8 @@ void setup_mask(CLI::App& app) {
       ->check(CLI::Range(0, 512));
   cmd->add_option("--stride", opts->stride, "sparse: the stride of the strided pattern")
       ->capture_default_str()->check(CLI::Range(1, 512));
+  cmd->add_option("--tiles", opts->tiles, "also draw the flash kernel's block mask in tiles of this edge "
+                  "(STEM-tiles.png): skipped, index-tested, run unmasked")->check(CLI::Range(1, 512));
   cmd->add_option("-o,--out", opts->out, "output path or stem (default mask-KIND)");
   add_image_flags(cmd, opts->image, /*with_colormap=*/false);
   cmd->footer(R"(Masks follow PyTorch SDPA: 1/true = the query MAY attend. The left panel shows the
@@ -224,6 +270,7 @@ Examples:
   attn-cli mask --kind document --size 8 --segments 0,0,0,1,1,2,2,2
   attn-cli mask --kind prefix --size 8 --prefix 3
   attn-cli mask --kind sparse --size 12 --stride 3
+  attn-cli mask --kind document --size 12 --segments 0,0,0,0,1,1,1,1,1,2,2,2 --tiles 4
 )");
   cmd->callback([opts] { run_mask(*opts); });
 }

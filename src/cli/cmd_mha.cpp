@@ -4,9 +4,9 @@
 #include <numeric>
 #include <vector>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/backward.hpp"
-#include "attn/engine/mha.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/backward.hpp"
+#include "attn/engine/attention/mha.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "common.hpp"

@@ -2,7 +2,7 @@
 #include <memory>
 #include <optional>
 
-#include "attn/render/explain_pictures.hpp"
+#include "attn/render/views/explain_pictures.hpp"
 #include "attn/lessons/pitfalls.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"

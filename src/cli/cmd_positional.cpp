@@ -5,12 +5,12 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/engine/alibi.hpp"
+#include "attn/engine/positions/alibi.hpp"
 #include "attn/io/json_io.hpp"
-#include "attn/engine/positional.hpp"
-#include "attn/engine/rope.hpp"
-#include "attn/render/positional_pictures.hpp"
-#include "attn/render/text_table.hpp"
+#include "attn/engine/positions/positional.hpp"
+#include "attn/engine/positions/rope.hpp"
+#include "attn/render/views/positional_pictures.hpp"
+#include "attn/render/draw/text_table.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 

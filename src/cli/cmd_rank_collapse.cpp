@@ -3,9 +3,9 @@
 #include <memory>
 
 #include "attn/io/file_io.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/io/number_format.hpp"
 #include "attn/lessons/rank_collapse.hpp"
-#include "attn/render/rank_collapse_picture.hpp"
+#include "attn/render/views/rank_collapse_picture.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"

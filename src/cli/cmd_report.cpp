@@ -3,14 +3,14 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/demo.hpp"
-#include "attn/render/report_html.hpp"
+#include "attn/render/report/report_html.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 

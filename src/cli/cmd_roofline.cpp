@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "attn/lessons/memory_policy.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/io/number_format.hpp"
 #include "attn/lessons/roofline.hpp"
-#include "attn/render/roofline_picture.hpp"
+#include "attn/render/views/roofline_picture.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"

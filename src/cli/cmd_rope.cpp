@@ -6,8 +6,8 @@
 #include <string>
 
 #include "attn/lessons/rope_lesson.hpp"
-#include "attn/render/rope_pictures.hpp"
-#include "attn/render/text_table.hpp"
+#include "attn/render/views/rope_pictures.hpp"
+#include "attn/render/draw/text_table.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"
 

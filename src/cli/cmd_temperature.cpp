@@ -1,7 +1,7 @@
 // attn-cli temperature: one row of scores under a sweep of softmax temperatures.
 #include <memory>
 
-#include "attn/render/experiment_pictures.hpp"
+#include "attn/render/views/experiment_pictures.hpp"
 #include "attn/lessons/temperature.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"

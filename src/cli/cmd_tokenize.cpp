@@ -3,12 +3,12 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
-#include "attn/engine/tokenize.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
+#include "attn/engine/text/tokenize.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/json_io.hpp"
-#include "attn/render/text_table.hpp"
+#include "attn/render/draw/text_table.hpp"
 #include "commands.hpp"
 #include "model_flag.hpp"
 

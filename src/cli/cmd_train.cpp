@@ -6,13 +6,13 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
+#include "attn/io/number_format.hpp"
 #include "attn/lessons/train.hpp"
-#include "attn/render/report_table.hpp"
-#include "attn/render/text_table.hpp"
-#include "attn/render/train_pictures.hpp"
+#include "attn/render/report/report_table.hpp"
+#include "attn/render/draw/text_table.hpp"
+#include "attn/render/views/train_pictures.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "image_flags.hpp"

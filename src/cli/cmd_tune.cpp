@@ -8,7 +8,7 @@
 #include <memory>
 #include <thread>
 
-#include "attn/engine/flash.hpp"
+#include "attn/engine/attention/flash.hpp"
 #include "attn/lessons/tune.hpp"
 #include "budget.hpp"
 #include "commands.hpp"

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/render/experiment_pictures.hpp"
+#include "attn/render/views/experiment_pictures.hpp"
 #include "attn/lessons/variance.hpp"
 #include "budget.hpp"
 #include "commands.hpp"

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <iostream>
 
-#include "attn/engine/cuda.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
+#include "attn/engine/attention/cuda.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
 #include "attn/io/numbers.hpp"
 #include "budget.hpp"
 

@@ -4,10 +4,10 @@
 #include <optional>
 #include <string>
 
-#include "attn/engine/attention.hpp"
+#include "attn/engine/attention/attention.hpp"
 #include "attn/io/json_io.hpp"
 #include "attn/io/numbers.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention/sdpa.hpp"
 
 namespace attn::cli {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "attn/render/canvas.hpp"
+#include "attn/render/draw/canvas.hpp"
 #include "attn/io/json_io.hpp"
-#include "attn/render/report_table.hpp"
+#include "attn/render/report/report_table.hpp"
 #include "image_flags.hpp"
 
 namespace attn::cli {

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "attn/render/colormap.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
+#include "attn/render/draw/colormap.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
 
 namespace attn::cli {
 namespace {

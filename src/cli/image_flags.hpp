@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "attn/io/output_folder.hpp"
-#include "attn/render/canvas.hpp"
+#include "attn/render/draw/canvas.hpp"
 
 namespace attn::cli {
 

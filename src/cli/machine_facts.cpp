@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "attn/engine/flash.hpp"
-#include "attn/engine/machine.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/platform/machine.hpp"
 #include "tuning_file.hpp"
 
 extern "C" char* openblas_get_corename(void);

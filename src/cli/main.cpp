@@ -11,8 +11,8 @@
 #include <iostream>
 #include <string>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
 #include "attn/io/interrupt_cleanup.hpp"
 #include "attn/version.hpp"
 #include "commands.hpp"

@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/printable_text.hpp"
-#include "attn/engine/flash.hpp"
-#include "attn/engine/machine.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/platform/machine.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/version.hpp"
 #include "common.hpp"

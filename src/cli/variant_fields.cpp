@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "attn/engine/alibi.hpp"
-#include "attn/engine/error.hpp"
+#include "attn/engine/positions/alibi.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/numbers.hpp"
 
 namespace attn::cli {

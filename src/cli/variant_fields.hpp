@@ -1,7 +1,7 @@
 #pragma once
 // attend's variant fields (docs/contracts.md: window, sinks, softcap, alibi, segments, prefix)
-// into the engine's descriptors (engine/variant.hpp).
-#include "attn/engine/sdpa.hpp"
+// into the engine's descriptors (engine/attention/variant.hpp).
+#include "attn/engine/attention/sdpa.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn::cli {

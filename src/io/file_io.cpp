@@ -13,7 +13,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/interrupt_cleanup.hpp"
 
 namespace attn {

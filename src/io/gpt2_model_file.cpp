@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/io/json_io.hpp"
 #include "attn/io/safetensors.hpp"

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <unordered_map>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/io/json_io.hpp"
 

@@ -15,7 +15,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/file_io.hpp"
 
 namespace attn {

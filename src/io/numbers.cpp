@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 
 namespace attn {
 namespace {

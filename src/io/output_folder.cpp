@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <utility>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/interrupt_cleanup.hpp"
 
 namespace attn {

@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 
 namespace attn {
 namespace {

@@ -9,10 +9,10 @@
 
 #include <xtensor/xmath.hpp>
 
-#include "attn/engine/attention.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/toy_backprop.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/training/toy_backprop.hpp"
 #include "attn/lessons/head_summary.hpp"
 
 namespace attn {

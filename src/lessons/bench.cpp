@@ -6,14 +6,14 @@
 #include <cmath>
 #include <string>
 
-#include "attn/engine/attention.hpp"
-#include "attn/engine/backward.hpp"
-#include "attn/engine/cuda.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/flash.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/sdpa.hpp"
-#include "attn/engine/softmax.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/backward.hpp"
+#include "attn/engine/attention/cuda.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/attention/sdpa.hpp"
+#include "attn/engine/attention/softmax.hpp"
 #include "bench_timing.hpp"
 
 extern "C" void openblas_set_num_threads(int);

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <functional>
 
-#include "attn/engine/attention.hpp"
-#include "attn/engine/bf16.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/flash.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/core/bf16.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/flash.hpp"
 #include "bench_timing.hpp"
 
 extern "C" void openblas_set_num_threads(int);

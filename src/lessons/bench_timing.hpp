@@ -15,9 +15,9 @@
 
 #include <xtensor/xmath.hpp>
 
-#include "attn/engine/flash.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/core/tensor.hpp"
 
 namespace attn::bench_detail {
 

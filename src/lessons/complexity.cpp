@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 
 namespace attn {
 namespace {

@@ -5,16 +5,16 @@
 #include <numeric>
 #include <set>
 
-#include "attn/engine/attention.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/linear.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/mha.hpp"
-#include "attn/engine/positional.hpp"
-#include "attn/engine/topk.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/linear.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/attention/mha.hpp"
+#include "attn/engine/positions/positional.hpp"
+#include "attn/engine/core/topk.hpp"
 #include "max_difference.hpp"
 #include "attn/lessons/gpt2_forward.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/io/number_format.hpp"
 
 namespace attn {
 namespace {

@@ -5,13 +5,13 @@
 #include <limits>
 #include <vector>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/linear.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/mha.hpp"
-#include "attn/engine/attention.hpp"
-#include "attn/engine/softmax.hpp"
-#include "attn/engine/tokenize.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/linear.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/attention/mha.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/softmax.hpp"
+#include "attn/engine/text/tokenize.hpp"
 
 namespace attn {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "attn/engine/attention.hpp"
+#include "attn/engine/attention/attention.hpp"
 
 namespace attn {
 namespace {

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <map>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 
 namespace attn {
 

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <vector>
 
-#include "attn/engine/alibi.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/positional.hpp"
+#include "attn/engine/positions/alibi.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/positions/positional.hpp"
 
 namespace attn {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "attn/engine/topk.hpp"
+#include "attn/engine/core/topk.hpp"
 
 namespace attn {
 ToyTokens gpt2_tokens_from_text(const Gpt2Tokenizer& tokenizer, const std::string& text) {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/gpt2_decode.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/models/gpt2_decode.hpp"
 
 namespace attn {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 
 namespace attn {
 namespace {

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/linear.hpp"
-#include "attn/engine/mha.hpp"
-#include "attn/engine/attention.hpp"
-#include "attn/engine/tokenize.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/linear.hpp"
+#include "attn/engine/attention/mha.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/text/tokenize.hpp"
 
 namespace attn {
 namespace {

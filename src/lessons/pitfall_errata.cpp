@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "attn/engine/attention.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/io/number_format.hpp"
 #include "attn/lessons/pitfalls.hpp"
 #include "attn/lessons/softmax_stats.hpp"
 

@@ -2,12 +2,12 @@
 
 #include <cmath>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/mask.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/lessons/number_format.hpp"
-#include "attn/engine/attention.hpp"
-#include "attn/engine/softmax.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/mask.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/io/number_format.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/softmax.hpp"
 #include "attn/lessons/softmax_stats.hpp"
 #include "attn/lessons/temperature.hpp"
 

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <numeric>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/linear.hpp"
-#include "attn/engine/mha.hpp"
-#include "attn/engine/positional.hpp"
-#include "attn/engine/rope.hpp"
-#include "attn/engine/attention.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/linear.hpp"
+#include "attn/engine/attention/mha.hpp"
+#include "attn/engine/positions/positional.hpp"
+#include "attn/engine/positions/rope.hpp"
+#include "attn/engine/attention/attention.hpp"
 
 namespace attn {
 

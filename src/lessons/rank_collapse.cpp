@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
 #include "attn/io/toy_model_file.hpp"
 
 namespace attn {

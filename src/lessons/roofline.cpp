@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/bench.hpp"
 #include "attn/lessons/bench_decode.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/io/number_format.hpp"
 
 namespace attn {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
 
 namespace attn {
 namespace {

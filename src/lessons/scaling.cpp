@@ -5,9 +5,9 @@
 #include <cmath>
 #include <set>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/attention.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/attention/attention.hpp"
 
 namespace attn {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "attn/engine/softmax.hpp"
+#include "attn/engine/attention/softmax.hpp"
 
 namespace attn {
 

@@ -7,9 +7,9 @@
 #include <limits>
 #include <string>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/attention.hpp"
-#include "attn/engine/tile_math.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/tile_math.hpp"
 #include "max_difference.hpp"
 
 namespace attn {

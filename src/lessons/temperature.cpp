@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/softmax_stats.hpp"
 
 namespace attn {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <thread>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/memory_policy.hpp"
 
 extern "C" void openblas_set_num_threads(int);

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "attn/engine/error.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/io/toy_model_file.hpp"

@@ -7,8 +7,8 @@
 #include <limits>
 #include <thread>
 
-#include "attn/engine/attention.hpp"
-#include "attn/engine/error.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/core/error.hpp"
 #include "attn/lessons/memory_policy.hpp"
 #include "bench_timing.hpp"
 

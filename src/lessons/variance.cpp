@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <numeric>
 
-#include "attn/engine/error.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/lessons/number_format.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/io/number_format.hpp"
 #include "attn/lessons/softmax_stats.hpp"
 
 namespace attn {

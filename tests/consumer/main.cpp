@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention/sdpa.hpp"
 
 int main() {
   attn::Tensor3 q = {{{1.0f, 0.0f}}};                 // [H=1, Lq=1, d=2]

@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/attention.hpp"
-#include "attn/engine/backward.hpp"
-#include "attn/engine/cuda.hpp"
-#include "attn/engine/error.hpp"
-#include "attn/engine/mha.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/sdpa.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/backward.hpp"
+#include "attn/engine/attention/cuda.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/mha.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/attention/sdpa.hpp"
 #include "fa_rule.hpp"
 #include "kit/kit.hpp"
 

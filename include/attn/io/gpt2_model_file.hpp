@@ -8,7 +8,7 @@
 // h.{i}.attn.masked_bias are ignored.
 #include <string>
 
-#include "attn/engine/gpt2_model.hpp"
+#include "attn/engine/models/gpt2_model.hpp"
 
 namespace attn {
 

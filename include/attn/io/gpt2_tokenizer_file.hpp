@@ -5,7 +5,7 @@
 // per line after an optional "#version" line.
 #include <string>
 
-#include "attn/engine/gpt2_bpe.hpp"
+#include "attn/engine/text/gpt2_bpe.hpp"
 
 namespace attn {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/core/tensor.hpp"
 #include "attn/io/file_io.hpp"
 
 namespace attn {

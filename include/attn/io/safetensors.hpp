@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/core/tensor.hpp"
 
 namespace attn {
 

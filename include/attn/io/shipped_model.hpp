@@ -4,7 +4,7 @@
 // It is data/models/induction/ in the repository, embedded at build time, and exactly what
 // kShippedModelCommand writes to train-out/model/ on a CPU with the flash ISA and BLAS core in
 // data/models/induction/provenance.json (a test retrains it and compares).
-#include "attn/engine/toy_model.hpp"
+#include "attn/engine/models/toy_model.hpp"
 
 namespace attn {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "attn/engine/toy_model.hpp"
+#include "attn/engine/models/toy_model.hpp"
 
 namespace attn {
 

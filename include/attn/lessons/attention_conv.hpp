@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/toy_model.hpp"
+#include "attn/engine/models/toy_model.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {

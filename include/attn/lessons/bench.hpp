@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/core/tensor.hpp"
 
 namespace attn {
 

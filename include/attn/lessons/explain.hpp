@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "attn/io/json_io.hpp"
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/core/tensor.hpp"
 #include "attn/lessons/multihead_by_hand.hpp"
 #include "attn/lessons/split_kv.hpp"
 

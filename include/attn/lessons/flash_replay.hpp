@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/flash.hpp"
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/core/tensor.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {

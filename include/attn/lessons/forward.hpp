@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/toy_backprop.hpp"
+#include "attn/engine/training/toy_backprop.hpp"
 #include "attn/io/json_io.hpp"
 #include "attn/lessons/head_summary.hpp"
 

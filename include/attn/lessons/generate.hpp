@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "attn/io/json_io.hpp"
-#include "attn/engine/kv_cache.hpp"
-#include "attn/engine/mha.hpp"
-#include "attn/engine/tokenize.hpp"
+#include "attn/engine/attention/kv_cache.hpp"
+#include "attn/engine/attention/mha.hpp"
+#include "attn/engine/text/tokenize.hpp"
 
 namespace attn {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/gpt2_bpe.hpp"
-#include "attn/engine/gpt2_model.hpp"
+#include "attn/engine/text/gpt2_bpe.hpp"
+#include "attn/engine/models/gpt2_model.hpp"
 #include "attn/lessons/forward.hpp"
 #include "attn/lessons/head_summary.hpp"
 

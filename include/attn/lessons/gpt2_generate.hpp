@@ -1,6 +1,6 @@
 #pragma once
 // `attn-cli generate --model DIR PROMPT --tokens N`: GPT-2 writing N tokens after a prompt,
-// through its KV caches (engine/gpt2_decode.hpp). The prompt is one prefill; each generated
+// through its KV caches (engine/models/gpt2_decode.hpp). The prompt is one prefill; each generated
 // token is fed alone.
 //
 // Choosing the next token from the last logits z:
@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/kv_cache.hpp"
-#include "attn/engine/gpt2_bpe.hpp"
-#include "attn/engine/gpt2_model.hpp"
-#include "attn/engine/random.hpp"
+#include "attn/engine/attention/kv_cache.hpp"
+#include "attn/engine/text/gpt2_bpe.hpp"
+#include "attn/engine/models/gpt2_model.hpp"
+#include "attn/engine/core/random.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {

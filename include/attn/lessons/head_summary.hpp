@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/core/tensor.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/linear_attention.hpp"
+#include "attn/engine/attention/linear_attention.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {

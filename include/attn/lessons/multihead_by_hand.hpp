@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/core/tensor.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {

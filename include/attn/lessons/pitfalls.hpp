@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attn/io/json_io.hpp"
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/core/tensor.hpp"
 
 namespace attn {
 

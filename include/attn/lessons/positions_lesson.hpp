@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/tensor.hpp"
-#include "attn/engine/tokenize.hpp"
+#include "attn/engine/core/tensor.hpp"
+#include "attn/engine/text/tokenize.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {

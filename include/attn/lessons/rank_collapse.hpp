@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/attention_stack.hpp"
+#include "attn/engine/attention/attention_stack.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attn/io/json_io.hpp"
-#include "attn/engine/rope.hpp"
+#include "attn/engine/positions/rope.hpp"
 
 namespace attn {
 

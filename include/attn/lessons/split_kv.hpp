@@ -12,13 +12,13 @@
 //
 // The arithmetic is the engine's: scores in base 2 and float32 as the flash kernel keeps them,
 // each chunk's (m_i, l_i) a tile::RowState moved by tile::row_rescale, and the merge
-// tile::row_merge (include/attn/engine/tile_math.hpp), the function the decode path merges its
+// tile::row_merge (include/attn/engine/attention/tile_math.hpp), the function the decode path merges its
 // chunks with. A chunk whose keys are all masked has m_i = -inf, l_i = 0, o_i = 0 and factor 0:
 // exp(-inf - (-inf)) would be NaN, and row_merge never computes it.
 #include <cstddef>
 #include <vector>
 
-#include "attn/engine/tensor.hpp"
+#include "attn/engine/core/tensor.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {

@@ -1,6 +1,6 @@
 #pragma once
 // `attn-cli train`: grow an induction head (Olsson et al. 2022, "In-context learning and
-// induction heads") in a 2-layer attention-only transformer (engine/toy_model.hpp) trained
+// induction heads") in a 2-layer attention-only transformer (engine/models/toy_model.hpp) trained
 // with Adam on sequences of random tokens repeated once, and record how it happens.
 //
 // Scores: head_summary.hpp's, the same that demo, forward and report give, pooled over held-out
@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/adam.hpp"
-#include "attn/engine/attention.hpp"
-#include "attn/engine/random.hpp"
-#include "attn/engine/toy_backprop.hpp"
+#include "attn/engine/training/adam.hpp"
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/training/toy_backprop.hpp"
 #include "attn/io/json_io.hpp"
 #include "attn/lessons/head_summary.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/engine/flash.hpp"
+#include "attn/engine/attention/flash.hpp"
 
 namespace attn {
 

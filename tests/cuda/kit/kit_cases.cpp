@@ -11,9 +11,9 @@
 #include <string>
 
 #include "../../fa_rule.hpp"
-#include "attn/engine/sdpa.hpp"
-#include "engine/backward_f64.hpp"
-#include "engine/sdpa_f64.hpp"
+#include "attn/engine/attention/sdpa.hpp"
+#include "engine/attention/backward_f64.hpp"
+#include "engine/attention/sdpa_f64.hpp"
 #include "kit.hpp"
 
 using namespace attn;

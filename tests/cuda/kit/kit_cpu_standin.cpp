@@ -1,4 +1,4 @@
-// A CPU stand-in for the CUDA kernel's host entry points (src/engine/cuda/flash_cuda.hpp), so
+// A CPU stand-in for the CUDA kernel's host entry points (src/engine/attention/cuda/flash_cuda.hpp), so
 // that the kit's driver (kit_driver.cpp) and scripts/gpu_check.sh are tested end to end on a
 // machine with no GPU. It computes what the kernel computes, the way the kernel does: 32-key
 // tiles with tile_math.hpp's online softmax in float32 (forward), FlashAttention-2's
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "attn/engine/tile_math.hpp"
+#include "attn/engine/attention/tile_math.hpp"
 #include "flash_cuda.hpp"
 #include "kit.hpp"
 

@@ -1,4 +1,4 @@
-// The GPU check kit's driver: runs the CUDA kernel (src/engine/cuda/flash_cuda.cu, through its
+// The GPU check kit's driver: runs the CUDA kernel (src/engine/attention/cuda/flash_cuda.cu, through its
 // raw-pointer entry points in flash_cuda.hpp) on the kit's cases and holds each result to
 // FlashAttention's rule against the float64 reference written on the CPU (kit_cases.cpp); and
 // times the kernel for scripts/bench_cuda.py. Needs only the C++ standard library and the

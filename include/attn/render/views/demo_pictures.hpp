@@ -1,0 +1,22 @@
+#pragma once
+// The demo folder's pictures (docs/contracts.md): what run_demo computed, drawn.
+#include <string>
+#include <vector>
+
+#include "attn/lessons/demo.hpp"
+#include "attn/render/draw/canvas.hpp"
+
+namespace attn {
+
+struct DemoPictureOptions {
+  ImageOptions image;
+  std::string colormap = "Blues";
+};
+
+// Writes the single-head heatmap, the causal heatmap, the causal mask diagram, the head grid,
+// the flash tile grid, (with RoPE) the RoPE causal heatmap, the variance plot and the
+// complexity plot into dir (each atomically) and returns them as manifest artifacts, in that
+// order.
+std::vector<Artifact> write_demo_pictures(const DemoResult& result, const std::string& dir,
+                                          const DemoPictureOptions& options);
+}  // namespace attn

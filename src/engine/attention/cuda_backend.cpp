@@ -1,0 +1,130 @@
+// Tensors -> raw pointers for the CUDA backend (src/engine/attention/cuda/flash_cuda.hpp), so nvcc never
+// compiles xtensor.
+#include <algorithm>
+#include <cmath>
+
+#include "attn/engine/attention/cuda.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/sdpa.hpp"
+#include "attention/cuda/flash_cuda.hpp"
+
+namespace attn {
+namespace {
+
+// The largest finite float16 is 65504: a larger input would become inf and the row NaN.
+void check_fits_float16(const Tensor3& t, const char* name) {
+  for (float x : t) {
+    if (std::fabs(x) > 65504.0f) {
+      throw InputError(std::string(name) + ": value " + std::to_string(x) +
+                       " is outside float16's range (|x| <= 65504); use bf16 or f32");
+    }
+  }
+}
+
+// What every CUDA entry point checks first: a usable device, consistent shapes, and sizes the
+// kernel for `dtype` takes. Returns the dims and the resolved, finite scale.
+struct CheckedCall {
+  cuda::FlashDims dims;
+  double scale;
+};
+
+CheckedCall check_cuda_call(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                            const FlashOptions& options, CudaDtype dtype) {
+  std::string why;
+  if (!cuda::device_usable(why)) throw InputError(why);
+  check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
+  const cuda::FlashDims dims{q.shape(0), q.shape(1), q.shape(2), k.shape(0), k.shape(1), v.shape(2)};
+  if (dtype == CudaDtype::float32) {
+    if (dims.d > cuda::kMaxHeadDim || dims.dv > cuda::kMaxHeadDim) {
+      throw InputError("q, v: the CUDA kernel supports head dims up to " + std::to_string(cuda::kMaxHeadDim) +
+                       ", got d = " + std::to_string(dims.d) + ", dv = " + std::to_string(dims.dv));
+    }
+  } else {
+    const auto& dims_ok = cuda::kTensorCoreHeadDims;
+    if (dims.d != dims.dv || std::find(std::begin(dims_ok), std::end(dims_ok), dims.d) == std::end(dims_ok)) {
+      throw InputError(std::string("q, v: the CUDA ") + cuda_dtype_name(dtype) +
+                       " kernel supports d = dv = 64 or 128, got d = " + std::to_string(dims.d) +
+                       ", dv = " + std::to_string(dims.dv));
+    }
+  }
+  if (dims.H > 65535) throw InputError("q: the CUDA kernel supports up to 65535 heads, got " + std::to_string(dims.H));
+  if (dims.Lq > (std::size_t(1) << 30) || dims.Lk > (std::size_t(1) << 30))
+    throw InputError("q, k: the CUDA kernel supports up to 2^30 positions");
+  const double scale = resolved_scale(options.scale, dims.d);
+  if (!std::isfinite(scale)) throw InputError("scale: must be finite, got " + std::to_string(scale));
+  return {dims, scale};
+}
+
+}  // namespace
+
+CudaDtype parse_cuda_dtype(std::string_view name) {
+  if (name == "f32") return CudaDtype::float32;
+  if (name == "f16") return CudaDtype::float16;
+  if (name == "bf16") return CudaDtype::bfloat16;
+  throw InputError("dtype: expected f32, f16 or bf16, got \"" + std::string(name) + "\"");
+}
+
+const char* cuda_dtype_name(CudaDtype dtype) {
+  switch (dtype) {
+    case CudaDtype::float32: return "f32";
+    case CudaDtype::float16: return "f16";
+    case CudaDtype::bfloat16: return "bf16";
+  }
+  return "?";
+}
+
+bool cuda_usable(std::string* reason) {
+  std::string why;
+  const bool ok = cuda::device_usable(why);
+  if (reason) *reason = why;
+  return ok;
+}
+
+FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                                 const Mask3* allowed, const FlashOptions& options,
+                                 const CudaOptions& cuda, std::vector<double>* kernel_ms) {
+  const auto [dims, scale] = check_cuda_call(q, k, v, allowed, options, cuda.dtype);
+  if (cuda.dtype == CudaDtype::float16) {
+    check_fits_float16(q, "q");
+    check_fits_float16(k, "k");
+    check_fits_float16(v, "v");
+  }
+  std::vector<unsigned char> mask;
+  if (allowed) mask.assign(allowed->begin(), allowed->end());
+  const cuda::Dtype dtype = cuda.dtype == CudaDtype::float16    ? cuda::Dtype::float16
+                            : cuda.dtype == CudaDtype::bfloat16 ? cuda::Dtype::bfloat16
+                                                                : cuda::Dtype::float32;
+  FlashResult r{Tensor3::from_shape({dims.H, dims.Lq, dims.dv}), Tensor2::from_shape({dims.H, dims.Lq}), {}};
+  const std::string err = cuda::flash_forward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
+                                              allowed ? allowed->shape(0) : 0, dims, options.causal,
+                                              float(scale), dtype, r.output.data(), r.lse.data(),
+                                              cuda.timed_runs, kernel_ms);
+  if (!err.empty()) throw RuntimeError("CUDA: " + err);
+  return r;
+}
+
+SdpaGradients flash_backward_cuda(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed,
+                                  const Tensor3& output, const Tensor2& lse, const Tensor3& grad_output,
+                                  const FlashOptions& options) {
+  const auto [dims, scale] = check_cuda_call(q, k, v, allowed, options, CudaDtype::float32);
+  check_grad_output_shape(shape_of(grad_output), {dims.H, dims.Lq, dims.dv});
+  // D = rowsum(dO o O), the softmax Jacobian's correction per row (Algorithm 2, line 4), in float64.
+  Tensor2 delta = Tensor2::from_shape({dims.H, dims.Lq});
+  for (std::size_t r = 0; r < dims.H * dims.Lq; ++r) {
+    double acc = 0;
+    for (std::size_t c = 0; c < dims.dv; ++c)
+      acc += double(grad_output.data()[r * dims.dv + c]) * double(output.data()[r * dims.dv + c]);
+    delta.data()[r] = float(acc);
+  }
+  std::vector<unsigned char> mask;
+  if (allowed) mask.assign(allowed->begin(), allowed->end());
+  SdpaGradients g{Tensor3::from_shape(q.shape()), Tensor3::from_shape(k.shape()), Tensor3::from_shape(v.shape())};
+  const std::string err = cuda::flash_backward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
+                                               allowed ? allowed->shape(0) : 0, dims, options.causal, float(scale),
+                                               grad_output.data(), lse.data(), delta.data(), g.grad_q.data(),
+                                               g.grad_k.data(), g.grad_v.data());
+  if (!err.empty()) throw RuntimeError("CUDA: " + err);
+  return g;
+}
+
+}  // namespace attn

@@ -1,0 +1,191 @@
+// The decode path of the flash kernel (flash_decode.hpp explains the split): one task per
+// (key/value head, chunk of the cache), each streaming its K and V once, then an exact merge.
+#include "flash_decode.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include "attn/engine/attention/tile_math.hpp"
+#include "aligned.hpp"
+#include "online_row.hpp"
+#include "platform/parallel.hpp"
+
+namespace attn::flash {
+namespace {
+
+// Decode: up to this many query rows per head, against at least this many keys (shorter
+// sequences are cheap either way, and keep the tiled kernel that the pictures explain).
+constexpr std::size_t kMaxQueries = 8;
+constexpr std::size_t kMinKeys = 256;
+// Keys per inner block: its K and V rows (128 x d each) and scores stay in L1/L2 while every
+// query row of the task meets them, so K and V come from memory once.
+constexpr std::size_t kBlockKeys = 128;
+// A chunk is at least this many keys, so a task's start-up and its merge stay small next to
+// the bytes it streams (at d = 64, float32: 512 KiB of K and V).
+constexpr std::size_t kMinChunkKeys = 1024;
+constexpr std::size_t kMinThreadWork = 16384;
+
+std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+
+// Per task: the rows of every query head sharing one KV head (row r = head g*group + r / Lq,
+// query r % Lq), padded to the micro-kernels' row blocking.
+struct Rows {
+  std::size_t count, padded, group;
+};
+
+template <class T>
+struct Workspace {
+  Aligned<T> q, v_block, s, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
+  std::vector<tile::RowState<T>> rows;
+};
+
+// A task's result: each row's (m, l) and its unnormalised O [rows, dv].
+template <class T>
+struct Partial {
+  std::vector<tile::RowState<T>> rows;
+  std::vector<T> o;
+};
+
+// KV is T or std::uint16_t, bfloat16 bits. Either way K and V are read in place, a bfloat16
+// element widened in registers as it is loaded (only V rows of a length that is not a whole
+// number of registers are first widened into the L1-sized workspace); everything after is the same.
+template <class T, class KV>
+void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,
+                  std::size_t j0, std::size_t j1, const T* q, const KV* k, const KV* v, Workspace<T>& ws,
+                  Partial<T>& part) {
+  constexpr bool widen = !std::is_same_v<T, KV>;
+  const std::size_t d = p.d, dv = p.dv, dvp = round_up(dv, mk.lanes), lds = kBlockKeys;
+  const T scale_log2 = T(p.scale * tile::kLog2ed);  // scores in base-2 units (tile_math.hpp)
+  std::fill(ws.q.begin(), ws.q.end(), T(0));
+  for (std::size_t r = 0; r < rows.count; ++r) {
+    const T* qr = q + ((g * rows.group + r / p.Lq) * p.Lq + r % p.Lq) * d;
+    for (std::size_t c = 0; c < d; ++c) ws.q[r * d + c] = qr[c] * scale_log2;
+  }
+  std::fill(ws.o.begin(), ws.o.end(), T(0));
+  std::fill(ws.alpha.begin(), ws.alpha.end(), T(1));
+  std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
+  // Ask for a block's bytes a step before they are read (into L2), so the reads of one phase
+  // overlap the arithmetic of the other: V of this block during the scores, the next K during P V.
+  auto prefetch = [](const KV* from, std::size_t count) {
+    const char* b = reinterpret_cast<const char*>(from);
+    for (std::size_t off = 0; off < count * sizeof(KV); off += 64) __builtin_prefetch(b + off, 0, 2);
+  };
+  for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
+    const std::size_t nb = std::min(kBlockKeys, j1 - jb);
+    prefetch(v + jb * dv, nb * dv);
+    if constexpr (widen)  // K read in place, bfloat16 widened in registers
+      mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);
+    else  // K read in place
+      mk.qk_unpacked(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);
+    for (std::size_t r = 0; r < rows.count; ++r) {
+      const std::size_t h = g * rows.group + r / p.Lq, i = r % p.Lq;
+      T* s = ws.s.data() + r * lds;
+      // Causal (bottom-right): row i sees a prefix of the block.
+      const long end = p.causal ? tile::causal_key_end(long(i) + 1, long(p.Lq), long(p.Lk)) : long(p.Lk);
+      const std::size_t n = std::size_t(std::clamp(end - long(jb), 0L, long(nb)));
+      if (p.allowed) {
+        const bool* m = p.allowed->data() + ((p.allowed->shape(0) == 1 ? 0 : h) * p.Lq + i) * p.Lk + jb;
+        for (std::size_t j = 0; j < n; ++j)
+          if (!m[j]) s[j] = -T(INFINITY);
+      }
+      ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
+    }
+    if (jb + kBlockKeys < j1) prefetch(k + (jb + kBlockKeys) * d, std::min(kBlockKeys, j1 - jb - kBlockKeys) * d);
+    // P V for the task's rows only (padding rows would be FMAs on zeros). V rows whose length
+    // is a whole number of registers are read in place (bfloat16 widened in registers); others
+    // are first copied or widened into padded rows.
+    const KV* vrows = v + jb * dv;
+    if (dv == dvp) {
+      if constexpr (widen)
+        mk.pv_bf16(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp);
+      else
+        mk.pv(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp);
+    } else {
+      for (std::size_t j = 0; j < nb; ++j) {
+        if constexpr (widen) mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
+        else std::copy(vrows + j * dv, vrows + (j + 1) * dv, ws.v_block.data() + j * dvp);
+      }
+      mk.pv(ws.s.data(), lds, rows.count, nb, ws.v_block.data(), dvp, dvp, ws.alpha.data(), ws.o.data(), dvp);
+    }
+  }
+  part.rows.assign(ws.rows.begin(), ws.rows.begin() + long(rows.count));
+  part.o.resize(rows.count * dv);
+  for (std::size_t r = 0; r < rows.count; ++r)
+    std::copy(ws.o.data() + r * dvp, ws.o.data() + r * dvp + dv, part.o.data() + r * dv);
+}
+
+}  // namespace
+
+bool decode_path_applies(std::size_t Lq, std::size_t Lk, std::size_t block_q, std::size_t block_k) {
+  return Lq >= 1 && Lq <= kMaxQueries && Lk >= kMinKeys && block_q == 0 && block_k == 0;
+}
+
+DecodeSplit decode_split(std::size_t Hkv, std::size_t Lk, std::size_t rows_per_task, std::size_t threads) {
+  const std::size_t wanted = detail::thread_count(threads, std::size_t(-1));
+  // Enough tasks for every thread twice over (so a slow one does not hold up the rest), but
+  // never chunks shorter than kMinChunkKeys; fewer threads when there is too little to share.
+  const std::size_t max_chunks = std::max<std::size_t>(1, Lk / kMinChunkKeys);
+  const std::size_t chunks = std::clamp<std::size_t>((2 * wanted + Hkv - 1) / Hkv, 1, max_chunks);
+  const std::size_t chunk_keys = round_up((Lk + chunks - 1) / chunks, kBlockKeys);
+  const std::size_t real_chunks = (Lk + chunk_keys - 1) / chunk_keys;
+  // A thread costs tens of microseconds to start: each must have at least kMinThreadWork
+  // (key, query row) pairs (4 MiB of K and V at d = 64), so a second thread never slows a
+  // small cache down.
+  const std::size_t work = Hkv * Lk * std::max<std::size_t>(1, rows_per_task);
+  const std::size_t useful_threads = std::max<std::size_t>(1, work / kMinThreadWork);
+  return {chunk_keys, real_chunks, std::min({wanted, Hkv * real_chunks, useful_threads})};
+}
+
+template <class T, class KV>
+void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q, const KV* k, const KV* v,
+                  T* out, T* lse) {
+  const std::size_t group = p.H / p.Hkv, row_align = std::lcm(mk.qk_rows, mk.pv_rows);
+  const Rows rows{group * p.Lq, round_up(group * p.Lq, row_align), group};
+  const DecodeSplit split = decode_split(p.Hkv, p.Lk, rows.count, p.threads);
+  const std::size_t dvp = round_up(p.dv, mk.lanes), lds = kBlockKeys;
+
+  std::vector<Workspace<T>> workspaces(split.threads);
+  for (Workspace<T>& ws : workspaces) {
+    ws.q.resize(rows.padded * p.d);
+    ws.v_block.resize(kBlockKeys * dvp);
+    ws.s.resize(rows.padded * lds);
+    ws.o.resize(rows.padded * dvp);
+    ws.alpha.resize(rows.padded);
+    ws.rows.resize(rows.padded);
+  }
+  std::vector<Partial<T>> parts(p.Hkv * split.chunks);  // [KV head][chunk]
+  detail::parallel_items(parts.size(), split.threads, [&](std::size_t worker, std::size_t n) {
+    const std::size_t g = n / split.chunks, j0 = (n % split.chunks) * split.chunk_keys;
+    stream_chunk(mk, p, rows, g, j0, std::min(p.Lk, j0 + split.chunk_keys), q, k + g * p.Lk * p.d,
+                 v + g * p.Lk * p.dv, workspaces[worker], parts[n]);
+  });
+
+  // The merge: per row, fold the chunks' partials into one (tile::row_merge), then O / l.
+  std::vector<T> o(p.dv);
+  for (std::size_t g = 0; g < p.Hkv; ++g)
+    for (std::size_t r = 0; r < rows.count; ++r) {
+      tile::RowState<T> st = tile::row_start<T>();
+      std::fill(o.begin(), o.end(), T(0));
+      for (std::size_t c = 0; c < split.chunks; ++c) {
+        const Partial<T>& part = parts[g * split.chunks + c];
+        const tile::MergeFactors<T> f = tile::row_merge(st, part.rows[r]);
+        for (std::size_t x = 0; x < p.dv; ++x) o[x] = o[x] * f.a + part.o[r * p.dv + x] * f.b;
+      }
+      const std::size_t row = (g * group + r / p.Lq) * p.Lq + r % p.Lq;
+      const T inv_l = tile::row_output_scale(st);
+      for (std::size_t x = 0; x < p.dv; ++x) out[row * p.dv + x] = o[x] * inv_l;
+      lse[row] = tile::row_lse(st);
+    }
+}
+
+template void flash_decode(const Microkernels<float>&, const DecodeProblem&, const float*, const float*,
+                           const float*, float*, float*);
+template void flash_decode(const Microkernels<double>&, const DecodeProblem&, const double*, const double*,
+                           const double*, double*, double*);
+template void flash_decode(const Microkernels<float>&, const DecodeProblem&, const float*, const std::uint16_t*,
+                           const std::uint16_t*, float*, float*);
+
+}  // namespace attn::flash

@@ -1,0 +1,67 @@
+// What the flash kernel does not hand back: the attention weights, recomputed for the JSON
+// contract as FlashAttention's backward pass recomputes them.
+#include <cmath>
+#include <vector>
+
+#include "attention/sdpa_f64.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/attention/softmax.hpp"
+#include "attn/engine/attention/tile_math.hpp"
+
+namespace attn {
+namespace {
+
+// The weights of a flash run, which the kernel never forms: for every row the kernel attended
+// (lse > -inf), softmax of scale * q_i . k_j over the visible keys, recomputed in float64 and
+// normalised by the row's own sum; rows the kernel found fully masked (lse = -inf) are zero.
+// The row's own sum, not exp(s - lse): a float32 lse of 1e4 is off by 1e-3 and would skew
+// every weight of its row by as much.
+template <class T>
+xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xtensor<T, 3>& k,
+                                            const xt::xtensor<double, 2>& lse, const Mask3* allowed,
+                                            bool causal, double scale, const ScoreMod* mod, double temperature) {
+  const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1);
+  const std::size_t group = H / k.shape(0);
+  xt::xtensor<double, 3> w = xt::zeros<double>({H, Lq, Lk});
+  std::vector<double> row(Lk);
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < Lq; ++i) {
+      if (lse(h, i) == -INFINITY) continue;  // fully masked row: all zero
+      for (std::size_t j = 0; j < Lk; ++j) {
+        const bool visible =
+            (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
+            (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
+        double s = 0;
+        for (std::size_t c = 0; visible && c < d; ++c) s += double(q(h, i, c)) * double(k(h / group, j, c));
+        const bool modded = mod && mod->any();  // on scale * q.k, before the temperature (variant.hpp)
+        row[j] = !visible ? -INFINITY
+                 : modded ? mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature
+                          : s * scale;
+      }
+      softmax_row_inplace(row.data(), Lk);
+      for (std::size_t j = 0; j < Lk; ++j) w(h, i, j) = row[j];
+    }
+  return w;
+}
+
+}  // namespace
+
+namespace detail {
+
+TensorD3 recompute_weights_f64(const TensorD3& q, const TensorD3& k, const TensorD2& lse,
+                               const Mask3* allowed, bool causal, double scale, const ScoreMod* score_mod,
+                               double temperature) {
+  return recompute_rows<double>(q, k, lse, allowed, causal, scale, score_mod, temperature);
+}
+
+}  // namespace detail
+
+Tensor3 recompute_weights(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
+                          const Mask3* allowed, bool causal, std::optional<double> scale,
+                          const ScoreMod* score_mod, double temperature) {
+  return xt::cast<float>(recompute_rows(q, k, lse, allowed, causal, resolved_scale(scale, q.shape(2)), score_mod,
+                                        temperature));
+}
+
+}  // namespace attn

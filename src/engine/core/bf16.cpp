@@ -1,0 +1,75 @@
+// float32 -> bfloat16 rounding (bf16.hpp), with AVX512_BF16 behind a run-time check.
+#include "attn/engine/core/bf16.hpp"
+
+#include <bit>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace attn {
+namespace {
+
+std::uint16_t round_one(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t exponent = bits & 0x7f800000u, sign = bits & 0x80000000u;
+  if (exponent == 0x7f800000u && (bits & 0x007fffffu))  // NaN: keep it a NaN, quiet
+    return std::uint16_t((bits >> 16) | 0x0040u);
+  if (exponent == 0) return std::uint16_t(sign >> 16);  // zero or denormal: a signed zero
+  // Ties to even: add just under half of the dropped part, plus its last kept bit.
+  return std::uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+void round_portable(const float* in, std::size_t n, std::uint16_t* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = round_one(in[i]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+#define ATTN_HAVE_AVX512_BF16 1
+__attribute__((target("avx512f,avx512bf16"))) void round_avx512_bf16(const float* in, std::size_t n,
+                                                                       std::uint16_t* out) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + i));
+    std::memcpy(out + i, &h, 32);
+  }
+  round_portable(in + i, n - i, out + i);
+}
+#endif
+
+}  // namespace
+
+bool cpu_has_avx512_bf16() {
+#if defined(ATTN_HAVE_AVX512_BF16)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+void round_to_bf16(const float* in, std::size_t n, std::uint16_t* out, Bf16Rounding how) {
+#if defined(ATTN_HAVE_AVX512_BF16)
+  if (how == Bf16Rounding::best && cpu_has_avx512_bf16()) return round_avx512_bf16(in, n, out);
+#endif
+  (void)how;
+  round_portable(in, n, out);
+}
+
+Bf16Tensor3 to_bf16(const Tensor3& x) {
+  Bf16Tensor3 r{{x.shape(0), x.shape(1), x.shape(2)}, std::vector<std::uint16_t>(x.size())};
+  round_to_bf16(x.data(), x.size(), r.bits.data());
+  return r;
+}
+
+Tensor3 from_bf16(const Bf16Tensor3& x) {
+  Tensor3 r = Tensor3::from_shape({x.shape[0], x.shape[1], x.shape[2]});
+  for (std::size_t i = 0; i < x.bits.size(); ++i) r.data()[i] = std::bit_cast<float>(std::uint32_t(x.bits[i]) << 16);
+  return r;
+}
+
+}  // namespace attn

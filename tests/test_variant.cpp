@@ -113,6 +113,43 @@ TEST_CASE("variants through attention(): a soft-capped pair by hand, the same on
   CHECK(r.output(0, 1, 0) == doctest::Approx(3.0));  // query 1: the sink and itself, evenly
 }
 
+TEST_CASE("methods: linear and performer in linear time give the quadratic form's outputs") {
+  // The 2-token case above, without weights: the same [19/9, 28/9] from S and z alone.
+  const Tensor3 q2{{{1.0f, 0.0f}, {0.0f, 1.0f}}}, v2{{{1.0f, 2.0f}, {3.0f, 4.0f}}};
+  MethodOptions o;
+  o.method = AttentionMethod::linear;
+  o.causal = true;
+  o.with_weights = false;
+  const MethodResult hand = method_attention(q2, q2, v2, o);
+  CHECK_FALSE(hand.weights);
+  CHECK(hand.output(0, 1, 0) == doctest::Approx(19.0 / 9));
+  CHECK(hand.output(0, 1, 1) == doctest::Approx(28.0 / 9));
+  CHECK(hand.output(0, 0, 1) == doctest::Approx(2.0));
+  // Random heads with GQA, fewer queries than keys (bottom-right causal), both methods, both
+  // masks: the two groupings of the same float64 sums agree far below float32's rounding.
+  Rng rng(11);
+  Tensor3 q = Tensor3::from_shape({4, 5, 8}), k = Tensor3::from_shape({2, 9, 8}), v = Tensor3::from_shape({2, 9, 3});
+  for (Tensor3* t : {&q, &k, &v})
+    for (float& x : *t) x = float(rng.normal());
+  for (AttentionMethod method : {AttentionMethod::linear, AttentionMethod::performer})
+    for (bool causal : {false, true}) {
+      CAPTURE(attention_method_name(method));
+      CAPTURE(causal);
+      MethodOptions m;
+      m.method = method;
+      m.causal = causal;
+      m.features = 16;
+      m.scale = 0.35;
+      m.seed = 3;
+      const MethodResult quadratic = method_attention(q, k, v, m);
+      m.with_weights = false;
+      const MethodResult linear = method_attention(q, k, v, m);
+      CHECK_FALSE(linear.weights);
+      CHECK(xt::amax(xt::abs(linear.output - quadratic.output))() <= 1e-6f);
+      CHECK(xt::amax(xt::abs(quadratic.output))() > 0.1f);  // not two empty results
+    }
+}
+
 TEST_CASE("sparse: Child et al.'s strided pattern is a mask") {
   AttentionMask strided;
   strided.stride = 2;

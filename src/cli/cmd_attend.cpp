@@ -110,13 +110,16 @@ void run_method(const Json& in, const AttendOptions& opts, AttentionMethod metho
   if (in.contains("rank") && !in.at("rank").is_null()) mo.rank = count_field(in.at("rank"), "rank", 1, 1u << 16);
   if (in.contains("seed") && !in.at("seed").is_null()) mo.seed = count_field(in.at("seed"), "seed");
   const Tensor3 q3 = as_heads(q), k3 = as_heads(k), v3 = as_heads(v);
-  // Every method but linformer forms its [Lq, Lk] weights (float64, then float32 for every head);
-  // performer also its [L, m] features, twice (exponents and values), for queries and keys.
+  // With weights, every method but linformer forms its [Lq, Lk] weights (float64, then float32
+  // for every head); with --no-weights, linear and performer run in linear time and form none.
+  // Performer also forms its [L, m] features, twice (exponents and values), for queries and keys.
+  mo.with_weights = !opts.no_weights;
   const double weights = double(q3.shape(0)) * double(q3.shape(1)) * double(k3.shape(1));
-  require_memory(weights * (12.0 + (opts.no_weights ? 0.0 : 28.0)),
-                 "the attention weights [" + std::to_string(q3.shape(0)) + ", " + std::to_string(q3.shape(1)) + ", " +
-                     std::to_string(k3.shape(1)) + "]",
-                 std::string("fewer tokens: method \"") + name + "\" forms them in this reference form");
+  if (mo.with_weights && method != AttentionMethod::linformer)
+    require_memory(weights * 40.0,
+                   "the attention weights [" + std::to_string(q3.shape(0)) + ", " + std::to_string(q3.shape(1)) +
+                       ", " + std::to_string(k3.shape(1)) + "]",
+                   std::string("fewer tokens, or --no-weights (method \"") + name + "\" then runs in linear time)");
   require_memory(double(q3.shape(1) + k3.shape(1)) * double(mo.features) * 16, "performer's random features",
                  "use fewer \"features\"");
   const MethodResult r = method_attention(q3, k3, v3, mo);

@@ -59,6 +59,50 @@ Rows normalised_kernel(const Rows& fq, const Rows& fk, bool causal) {
   return a;
 }
 
+// The same outputs in linear time: out_i = S_p^T fq_i / (z_p^T fq_i) with S_p = sum fk_j v_j^T
+// and z_p = sum fk_j over the keys query i sees (all; or j <= p = i + Lk - Lq with causal,
+// summed key by key as the queries advance: the recurrence of linear_attention.hpp). A row with
+// nothing visible stays 0, as in normalised_kernel.
+Rows kernel_attention(const Rows& fq, const Rows& fk, const Rows& v, bool causal) {
+  const std::size_t Lq = fq.shape(0), Lk = fk.shape(0), f = fq.shape(1), dv = v.shape(1);
+  Rows S = xt::zeros<double>({f, dv}), out = xt::zeros<double>({Lq, dv});
+  std::vector<double> z(f, 0.0);
+  std::size_t added = 0;  // keys summed into S and z so far
+  auto add_keys_before = [&](std::size_t end) {
+    for (; added < end; ++added)
+      for (std::size_t a = 0; a < f; ++a) {
+        z[a] += fk(added, a);
+        for (std::size_t c = 0; c < dv; ++c) S(a, c) += fk(added, a) * v(added, c);
+      }
+  };
+  for (std::size_t i = 0; i < Lq; ++i) {
+    if (causal && i + Lk < Lq) continue;  // no key at or before this query
+    add_keys_before(causal ? std::min(Lk, i + Lk - Lq + 1) : Lk);
+    double normaliser = 0;
+    for (std::size_t a = 0; a < f; ++a) normaliser += z[a] * fq(i, a);
+    if (!(normaliser > 0)) continue;
+    for (std::size_t c = 0; c < dv; ++c) {
+      double numerator = 0;
+      for (std::size_t a = 0; a < f; ++a) numerator += S(a, c) * fq(i, a);
+      out(i, c) = numerator / normaliser;
+    }
+  }
+  return out;
+}
+
+// Performer's query and key features for one head. Each query's features share one shift (its
+// own largest exponent); the keys share one over all of them: both cancel in the
+// normalisation, and exp never overflows.
+std::pair<Rows, Rows> performer_features(const Rows& q, const Rows& k, const Rows& w, double scale) {
+  Rows fq = favor_features(q, w, scale, [](const Rows& x, std::size_t i) { return xt::amax(xt::view(x, i, xt::all()))(); });
+  double key_top = -INFINITY;
+  Rows fk = favor_features(k, w, scale, [&key_top](const Rows& x, std::size_t) {
+    if (key_top == -INFINITY) key_top = xt::amax(x)();
+    return key_top;
+  });
+  return {std::move(fq), std::move(fk)};
+}
+
 Rows normal_matrix(Rng& rng, std::size_t rows, std::size_t cols, double sd) {
   Rows m = Rows::from_shape({rows, cols});
   for (double& x : m) x = rng.normal() * sd;
@@ -125,32 +169,24 @@ MethodResult method_attention(const Tensor3& q, const Tensor3& k, const Tensor3&
   }
   if (o.method == AttentionMethod::performer) r.draws = {w};
   if (o.method == AttentionMethod::linformer) r.draws = {e, f};
-  if (o.method != AttentionMethod::linformer) r.weights = Tensor3::from_shape({H, Lq, Lk});
+  const bool weights = o.with_weights && o.method != AttentionMethod::linformer;
+  if (weights) r.weights = Tensor3::from_shape({H, Lq, Lk});
   for (std::size_t h = 0; h < H; ++h) {
     const Rows qh = head_of(q, h), kh = head_of(k, h / group), vh = head_of(v, h / group);
     Rows out;
     if (o.method == AttentionMethod::linformer) {
       out = linformer_head(qh, kh, vh, e, f, o.scale);
     } else {
-      Rows a;
-      if (o.method == AttentionMethod::linear) {
-        a = linear_attention_weights(qh, kh, o.causal);
+      const auto [fq, fk] = o.method == AttentionMethod::linear ? std::pair(elu_plus_one(qh), elu_plus_one(kh))
+                                                                : performer_features(qh, kh, w, o.scale);
+      if (weights) {  // the quadratic form: the normalised kernel matrix, then A V
+        const Rows a = normalised_kernel(fq, fk, o.causal);
+        out = product(a, vh);
+        for (std::size_t i = 0; i < Lq; ++i)
+          for (std::size_t j = 0; j < Lk; ++j) (*r.weights)(h, i, j) = float(a(i, j));
       } else {
-        // Each query's features share one shift (its own largest exponent); the keys share one
-        // over all of them: both cancel in the normalisation, and exp never overflows.
-        const Rows fq = favor_features(qh, w, o.scale, [](const Rows& x, std::size_t i) {
-          return xt::amax(xt::view(x, i, xt::all()))();
-        });
-        double key_top = -INFINITY;
-        const Rows fk = favor_features(kh, w, o.scale, [&key_top](const Rows& x, std::size_t) {
-          if (key_top == -INFINITY) key_top = xt::amax(x)();
-          return key_top;
-        });
-        a = normalised_kernel(fq, fk, o.causal);
+        out = kernel_attention(fq, fk, vh, o.causal);
       }
-      out = product(a, vh);
-      for (std::size_t i = 0; i < Lq; ++i)
-        for (std::size_t j = 0; j < Lk; ++j) (*r.weights)(h, i, j) = float(a(i, j));
     }
     for (std::size_t i = 0; i < Lq; ++i)
       for (std::size_t c = 0; c < dv; ++c) r.output(h, i, c) = float(out(i, c));

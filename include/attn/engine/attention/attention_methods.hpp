@@ -38,6 +38,10 @@ struct MethodOptions {
   std::size_t features = 0;      // performer's m (> 0)
   std::size_t rank = 0;          // linformer's k (> 0)
   std::uint64_t seed = 0;        // performer's and linformer's random draws
+  // false: linear and performer in their linear-time form (Katharopoulos et al.'s eq. 5: the
+  // keys summed once into S = sum phi(k_j) v_j^T and z = sum phi(k_j), prefix sums with causal),
+  // which never forms the [Lq, Lk] weights: O((Lq + Lk) f dv) time, O(f dv) memory per head.
+  bool with_weights = true;
 };
 
 struct MethodResult {
@@ -48,7 +52,9 @@ struct MethodResult {
   std::vector<xt::xtensor<double, 2>> draws;
 };
 
-// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv]; linear, performer or linformer.
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv]; linear, performer or linformer. The weights
+// (linear, performer) only when options.with_weights; the outputs of the two forms agree to
+// float64 round-off (the same sums, grouped differently).
 MethodResult method_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const MethodOptions& options);
 
 }  // namespace attn

@@ -76,7 +76,8 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
   out += render_table(methods, f) + "\n";
   if (prose) {
     for (const MethodCost& mc : r.methods) out += "  " + mc.name + ": " + mc.idea + " (" + mc.source + ")\n";
-    out += "\n";
+    out += "These are counts. `attn-cli tradeoff` measures the methods on this machine (time, peak memory, error "
+           "against exact attention), where constants and memory traffic decide what the big-O does not.\n\n";
   }
   if (prose) {
     out += "Vaswani et al. 2017, Table 1, computed for n = " + std::to_string(c.ns.back()) + ", d = " +

@@ -32,5 +32,6 @@ void setup_pitfalls(CLI::App& app);
 void setup_rank_collapse(CLI::App& app);
 void setup_linear_attention(CLI::App& app);
 void setup_attention_conv(CLI::App& app);
+void setup_tradeoff(CLI::App& app);
 
 }  // namespace attn::cli

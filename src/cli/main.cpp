@@ -107,6 +107,7 @@ Run 'attn-cli SUBCOMMAND --help' for each subcommand's input and examples.
   attn::cli::setup_rank_collapse(app);
   attn::cli::setup_linear_attention(app);
   attn::cli::setup_attention_conv(app);
+  attn::cli::setup_tradeoff(app);
   attn::cli::setup_doctor(app);
   attn::cli::setup_tune(app);
   attn::cli::check_number_flags(app);

@@ -219,7 +219,15 @@ TEST_CASE("flash skips the tiles a mask hides entirely, runs whole ones unmasked
   SdpaOptions documents;
   for (std::size_t i = 0; i < L; ++i) documents.mask_mod.segments_q.push_back(std::int64_t(i / 48));
   documents.mask_mod.segments_k = documents.mask_mod.segments_q;
-  for (const SdpaOptions& o : {windowed, documents}) {
+  // A window and its sinks alone are index rules inside the kernel (no bitmap): causal, and
+  // looking ahead too (Longformer), with a few rows against many keys (a decode step's shape).
+  SdpaOptions sliding;
+  sliding.causal = true;
+  sliding.mask_mod.window = {{7, 0}};
+  sliding.mask_mod.sinks = 2;
+  SdpaOptions ahead;
+  ahead.mask_mod.window = {{5, 3}};
+  for (const SdpaOptions& o : {windowed, documents, sliding, ahead}) {
     const SdpaResult ref = attention(q, k, v, nullptr, o, BackendOptions{}, false);
     BackendOptions flash;
     flash.backend = Backend::flash;
@@ -233,5 +241,16 @@ TEST_CASE("flash skips the tiles a mask hides entirely, runs whole ones unmasked
         CHECK(xt::amax(xt::abs(f.output - ref.output))() < 1e-5);
         CHECK(xt::amax(xt::abs(f.lse - ref.lse))() < 1e-5);
       }
+    // The last 3 queries against all 200 keys, and the weights recomputed from the kernel's lse
+    // (documents name one id per query: those descriptors are for the square case).
+    if (!o.mask_mod.segments_q.empty()) continue;
+    const Tensor3 q3 = xt::view(q, xt::all(), xt::range(L - 3, L), xt::all());
+    const SdpaResult ref3 = attention(q3, k, v, nullptr, o, BackendOptions{}, true);
+    BackendOptions fast;
+    fast.backend = Backend::flash;
+    fast.precision = FlashPrecision::float32;
+    const SdpaResult f3 = attention(q3, k, v, nullptr, o, fast, true);
+    CHECK(xt::amax(xt::abs(f3.output - ref3.output))() < 1e-5);
+    CHECK(xt::amax(xt::abs(f3.weights - ref3.weights))() < 1e-5);
   }
 }

@@ -59,20 +59,37 @@ std::optional<Mask3> tiled_mask(const Mask3* allowed, const AttentionMask& m, st
   return Mask3(*allowed && variant);  // broadcast over the explicit mask's heads
 }
 
+// A sliding window and its sinks, alone, are index rules the CPU tiled kernel evaluates itself
+// (FlashOptions::window_rule): no [Lq, Lk] bitmap. Other descriptors, and CUDA, take the bitmap.
+bool by_index(const AttentionMask& m, Backend backend) {
+  return backend == Backend::flash && m.window && m.segments_q.empty() && !m.prefix && m.stride == 0;
+}
+
+// What the kernel reads of the masks: the window rule in `fo` and the explicit mask alone, or
+// the bitmap of both.
+std::optional<Mask3> kernel_mask(const Mask3* given, const SdpaOptions& options, Backend backend, std::size_t Lq,
+                                 std::size_t Lk, FlashOptions& fo) {
+  if (!by_index(options.mask_mod, backend)) return tiled_mask(given, options.mask_mod, Lq, Lk);
+  options.mask_mod.check(Lq, Lk);
+  fo.window_rule = &options.mask_mod;
+  return given ? std::optional<Mask3>(*given) : std::nullopt;
+}
+
 }  // namespace
 
 SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* given,
                      const SdpaOptions& options, const BackendOptions& backend, bool with_weights) {
   if (backend.backend == Backend::naive) return sdpa(q, k, v, given, options);
-  const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
-  const Mask3* allowed = joined ? &*joined : nullptr;
-  const FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  const std::optional<Mask3> kernel = kernel_mask(given, options, backend.backend, q.shape(1), k.shape(1), fo);
+  const Mask3* allowed = kernel ? &*kernel : nullptr;
   FlashResult f = backend.backend == Backend::cuda ? flash_attention_cuda(q, k, v, allowed, fo)
                                                    : flash_attention(q, k, v, allowed, fo);
   SdpaResult r;
-  if (with_weights) {  // the kernel never forms the weights: recompute them from q and k
+  if (with_weights) {  // the kernel never forms the weights: recompute them from q and k, every mask a bitmap
+    const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
     const xt::xtensor<double, 2> lse = f.lse64.size() ? f.lse64 : xt::xtensor<double, 2>(xt::cast<double>(f.lse));
-    r.weights = recompute_weights(q, k, lse, allowed, fo.causal, fo.scale, fo.score_mod, fo.temperature);
+    r.weights = recompute_weights(q, k, lse, joined ? &*joined : nullptr, fo.causal, fo.scale, fo.score_mod, fo.temperature);
   }
   r.output = std::move(f.output);
   r.lse = std::move(f.lse);
@@ -142,9 +159,9 @@ SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
     options.mask_mod.check(q.shape(1), k.shape(1));
     return sdpa_f64(q, k, v, given, options);
   }
-  const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
-  const Mask3* allowed = joined ? &*joined : nullptr;
-  const FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  const std::optional<Mask3> kernel = kernel_mask(given, options, backend.backend, q.shape(1), k.shape(1), fo);
+  const Mask3* allowed = kernel ? &*kernel : nullptr;
   SdpaF64 r;
   if (backend.backend == Backend::flash && fo.precision == FlashPrecision::float64) {
     FlashF64 f = flash_f64(q, k, v, allowed, fo);
@@ -158,8 +175,11 @@ SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
     r.lse = xt::cast<double>(f.lse);
   }
   // The kernel never forms the weights: recompute them (rows it found fully masked stay 0).
-  if (with_weights)
-    r.weights = recompute_weights_f64(q, k, r.lse, allowed, fo.causal, *fo.scale, fo.score_mod, fo.temperature);
+  if (with_weights) {
+    const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
+    r.weights = recompute_weights_f64(q, k, r.lse, joined ? &*joined : nullptr, fo.causal, *fo.scale, fo.score_mod,
+                                      fo.temperature);
+  }
   return r;
 }
 

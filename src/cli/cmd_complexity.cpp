@@ -1,12 +1,15 @@
 // attn-cli complexity: FLOPs, memory and KV-cache bytes of attention, counted in closed form
 // (complexity.hpp), and optionally the engine timed over n (scaling.hpp).
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
 #include "attn/lessons/complexity.hpp"
 #include "attn/render/views/experiment_pictures.hpp"
 #include "attn/engine/core/error.hpp"
+#include "attn/engine/text/printable_text.hpp"
+#include "attn/io/hf_config.hpp"
 #include "attn/lessons/scaling.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
@@ -136,7 +139,41 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
   return out;
 }
 
+// A Hugging Face folder named by --model: its own KV cache (GQA as configured) beside the
+// same shape as full multi-head (kv_heads = heads) and multi-query attention (one KV head).
+void add_folder_models(const std::string& dir, ComplexityConfig& c) {
+  const DecoderConfig d = read_decoder_config(dir);
+  const std::string name = std::filesystem::path(dir).filename().empty() ? std::filesystem::path(dir).parent_path().filename().string()
+                                                                         : std::filesystem::path(dir).filename().string();
+  const std::string source = printable_text(dir) + "/config.json (" + decoder_family_name(d.family) + ", " + std::to_string(d.heads) +
+                             " query heads)";
+  c.custom.push_back({printable_text(name), d.layers, d.kv_heads, d.head_dim, source, d.sliding_window});
+  if (d.kv_heads != d.heads)
+    c.custom.push_back({printable_text(name) + " as MHA", d.layers, d.heads, d.head_dim, source + ", kv_heads = heads", 0});
+  if (d.kv_heads != 1)
+    c.custom.push_back({printable_text(name) + " as MQA", d.layers, 1, d.head_dim, source + ", one KV head", 0});
+}
+
+// --model names presets or folders: each folder becomes rows of its own, and when only
+// folders were named no preset is listed.
+void split_models(ComplexityConfig& c) {
+  std::vector<std::string> presets;
+  bool any_folder = false;
+  for (const std::string& name : c.models) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(name, ec)) {
+      add_folder_models(name, c);
+      any_folder = true;
+    } else {
+      presets.push_back(name);
+    }
+  }
+  c.list_presets = !any_folder;
+  c.models = presets;
+}
+
 void run_complexity_command(ComplexityOptions opts) {
+  split_models(opts.config);
   const bool any_custom = opts.layers || opts.kv_heads || opts.head_dim;
   if (any_custom) {
     if (!(opts.layers && opts.kv_heads && opts.head_dim))
@@ -187,7 +224,8 @@ void setup_complexity(CLI::App& app) {
   cmd->add_option("--tokens", c.tokens, "tokens held in the KV cache")->capture_default_str();
   std::string presets;
   for (const KvModel& m : kv_presets()) presets += (presets.empty() ? "" : ", ") + m.name;
-  cmd->add_option("--model", c.models, "KV-cache presets to list (default all: " + presets + ")")->delimiter(',');
+  cmd->add_option("--model", c.models, "KV-cache presets to list (default all: " + presets + "), or a Hugging Face "
+                  "Llama, Mistral or Qwen2 folder (its config.json: its cache beside MHA and MQA)")->delimiter(',');
   cmd->add_option("--layers", opts->layers, "custom KV-cache model: layers");
   cmd->add_option("--kv-heads", opts->kv_heads, "custom KV-cache model: key/value heads");
   cmd->add_option("--head-dim", opts->head_dim, "custom KV-cache model: head dim");

@@ -212,7 +212,7 @@ ComplexityReport run_complexity(const ComplexityConfig& config) {
   r.methods = method_table(config.ns, config.d_model, config.heads, config.window, config.dtype_bytes, config.causal);
   std::vector<KvModel> models;
   if (config.models.empty()) {
-    models = kv_presets();
+    if (config.list_presets) models = kv_presets();
   } else {
     for (const std::string& name : config.models) models.push_back(kv_preset(name));
   }

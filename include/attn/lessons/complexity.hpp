@@ -89,7 +89,8 @@ struct ComplexityConfig {
   bool causal = false;
   std::size_t window = 512;         // sliding window (Longformer, arXiv 2004.05150)
   std::size_t tokens = 2048;        // KV cache length (the tutorial's example)
-  std::vector<std::string> models;  // presets to list; empty = all
+  std::vector<std::string> models;  // presets to list; empty = all (unless list_presets is false)
+  bool list_presets = true;          // false: no preset when `models` is empty (a folder was asked for)
   std::vector<KvModel> custom;      // further models given by the user
   std::size_t kernel = 3;           // convolution kernel k of the layer-type table
 };

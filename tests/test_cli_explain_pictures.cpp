@@ -8,7 +8,7 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/attention/mask.hpp"
-#include "attn/lessons/generate.hpp"
+#include "attn/lessons/models/generate.hpp"
 #include "attn/render/views/explain_pictures.hpp"
 #include "attn/render/draw/heatmap.hpp"
 #include "attn/render/views/kv_cache_picture.hpp"

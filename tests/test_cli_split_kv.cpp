@@ -6,7 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "attn/lessons/explain.hpp"
+#include "attn/lessons/concepts/explain.hpp"
 #include "attn/render/views/split_kv_picture.hpp"
 #include "attn/render/draw/text_table.hpp"
 #include "picture_support.hpp"

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "attn/lessons/complexity.hpp"
+#include "attn/lessons/concepts/complexity.hpp"
 #include "attn/engine/core/error.hpp"
-#include "attn/lessons/scaling.hpp"
+#include "attn/lessons/measure/scaling.hpp"
 
 using namespace attn;
 using u64 = std::uint64_t;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "attn/engine/core/error.hpp"
-#include "attn/lessons/explain.hpp"
+#include "attn/lessons/concepts/explain.hpp"
 
 using namespace attn;
 

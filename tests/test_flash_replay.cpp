@@ -12,7 +12,7 @@
 
 #include "attn/engine/attention/flash.hpp"
 #include "attn/engine/core/random.hpp"
-#include "attn/lessons/flash_replay.hpp"
+#include "attn/lessons/concepts/flash_replay.hpp"
 #include "attn/render/views/flash_replay_pictures.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"

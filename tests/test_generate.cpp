@@ -2,7 +2,7 @@
 // without the KV cache, and what the window evicts. Expected values are derived by hand below.
 #include <doctest/doctest.h>
 
-#include "attn/lessons/generate.hpp"
+#include "attn/lessons/models/generate.hpp"
 
 using namespace attn;
 

@@ -8,7 +8,7 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/models/gpt2_decode.hpp"
 #include "attn/engine/core/random.hpp"
-#include "attn/lessons/gpt2_generate.hpp"
+#include "attn/lessons/models/gpt2_generate.hpp"
 #include "gpt2_support.hpp"
 
 using namespace attn;

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "attn/engine/core/error.hpp"
-#include "attn/lessons/head_summary.hpp"
+#include "attn/lessons/models/head_summary.hpp"
 
 using namespace attn;
 

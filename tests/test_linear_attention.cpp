@@ -9,7 +9,7 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/attention/linear_attention.hpp"
 #include "attn/engine/core/random.hpp"
-#include "attn/lessons/linear_rnn.hpp"
+#include "attn/lessons/concepts/linear_rnn.hpp"
 #include "support.hpp"
 
 using namespace attn;

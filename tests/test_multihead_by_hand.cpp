@@ -6,8 +6,8 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/text/tokenize.hpp"
-#include "attn/lessons/explain.hpp"
-#include "attn/lessons/multihead_by_hand.hpp"
+#include "attn/lessons/concepts/explain.hpp"
+#include "attn/lessons/concepts/multihead_by_hand.hpp"
 #include "attn/render/views/explain_pictures.hpp"
 #include "picture_support.hpp"
 

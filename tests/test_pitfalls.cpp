@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "attn/engine/core/error.hpp"
-#include "attn/lessons/pitfalls.hpp"
+#include "attn/lessons/concepts/pitfalls.hpp"
 
 using namespace attn;
 

@@ -2,7 +2,7 @@
 // and reversing the sentence reverses the matrix; sinusoidal PE and RoPE break both.
 #include <doctest/doctest.h>
 
-#include "attn/lessons/positions_lesson.hpp"
+#include "attn/lessons/concepts/positions_lesson.hpp"
 #include "attn/engine/core/error.hpp"
 
 using namespace attn;

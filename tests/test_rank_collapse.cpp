@@ -10,7 +10,7 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/training/toy_backprop.hpp"
 #include "attn/engine/models/toy_model.hpp"
-#include "attn/lessons/rank_collapse.hpp"
+#include "attn/lessons/concepts/rank_collapse.hpp"
 #include "support.hpp"
 
 using namespace attn;

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "attn/render/draw/canvas.hpp"
-#include "attn/lessons/temperature.hpp"
+#include "attn/lessons/concepts/temperature.hpp"
 #include "attn/render/views/experiment_pictures.hpp"
 #include "attn/engine/core/error.hpp"
 #include "picture_support.hpp"

@@ -8,7 +8,7 @@
 #include "attn/render/views/experiment_pictures.hpp"
 #include "attn/render/draw/line_plot.hpp"
 #include "attn/render/views/train_pictures.hpp"
-#include "attn/lessons/temperature.hpp"
+#include "attn/lessons/concepts/temperature.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attn/engine/core/error.hpp"
-#include "attn/lessons/train.hpp"
+#include "attn/lessons/models/train.hpp"
 #include "attn/render/draw/line_plot.hpp"
 #include "attn/render/views/train_pictures.hpp"
 #include "picture_support.hpp"

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "attn/engine/core/error.hpp"
-#include "attn/lessons/roofline.hpp"
+#include "attn/lessons/measure/roofline.hpp"
 #include "attn/render/draw/canvas.hpp"
 #include "attn/render/views/roofline_picture.hpp"
 #include "picture_support.hpp"

@@ -6,7 +6,7 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/core/random.hpp"
 #include "attn/engine/positions/rope.hpp"
-#include "attn/lessons/rope_lesson.hpp"
+#include "attn/lessons/concepts/rope_lesson.hpp"
 #include "support.hpp"
 
 using namespace attn;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "attn/engine/core/random.hpp"
-#include "attn/lessons/softmax_stats.hpp"
+#include "attn/lessons/concepts/softmax_stats.hpp"
 
 using namespace attn;
 

@@ -8,7 +8,7 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/core/random.hpp"
-#include "attn/lessons/split_kv.hpp"
+#include "attn/lessons/concepts/split_kv.hpp"
 #include "fa_rule.hpp"
 #include "support.hpp"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "attn/engine/core/error.hpp"
-#include "attn/lessons/temperature.hpp"
+#include "attn/lessons/concepts/temperature.hpp"
 
 using namespace attn;
 

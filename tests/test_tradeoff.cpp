@@ -9,8 +9,8 @@
 #include "attn/engine/attention/attention.hpp"
 #include "attn/engine/attention/variant.hpp"
 #include "attn/engine/core/error.hpp"
-#include "attn/lessons/bench.hpp"
-#include "attn/lessons/tradeoff.hpp"
+#include "attn/lessons/measure/bench.hpp"
+#include "attn/lessons/measure/tradeoff.hpp"
 #include "support.hpp"
 
 using namespace attn;

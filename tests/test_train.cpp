@@ -10,8 +10,8 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/io/toy_model_file.hpp"
-#include "attn/lessons/forward.hpp"
-#include "attn/lessons/train.hpp"
+#include "attn/lessons/models/forward.hpp"
+#include "attn/lessons/models/train.hpp"
 #include "support.hpp"
 
 using namespace attn;

@@ -5,7 +5,7 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/core/random.hpp"
-#include "attn/lessons/variance.hpp"
+#include "attn/lessons/concepts/variance.hpp"
 
 using namespace attn;
 

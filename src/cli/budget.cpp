@@ -7,7 +7,7 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/io/numbers.hpp"
-#include "attn/lessons/demo.hpp"
+#include "attn/lessons/demo/demo.hpp"
 
 namespace attn::cli {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "attn/lessons/demo.hpp"
+#include "attn/lessons/demo/demo.hpp"
 
 namespace attn::cli {
 

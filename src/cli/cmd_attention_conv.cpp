@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "attn/io/shipped_model.hpp"
-#include "attn/lessons/attention_conv.hpp"
+#include "attn/lessons/concepts/attention_conv.hpp"
 #include "attn/io/number_format.hpp"
 #include "attn/render/draw/text_table.hpp"
 #include "commands.hpp"

@@ -6,14 +6,14 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/lessons/bench.hpp"
-#include "attn/lessons/bench_decode.hpp"
-#include "attn/lessons/bench_train.hpp"
+#include "attn/lessons/measure/bench.hpp"
+#include "attn/lessons/measure/bench_decode.hpp"
+#include "attn/lessons/measure/bench_train.hpp"
 #include "attn/engine/attention/cuda.hpp"
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/attention/flash.hpp"
 #include "attn/io/json_io.hpp"
-#include "attn/lessons/memory_policy.hpp"
+#include "attn/lessons/measure/memory_policy.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "common.hpp"

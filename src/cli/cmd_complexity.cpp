@@ -5,12 +5,12 @@
 #include <memory>
 #include <optional>
 
-#include "attn/lessons/complexity.hpp"
+#include "attn/lessons/concepts/complexity.hpp"
 #include "attn/render/views/experiment_pictures.hpp"
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/text/printable_text.hpp"
 #include "attn/io/hf_config.hpp"
-#include "attn/lessons/scaling.hpp"
+#include "attn/lessons/measure/scaling.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"

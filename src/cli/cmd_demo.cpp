@@ -8,7 +8,7 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/lessons/demo.hpp"
+#include "attn/lessons/demo/demo.hpp"
 #include "attn/render/views/demo_pictures.hpp"
 #include "attn/render/views/flash_tiles_picture.hpp"
 #include "attn/engine/core/error.hpp"

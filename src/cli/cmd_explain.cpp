@@ -10,7 +10,7 @@
 #include "attn/engine/text/printable_text.hpp"
 #include "attn/engine/text/tokenize.hpp"
 #include "attn/io/file_io.hpp"
-#include "attn/lessons/explain.hpp"
+#include "attn/lessons/concepts/explain.hpp"
 #include "attn/render/views/explain_pictures.hpp"
 #include "attn/render/report/report_table.hpp"
 #include "attn/render/views/split_kv_picture.hpp"

@@ -2,7 +2,7 @@
 // state against a growing KV cache, and its weights beside softmax's.
 #include <memory>
 
-#include "attn/lessons/linear_rnn.hpp"
+#include "attn/lessons/concepts/linear_rnn.hpp"
 #include "attn/io/number_format.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"

@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "attn/render/views/explain_pictures.hpp"
-#include "attn/lessons/pitfalls.hpp"
+#include "attn/lessons/concepts/pitfalls.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

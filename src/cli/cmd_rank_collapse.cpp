@@ -4,7 +4,7 @@
 
 #include "attn/io/file_io.hpp"
 #include "attn/io/number_format.hpp"
-#include "attn/lessons/rank_collapse.hpp"
+#include "attn/lessons/concepts/rank_collapse.hpp"
 #include "attn/render/views/rank_collapse_picture.hpp"
 #include "budget.hpp"
 #include "commands.hpp"

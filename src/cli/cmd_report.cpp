@@ -9,7 +9,7 @@
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
-#include "attn/lessons/demo.hpp"
+#include "attn/lessons/demo/demo.hpp"
 #include "attn/render/report/report_html.hpp"
 #include "budget.hpp"
 #include "commands.hpp"

@@ -6,9 +6,9 @@
 #include <iostream>
 #include <memory>
 
-#include "attn/lessons/memory_policy.hpp"
+#include "attn/lessons/measure/memory_policy.hpp"
 #include "attn/io/number_format.hpp"
-#include "attn/lessons/roofline.hpp"
+#include "attn/lessons/measure/roofline.hpp"
 #include "attn/render/views/roofline_picture.hpp"
 #include "budget.hpp"
 #include "commands.hpp"

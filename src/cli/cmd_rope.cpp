@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "attn/lessons/rope_lesson.hpp"
+#include "attn/lessons/concepts/rope_lesson.hpp"
 #include "attn/render/views/rope_pictures.hpp"
 #include "attn/render/draw/text_table.hpp"
 #include "commands.hpp"

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "attn/render/views/experiment_pictures.hpp"
-#include "attn/lessons/temperature.hpp"
+#include "attn/lessons/concepts/temperature.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "attn/io/number_format.hpp"
-#include "attn/lessons/tradeoff.hpp"
+#include "attn/lessons/measure/tradeoff.hpp"
 #include "attn/render/views/tradeoff_picture.hpp"
 #include "budget.hpp"
 #include "commands.hpp"

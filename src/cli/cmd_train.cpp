@@ -9,7 +9,7 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/text/printable_text.hpp"
 #include "attn/io/number_format.hpp"
-#include "attn/lessons/train.hpp"
+#include "attn/lessons/models/train.hpp"
 #include "attn/render/report/report_table.hpp"
 #include "attn/render/draw/text_table.hpp"
 #include "attn/render/views/train_pictures.hpp"

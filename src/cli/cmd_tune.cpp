@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "attn/engine/attention/flash.hpp"
-#include "attn/lessons/tune.hpp"
+#include "attn/lessons/measure/tune.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "common.hpp"

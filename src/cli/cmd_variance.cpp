@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "attn/render/views/experiment_pictures.hpp"
-#include "attn/lessons/variance.hpp"
+#include "attn/lessons/concepts/variance.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "attn/io/json_io.hpp"
-#include "attn/lessons/tune.hpp"
+#include "attn/lessons/measure/tune.hpp"
 
 namespace attn::cli {
 

@@ -7,7 +7,7 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/io/file_io.hpp"
-#include "attn/lessons/train.hpp"
+#include "attn/lessons/models/train.hpp"
 #include "attn/render/views/model_pictures.hpp"
 
 namespace attn {

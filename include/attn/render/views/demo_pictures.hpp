@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/lessons/demo.hpp"
+#include "attn/lessons/demo/demo.hpp"
 #include "attn/render/draw/canvas.hpp"
 
 namespace attn {

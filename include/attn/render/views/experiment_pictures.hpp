@@ -13,10 +13,10 @@
 #include <optional>
 
 #include "attn/render/draw/canvas.hpp"
-#include "attn/lessons/complexity.hpp"
-#include "attn/lessons/scaling.hpp"
-#include "attn/lessons/temperature.hpp"
-#include "attn/lessons/variance.hpp"
+#include "attn/lessons/concepts/complexity.hpp"
+#include "attn/lessons/measure/scaling.hpp"
+#include "attn/lessons/concepts/temperature.hpp"
+#include "attn/lessons/concepts/variance.hpp"
 
 namespace attn {
 

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "attn/render/draw/canvas.hpp"
-#include "attn/lessons/explain.hpp"
-#include "attn/lessons/pitfalls.hpp"
+#include "attn/lessons/concepts/explain.hpp"
+#include "attn/lessons/concepts/pitfalls.hpp"
 
 namespace attn {
 

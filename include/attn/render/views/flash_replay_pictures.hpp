@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/lessons/flash_replay.hpp"
+#include "attn/lessons/concepts/flash_replay.hpp"
 #include "attn/render/draw/canvas.hpp"
 
 namespace attn {

@@ -5,7 +5,7 @@
 // not in the cache yet are left blank, masked keys are hatched (causal inside the prefill,
 // outside a sliding window), and a bar beside each step shows the cache length and its bytes.
 #include "attn/render/draw/canvas.hpp"
-#include "attn/lessons/generate.hpp"
+#include "attn/lessons/models/generate.hpp"
 
 namespace attn {
 

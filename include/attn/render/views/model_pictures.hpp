@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attn/engine/core/tensor.hpp"
-#include "attn/lessons/head_summary.hpp"
+#include "attn/lessons/models/head_summary.hpp"
 #include "attn/render/draw/canvas.hpp"
 
 namespace attn {

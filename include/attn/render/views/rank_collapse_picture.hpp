@@ -4,7 +4,7 @@
 // layer l, with float64's round-off floor marked and, on the pure-attention panel, the fitted
 // doubly exponential curve r_l = exp(-e^(gamma + delta l)). Every value drawn comes from the result.
 #include "attn/render/draw/canvas.hpp"
-#include "attn/lessons/rank_collapse.hpp"
+#include "attn/lessons/concepts/rank_collapse.hpp"
 
 namespace attn {
 

@@ -5,7 +5,7 @@
 // plots[0] is the plot area.
 #include <vector>
 
-#include "attn/lessons/roofline.hpp"
+#include "attn/lessons/measure/roofline.hpp"
 #include "attn/render/draw/canvas.hpp"
 #include "attn/render/draw/line_plot.hpp"
 

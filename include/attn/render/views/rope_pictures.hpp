@@ -8,7 +8,7 @@
 //   styles       which dims pair up in rotate-half vs interleaved, and the permutation that
 //                maps one layout onto the other.
 #include "attn/render/draw/canvas.hpp"
-#include "attn/lessons/rope_lesson.hpp"
+#include "attn/lessons/concepts/rope_lesson.hpp"
 
 namespace attn {
 

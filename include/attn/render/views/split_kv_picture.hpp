@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/lessons/split_kv.hpp"
+#include "attn/lessons/concepts/split_kv.hpp"
 #include "attn/render/draw/canvas.hpp"
 
 namespace attn {

@@ -5,7 +5,7 @@
 // in order of m; beside it, time against n on log-log axes, each line named with its fitted
 // exponent, and n and n^2 drawn through the first points of linear and flash. Every value
 // comes from the result.
-#include "attn/lessons/tradeoff.hpp"
+#include "attn/lessons/measure/tradeoff.hpp"
 #include "attn/render/draw/canvas.hpp"
 
 namespace attn {

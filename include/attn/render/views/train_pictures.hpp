@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/lessons/train.hpp"
+#include "attn/lessons/models/train.hpp"
 #include "attn/render/draw/canvas.hpp"
 
 namespace attn {

@@ -1,0 +1,195 @@
+#include "attn/lessons/measure/bench.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/attention/backward.hpp"
+#include "attn/engine/attention/cuda.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/engine/attention/sdpa.hpp"
+#include "attn/engine/attention/softmax.hpp"
+#include "bench_timing.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace attn {
+namespace {
+
+using namespace bench_detail;
+
+// One untimed warm-up (first-touch page faults, thread and CUDA start-up), then c.repeat
+// timed runs: their times, the process's peak memory during them, and GFLOP/s for `flops`.
+template <class F>
+BenchRun time_bench(const BenchConfig& c, std::size_t baseline, double flops, F&& run_once) {
+  run_once();
+  reset_peak_rss();
+  const Timings t = time_runs(c.repeat, run_once);
+  BenchRun run;
+  run.config = c;
+  run.flops = flops;
+  run.peak_rss_bytes = rss_field("VmHWM:");
+  run.baseline_rss_bytes = baseline;
+  run.min_ms = t.wall_ms.front();
+  run.median_ms = t.wall_ms[t.wall_ms.size() / 2];
+  run.min_thread_cpu_ms = t.min_thread_cpu_ms;
+  run.gflops = flops / (run.median_ms * 1e6);
+  return run;
+}
+
+// The backward half of run_bench: inputs and the forward are ready before the clock starts.
+BenchRun run_backward_bench(const BenchConfig& c, const Tensor3& q, const Tensor3& k, const Tensor3& v,
+                            Rng& rng) {
+  if (c.backend != "naive" && c.backend != "flash")
+    throw InputError("--backward: backend " + c.backend + " has no backward pass; use naive or flash");
+  const Tensor3 dO = random_tensor(rng, c.heads, c.n, c.head_dim);
+  SdpaOptions so;
+  so.causal = c.causal;
+  BackendOptions b;  // float64 inside, as attend's and mha's gradients
+  b.backend = parse_backend(c.backend);
+  b.threads = c.threads;
+  b.block_q = c.block_q;
+  b.block_k = c.block_k;
+  b.precision = FlashPrecision::float64;
+  // What each backward reads from its forward: the naive one the stored [H, n, n] weights,
+  // the flash one only the output and the lse.
+  const SdpaResult forward = attention(q, k, v, nullptr, so, b, /*with_weights=*/false);
+
+  SdpaGradients g;
+  const std::size_t before = baseline_rss();  // the forward's kept memory is not the backward's
+  auto run_once = [&] {
+    g = SdpaGradients();
+    g = attention_backward(q, k, v, nullptr, forward, dO, so, b);
+  };
+  BenchRun run = time_bench(c, before, attention_backward_flops(c.n, c.heads, c.head_dim, c.causal), run_once);
+  if (c.check) {  // the largest error of dQ, dK, dV against the naive backward
+    const SdpaGradients ref = b.backend == Backend::naive ? g : attention_backward(q, k, v, nullptr, dO, so, {});
+    run.max_abs_err_vs_naive = std::max({max_abs_diff(g.grad_q, ref.grad_q), max_abs_diff(g.grad_k, ref.grad_k),
+                                         max_abs_diff(g.grad_v, ref.grad_v)});
+  }
+  return run;
+}
+
+// The cuda backend: one checked run (copies in, rounding, kernel, copies out), then c.repeat
+// launches on the inputs already on the device, each timed by CUDA events. Host-side time
+// would count the PCIe copies, which are larger than the kernel.
+BenchRun run_cuda_bench(const BenchConfig& c, CudaDtype dtype, const Tensor3& q, const Tensor3& k, const Tensor3& v) {
+  FlashOptions fo;
+  fo.causal = c.causal;
+  CudaOptions co;
+  co.dtype = dtype;
+  co.timed_runs = c.repeat;
+  std::vector<double> ms;
+  const std::size_t before = baseline_rss();
+  const FlashResult f = flash_attention_cuda(q, k, v, nullptr, fo, co, &ms);
+  std::sort(ms.begin(), ms.end());
+  BenchRun run;
+  run.config = c;
+  run.min_ms = ms.front();
+  run.median_ms = ms[ms.size() / 2];
+  run.flops = attention_flops(c.n, c.heads, c.head_dim, c.causal);
+  run.gflops = run.flops / (run.median_ms * 1e6);
+  run.peak_rss_bytes = rss_field("VmHWM:");
+  run.baseline_rss_bytes = before;
+  if (c.check) {
+    SdpaOptions so;
+    so.causal = c.causal;
+    run.max_abs_err_vs_naive = max_abs_diff(f.output, attention(q, k, v, nullptr, so).output);
+  }
+  return run;
+}
+
+}  // namespace
+
+double attention_backward_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal) {
+  return 2.5 * attention_flops(n, heads, head_dim, causal);
+}
+
+double attention_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal) {
+  const double f = 4.0 * double(heads) * double(n) * double(n) * double(head_dim);
+  return causal ? f / 2 : f;
+}
+
+BenchRun run_bench(const BenchConfig& c) {
+  if (c.backend != "naive" && c.backend != "flash" && c.backend != "blas" && c.backend != "cuda")
+    throw InputError("--backend: expected naive, flash, blas or cuda, got " + c.backend);
+  std::string why;
+  if (c.backend == "cuda" && !cuda_usable(&why)) throw InputError("--backend cuda: " + why);
+  if (c.n == 0 || c.heads == 0 || c.head_dim == 0 || c.repeat == 0 || c.threads == 0)
+    throw InputError("--n, --heads, --head-dim, --repeat and --threads must be >= 1");
+  if (c.dtype != "f32" && c.backend != "cuda")
+    throw InputError("--dtype " + c.dtype + ": only the cuda backend computes in 16-bit types; use --dtype f32");
+  const CudaDtype cuda_dtype = parse_cuda_dtype(c.dtype);
+  Rng rng(c.seed);
+  const Tensor3 q = random_tensor(rng, c.heads, c.n, c.head_dim), k = random_tensor(rng, c.heads, c.n, c.head_dim),
+                v = random_tensor(rng, c.heads, c.n, c.head_dim);
+  openblas_set_num_threads(int(c.threads));
+  if (c.backward) return run_backward_bench(c, q, k, v, rng);
+  if (c.backend == "cuda") return run_cuda_bench(c, cuda_dtype, q, k, v);
+  BackendOptions backend;  // the kernel bench times: float32, no weights recomputed
+  if (c.backend != "blas") backend.backend = parse_backend(c.backend);
+  backend.precision = FlashPrecision::float32;
+  backend.threads = c.threads;
+  backend.block_q = c.block_q;
+  backend.block_k = c.block_k;
+  SdpaOptions so;
+  so.causal = c.causal;
+
+  Tensor3 output;
+  const std::size_t before = baseline_rss();  // the process with its inputs, before any run
+  auto run_once = [&] {
+    output = Tensor3();  // free the previous run's output first: peak memory is one run's
+    if (c.backend == "blas") {
+      output = blas_attention(q, k, v, c.causal);
+    } else {
+      output = attention(q, k, v, nullptr, so, backend, /*with_weights=*/false).output;
+    }
+  };
+  BenchRun run = time_bench(c, before, attention_flops(c.n, c.heads, c.head_dim, c.causal), run_once);
+  if (c.check) {
+    const Tensor3 ref = c.backend == "naive" ? output : attention(q, k, v, nullptr, so).output;
+    run.max_abs_err_vs_naive = max_abs_diff(output, ref);
+  }
+  return run;
+}
+
+SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat) {
+  openblas_set_num_threads(int(threads));
+  Rng rng(1);
+  std::vector<float> a(n * n), b(n * n), out(n * n);
+  for (float& x : a) x = float(rng.normal());
+  for (float& x : b) x = float(rng.normal());
+  const int N = int(n);
+  const Timings t = time_runs(repeat + 1, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a.data(), N, b.data(), N, 0.0f,
+                out.data(), N);
+  });
+  const double flops = 2.0 * double(n) * double(n) * double(n);
+  return {flops / (t.wall_ms.front() * 1e6), flops / (t.min_thread_cpu_ms * 1e6)};
+}
+
+Tensor3 blas_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, bool causal) {
+  const std::size_t H = q.shape(0), n = q.shape(1), d = q.shape(2);
+  const int N = int(n), D = int(d);
+  const float scale = float(resolved_scale(std::nullopt, d));
+  std::vector<float> s(n * n);
+  Tensor3 o = Tensor3::from_shape({H, n, d});
+  for (std::size_t h = 0; h < H; ++h) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, D, scale, q.data() + h * n * d, D,
+                k.data() + h * n * d, D, 0.0f, s.data(), N);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (causal) std::fill(s.data() + i * n + i + 1, s.data() + (i + 1) * n, -INFINITY);
+      softmax_row_inplace(s.data() + i * n, n);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, D, N, 1.0f, s.data(), N, v.data() + h * n * d, D,
+                0.0f, o.data() + h * n * d, D);
+  }
+  return o;
+}
+
+}  // namespace attn

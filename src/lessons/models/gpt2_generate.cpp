@@ -1,0 +1,132 @@
+// GPT-2 generation through its KV caches (gpt2_generate.hpp).
+#include "attn/lessons/models/gpt2_generate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/models/gpt2_decode.hpp"
+
+namespace attn {
+
+void check_gpt2_generate_config(const Gpt2GenerateConfig& g, const Gpt2Config& c) {
+  if (g.prompt.empty()) throw InputError("prompt: expected at least one token");
+  if (g.new_tokens == 0) throw InputError("--tokens: expected at least 1 token to generate, got 0");
+  if (g.prompt.size() > c.n_positions || g.new_tokens > c.n_positions - g.prompt.size()) {
+    throw InputError("--tokens: the prompt's " + std::to_string(g.prompt.size()) + " tokens + " +
+                     std::to_string(g.new_tokens) + " new ones exceed the model's n_positions of " +
+                     std::to_string(c.n_positions));
+  }
+  if (!std::isfinite(g.temperature) || g.temperature < 0)
+    throw InputError("--temperature: expected a finite number >= 0 (0 = greedy), got " + std::to_string(g.temperature));
+  if (g.top_k > c.vocab_size)
+    throw InputError("--top-k: expected 0.." + std::to_string(c.vocab_size) + " (the vocabulary), got " +
+                     std::to_string(g.top_k));
+  for (std::int32_t id : g.prompt)
+    if (id < 0 || std::size_t(id) >= c.vocab_size)
+      throw InputError("prompt: id " + std::to_string(id) + " out of range [0, " + std::to_string(c.vocab_size) + ")");
+}
+
+NextChoice choose_next_token(std::span<const float> z, double temperature, std::size_t top_k, Rng& rng) {
+  const std::size_t V = z.size();
+  std::vector<std::size_t> order(V);
+  std::iota(order.begin(), order.end(), 0);
+  auto higher = [&](std::size_t a, std::size_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); };
+  const bool sampling = temperature > 0 || top_k > 0;
+  const std::size_t kept = top_k > 0 ? std::min(top_k, V) : V;
+  std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(sampling ? kept : 1), order.end(), higher);
+  const double t = temperature > 0 ? temperature : 1.0;
+  const double top = z[order[0]];
+  if (!sampling) {  // greedy; its probability under softmax(z)
+    double sum = 0;
+    for (float x : z) sum += std::exp(double(x) - top);
+    return {std::int32_t(order[0]), 1.0 / sum};
+  }
+  std::vector<double> p(kept);
+  double sum = 0;
+  for (std::size_t r = 0; r < kept; ++r) sum += (p[r] = std::exp((double(z[order[r]]) - top) / t));
+  const double u = rng.uniform();
+  double cumulative = 0;
+  for (std::size_t r = 0; r < kept; ++r) {
+    cumulative += p[r] / sum;
+    if (u < cumulative) return {std::int32_t(order[r]), p[r] / sum};
+  }
+  return {std::int32_t(order[kept - 1]), p[kept - 1] / sum};  // u within rounding of 1
+}
+
+Gpt2Generation gpt2_generate(const Gpt2Model& model, const Gpt2GenerateConfig& config) {
+  check_gpt2_generate_config(config, model.config);
+  Gpt2Generation g;
+  g.config = config;
+  g.ids = config.prompt;
+  Gpt2Decoder decoder(model, config.kv_dtype);
+  Rng rng(config.seed);
+  std::vector<std::int32_t> feed = config.prompt;  // the prompt as one prefill, then one token a step
+  const std::size_t V = model.config.vocab_size;
+  for (std::size_t n = 0; n < config.new_tokens; ++n) {
+    const Tensor2 logits = decoder.feed(feed);
+    const std::span<const float> z(logits.data() + (logits.shape(0) - 1) * V, V);
+    Gpt2GenerateStep step;
+    step.cache_len = decoder.length();
+    step.cache_bytes = decoder.cache_bytes();
+    for (float x : z) step.logit_scale = std::max(step.logit_scale, std::fabs(double(x)));
+    if (config.check_every_step) {
+      const Tensor2 full = gpt2_forward(model, g.ids).logits;  // the whole prefix again, no cache
+      double diff = 0;
+      for (std::size_t v = 0; v < V; ++v) diff = std::max(diff, std::fabs(double(full(full.shape(0) - 1, v)) - z[v]));
+      step.max_diff_vs_full = diff;
+    }
+    const NextChoice next = choose_next_token(z, config.temperature, config.top_k, rng);
+    step.id = next.id;
+    step.probability = next.probability;
+    g.steps.push_back(step);
+    g.ids.push_back(next.id);
+    feed = {next.id};
+  }
+  return g;
+}
+
+std::string gpt2_ids_text(const Gpt2Tokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
+  std::string text;
+  std::vector<TokenId> run;  // known ids decode together: a character may span tokens
+  for (std::int32_t id : ids) {
+    if (id >= 0 && std::size_t(id) < tokenizer.vocab_size()) {
+      run.push_back(id);
+      continue;
+    }
+    text += tokenizer.decode_text(run) + "<id " + std::to_string(id) + ">";
+    run.clear();
+  }
+  return text + tokenizer.decode_text(run);
+}
+
+Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer& tokenizer) {
+  const Gpt2GenerateConfig& c = g.config;
+  const bool sampling = c.temperature > 0 || c.top_k > 0;
+  Json steps = Json::array();
+  for (const Gpt2GenerateStep& s : g.steps) {
+    Json j = {{"id", s.id},        {"text", tokenizer.text_or_id(s.id)},         {"probability", s.probability},
+              {"cache_len", s.cache_len}, {"cache_bytes", s.cache_bytes}, {"logit_scale", s.logit_scale}};
+    if (s.max_diff_vs_full) j["max_abs_diff_vs_full"] = *s.max_diff_vs_full;
+    steps.push_back(j);
+  }
+  std::vector<TokenId> generated(g.ids.begin() + std::ptrdiff_t(c.prompt.size()), g.ids.end());
+  return {{"prompt", c.prompt},
+          {"rule", sampling ? "sample: softmax(logits / temperature) over the top_k largest logits (all when "
+                              "top_k = 0), one seeded uniform draw per token"
+                            : "greedy: the argmax of the logits, the lowest id on a tie"},
+          {"temperature", c.temperature},
+          {"top_k", c.top_k},
+          {"seed", c.seed},
+          {"cache", std::string("one KV cache per layer, ") +
+                        (c.kv_dtype == KvDtype::bfloat16 ? "bfloat16 (each K and V value rounded as it is stored)"
+                                                          : "float64") +
+                        "; the prompt is one prefill, each new token is fed alone"},
+          {"kv_dtype", kv_dtype_name(c.kv_dtype)},
+          {"steps", steps},
+          {"ids", g.ids},
+          {"generated_text", gpt2_ids_text(tokenizer, generated)}};
+}
+
+}  // namespace attn

@@ -2,7 +2,8 @@
 """Every picture under docs/images/ from the command the docs show for it, and the numbers each
 picture states, read from that run's own JSON into docs/images/numbers.json.
 roofline.png, a measurement of this machine that docs/performance.md's table goes with, is
-redrawn only with --roofline.
+redrawn only with --roofline; tradeoff.png (timings, docs/experiments.md's table) only with
+--tradeoff.
 
     scripts/doc_images.py [ATTN_CLI]            regenerate docs/images/*.png and numbers.json, and
                                                 write the numbers the docs quote
@@ -120,6 +121,7 @@ def pictures(cli, w):
          lambda: {"kinds": [h["kind"] for h in load(f"{w}/views/head_summary.json")["heads"]]}),
         ("roofline.png", [["roofline", "--n", "512,2048", "--kv", "1024,16384", "--plots", "roofline"]], "roofline/roofline.png",
          None),
+        ("tradeoff.png", [["tradeoff", "--n", "256,1024,4096", "--plots", "tradeoff"]], "tradeoff/tradeoff.png", None),
     ]
 
 
@@ -184,7 +186,7 @@ def main():
     if "--numbers" in args:  # another numbers.json to check against (the test that the check can fail)
         numbers_path = args[args.index("--numbers") + 1]
         args = [a for a in args if a not in ("--numbers", numbers_path)]
-    args = [a for a in args if a not in ("--check", "--roofline", "--corrupt-recorded")]
+    args = [a for a in args if a not in ("--check", "--roofline", "--tradeoff", "--corrupt-recorded")]
     cli = os.path.abspath(args[0]) if args else os.path.join(ROOT, "build", "attn-cli")
     w = tempfile.mkdtemp(prefix="doc-images-")
     try:
@@ -200,6 +202,8 @@ def main():
                 continue
             if name == "roofline.png" and (check or "--roofline" not in sys.argv):
                 continue  # this machine's measurement: docs/performance.md's table goes with it
+            if name == "tradeoff.png" and (check or "--tradeoff" not in sys.argv):
+                continue  # timings too: docs/experiments.md's table goes with it
             for c in commands:
                 if tuple(c) not in done:
                     run(cli, c, w)

@@ -115,8 +115,9 @@ fitted exponent).
 
 Examples:
   attn-cli tradeoff --n 256,1024 --inputs local
-  attn-cli tradeoff --n 256,1024,4096 --plots tradeoff-plots
-  attn-cli tradeoff --n 512 --features 16,64,256,1024 --json
+  attn-cli tradeoff --n 256,1024 --repeat 1 --plots tradeoff-plots
+  attn-cli tradeoff --n 512 --features 16,256 --json
+(n = 16384 is past the default time budget: add --max-seconds 900.)
 )");
   cmd->callback([opts] { run_tradeoff_command(*opts); });
 }

@@ -85,7 +85,7 @@ TEST_CASE("hf config: what attn-cli would compute wrongly is refused, naming the
   refused("yarn", with("\"rope_type\": \"llama3\"", "\"rope_type\": \"yarn\""), "\"yarn\" is not supported");
   refused("kv5", with("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5"), "does not divide");
   refused("no_hidden", with("\"hidden_size\": 4096,", ""), "\"hidden_size\" is missing");
-  refused("negative", with("\"num_hidden_layers\": 32", "\"num_hidden_layers\": -32"), "positive integer");
+  refused("negative", with("\"num_hidden_layers\": 32", "\"num_hidden_layers\": -32"), "\"num_hidden_layers\": expected a whole number >= 1");
   refused("array", "[1, 2]", "expected a JSON object");
   CHECK_THROWS_AS(read_decoder_config((dir.path / "nowhere").string()), InputError);
   CHECK_FALSE(is_decoder_folder((dir.path / "bert").string()));

@@ -10,6 +10,7 @@
 #include "attn/engine/attention/variant.hpp"
 #include "attn/engine/core/error.hpp"
 #include "attn/lessons/measure/bench.hpp"
+#include "attn/lessons/measure/scaling.hpp"
 #include "attn/lessons/measure/tradeoff.hpp"
 #include "support.hpp"
 
@@ -32,11 +33,11 @@ TEST_CASE("tradeoff: keys seen under a window and the strided pattern, by hand a
   }
 }
 
-TEST_CASE("tradeoff: the log-log fit recovers exact power laws") {
-  CHECK(loglog_slope({256, 1024, 4096}, {3 * 256.0 * 256, 3 * 1024.0 * 1024, 3 * 4096.0 * 4096}) == doctest::Approx(2.0));
-  CHECK(loglog_slope({2, 8}, {5 * std::pow(2.0, 1.5), 5 * std::pow(8.0, 1.5)}) == doctest::Approx(1.5));
-  CHECK_THROWS_AS(loglog_slope({4}, {1}), InputError);
-  CHECK_THROWS_AS(loglog_slope({4, 4}, {1, 2}), InputError);
+TEST_CASE("tradeoff: its fit (scaling.hpp's fit_loglog_slope) recovers exact power laws") {
+  CHECK(fit_loglog_slope({256, 1024, 4096}, {3 * 256.0 * 256, 3 * 1024.0 * 1024, 3 * 4096.0 * 4096}) == doctest::Approx(2.0));
+  CHECK(fit_loglog_slope({2, 8}, {5 * std::pow(2.0, 1.5), 5 * std::pow(8.0, 1.5)}) == doctest::Approx(1.5));
+  CHECK_THROWS_AS(fit_loglog_slope({4}, {1}), InputError);
+  CHECK_THROWS_AS(fit_loglog_slope({4, 4}, {1, 2}), InputError);
 }
 
 TEST_CASE("tradeoff: a small run measures every method, and its errors hold against the naive reference") {

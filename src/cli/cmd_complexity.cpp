@@ -143,8 +143,8 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
 // same shape as full multi-head (kv_heads = heads) and multi-query attention (one KV head).
 void add_folder_models(const std::string& dir, ComplexityConfig& c) {
   const DecoderConfig d = read_decoder_config(dir);
-  const std::string name = std::filesystem::path(dir).filename().empty() ? std::filesystem::path(dir).parent_path().filename().string()
-                                                                         : std::filesystem::path(dir).filename().string();
+  const std::filesystem::path path(dir);  // "models/Llama/" names the folder Llama too
+  const std::string name = (path.has_filename() ? path.filename() : path.parent_path().filename()).string();
   const std::string source = printable_text(dir) + "/config.json (" + decoder_family_name(d.family) + ", " + std::to_string(d.heads) +
                              " query heads)";
   c.custom.push_back({printable_text(name), d.layers, d.kv_heads, d.head_dim, source, d.sliding_window});

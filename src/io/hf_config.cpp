@@ -6,29 +6,28 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/io/file_io.hpp"
 #include "attn/io/json_io.hpp"
+#include "attn/io/numbers.hpp"
 
 namespace attn {
 namespace {
 
-// The field's positive integer, or `fallback` (0 = required) when it is absent or null.
+bool present(const Json& config, const char* key) { return config.contains(key) && !config[key].is_null(); }
+
+// The field's whole number >= 1 (numbers.hpp's rule), or `fallback` (0 = required) when it is
+// absent or null.
 std::size_t size_field(const Json& config, const char* key, const std::string& path, std::size_t fallback = 0) {
-  if (!config.contains(key) || config[key].is_null()) {
-    if (fallback) return fallback;
-    throw InputError(path + ": \"" + key + "\" is missing (a positive integer)");
-  }
-  if (!config[key].is_number_unsigned() || config[key].get<std::size_t>() == 0)
-    throw InputError(path + ": \"" + key + "\" must be a positive integer, got " + config[key].dump());
-  return config[key].get<std::size_t>();
+  if (present(config, key)) return count_field(config[key], path + ": \"" + key + "\"", 1);
+  if (fallback) return fallback;
+  throw InputError(path + ": \"" + key + "\" is missing (a positive integer)");
 }
 
-double number_field(const Json& config, const char* key, const std::string& path, double fallback) {
-  if (!config.contains(key) || config[key].is_null()) return fallback;
-  if (!config[key].is_number()) throw InputError(path + ": \"" + key + "\" must be a number, got " + config[key].dump());
-  return config[key].get<double>();
+// The field's finite number (numbers.hpp's rule), or `fallback` when it is absent or null.
+double real_field(const Json& config, const char* key, const std::string& path, double fallback) {
+  return present(config, key) ? number_field(config[key], path + ": \"" + key + "\"") : fallback;
 }
 
 bool bool_field(const Json& config, const char* key, const std::string& path, bool fallback) {
-  if (!config.contains(key) || config[key].is_null()) return fallback;
+  if (!present(config, key)) return fallback;
   if (!config[key].is_boolean()) throw InputError(path + ": \"" + key + "\" must be true or false");
   return config[key].get<bool>();
 }
@@ -44,7 +43,7 @@ DecoderFamily family_of(const Json& config, const std::string& path) {
 
 RopeScaling rope_scaling_of(const Json& config, const std::string& path) {
   RopeScaling s;
-  if (!config.contains("rope_scaling") || config["rope_scaling"].is_null()) return s;
+  if (!present(config, "rope_scaling")) return s;
   const Json& r = config["rope_scaling"];
   if (!r.is_object()) throw InputError(path + ": \"rope_scaling\" must be an object or null");
   const Json type = r.contains("rope_type") ? r["rope_type"] : r.contains("type") ? r["type"] : Json("default");
@@ -52,16 +51,16 @@ RopeScaling rope_scaling_of(const Json& config, const std::string& path) {
     throw InputError(path + ": \"rope_scaling\" of type " + type.dump() +
                      " is not supported (attn-cli implements default, linear and llama3)");
   s.type = type.get<std::string>();
-  s.factor = number_field(r, "factor", path, 1);
-  s.low_freq_factor = number_field(r, "low_freq_factor", path, 1);
-  s.high_freq_factor = number_field(r, "high_freq_factor", path, 4);
+  s.factor = real_field(r, "factor", path, 1);
+  s.low_freq_factor = real_field(r, "low_freq_factor", path, 1);
+  s.high_freq_factor = real_field(r, "high_freq_factor", path, 4);
   if (s.type == "llama3") s.original_max_positions = size_field(r, "original_max_position_embeddings", path);
   return s;
 }
 
 // Fields that would change the computation if attn-cli ran past them.
 void check_implemented(const Json& config, const std::string& path) {
-  if (config.contains("hidden_act") && !config["hidden_act"].is_null() && config["hidden_act"] != "silu")
+  if (present(config, "hidden_act") && config["hidden_act"] != "silu")
     throw InputError(path + ": \"hidden_act\" " + config["hidden_act"].dump() +
                      " is not supported (these models' SwiGLU uses silu)");
   if (bool_field(config, "mlp_bias", path, false))
@@ -73,7 +72,7 @@ void check_implemented(const Json& config, const std::string& path) {
 std::size_t window_of(const Json& config, DecoderFamily family, const std::string& path) {
   if (family == DecoderFamily::llama) return 0;
   if (family == DecoderFamily::qwen2 && !bool_field(config, "use_sliding_window", path, false)) return 0;
-  if (!config.contains("sliding_window") || config["sliding_window"].is_null()) return 0;
+  if (!present(config, "sliding_window")) return 0;
   return size_field(config, "sliding_window", path);
 }
 
@@ -104,13 +103,13 @@ DecoderConfig read_decoder_config(const std::string& dir) {
   c.layers = size_field(config, "num_hidden_layers", path);
   c.heads = size_field(config, "num_attention_heads", path);
   c.kv_heads = size_field(config, "num_key_value_heads", path, c.heads);
-  if (c.hidden % c.heads != 0 && !(config.contains("head_dim") && !config["head_dim"].is_null()))
+  if (c.hidden % c.heads != 0 && !(present(config, "head_dim")))
     throw InputError(path + ": num_attention_heads = " + std::to_string(c.heads) + " does not divide hidden_size = " +
                      std::to_string(c.hidden) + " and no \"head_dim\" is given");
   c.head_dim = size_field(config, "head_dim", path, c.hidden / c.heads);
   c.max_positions = size_field(config, "max_position_embeddings", path);
-  c.rms_eps = number_field(config, "rms_norm_eps", path, 1e-6);
-  c.rope_theta = number_field(config, "rope_theta", path, 10000);
+  c.rms_eps = real_field(config, "rms_norm_eps", path, 1e-6);
+  c.rope_theta = real_field(config, "rope_theta", path, 10000);
   c.rope_scaling = rope_scaling_of(config, path);
   c.tie_embeddings = bool_field(config, "tie_word_embeddings", path, false);
   c.sliding_window = window_of(config, c.family, path);

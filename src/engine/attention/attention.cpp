@@ -75,6 +75,16 @@ std::optional<Mask3> kernel_mask(const Mask3* given, const SdpaOptions& options,
   return given ? std::optional<Mask3>(*given) : std::nullopt;
 }
 
+// The mask the recomputed weights read: the kernel's own bitmap, or, where the kernel read the
+// window by index, the bitmap it did without, built into `storage` (the weights are [Lq, Lk]
+// anyway).
+const Mask3* weights_mask(const Mask3* given, const AttentionMask& m, std::size_t Lq, std::size_t Lk,
+                          const FlashOptions& fo, const Mask3* kernel, std::optional<Mask3>& storage) {
+  if (!fo.window_rule) return kernel;
+  storage = tiled_mask(given, m, Lq, Lk);
+  return storage ? &*storage : nullptr;
+}
+
 }  // namespace
 
 SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* given,
@@ -86,10 +96,11 @@ SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const
   FlashResult f = backend.backend == Backend::cuda ? flash_attention_cuda(q, k, v, allowed, fo)
                                                    : flash_attention(q, k, v, allowed, fo);
   SdpaResult r;
-  if (with_weights) {  // the kernel never forms the weights: recompute them from q and k, every mask a bitmap
-    const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
+  if (with_weights) {  // the kernel never forms the weights: recompute them from q and k
+    std::optional<Mask3> storage;
+    const Mask3* mask = weights_mask(given, options.mask_mod, q.shape(1), k.shape(1), fo, allowed, storage);
     const xt::xtensor<double, 2> lse = f.lse64.size() ? f.lse64 : xt::xtensor<double, 2>(xt::cast<double>(f.lse));
-    r.weights = recompute_weights(q, k, lse, joined ? &*joined : nullptr, fo.causal, fo.scale, fo.score_mod, fo.temperature);
+    r.weights = recompute_weights(q, k, lse, mask, fo.causal, fo.scale, fo.score_mod, fo.temperature);
   }
   r.output = std::move(f.output);
   r.lse = std::move(f.lse);
@@ -176,9 +187,9 @@ SdpaF64 attend_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
   }
   // The kernel never forms the weights: recompute them (rows it found fully masked stay 0).
   if (with_weights) {
-    const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
-    r.weights = recompute_weights_f64(q, k, r.lse, joined ? &*joined : nullptr, fo.causal, *fo.scale, fo.score_mod,
-                                      fo.temperature);
+    std::optional<Mask3> storage;
+    const Mask3* mask = weights_mask(given, options.mask_mod, q.shape(1), k.shape(1), fo, allowed, storage);
+    r.weights = recompute_weights_f64(q, k, r.lse, mask, fo.causal, *fo.scale, fo.score_mod, fo.temperature);
   }
   return r;
 }

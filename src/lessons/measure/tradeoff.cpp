@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "attn/engine/attention/attention.hpp"
 #include "attn/engine/attention/attention_methods.hpp"
 #include "attn/engine/core/error.hpp"
 #include "attn/lessons/measure/bench.hpp"
+#include "attn/lessons/measure/scaling.hpp"
 #include "bench_timing.hpp"
 
 namespace attn {
@@ -166,7 +168,7 @@ std::vector<TradeoffFit> fit_times(const std::vector<TradeoffRun>& runs) {
   }
   std::vector<TradeoffFit> fits;
   for (const std::string& name : order)
-    if (points[name].first.size() >= 2) fits.push_back({name, loglog_slope(points[name].first, points[name].second)});
+    if (std::set<double>(points[name].first.begin(), points[name].first.end()).size() >= 2) fits.push_back({name, fit_loglog_slope(points[name].first, points[name].second)});
   return fits;
 }
 
@@ -174,21 +176,6 @@ std::vector<TradeoffFit> fit_times(const std::vector<TradeoffRun>& runs) {
 
 std::size_t window_keys(std::size_t p, std::size_t w) { return std::min(w, p + 1); }
 std::size_t strided_keys(std::size_t p, std::size_t s) { return std::min(s, p + 1) + p / s; }
-
-double loglog_slope(const std::vector<double>& x, const std::vector<double>& y) {
-  if (x.size() != y.size() || x.size() < 2) throw InputError("a power-law fit needs at least two points");
-  double mx = 0, my = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) mx += std::log(x[i]), my += std::log(y[i]);
-  mx /= double(x.size()), my /= double(y.size());
-  double sxy = 0, sxx = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double dx = std::log(x[i]) - mx;
-    sxy += dx * (std::log(y[i]) - my);
-    sxx += dx * dx;
-  }
-  if (!(sxx > 0)) throw InputError("a power-law fit needs two different n");
-  return sxy / sxx;
-}
 
 void check_tradeoff_config(const TradeoffConfig& c) {
   if (c.ns.empty()) throw InputError("--n: expected at least one sequence length");

@@ -78,9 +78,6 @@ double tradeoff_bytes(const TradeoffConfig& config);
 
 TradeoffResult run_tradeoff(const TradeoffConfig& config);
 
-// The least-squares slope of ln y against ln x (both > 0, at least two distinct x).
-double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);
-
 // Keys query p (0-based, causal) sees under a window of w keys, or Child et al.'s stride s:
 // min(w, p + 1); min(s, p + 1) + floor(p / s).
 std::size_t window_keys(std::size_t p, std::size_t w);

@@ -57,7 +57,7 @@ Json check_demo(const TempDir& dir, const std::string& sentence, const std::stri
 TEST_CASE("cli pictures: demo writes every picture its manifest lists, byte-identical on rerun") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on", "run1");
-  CHECK(m["artifacts"].size() == 10);  // 9 pictures (trained_heads.png too) and report.html
+  CHECK(m["artifacts"].size() == 11);  // 10 pictures (trained_heads.png and approximations.png too) and report.html
   // The split-KV merge of the last query ('on', 4 keys) in 3 chunks equals the one-pass row.
   const Json& split = m["results"]["split_kv"];
   CHECK(split["query"] == 3);
@@ -105,7 +105,7 @@ TEST_CASE("cli pictures: demo with a Chinese sentence, SVG too, another colormap
   TempDir dir;
   const Json m = check_demo(dir, "我喜欢深度学习", "zh", "--format both --colormap viridis --heads 2 --scale 1");
   CHECK(m["tokens"].size() == 4);
-  CHECK(m["artifacts"].size() == 19);  // 9 pictures as PNG and SVG, and report.html
+  CHECK(m["artifacts"].size() == 21);  // 10 pictures as PNG and SVG, and report.html
   CHECK(m["results"]["multi_head"]["weights"].size() == 2);
   check_input_error(run_cli("demo --heads 3"), "--heads: 3 does not divide");
   check_input_error(run_cli("demo --colormap rainbow --out never", "", dir.path.string()), "rainbow");
@@ -179,7 +179,7 @@ TEST_CASE("cli pictures: demo's flash check, its tile grid, and the decode check
 TEST_CASE("cli pictures: demo --rope writes the RoPE heatmap, byte-identical on rerun, a bad style is refused") {
   TempDir dir;
   const Json m = check_demo(dir, "The cat sat on the mat", "r1", "--rope interleaved --heads 2");
-  CHECK(m["artifacts"].size() == 11);
+  CHECK(m["artifacts"].size() == 12);
   CHECK(m["config"]["rope"] == "interleaved");
   const Json& rope = m["results"]["rope"];
   CHECK(rope["style"] == "interleaved");

@@ -12,6 +12,7 @@
 #include "attn/lessons/measure/bench.hpp"
 #include "attn/lessons/measure/scaling.hpp"
 #include "attn/lessons/measure/tradeoff.hpp"
+#include "attn/io/shipped_model.hpp"
 #include "support.hpp"
 
 using namespace attn;
@@ -119,4 +120,55 @@ TEST_CASE("cli: tradeoff prints the table and the fits, writes its JSON and its 
   CHECK(std::filesystem::exists(dir.path / "p" / "tradeoff.png"));
   CHECK(test::run_cli("tradeoff --n 0", "", cwd).code == 2);
   CHECK(test::run_cli("tradeoff --inputs sorted", "", cwd).code == 2);
+}
+
+TEST_CASE("tradeoff: toy inputs are the trained induction head's, attention found by content, not distance") {
+  TradeoffConfig c;
+  c.inputs = {"toy"};
+  const TradeoffConfig toy = config_for(c, "toy");
+  const ToyConfig mc = shipped_toy_model().config;
+  CHECK(toy.head_dim == mc.d_model / mc.heads);
+  CHECK(config_for(c, "random").head_dim == c.head_dim);
+  const std::size_t n = 2 * mc.context + 5;  // two whole windows and a cut one
+  const TradeoffInputs in = tradeoff_inputs(toy, n, "toy");
+  REQUIRE(in.q.shape(1) == n);
+  REQUIRE(in.q.shape(2) == toy.head_dim);
+  // Causal softmax inside each window, computed here: an induction head puts most of a row's
+  // weight on one key several places back (the token after the query's earlier copy); random
+  // q, k of the same width almost never do.
+  auto far_sure_rows = [&](const TradeoffInputs& x) {
+    std::size_t rows = 0;
+    const double scale = 1 / std::sqrt(double(x.q.shape(2)));
+    for (std::size_t w = 0; w + mc.context <= n; w += mc.context)
+      for (std::size_t i = w + 1; i < w + mc.context; ++i) {
+        std::vector<double> s;
+        for (std::size_t j = w; j <= i; ++j) {
+          double dot = 0;
+          for (std::size_t c2 = 0; c2 < x.q.shape(2); ++c2) dot += double(x.q(0, i, c2)) * double(x.k(0, j, c2));
+          s.push_back(scale * dot);
+        }
+        const double top = *std::max_element(s.begin(), s.end());
+        double sum = 0;
+        for (double v : s) sum += std::exp(v - top);
+        const std::size_t arg = std::size_t(std::max_element(s.begin(), s.end()) - s.begin());
+        if (1 / sum > 0.5 && (i - w) - arg >= 2) ++rows;
+      }
+    return rows;
+  };
+  TradeoffConfig random16 = toy;
+  const std::size_t toy_rows = far_sure_rows(in), random_rows = far_sure_rows(tradeoff_inputs(random16, n, "random"));
+  CAPTURE(toy_rows);
+  CAPTURE(random_rows);
+  CHECK(toy_rows >= 16);
+  CHECK(random_rows * 4 <= toy_rows);
+  // And the measurement runs on them, the exact kernel exact.
+  c.ns = {n};
+  c.features = {8};
+  c.repeat = 1;
+  const TradeoffResult r = run_tradeoff(c);
+  for (const TradeoffRun& x : r.runs) {
+    CHECK(x.head_dim == toy.head_dim);
+    CHECK(std::isfinite(x.error));
+    if (x.family == "flash") CHECK(x.error < 1e-5);
+  }
 }

@@ -170,3 +170,36 @@ TEST_CASE("one story per head: forward, demo --model and its report name the sam
   CHECK(page.find("kindOf(l, h)") != std::string::npos);
   CHECK(page.find(demo["head_summary"]["rule"].get<std::string>()) != std::string::npos);
 }
+
+TEST_CASE("cli: the demo's efficient-attention section runs on the trained induction head, else the seeded one") {
+  Scratch s;
+  REQUIRE(run_cli("demo --out d", "", s.dir.string()).code == 0);
+  const Json m = read_json(s / "d/manifest.json");
+  const Json& a = m["results"]["approximations"];
+  const Json& t = m["results"]["trained"];
+  // The same head the trained_heads picture calls the induction head, on the same tokens.
+  CHECK(a["head"] == "the trained model's induction head (layer " + std::to_string(t["induction_head"]["layer"].get<int>()) +
+                         ", head " + std::to_string(t["induction_head"]["head"].get<int>()) + ")");
+  CHECK(a["tokens"] == t["tokens"]);
+  const Json& exact = a["runs"][0]["weights"];
+  const Json& induction = t["induction_head"]["weights"];
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t j = 0; j < 8; ++j) CHECK(exact[i][j].get<double>() == doctest::Approx(induction[i][j].get<double>()).epsilon(1e-5));
+  std::vector<std::string> families;
+  for (const Json& r : a["runs"]) families.push_back(r["family"]);
+  CHECK(families == std::vector<std::string>{"exact", "window", "sparse", "linear", "performer"});
+  // 8 tokens: window and stride ceil(sqrt(8)) = 3. The second "is" [6] reads "hard" [3], 3 back:
+  // outside a 3-key window (distances 0..2), so the window cannot give the induction answer.
+  CHECK(a["window"] == 3);
+  CHECK(a["runs"][1]["weights"][6][3].get<double>() == 0);
+  CHECK(exact[6][3].get<double>() > 0.5);
+  CHECK(a["runs"][1]["output_error"].get<double>() > 0.5);
+  bool listed = false;
+  for (const Json& x : m["artifacts"]) listed = listed || (x["path"] == "approximations.png" && x["kind"] == "heatmap");
+  CHECK(listed);
+
+  REQUIRE(run_cli("demo --random-only --out r", "", s.dir.string()).code == 0);
+  const Json r = read_json(s / "r/manifest.json");
+  CHECK(r["results"]["approximations"]["head"] == "the seeded single head");
+  CHECK(r["results"]["approximations"]["runs"][0]["weights"] == r["results"]["causal"]["weights"]);
+}

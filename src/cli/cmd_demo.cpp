@@ -290,6 +290,19 @@ void print_trained(const DemoResult& r) {
   std::cout << ":\n" << wrapped("  " + list + " (outlined in trained_heads.png)", "    ");
 }
 
+// The efficient-attention family in a line: each method's output error against exact.
+void print_short_approximations(const ApproximationsLesson& a) {
+  std::string line = "  efficient attention, output error vs exact (approximations.png):";
+  const char* sep = " ";
+  for (const ApproximationRun& run : a.runs) {
+    if (run.family == "exact") continue;
+    const bool masked = run.family == "window" || run.family == "sparse";
+    line += sep + (masked ? run.method : run.family) + " " + format_g(run.output_error, 2);
+    sep = " · ";
+  }
+  std::cout << wrapped(line, "    ");
+}
+
 // Each check in one line; --verbose prints their tables.
 void print_short_checks(const DemoResult& r) {
   if (!r.positions.empty() && !r.positions.front().repeated.empty()) {
@@ -308,6 +321,7 @@ void print_short_checks(const DemoResult& r) {
                            sci(r.split_kv.max_abs_diff) + " · KV-cache decode = one-shot run: " +
                            sci(std::max(r.decode.output, r.decode.weights)),
                        "    ");
+  print_short_approximations(r.approximations);
   const VarianceResult& v = r.variance;
   std::size_t inside = 0;
   for (const VarianceRow& row : v.rows) inside += row.within_band;
@@ -377,6 +391,7 @@ void print_demo_results(const DemoResult& r, const DemoOptions& opts) {
     print_trained(r);
     print_positions(r);
     print_checks(r);
+    std::cout << "\n" << approximations_text(r.approximations);
     print_experiments(r);
   } else {
     print_trained(r);

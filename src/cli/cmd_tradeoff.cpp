@@ -44,9 +44,12 @@ std::string tradeoff_text(const TradeoffResult& r, TableFormat format) {
                       format_g(x.flops / (x.ms * 1e6), 3), format_bytes(x.peak_bytes), format_g(x.error, 2)});
   if (format == TableFormat::csv) return render_table(t, format);
   const TradeoffConfig& c = r.config;
-  std::string out = "One head, d = " + std::to_string(c.head_dim) + ", seed " + std::to_string(c.seed) +
+  std::string out = "One head, d = " + std::to_string(c.head_dim) + " (toy inputs: the model's " +
+                    std::to_string(config_for(c, "toy").head_dim) + "), seed " + std::to_string(c.seed) +
                     ". Inputs: random = Q, K, V ~ N(0, 1) (attention spread over every key); local = K a random "
-                    "walk, Q = 2 K + noise (attention peaked on the nearest keys). Median of " + std::to_string(c.repeat) +
+                    "walk, Q = 2 K + noise (attention peaked on the nearest keys); toy = the trained toy model's "
+                    "induction head on windows of its task laid end to end (attention found by content). Median of " +
+                    std::to_string(c.repeat) +
                     " timed calls. Error: ||O - O_exact||_F / ||O_exact||_F against exact attention with the same "
                     "mask (causal; linformer cannot be, so bidirectional). flash is float32 on every thread, the "
                     "kernel methods float64 on one: constants the big-O hides.\n\n" +
@@ -95,7 +98,8 @@ void setup_tradeoff(CLI::App& app) {
   cmd->add_option("--rank", opts->config.rank, "Linformer's projected rows k")->capture_default_str();
   cmd->add_option("--repeat", opts->config.repeat, "timed calls per method (the median is kept)")->capture_default_str();
   cmd->add_option("--threads", opts->config.threads, "flash's threads (0 = all)")->capture_default_str();
-  cmd->add_option("--inputs", opts->config.inputs, "random (no structure), local (attention peaked nearby), or both")
+  cmd->add_option("--inputs", opts->config.inputs, "random (no structure), local (attention peaked nearby), toy (the trained toy model's induction head), "
+                  "comma-separated")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--seed", opts->config.seed, "seed of Q, K, V and the methods' random draws")->capture_default_str();
   add_time_flag(cmd);
@@ -113,8 +117,13 @@ Pictures written into --plots DIR: tradeoff (time against error at the largest n
 kind of inputs, disc area = peak memory; time against n on log-log axes with each method's
 fitted exponent).
 
+Inputs: random = Q, K, V ~ N(0, 1); local = K a random walk, Q = 2 K + noise; toy = the q, k, v
+of the induction head of the toy model attn-cli carries (head dim 16), on windows of 32 held-out
+tokens of its task laid end to end, each window its own forward pass.
+
 Examples:
   attn-cli tradeoff --n 256,1024 --inputs local
+  attn-cli tradeoff --n 256 --inputs toy --features 16 --repeat 1
   attn-cli tradeoff --n 256,1024 --repeat 1 --plots tradeoff-plots
   attn-cli tradeoff --n 512 --features 16,256 --json
 (n = 16384 is past the default time budget: add --max-seconds 900.)

@@ -9,17 +9,12 @@
 #include "attn/engine/attention/mha.hpp"
 #include "attn/engine/attention/attention.hpp"
 #include "attn/engine/text/tokenize.hpp"
+#include "max_difference.hpp"
 
 namespace attn {
 namespace {
 
 constexpr std::size_t kMaxD = 256;
-
-double max_abs_difference(const MatrixF64& a, const MatrixF64& b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a.flat(i) - b.flat(i)));
-  return m;
-}
 
 }  // namespace
 

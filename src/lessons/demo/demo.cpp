@@ -275,6 +275,16 @@ void name_heads(DemoModel& dm) {
       [](const HeadScores& s) { return s.layer == 0; });
 }
 
+// The induction head's q, k, v ([layers] of [H, L, d] in) as [1, L, d] each.
+void keep_induction_qkv(DemoModel& dm, const std::vector<Tensor3>& q, const std::vector<Tensor3>& k,
+                        const std::vector<Tensor3>& v) {
+  const HeadScores& h = dm.induction_head;
+  auto head = [&](const std::vector<Tensor3>& per_layer) {
+    return Tensor3(xt::view(per_layer[h.layer], xt::range(h.head, h.head + 1), xt::all(), xt::all()));
+  };
+  dm.induction_q = head(q), dm.induction_k = head(k), dm.induction_v = head(v);
+}
+
 // The tokens a model is shown (DemoModel): the sentence, twice when no token of it appears
 // twice and twice fits the model's positions.
 bool show_twice(const std::vector<std::int32_t>& ids, std::size_t positions) {
@@ -305,13 +315,14 @@ DemoModel toy_demo_model(const ToyModel& model, const std::vector<std::string>& 
   dm.attention = f.attention;
   dm.summary = summarize_heads(dm.ids, dm.attention);
   name_heads(dm);
+  keep_induction_qkv(dm, f.q, f.k, f.v);
   return dm;
 }
 
-// The two heatmaps from the named heads, and the flash check on the induction head's own
-// Q, K, V ([layers] of [H, L, d]) as the model computed them.
+// The two heatmaps from the named heads, the flash check on the induction head's own Q, K, V
+// (keep_induction_qkv), and every layer's scores from its q, k ([layers] of [H, L, d]).
 void show_model_heads(DemoResult& r, DemoModel& dm, const std::vector<Tensor3>& q_layers,
-                      const std::vector<Tensor3>& k_layers, const std::vector<Tensor3>& v_layers) {
+                      const std::vector<Tensor3>& k_layers) {
   const ToyConfig& mc = dm.config;
   r.tokens = dm.labels;
   r.causal_allowed = causal_allowed(r.tokens.size(), r.tokens.size());
@@ -327,10 +338,7 @@ void show_model_heads(DemoResult& r, DemoModel& dm, const std::vector<Tensor3>& 
   r.head_weights = dm.attention.back();
   r.head_mean = mean_over_heads(r.head_weights);
 
-  auto head = [&](const std::vector<Tensor3>& per_layer) {
-    return Tensor3(xt::view(per_layer[ind.layer], xt::range(ind.head, ind.head + 1), xt::all(), xt::all()));
-  };
-  const Tensor3 q = head(q_layers), k = head(k_layers), v = head(v_layers);
+  const Tensor3 &q = dm.induction_q, &k = dm.induction_k, &v = dm.induction_v;
   SdpaOptions causal;
   causal.causal = true;
   r.flash = flash_check(q, k, v, attention(q, k, v), attention(q, k, v, nullptr, causal));
@@ -351,7 +359,7 @@ void model_attention(DemoResult& r) {
   const ToyConfig& mc = model.config;
   ToyForward f;
   DemoModel dm = toy_demo_model(model, r.tokens, r.config.model_path, f);
-  show_model_heads(r, dm, f.q, f.k, f.v);
+  show_model_heads(r, dm, f.q, f.k);
 
   // The decode check on the model's first layer, from its embedded sentence.
   const ToyLayer& l0 = model.layers.front();
@@ -396,7 +404,8 @@ void gpt2_attention(DemoResult& r, const std::vector<std::int32_t>& ids) {
   dm.attention = f.attention;
   dm.summary = summarize_heads(dm.ids, dm.attention);
   name_heads(dm);
-  show_model_heads(r, dm, f.q, f.k, f.v);
+  keep_induction_qkv(dm, f.q, f.k, f.v);
+  show_model_heads(r, dm, f.q, f.k);
 
   Gpt2Block scratch;
   const Gpt2Block& b0 = gpt2_block(model, 0, scratch);
@@ -421,6 +430,24 @@ void trained_beside(DemoResult& r) {
   } else {
     ToyForward f;
     r.trained = toy_demo_model(model, r.tokens, r.config.trained_name, f);
+  }
+}
+
+// The efficient-attention family on the demo's most instructive head: a trained induction head
+// (sharp, content-based) when there is one, else the seeded single head.
+void approximations(DemoResult& r) {
+  const DemoModel* m = r.model ? &*r.model : r.trained ? &*r.trained : nullptr;
+  if (m) {
+    const HeadScores& h = m->induction_head;
+    const std::string name = (r.model ? "the model's " : "the trained model's ") +
+                             std::string(h.kind == "induction" ? "induction head" : "best induction candidate") +
+                             " (layer " + std::to_string(h.layer) + ", head " + std::to_string(h.head) + ")";
+    r.approximations = run_approximations(m->induction_q, m->induction_k, m->induction_v,
+                                          resolved_scale(std::nullopt, m->config.d_model / m->config.heads), m->labels,
+                                          name);
+  } else {
+    const SeededHead h = seeded_head(tokenize(r.config.sentence, r.config.max_tokens), r.config);
+    r.approximations = run_approximations(h.q, h.k, h.v, r.scale, r.tokens, "the seeded single head");
   }
 }
 
@@ -471,6 +498,7 @@ DemoResult run_demo(const DemoConfig& config) {
     if (!config.model && config.trained) trained_beside(r);
   }
   const std::size_t L = r.tokens.size();
+  approximations(r);
   r.variance = run_variance(demo_variance_config(r.config));
   r.complexity = run_complexity(demo_complexity_config(r.config, L));
   return r;
@@ -671,6 +699,7 @@ Json demo_manifest(const DemoResult& r, const std::vector<Artifact>& artifacts) 
                             {"max_abs_change_vs_no_rope", r.rope->max_change},
                             {"max_change_at", {{"query", r.rope->max_change_query}, {"key", r.rope->max_change_key}}}};
   }
+  m["results"]["approximations"] = approximations_json(r.approximations);
   m["results"]["variance"] = variance_json(r.variance);
   const Json complexity = complexity_json(r.complexity);
   m["results"]["complexity"] = {{"convention", complexity["convention"]},

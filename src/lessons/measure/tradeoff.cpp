@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "attn/engine/attention/attention.hpp"
@@ -11,7 +12,11 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/lessons/measure/bench.hpp"
 #include "attn/lessons/measure/scaling.hpp"
+#include "attn/io/shipped_model.hpp"
+#include "attn/lessons/models/head_summary.hpp"
+#include "attn/lessons/models/train.hpp"
 #include "bench_timing.hpp"
+#include "concepts/max_difference.hpp"
 
 namespace attn {
 namespace {
@@ -30,16 +35,6 @@ struct Inputs {
   Tensor3 q, k, v;
   Tensor3 exact_causal, exact_full;  // the float64 flash kernel's outputs, rounded once
 };
-
-double relative_error(const Tensor3& o, const Tensor3& ref) {
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double r = ref.data()[i], e = double(o.data()[i]) - r;
-    diff += e * e;
-    norm += r * r;
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
 
 BackendOptions flash_backend(const TradeoffConfig& c, FlashPrecision precision) {
   BackendOptions b;
@@ -115,13 +110,13 @@ std::vector<Method> methods_at(const TradeoffConfig& c, const Inputs& in, std::s
 // One untimed run (its output's error and the process's peak memory above its size before),
 // then `repeat` timed ones; the median time.
 TradeoffRun measure(const Method& m, const Inputs& in, std::size_t n, const std::string& kind, std::size_t repeat) {
-  TradeoffRun r{m.name, m.family, n, kind, m.causal, 0, m.flops, 0, 0};
+  TradeoffRun r{m.name, m.family, n, kind, 0, m.causal, 0, m.flops, 0, 0};
   hand_back_kept_memory();
   const double before = double(rss_field("VmRSS:"));
   reset_peak_rss();
   const Tensor3 out = m.run();
   r.peak_bytes = std::max(0.0, double(rss_field("VmHWM:")) - before);
-  r.error = relative_error(out, m.causal ? in.exact_causal : in.exact_full);
+  r.error = relative_frobenius_error(out, m.causal ? in.exact_causal : in.exact_full);
   std::vector<double> ms;
   for (std::size_t k = 0; k < repeat; ++k) {
     const auto t0 = Clock::now();
@@ -135,7 +130,7 @@ TradeoffRun measure(const Method& m, const Inputs& in, std::size_t n, const std:
 
 // K a random walk along the sequence, Q = 2 K + noise: attention peaked on the nearest keys
 // (score about 2 sqrt(d) 0.9^|i-j|: 16 against 0 at d = 64, so e^16 : 1).
-void make_local(Inputs& in, Rng& rng) {
+void make_local(TradeoffInputs& in, Rng& rng) {
   const std::size_t n = in.k.shape(1), d = in.k.shape(2);
   constexpr double kCarry = 0.9, kQueryScale = 2, kQueryNoise = 0.1;
   for (std::size_t c = 0; c < d; ++c) in.k(0, 0, c) = float(rng.normal());
@@ -146,11 +141,44 @@ void make_local(Inputs& in, Rng& rng) {
     for (std::size_t c = 0; c < d; ++c) in.q(0, i, c) = float(kQueryScale * in.k(0, i, c) + kQueryNoise * rng.normal());
 }
 
+// The shipped toy model's best induction head (the largest score on the first window).
+struct ToyHead {
+  std::size_t layer = 0, head = 0;
+};
+ToyHead best_induction_head(const std::vector<std::int32_t>& ids, const std::vector<Tensor3>& attention) {
+  const HeadSummary summary = summarize_heads(ids, attention);
+  const HeadScores* best = &summary.heads.front();
+  for (const HeadScores& h : summary.heads)
+    if (h.induction.value_or(-1) > best->induction.value_or(-1)) best = &h;
+  return {best->layer, best->head};
+}
+
+// The toy model's induction head on ceil(n / context) held-out windows of its task, each its own
+// forward pass, their q, k, v laid end to end and cut to n.
+void make_toy(TradeoffInputs& in, Rng& rng) {
+  const ToyModel model = shipped_toy_model();
+  const ToyConfig& mc = model.config;
+  const std::size_t n = in.q.shape(1), windows = (n + mc.context - 1) / mc.context;
+  const TokenBatch batch = held_out_batch(TrainTask::induction, windows, mc.context, mc.vocab, rng);
+  std::optional<ToyHead> head;
+  for (std::size_t w = 0; w < windows; ++w) {
+    const std::vector<std::int32_t> ids(batch.tokens.begin() + std::ptrdiff_t(w * mc.context),
+                                        batch.tokens.begin() + std::ptrdiff_t((w + 1) * mc.context));
+    const ToyForward f = toy_forward(model, ids);
+    if (!head) head = best_induction_head(ids, f.attention);
+    const std::size_t first = w * mc.context, count = std::min(mc.context, n - first);
+    for (std::size_t i = 0; i < count; ++i)
+      for (std::size_t c = 0; c < in.q.shape(2); ++c) {
+        in.q(0, first + i, c) = f.q[head->layer](head->head, i, c);
+        in.k(0, first + i, c) = f.k[head->layer](head->head, i, c);
+        in.v(0, first + i, c) = f.v[head->layer](head->head, i, c);
+      }
+  }
+}
+
 Inputs inputs_at(const TradeoffConfig& c, std::size_t n, const std::string& kind) {
-  Rng rng(c.seed + n);
-  Inputs in{random_tensor(rng, 1, n, c.head_dim), random_tensor(rng, 1, n, c.head_dim),
-            random_tensor(rng, 1, n, c.head_dim), {}, {}};
-  if (kind == "local") make_local(in, rng);
+  TradeoffInputs qkv = tradeoff_inputs(c, n, kind);
+  Inputs in{std::move(qkv.q), std::move(qkv.k), std::move(qkv.v), {}, {}};
   const BackendOptions exact = flash_backend(c, FlashPrecision::float64);
   in.exact_causal = flash_run(in, causal_options(), exact);
   in.exact_full = flash_run(in, SdpaOptions{}, exact);
@@ -174,6 +202,26 @@ std::vector<TradeoffFit> fit_times(const std::vector<TradeoffRun>& runs) {
 
 }  // namespace
 
+TradeoffInputs tradeoff_inputs(const TradeoffConfig& c, std::size_t n, const std::string& kind) {
+  Rng rng(c.seed + n);
+  TradeoffInputs in{random_tensor(rng, 1, n, c.head_dim), random_tensor(rng, 1, n, c.head_dim),
+                    random_tensor(rng, 1, n, c.head_dim)};
+  if (kind == "local") make_local(in, rng);
+  if (kind == "toy") make_toy(in, rng);
+  return in;
+}
+
+std::size_t toy_head_dim() {
+  const ToyConfig c = shipped_toy_model().config;
+  return c.d_model / c.heads;
+}
+
+TradeoffConfig config_for(const TradeoffConfig& c, const std::string& kind) {
+  TradeoffConfig k = c;
+  if (kind == "toy") k.head_dim = toy_head_dim();
+  return k;
+}
+
 std::size_t window_keys(std::size_t p, std::size_t w) { return std::min(w, p + 1); }
 std::size_t strided_keys(std::size_t p, std::size_t s) { return std::min(s, p + 1) + p / s; }
 
@@ -187,9 +235,10 @@ void check_tradeoff_config(const TradeoffConfig& c) {
   if (c.features.empty()) throw InputError("--features: expected at least one count");
   for (std::size_t m : c.features)
     if (m < 1 || m > 65536) throw InputError("--features: expected 1 to 65536, got " + std::to_string(m));
-  if (c.inputs.empty()) throw InputError("--inputs: expected random, local or both");
+  if (c.inputs.empty()) throw InputError("--inputs: expected random, local or toy");
   for (const std::string& kind : c.inputs)
-    if (kind != "random" && kind != "local") throw InputError("--inputs: expected random or local, got \"" + kind + "\"");
+    if (kind != "random" && kind != "local" && kind != "toy")
+      throw InputError("--inputs: expected random, local or toy, got \"" + kind + "\"");
 }
 
 double tradeoff_seconds(const TradeoffConfig& c) {
@@ -225,9 +274,11 @@ TradeoffResult run_tradeoff(const TradeoffConfig& c) {
   std::size_t done = 0;
   for (const std::string& kind : c.inputs)
     for (std::size_t n : c.ns) {
-      const Inputs in = inputs_at(c, n, kind);
-      for (const Method& m : methods_at(c, in, n)) {
+      const TradeoffConfig ck = config_for(c, kind);
+      const Inputs in = inputs_at(ck, n, kind);
+      for (const Method& m : methods_at(ck, in, n)) {
         r.runs.push_back(measure(m, in, n, kind, c.repeat));
+        r.runs.back().head_dim = ck.head_dim;
         if (c.progress) c.progress(++done, total);
       }
     }
@@ -238,7 +289,7 @@ TradeoffResult run_tradeoff(const TradeoffConfig& c) {
 Json tradeoff_json(const TradeoffResult& r) {
   Json runs = Json::array();
   for (const TradeoffRun& x : r.runs)
-    runs.push_back({{"method", x.method}, {"family", x.family}, {"n", x.n}, {"inputs", x.inputs}, {"causal", x.causal}, {"ms", x.ms},
+    runs.push_back({{"method", x.method}, {"family", x.family}, {"n", x.n}, {"inputs", x.inputs}, {"head_dim", x.head_dim}, {"causal", x.causal}, {"ms", x.ms},
                     {"flops", x.flops}, {"peak_bytes", x.peak_bytes}, {"relative_error", x.error}});
   Json fits = Json::array();
   for (const TradeoffFit& f : r.fits) fits.push_back({{"method", f.method}, {"time_exponent", f.exponent}});

@@ -6,6 +6,7 @@
 
 #include "attn/render/views/demo_pictures.hpp"
 #include "attn/engine/attention/mask.hpp"
+#include "attn/render/views/approximations_picture.hpp"
 #include "attn/render/views/experiment_pictures.hpp"
 #include "attn/render/views/flash_tiles_picture.hpp"
 #include "attn/render/views/split_kv_picture.hpp"
@@ -248,6 +249,8 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
          artifacts);
   }
 
+  const Figure approximations = approximations_figure(r.approximations, o.colormap);
+  save(approximations, dir, "approximations", "heatmap", approximations.title, o, artifacts);
   save(variance_figure(r.variance), dir, "variance", "variance",
        "Why attention divides by sqrt(d_k): Var(q.k) = d_k unscaled, 1 scaled", o, artifacts);
   save(complexity_figure(r.complexity, L), dir, "complexity", "complexity",

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/lessons/concepts/approximations.hpp"
 #include "attn/lessons/concepts/complexity.hpp"
 #include "attn/engine/attention/flash.hpp"
 #include "attn/io/json_io.hpp"
@@ -78,6 +79,7 @@ struct DemoModel {
   HeadSummary summary;             // every head's scores and kind (every head "untested" for one token)
   HeadScores induction_head, prev_token_head;  // two of summary.heads
   std::vector<Tensor3> scaled_scores;  // [layers] of [H, L, L]: scale * q.k before any mask
+  Tensor3 induction_q, induction_k, induction_v;  // [1, L, d]: the induction head's own, as the model computed them
 };
 
 // max |flash - naive| on the same inputs (lse: rows with a visible key; none is fully masked).
@@ -161,6 +163,10 @@ struct DemoResult {
   // and the FLOPs table for the sentence's length and a few standard ones (demo_complexity_config).
   VarianceResult variance;
   ComplexityReport complexity;
+  // The efficient-attention family (window, strided, linear, performer) against exact softmax on
+  // one head: the model's induction head (--model, or the trained model beside the seeded run),
+  // else the seeded single head.
+  ApproximationsLesson approximations;
 };
 
 VarianceConfig demo_variance_config(const DemoConfig& config);

@@ -18,7 +18,15 @@
 //            structure for an approximation to use;
 //   local    K a random walk along the sequence (each row 0.9 of the last plus fresh noise, so
 //            k_i . k_j ~ d 0.9^|i-j|), Q = 2 K plus noise 0.1, V ~ N(0, 1): attention peaked on
-//            the nearest keys, as language's often is.
+//            the nearest keys, as language's often is;
+//   toy      a trained head's own q, k, v: the toy model attn-cli carries (shipped_model.hpp),
+//            its best induction head (largest score on the first window), d = its head dim, 16.
+//            The model reads 32 positions, so the sequence is ceil(n / 32) held-out windows of
+//            its task (train.hpp's held_out_batch: a random prefix, then a period repeated),
+//            each its own forward pass, laid end to end. Within a window the head looks at the
+//            token after the query's earlier copy, wherever it is: attention found by content,
+//            not distance (across windows the same tokens recur, so exact attention over all n
+//            keys weighs every copy).
 // The time of each method is then fitted by a power law in n (on the first kind of inputs).
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/engine/core/tensor.hpp"
 #include "attn/io/json_io.hpp"
 
 namespace attn {
@@ -47,7 +56,8 @@ struct TradeoffRun {
   std::string method;  // "flash", "window 128", "performer m=64", ...
   std::string family;  // flash, window, sparse, linear, performer, linformer
   std::size_t n = 0;
-  std::string inputs;  // random | local
+  std::string inputs;  // random | local | toy
+  std::size_t head_dim = 0;  // config.head_dim, or the toy model's with toy inputs
   bool causal = true;
   double ms = 0;            // median of the timed runs
   double flops = 0;         // multiply-adds counted 2, for what the method computes
@@ -67,7 +77,7 @@ struct TradeoffResult {
 };
 
 // InputError for sizes that cannot run (n, d, window, stride, features, rank, repeat of 0;
-// n past 65536) and inputs other than random and local.
+// n past 65536) and inputs other than random, local and toy.
 void check_tradeoff_config(const TradeoffConfig& config);
 // Seconds the whole measurement should take at most, for the time budget: its work at rates
 // a little below the slowest CPU these kernels were measured on (flash float32 2e10 FLOP/s,
@@ -77,6 +87,15 @@ double tradeoff_seconds(const TradeoffConfig& config);
 double tradeoff_bytes(const TradeoffConfig& config);
 
 TradeoffResult run_tradeoff(const TradeoffConfig& config);
+
+// The configuration one kind of inputs runs with: toy inputs have the toy model's head dim.
+TradeoffConfig config_for(const TradeoffConfig& config, const std::string& kind);
+
+// One kind of inputs at n: Q, K, V [1, n, d], d = config.head_dim (pass config_for(config, kind)).
+struct TradeoffInputs {
+  Tensor3 q, k, v;
+};
+TradeoffInputs tradeoff_inputs(const TradeoffConfig& config, std::size_t n, const std::string& kind);
 
 // Keys query p (0-based, causal) sees under a window of w keys, or Child et al.'s stride s:
 // min(w, p + 1); min(s, p + 1) + floor(p / s).

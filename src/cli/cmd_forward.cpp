@@ -13,7 +13,9 @@
 #include "attn/engine/text/printable_text.hpp"
 #include "attn/engine/text/tokenize.hpp"
 #include "attn/io/file_io.hpp"
+#include "attn/io/decoder_model_file.hpp"
 #include "attn/io/gpt2_model_file.hpp"
+#include "attn/io/hf_config.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/models/forward.hpp"
@@ -122,6 +124,51 @@ void check_layer(const ForwardOptions& o, std::size_t layers) {
                      std::to_string(layers) + " layers), got " + std::to_string(*o.layer));
 }
 
+// The top-5 next tokens of the last position, as a table.
+void print_next_tokens(const Tensor2& logits, const Gpt2Tokenizer* tokenizer) {
+  std::cout << "Most likely next tokens (softmax of the last position's logits):\n";
+  Table table{{"rank", "id", "token", "p"}, {}};
+  const std::vector<NextToken> next = top_next_tokens(logits, tokenizer, 5);
+  for (std::size_t r = 0; r < next.size(); ++r) {
+    table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + printable_text(next[r].label) + "]",
+                          format_fixed(next[r].probability, 4)});
+  }
+  std::cout << render_table(table, TableFormat::text);
+}
+
+// A Llama, Mistral or Qwen2 folder (Hugging Face's layout): --tokens only until its
+// tokenizer.json is read.
+void run_decoder_forward(const ForwardOptions& o) {
+  const DecoderModel model = read_decoder_model(o.model);
+  const DecoderConfig& c = model.config;
+  check_layer(o, c.layers);
+  if (o.tokens.empty())
+    throw InputError("forward: attn-cli does not read this folder's tokenizer.json yet; give the ids with --tokens I,J,...");
+  const ToyTokens tokens = gpt2_tokens_from_list(nullptr, o.tokens, c.vocab);
+  reuse_freed_memory();
+  const auto start = std::chrono::steady_clock::now();
+  const DecoderForward f = decoder_forward(model, tokens.ids);
+  const double forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::optional<OutputFolder> folder;  // checked before the output, written as a whole after it
+  if (!o.out.empty()) folder.emplace(prepare_picture_dir(o.out));
+  std::ostream& log = o.json ? std::cerr : std::cout;
+  if (o.json) {
+    std::cout << forward_json(tokens, f.attention, f.logits).dump() << "\n";
+  } else {
+    std::cout << decoder_family_name(c.family) << " model " << printable_text(o.model) << ": " << c.layers << " layers x "
+              << c.heads << " query heads sharing " << c.kv_heads << " key/value heads, head dim " << c.head_dim
+              << ", width " << c.hidden << ", vocab " << c.vocab
+              << (c.sliding_window ? ", sliding window " + std::to_string(c.sliding_window) : std::string()) << ". "
+              << count_of(tokens.ids.size(), "token") << ".\n";
+    print_next_tokens(f.logits, nullptr);
+    std::cout << "Time: the forward pass " << format_fixed(forward_s, 3) << " s\n";  // the terminal only
+  }
+  if (!folder) return;
+  const HeadSummary summary = summarize_heads(tokens.ids, f.attention);
+  print_head_summary(summary, log);
+  write_forward_pictures(o, *folder, tokens, f.attention, summary, log);
+}
+
 // GPT-2 from a Hugging Face folder: its own tokenizer, its top-5 next tokens on the terminal.
 void run_gpt2_forward(const ForwardOptions& o) {
   using Clock = std::chrono::steady_clock;
@@ -151,14 +198,8 @@ void run_gpt2_forward(const ForwardOptions& o) {
     std::cout << "GPT-2 model " << printable_text(o.model) << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
               << c.n_embd << ", vocab " << c.vocab_size << ". " << count_of(tokens.ids.size(), "token") << ":";
     for (const std::string& t : tokens.labels) std::cout << " [" << printable_text(t) << "]";
-    std::cout << "\nMost likely next tokens (softmax of the last position's logits):\n";
-    Table table{{"rank", "id", "token", "p"}, {}};
-    const std::vector<NextToken> next = top_next_tokens(f.logits, tokenizer ? &*tokenizer : nullptr, 5);
-    for (std::size_t r = 0; r < next.size(); ++r) {
-      table.rows.push_back({std::to_string(r + 1), std::to_string(next[r].id), "[" + printable_text(next[r].label) + "]",
-                            format_fixed(next[r].probability, 4)});
-    }
-    std::cout << render_table(table, TableFormat::text);
+    std::cout << "\n";
+    print_next_tokens(f.logits, tokenizer ? &*tokenizer : nullptr);
     // Times go to the terminal only (never into --json or files): they change from run to run.
     const double load_s = std::chrono::duration<double>(loaded - start).count();
     const double forward_s = std::chrono::duration<double>(done - loaded).count();
@@ -176,6 +217,7 @@ void run_forward_command(const ForwardOptions& o) {
   check_colormap(o.image.colormap);
   if (o.tokens.empty() == o.text.empty()) throw InputError("forward: give either --tokens I,J,... or TEXT");
   if (is_gpt2_folder(o.model)) return run_gpt2_forward(o);
+  if (is_decoder_folder(o.model)) return run_decoder_forward(o);
   const ToyModel model = read_toy_model(o.model);
   check_layer(o, model.config.layers);
   const ToyTokens tokens = o.tokens.empty() ? toy_tokens_from_words(token_texts(tokenize(o.text)), model.config.vocab)
@@ -225,11 +267,15 @@ void setup_forward(CLI::App& app) {
   attn-cli forward --model data/gpt2_tiny "the cat sat on the mat"
   attn-cli forward --model data/gpt2_tiny --tokens 72,101,108 --json
   attn-cli forward --model data/gpt2_tiny "the cat sat on the mat" --out gpt2-views --layer 1
+  attn-cli forward --model data/llama_tiny --tokens 1,5,9,3,1,5,9
 Pictures with --out: heads.png is the model view (a row per layer, a panel per head, each titled
 with its kind), heads_layer<L>.png the head view of --layer L. Past 26 tokens (70 in the head view)
 the panels label every k-th token and say so in the subtitle; head_summary.json and --json have every number.
 A real GPT-2 (nothing is downloaded): --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash>,
 or any folder written by save_pretrained (config.json, model.safetensors, vocab.json, merges.txt).
+A Llama, Mistral or Qwen2 folder (config.json, and model.safetensors or the shards its
+model.safetensors.index.json names; F32, BF16 or F16) runs from --tokens ids: attn-cli does not
+read its tokenizer.json yet. data/llama_tiny is a random 2-layer Llama with grouped-query heads.
 )");
   cmd->callback([opts] { run_forward_command(*opts); });
 }

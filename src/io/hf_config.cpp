@@ -113,6 +113,10 @@ DecoderConfig read_decoder_config(const std::string& dir) {
   c.rope_scaling = rope_scaling_of(config, path);
   c.tie_embeddings = bool_field(config, "tie_word_embeddings", path, false);
   c.sliding_window = window_of(config, c.family, path);
+  // Qwen2 slides its window only from layer max_window_layers on (Hugging Face's default 28).
+  if (c.family == DecoderFamily::qwen2 && c.sliding_window > 0)
+    c.window_first_layer =
+        present(config, "max_window_layers") ? count_field(config["max_window_layers"], path + ": \"max_window_layers\"", 0) : 28;
   c.qkv_bias = c.family == DecoderFamily::qwen2 || bool_field(config, "attention_bias", path, false);
   try {
     check_decoder_config(c);

@@ -48,12 +48,11 @@ namespace {
 
 // Turns row r of x [L, d] by direction * positions[r] * theta_i (direction +1 or -1).
 void rotate_rows(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
-                 double base, RopeStyle style, double direction) {
+                 std::span<const double> theta, RopeStyle style, double direction) {
   // x [L, d]; pair (a, b) of row r turns by angle positions[r] * theta_i:
   //   x_a' = x_a cos - x_b sin,   x_b' = x_b cos + x_a sin
   // which is HF's q * cos + rotate_half(q) * sin for the half layout, and the complex product
   // (x_a + i x_b) e^{i angle} of Meta's reference for the interleaved layout.
-  const std::vector<double> theta = rope_frequencies(d, base);
   const std::size_t L = positions.size();
   for (std::size_t r = 0; r < L; ++r) {
     double* row = x.data() + r * d;
@@ -73,12 +72,17 @@ void rotate_rows(std::span<double> x, std::size_t d, std::span<const std::int64_
 
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         double base, RopeStyle style) {
-  rotate_rows(x, d, positions, base, style, 1.0);
+  rotate_rows(x, d, positions, rope_frequencies(d, base), style, 1.0);
+}
+
+void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
+                        std::span<const double> theta, RopeStyle style) {
+  rotate_rows(x, d, positions, theta, style, 1.0);
 }
 
 void apply_rope_inverse_inplace(std::span<double> x, std::size_t d,
                                 std::span<const std::int64_t> positions, double base, RopeStyle style) {
-  rotate_rows(x, d, positions, base, style, -1.0);
+  rotate_rows(x, d, positions, rope_frequencies(d, base), style, -1.0);
 }
 
 std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style) {
@@ -95,8 +99,10 @@ Tensor3 apply_rope(const Tensor3& x, std::span<const std::int64_t> positions,
   check_rope(o, d, L, L);
   xt::xtensor<double, 3> y = xt::cast<double>(x);
   for (std::size_t h = 0; h < H; ++h) {
-    apply_rope_inplace(std::span<double>(y.data() + h * L * d, L * d), d, positions, o.base,
-                       o.style);
+    if (o.frequencies.empty())
+      apply_rope_inplace(std::span<double>(y.data() + h * L * d, L * d), d, positions, o.base, o.style);
+    else
+      apply_rope_inplace(std::span<double>(y.data() + h * L * d, L * d), d, positions, o.frequencies, o.style);
   }
   return xt::cast<float>(y);
 }
@@ -133,6 +139,11 @@ void check_rope(const RopeOptions& o, std::size_t d, std::size_t Lq, std::size_t
   }
   check_positions(o.position_ids, Lq, "rope.position_ids", "query, Lq");
   check_positions(o.key_position_ids, Lk, "rope.key_position_ids", "key, Lk");
+  if (!o.frequencies.empty() && o.frequencies.size() != d / 2)
+    throw InputError("rope.frequencies: expected d / 2 = " + std::to_string(d / 2) + " of them, got " +
+                     std::to_string(o.frequencies.size()));
+  for (double theta : o.frequencies)
+    if (!std::isfinite(theta) || theta <= 0) throw InputError("rope.frequencies: expected finite numbers > 0");
 }
 
 std::vector<std::int64_t> rope_query_positions(const RopeOptions& o, std::size_t Lq) {

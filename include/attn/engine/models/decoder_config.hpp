@@ -29,6 +29,7 @@ struct DecoderConfig {
   RopeScaling rope_scaling;
   bool tie_embeddings = false;
   std::size_t sliding_window = 0;  // 0 = none; Mistral's, or Qwen2's with use_sliding_window
+  std::size_t window_first_layer = 0;  // the window applies to layers >= this (Qwen2's max_window_layers)
   bool qkv_bias = false;           // Qwen2 always; Llama with attention_bias
 };
 

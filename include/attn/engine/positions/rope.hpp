@@ -49,6 +49,9 @@ struct RopeOptions {
   // the keys are the same tokens), else 0, 1, ..., Lk - 1 (cross-attention: the keys are a
   // sequence of their own, starting at 0).
   std::vector<std::int64_t> key_position_ids;
+  // theta_i for i = 0 .. d/2 - 1 when the model scales them (Llama 3's "llama3", "linear");
+  // empty = rope_frequencies(d, base).
+  std::vector<double> frequencies{};
 };
 
 // theta_i = base^(-2i/d) for i = 0 .. d/2 - 1: pair 0 turns fastest (1 rad per token), the
@@ -77,8 +80,12 @@ void apply_rope_inverse_inplace(std::span<double> x, std::size_t d,
 // One head vector x [d] rotated to position pos (what the teaching tables are built from).
 std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style);
 
+// The same kernel with the frequencies given (theta [d/2]): a scaled RoPE.
+void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
+                        std::span<const double> theta, RopeStyle style);
+
 // Float32 convenience: x [H, L, d] -> rotated copy, row l of every head at positions[l]
-// (float64 inside, like the rest of the engine).
+// (float64 inside, like the rest of the engine), at options.frequencies when given.
 Tensor3 apply_rope(const Tensor3& x, std::span<const std::int64_t> positions,
                    const RopeOptions& options);
 

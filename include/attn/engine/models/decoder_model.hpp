@@ -1,0 +1,76 @@
+#pragma once
+// A Llama-family decoder (decoder_config.hpp) -- Llama 2 and 3, Mistral, Qwen2, SmolLM,
+// TinyLlama -- computed as Hugging Face's LlamaForCausalLM, MistralForCausalLM and
+// Qwen2ForCausalLM compute it:
+//
+//   x = embed[t_i]                                                   [L, D]
+//   per layer:  h = rms_norm(x) * input_layernorm
+//               q = h Wq^T (+ bq), k = h Wk^T (+ bk), v = h Wv^T (+ bv)  H, Hkv heads of d
+//               q, k rotated by rotate-half RoPE at positions 0 .. L-1 (its frequencies
+//                 scaled when the config says: linear, llama3)
+//               x += attention(q, k, v) Wo^T      causal (and the sliding window), scale
+//                                                 1/sqrt(d); query head h reads KV head
+//                                                 h / (H / Hkv)
+//               h = rms_norm(x) * post_attention_layernorm
+//               x += (silu(h Wgate^T) * h Wup^T) Wdown^T                SwiGLU
+//   logits = (rms_norm(x) * norm) lm_head^T        lm_head = embed when tied
+//
+// rms_norm(x) = x / sqrt(mean(x^2) + eps) per row. Linear maps are torch.nn.Linear's (W [out,
+// in]). Float32 activations; the mask and RoPE are the engine's descriptors (variant.hpp's
+// window, rope.hpp), not branches of this file.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "attn/engine/core/tensor.hpp"
+#include "attn/engine/models/decoder_config.hpp"
+
+namespace attn {
+
+struct DecoderLayer {
+  Tensor1 input_norm, post_norm;     // [D]
+  Tensor2 w_q, w_k, w_v, w_o;        // [H d, D], [Hkv d, D], [Hkv d, D], [D, H d]
+  Tensor1 b_q, b_k, b_v;             // [H d], [Hkv d], [Hkv d]; empty without qkv_bias
+  Tensor2 w_gate, w_up, w_down;      // [I, D], [I, D], [D, I]
+};
+
+// The weights a model leaves in its files, widened to float32 when a pass reaches them, into
+// tensors the caller owns and reuses (already shaped). InputError naming the tensor when a
+// value is not finite.
+class DecoderStoredWeights {
+ public:
+  virtual ~DecoderStoredWeights() = default;
+  virtual void widen_layer(std::size_t layer, DecoderLayer& out) const = 0;
+  virtual void widen_embed_rows(std::size_t first, std::size_t count, float* out) const = 0;
+  // lm_head's rows (embed's when tied).
+  virtual void widen_lm_head_rows(std::size_t first, std::size_t count, float* out) const = 0;
+};
+
+struct DecoderModel {
+  DecoderConfig config;
+  Tensor1 norm;  // [D], the final RMSNorm's weight
+  // The rest stays in the files (stored): one layer is widened at a time into a buffer a pass
+  // reuses, the embedding and lm_head a block of rows at a time.
+  std::shared_ptr<const DecoderStoredWeights> stored;
+};
+
+// A layer of this shape with every tensor shaped and its values unset.
+DecoderLayer unfilled_decoder_layer(const DecoderConfig& config);
+
+// theta_i (i < head_dim / 2) of the config's RoPE: theta^(-2i/d), then scaled: "linear" divides
+// each by factor; "llama3" divides those of wavelength past original_max / low_freq_factor by
+// factor, keeps those under original_max / high_freq_factor, and blends between (Hugging Face's
+// _compute_llama3_parameters).
+std::vector<double> decoder_rope_frequencies(const DecoderConfig& config);
+
+struct DecoderForward {
+  std::vector<Tensor3> attention;  // [layers] of [H, L, L], over query heads
+  Tensor2 logits;                  // [L, vocab]
+};
+
+// ids: token ids in [0, vocab), at most max_positions of them. InputError otherwise, or when the
+// activations overflow float32. threads: 0 = every hardware thread.
+DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std::int32_t>& ids,
+                               std::size_t threads = 0);
+
+}  // namespace attn

@@ -1,0 +1,184 @@
+// A Llama-family decoder's forward pass (decoder_model.hpp), top-down: embed, layers, norm, logits.
+#include "attn/engine/models/decoder_model.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numbers>
+#include <numeric>
+#include <span>
+
+#include "attn/engine/attention/attention.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/linear.hpp"
+#include "attn/engine/positions/rope.hpp"
+#include "core/finite_stream.hpp"
+#include "gpt2_parts.hpp"
+
+namespace attn {
+namespace {
+
+// y [L, Out] = x [L, In] W^T (+ b): torch.nn.Linear with W [Out, In], columns split across
+// threads (under OneBlasThread).
+Tensor2 project(const Tensor2& x, const Tensor2& w, const Tensor1& b, std::size_t threads) {
+  const std::size_t L = x.shape(0), In = x.shape(1), Out = w.shape(0);
+  Tensor2 y = Tensor2::from_shape({L, Out});
+  detail::column_slices(Out, threads, [&](std::size_t first, std::size_t count) {
+    const float beta = b.size() ? 1.0f : 0.0f;
+    if (b.size())
+      for (std::size_t i = 0; i < L; ++i) std::copy_n(b.data() + first, count, y.data() + i * Out + first);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(L), int(count), int(In), 1.0f, x.data(), int(In),
+                w.data() + first * In, int(In), beta, y.data() + first, int(Out));
+  });
+  return y;
+}
+
+// x / sqrt(mean(x^2) + eps) * weight, row by row (Hugging Face's LlamaRMSNorm; the mean in float64).
+Tensor2 rms_norm(const Tensor2& x, const Tensor1& weight, double eps) {
+  const std::size_t L = x.shape(0), D = x.shape(1);
+  Tensor2 y = Tensor2::from_shape({L, D});
+  for (std::size_t i = 0; i < L; ++i) {
+    const float* row = x.data() + i * D;
+    double sum = 0;
+    for (std::size_t j = 0; j < D; ++j) sum += double(row[j]) * row[j];
+    const float inv = float(1 / std::sqrt(sum / double(D) + eps));
+    for (std::size_t j = 0; j < D; ++j) y(i, j) = weight(j) * (row[j] * inv);
+  }
+  return y;
+}
+
+float silu(float x) { return float(double(x) / (1.0 + std::exp(-double(x)))); }
+
+// q or k [L, heads d] -> [heads, L, d], rotated to positions 0 .. L-1.
+Tensor3 rotated_heads(const Tensor2& x, std::size_t heads, const RopeOptions& rope) {
+  std::vector<std::int64_t> positions(x.shape(0));
+  std::iota(positions.begin(), positions.end(), 0);
+  return apply_rope(split_heads(x, heads), positions, rope);
+}
+
+// The attention half of a layer on h = rms_norm(x) * input_layernorm: its output [L, D] and
+// weights [H, L, L].
+Tensor2 attention_branch(const DecoderLayer& w, const Tensor2& h, const DecoderConfig& c, std::size_t layer,
+                         const RopeOptions& rope, std::size_t threads, Tensor3& weights) {
+  const Tensor3 q = rotated_heads(project(h, w.w_q, w.b_q, threads), c.heads, rope);
+  const Tensor3 k = rotated_heads(project(h, w.w_k, w.b_k, threads), c.kv_heads, rope);
+  const Tensor3 v = split_heads(project(h, w.w_v, w.b_v, threads), c.kv_heads);
+  SdpaOptions so;
+  so.causal = true;  // scale 1/sqrt(d), the default
+  if (c.sliding_window > 0 && layer >= c.window_first_layer) so.mask_mod.window = {{c.sliding_window - 1, 0}};  // the last W keys
+  BackendOptions bo;
+  bo.backend = Backend::flash;
+  bo.precision = FlashPrecision::float32;
+  bo.threads = threads;
+  SdpaResult r = attention(q, k, v, nullptr, so, bo, /*with_weights=*/true);
+  weights = std::move(r.weights);
+  return project(merge_heads(r.output), w.w_o, Tensor1{}, threads);
+}
+
+// SwiGLU on h = rms_norm(x) * post_attention_layernorm.
+Tensor2 mlp_branch(const DecoderLayer& w, const Tensor2& h, std::size_t threads) {
+  Tensor2 gate = project(h, w.w_gate, Tensor1{}, threads);
+  const Tensor2 up = project(h, w.w_up, Tensor1{}, threads);
+  for (std::size_t i = 0; i < gate.size(); ++i) gate.data()[i] = silu(gate.data()[i]) * up.data()[i];
+  return project(gate, w.w_down, Tensor1{}, threads);
+}
+
+Tensor2 embed(const DecoderModel& model, const std::vector<std::int32_t>& ids) {
+  const std::size_t D = model.config.hidden;
+  Tensor2 x = Tensor2::from_shape({ids.size(), D});
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || std::size_t(ids[i]) >= model.config.vocab)
+      throw InputError("tokens: id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " +
+                       std::to_string(model.config.vocab) + ")");
+    model.stored->widen_embed_rows(std::size_t(ids[i]), 1, x.data() + i * D);
+  }
+  return x;
+}
+
+// logits [L, vocab] = x lm_head^T, a block of lm_head's rows at a time on each thread.
+Tensor2 unembed(const DecoderModel& model, const Tensor2& x, std::size_t threads) {
+  const std::size_t L = x.shape(0), D = model.config.hidden, V = model.config.vocab;
+  Tensor2 logits = Tensor2::from_shape({L, V});
+  detail::column_slices(V, threads, [&](std::size_t first, std::size_t count) {
+    constexpr std::size_t kRows = 512;
+    const auto rows = std::make_unique_for_overwrite<float[]>(std::min(kRows, count) * D);
+    for (std::size_t done = 0; done < count;) {
+      const std::size_t n = std::min(kRows, count - done);
+      model.stored->widen_lm_head_rows(first + done, n, rows.get());
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(L), int(n), int(D), 1.0f, x.data(), int(D), rows.get(),
+                  int(D), 0.0f, logits.data() + first + done, int(V));
+      done += n;
+    }
+  });
+  return logits;
+}
+
+}  // namespace
+
+DecoderLayer unfilled_decoder_layer(const DecoderConfig& c) {
+  const std::size_t D = c.hidden, Q = c.heads * c.head_dim, KV = c.kv_heads * c.head_dim, I = c.intermediate;
+  DecoderLayer w;
+  w.input_norm = Tensor1::from_shape({D});
+  w.post_norm = Tensor1::from_shape({D});
+  w.w_q = Tensor2::from_shape({Q, D});
+  w.w_k = Tensor2::from_shape({KV, D});
+  w.w_v = Tensor2::from_shape({KV, D});
+  w.w_o = Tensor2::from_shape({D, Q});
+  if (c.qkv_bias) {
+    w.b_q = Tensor1::from_shape({Q});
+    w.b_k = Tensor1::from_shape({KV});
+    w.b_v = Tensor1::from_shape({KV});
+  }
+  w.w_gate = Tensor2::from_shape({I, D});
+  w.w_up = Tensor2::from_shape({I, D});
+  w.w_down = Tensor2::from_shape({D, I});
+  return w;
+}
+
+std::vector<double> decoder_rope_frequencies(const DecoderConfig& c) {
+  std::vector<double> theta = rope_frequencies(c.head_dim, c.rope_theta);
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == "linear")
+    for (double& t : theta) t /= s.factor;
+  if (s.type != "llama3") return theta;
+  const double old_context = double(s.original_max_positions);
+  const double low_wavelength = old_context / s.low_freq_factor, high_wavelength = old_context / s.high_freq_factor;
+  for (double& t : theta) {
+    const double wavelength = 2 * std::numbers::pi / t;
+    if (wavelength > low_wavelength) {
+      t /= s.factor;  // low frequencies: stretched to the new context
+    } else if (wavelength >= high_wavelength) {  // between: a smooth blend of the two
+      const double smooth = (old_context / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      t = (1 - smooth) * t / s.factor + smooth * t;
+    }
+  }
+  return theta;
+}
+
+DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std::int32_t>& ids, std::size_t threads) {
+  const DecoderConfig& c = model.config;
+  if (ids.empty()) throw InputError("tokens: expected at least one token");
+  if (ids.size() > c.max_positions)
+    throw InputError("tokens: " + std::to_string(ids.size()) + " is more than the model's max_position_embeddings " +
+                     std::to_string(c.max_positions));
+  const detail::OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
+  RopeOptions rope;
+  rope.frequencies = decoder_rope_frequencies(c);
+  Tensor2 x = embed(model, ids);
+  DecoderForward out;
+  out.attention.resize(c.layers);
+  DecoderLayer w = unfilled_decoder_layer(c);
+  for (std::size_t l = 0; l < c.layers; ++l) {
+    model.stored->widen_layer(l, w);
+    x += attention_branch(w, rms_norm(x, w.input_norm, c.rms_eps), c, l, rope, threads, out.attention[l]);
+    x += mlp_branch(w, rms_norm(x, w.post_norm, c.rms_eps), threads);
+    detail::require_finite_stream(x, "layer " + std::to_string(l));
+  }
+  out.logits = unembed(model, rms_norm(x, model.norm, c.rms_eps), threads);
+  detail::require_finite_stream(out.logits, "the unembedding (the logits)");
+  return out;
+}
+
+}  // namespace attn

@@ -227,7 +227,13 @@ TEST_CASE("flash skips the tiles a mask hides entirely, runs whole ones unmasked
   sliding.mask_mod.sinks = 2;
   SdpaOptions ahead;
   ahead.mask_mod.window = {{5, 3}};
-  for (const SdpaOptions& o : {windowed, documents, sliding, ahead}) {
+  // Prefix-LM and Child et al.'s stride, index rules too since every variant is one.
+  SdpaOptions prefix;
+  prefix.mask_mod.prefix = 37;
+  SdpaOptions strided;
+  strided.causal = true;
+  strided.mask_mod.stride = 5;
+  for (const SdpaOptions& o : {windowed, documents, sliding, ahead, prefix, strided}) {
     const SdpaResult ref = attention(q, k, v, nullptr, o, BackendOptions{}, false);
     BackendOptions flash;
     flash.backend = Backend::flash;
@@ -243,7 +249,7 @@ TEST_CASE("flash skips the tiles a mask hides entirely, runs whole ones unmasked
       }
     // The last 3 queries against all 200 keys, and the weights recomputed from the kernel's lse
     // (documents name one id per query: those descriptors are for the square case).
-    if (!o.mask_mod.segments_q.empty()) continue;
+    if (!o.mask_mod.segments_q.empty() || o.mask_mod.prefix) continue;
     const Tensor3 q3 = xt::view(q, xt::all(), xt::range(L - 3, L), xt::all());
     const SdpaResult ref3 = attention(q3, k, v, nullptr, o, BackendOptions{}, true);
     BackendOptions fast;
@@ -252,5 +258,65 @@ TEST_CASE("flash skips the tiles a mask hides entirely, runs whole ones unmasked
     const SdpaResult f3 = attention(q3, k, v, nullptr, o, fast, true);
     CHECK(xt::amax(xt::abs(f3.output - ref3.output))() < 1e-5);
     CHECK(xt::amax(xt::abs(f3.weights - ref3.weights))() < 1e-5);
+  }
+}
+
+TEST_CASE("variant masks: the block mask from the indices agrees with the bitmap's, tile by tile") {
+  // Every tile of every size from 1 to 7 on a 23-key problem: the rule's cover may say "some"
+  // where the bitmap says all or none (a tile of sinks and window keys, stride's periodic
+  // pattern, documents' ids), never the reverse; for a window alone and prefix-LM it is exact.
+  auto docs = [](std::size_t n, std::size_t len) {
+    std::vector<std::int64_t> ids;
+    for (std::size_t i = 0; i < n; ++i) ids.push_back(std::int64_t(i / len));
+    return ids;
+  };
+  std::vector<std::pair<AttentionMask, std::size_t>> cases;  // mask, Lq
+  AttentionMask m;
+  m.window = {{4, 0}};
+  m.sinks = 2;
+  cases.push_back({m, 23});
+  cases.push_back({m, 5});
+  m.window = {{2, 3}};
+  cases.push_back({m, 23});
+  m.sinks = 0;
+  cases.push_back({m, 23});
+  cases.push_back({m, 4});
+  AttentionMask s;
+  s.stride = 4;
+  cases.push_back({s, 23});
+  cases.push_back({s, 6});
+  AttentionMask pre;
+  pre.prefix = 9;
+  cases.push_back({pre, 23});
+  AttentionMask d;
+  d.segments_q = d.segments_k = docs(23, 6);
+  cases.push_back({d, 23});
+  AttentionMask all = d;
+  all.window = {{5, 0}};
+  all.sinks = 1;
+  all.stride = 3;
+  all.prefix = 4;
+  cases.push_back({all, 23});
+  for (std::size_t n = 0; n < cases.size(); ++n) {
+    const auto& c = cases[n];
+    const AttentionMask& mask = c.first;
+    CAPTURE(n);
+    const std::size_t Lq = c.second, Lk = 23;
+    const Mask2 bitmap = mask.allowed(Lq, Lk);
+    const bool exact = mask.segments_q.empty() && mask.sinks == 0 && mask.stride == 0;
+    for (std::size_t rows = 1; rows <= 7; ++rows)
+      for (std::size_t cols = 1; cols <= 7; ++cols)
+        for (std::size_t i0 = 0; i0 + rows <= Lq; i0 += rows)
+          for (std::size_t j0 = 0; j0 + cols <= Lk; j0 += cols) {
+            const tile::MaskCover want = tile::mask_cover(bitmap.data(), Lk, i0, rows, j0, cols);
+            const tile::MaskCover got = mask.cover(i0, rows, j0, cols, Lq, Lk);
+            CAPTURE(Lq);
+            CAPTURE(i0);
+            CAPTURE(j0);
+            CAPTURE(rows);
+            CAPTURE(cols);
+            if (exact) CHECK(int(got) == int(want));
+            else CHECK((got == tile::MaskCover::some || got == want));
+          }
   }
 }

@@ -59,28 +59,26 @@ std::optional<Mask3> tiled_mask(const Mask3* allowed, const AttentionMask& m, st
   return Mask3(*allowed && variant);  // broadcast over the explicit mask's heads
 }
 
-// A sliding window and its sinks, alone, are index rules the CPU tiled kernel evaluates itself
-// (FlashOptions::window_rule): no [Lq, Lk] bitmap. Other descriptors, and CUDA, take the bitmap.
-bool by_index(const AttentionMask& m, Backend backend) {
-  return backend == Backend::flash && m.window && m.segments_q.empty() && !m.prefix && m.stride == 0;
-}
+// Every variant mask is an index rule the CPU tiled kernel evaluates itself
+// (FlashOptions::mask_rule): no [Lq, Lk] bitmap. CUDA takes the bitmap.
+bool by_index(const AttentionMask& m, Backend backend) { return backend == Backend::flash && m.any(); }
 
-// What the kernel reads of the masks: the window rule in `fo` and the explicit mask alone, or
+// What the kernel reads of the masks: the variant rule in `fo` and the explicit mask alone, or
 // the bitmap of both.
 std::optional<Mask3> kernel_mask(const Mask3* given, const SdpaOptions& options, Backend backend, std::size_t Lq,
                                  std::size_t Lk, FlashOptions& fo) {
   if (!by_index(options.mask_mod, backend)) return tiled_mask(given, options.mask_mod, Lq, Lk);
   options.mask_mod.check(Lq, Lk);
-  fo.window_rule = &options.mask_mod;
+  fo.mask_rule = &options.mask_mod;
   return given ? std::optional<Mask3>(*given) : std::nullopt;
 }
 
 // The mask the recomputed weights read: the kernel's own bitmap, or, where the kernel read the
-// window by index, the bitmap it did without, built into `storage` (the weights are [Lq, Lk]
+// variant by index, the bitmap it did without, built into `storage` (the weights are [Lq, Lk]
 // anyway).
 const Mask3* weights_mask(const Mask3* given, const AttentionMask& m, std::size_t Lq, std::size_t Lk,
                           const FlashOptions& fo, const Mask3* kernel, std::optional<Mask3>& storage) {
-  if (!fo.window_rule) return kernel;
+  if (!fo.mask_rule) return kernel;
   storage = tiled_mask(given, m, Lq, Lk);
   return storage ? &*storage : nullptr;
 }
@@ -113,9 +111,9 @@ SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tenso
                                  const SdpaOptions& options, const BackendOptions& backend) {
   detail::check_backward_options(options, backend);
   if (backend.backend == Backend::naive) return sdpa_backward(q, k, v, forward, grad_output, options);
-  const std::optional<Mask3> joined = tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
-  const Mask3* allowed = joined ? &*joined : nullptr;
-  const FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  const std::optional<Mask3> kernel = kernel_mask(given, options, backend.backend, q.shape(1), k.shape(1), fo);
+  const Mask3* allowed = kernel ? &*kernel : nullptr;
   if (backend.backend == Backend::cuda)
     return flash_backward_cuda(q, k, v, allowed, forward.output, forward.lse, grad_output, fo);
   return flash_backward(q, k, v, allowed, FlashResult{forward.output, forward.lse, forward.lse64}, grad_output, fo);
@@ -143,13 +141,14 @@ GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD
                              const TensorD3& grad_output, const SdpaOptions& options,
                              const BackendOptions& backend) {
   check_backward_options(options, backend);
-  // The naive backward differentiates the forward's weights, which hold every variant.
-  const std::optional<Mask3> joined = backend.backend == Backend::naive
+  // The naive backward differentiates the forward's weights, which hold every variant; the
+  // tiled ones read the variant by index (CUDA: as a bitmap), as their forwards do.
+  FlashOptions fo = tiled_options(options, backend, q.shape(2));
+  const std::optional<Mask3> kernel = backend.backend == Backend::naive
                                           ? std::nullopt
-                                          : tiled_mask(given, options.mask_mod, q.shape(1), k.shape(1));
-  const Mask3* allowed = backend.backend == Backend::naive ? given : joined ? &*joined : nullptr;
+                                          : kernel_mask(given, options, backend.backend, q.shape(1), k.shape(1), fo);
+  const Mask3* allowed = backend.backend == Backend::naive ? given : kernel ? &*kernel : nullptr;
   if (backend.backend == Backend::cuda) {  // float32 on the GPU, from the forward's output and lse
-    const FlashOptions fo = tiled_options(options, backend, q.shape(2));
     const Tensor3 qf = xt::cast<float>(q), kf = xt::cast<float>(k), vf = xt::cast<float>(v);
     const SdpaGradients g = flash_backward_cuda(qf, kf, vf, allowed, xt::cast<float>(forward.output),
                                                 xt::cast<float>(forward.lse), xt::cast<float>(grad_output), fo);
@@ -159,8 +158,7 @@ GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD
     return sdpa_backward_f64(q, k, v, forward.weights, grad_output,
                              resolved_scale(options.scale, q.shape(2)) / options.temperature);
   }
-  return flash_backward_f64(q, k, v, allowed, forward.output, forward.lse, grad_output,
-                            tiled_options(options, backend, q.shape(2)));
+  return flash_backward_f64(q, k, v, allowed, forward.output, forward.lse, grad_output, fo);
 }
 
 

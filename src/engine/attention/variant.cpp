@@ -1,6 +1,7 @@
 // Attention variants as descriptors (variant.hpp).
 #include "attn/engine/attention/variant.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -8,15 +9,61 @@
 
 namespace attn {
 
-bool AttentionMask::visible(std::size_t i, std::size_t j, std::size_t Lq, std::size_t Lk) const {
-  const long p = long(i) + long(Lk) - long(Lq), key = long(j);
-  bool ok = true;
-  if (window) ok = key >= p - long((*window)[0]) && key <= p + long((*window)[1]);
-  if (key < long(sinks)) ok = true;  // a sink is visible whatever the window says
-  if (!segments_q.empty()) ok = ok && segments_q[i] == segments_k[j];
-  if (prefix) ok = ok && (j < *prefix || j <= i);
-  if (stride) ok = ok && key <= p && ((p - key) < long(stride) || (p - key) % long(stride) == 0);
-  return ok;
+namespace {
+
+using tile::MaskCover;
+
+// Two rules at once: hidden by either, shown only when both show every score.
+MaskCover both(MaskCover a, MaskCover b) {
+  if (a == MaskCover::none || b == MaskCover::none) return MaskCover::none;
+  return a == MaskCover::all && b == MaskCover::all ? MaskCover::all : MaskCover::some;
+}
+
+// Positions first..last (rows) against keys lo..hi (cols), all inclusive.
+struct TileSpan {
+  long first, last, lo, hi;
+};
+
+MaskCover window_cover(const AttentionMask& m, const TileSpan& t) {
+  const long left = long((*m.window)[0]), right = long((*m.window)[1]);
+  if (t.hi < long(m.sinks)) return MaskCover::all;                                    // sinks only
+  if (t.lo >= t.last - left && t.hi <= t.first + right) return MaskCover::all;        // inside every row's window
+  if (t.lo >= long(m.sinks) && (t.hi < t.first - left || t.lo > t.last + right)) return MaskCover::none;
+  return MaskCover::some;
+}
+
+// Sinks without a window add nothing: every key is visible to them anyway.
+MaskCover segments_cover(const AttentionMask& m, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols) {
+  const auto [qlo, qhi] = std::minmax_element(m.segments_q.begin() + long(i0), m.segments_q.begin() + long(i0 + rows));
+  const auto [klo, khi] = std::minmax_element(m.segments_k.begin() + long(j0), m.segments_k.begin() + long(j0 + cols));
+  if (*qhi < *klo || *khi < *qlo) return MaskCover::none;  // no id in common
+  if (*qlo == *qhi && *klo == *khi && *qlo == *klo) return MaskCover::all;
+  return MaskCover::some;
+}
+
+MaskCover prefix_cover(std::size_t prefix, const TileSpan& t) {  // self-attention: position = query index
+  if (t.hi < long(prefix) || t.hi <= t.first) return MaskCover::all;
+  if (t.lo >= long(prefix) && t.lo > t.last) return MaskCover::none;
+  return MaskCover::some;
+}
+
+MaskCover stride_cover(std::size_t stride, const TileSpan& t) {
+  if (t.lo > t.last) return MaskCover::none;  // every key after every row's position
+  if (t.hi <= t.first && t.last - t.lo < long(stride)) return MaskCover::all;  // inside every row's local band
+  return MaskCover::some;
+}
+
+}  // namespace
+
+MaskCover AttentionMask::cover(std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, std::size_t Lq,
+                               std::size_t Lk) const {
+  const long off = long(Lk) - long(Lq);
+  const TileSpan t{long(i0) + off, long(i0 + rows - 1) + off, long(j0), long(j0 + cols - 1)};
+  MaskCover c = window ? window_cover(*this, t) : MaskCover::all;
+  if (!segments_q.empty()) c = both(c, segments_cover(*this, i0, rows, j0, cols));
+  if (prefix) c = both(c, prefix_cover(*prefix, t));
+  if (stride) c = both(c, stride_cover(stride, t));
+  return c;
 }
 
 Mask2 AttentionMask::allowed(std::size_t Lq, std::size_t Lk) const {

@@ -69,12 +69,12 @@ struct FlashOptions {
   // (the loop without it). With one, the one-query decode path is not taken.
   const ScoreMod* score_mod = nullptr;
   double temperature = 1.0;
-  // A sliding window (and its sinks) evaluated by index in the tile loop, with no bitmap: the
-  // descriptor's `window` and `sinks` only (attention.cpp passes one when it holds nothing
-  // else). Tiles outside every row's window are skipped, tiles inside every row's run
-  // unmasked, the others test each score by its indices. Null = none. With one, the one-query
+  // A variant mask (variant.hpp: window, sinks, documents, prefix-LM, stride) evaluated by its
+  // indices in the tile loop, with no [Lq, Lk] bitmap: tiles it hides entirely are skipped,
+  // tiles it shows entirely run unmasked, the others test each score (AttentionMask::cover and
+  // visible). Joined with `allowed` when both are given. Null = none. With one, the one-query
   // decode path is not taken.
-  const AttentionMask* window_rule = nullptr;
+  const AttentionMask* mask_rule = nullptr;
 };
 
 struct FlashResult {

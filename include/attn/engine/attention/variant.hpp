@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "attn/engine/attention/tile_math.hpp"
 #include "attn/engine/core/tensor.hpp"
 
 namespace attn {
@@ -32,7 +33,26 @@ struct AttentionMask {
   std::size_t stride = 0;
 
   bool any() const { return window || sinks > 0 || !segments_q.empty() || prefix || stride > 0; }
-  bool visible(std::size_t i, std::size_t j, std::size_t Lq, std::size_t Lk) const;
+  // Query i and key j (0-based) of an Lq x Lk problem. Inline: the tiled kernel asks it of each
+  // score of a tile the rule covers only in part.
+  bool visible(std::size_t i, std::size_t j, std::size_t Lq, std::size_t Lk) const {
+    const long p = long(i) + long(Lk) - long(Lq), key = long(j);
+    bool ok = true;
+    if (window) ok = key >= p - long((*window)[0]) && key <= p + long((*window)[1]);
+    if (key < long(sinks)) ok = true;  // a sink is visible whatever the window says
+    if (!segments_q.empty()) ok = ok && segments_q[i] == segments_k[j];
+    if (prefix) ok = ok && (j < *prefix || j <= i);
+    if (stride) ok = ok && key <= p && ((p - key) < long(stride) || (p - key) % long(stride) == 0);
+    return ok;
+  }
+  // How the rule covers the tile of queries [i0, i0 + rows) and keys [j0, j0 + cols), from the
+  // indices alone (FlexAttention's block mask without a bitmap): none = no score of it is
+  // visible, all = every one is, some = test each. Exact for a window alone and prefix-LM;
+  // where sinks meet a window, for stride's periodic pattern and for documents it may say
+  // "some" of a tile the bitmap would call all or none (the tile is then index-tested, the
+  // same scores come out), never the reverse. Causality is the kernel's own, not counted here.
+  tile::MaskCover cover(std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols, std::size_t Lq,
+                        std::size_t Lk) const;
   // [Lq, Lk], true = visible.
   Mask2 allowed(std::size_t Lq, std::size_t Lk) const;
   // InputError for a descriptor that does not fit these sizes (segment lengths, prefix without

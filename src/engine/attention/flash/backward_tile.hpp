@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "attn/engine/attention/variant.hpp"
 #include "attn/engine/core/tensor.hpp"
 
 namespace attn::flash {
@@ -16,6 +17,7 @@ struct BackwardProblem {
   double scale;        // S = scale * Q K^T (temperature folded in)
   bool causal;
   const Mask3* allowed;
+  const AttentionMask* rule;  // a variant mask read by its indices (FlashOptions::mask_rule); null = none
 };
 
 // One thread's tiles, reused for every tile it processes.

@@ -82,6 +82,7 @@ BackwardProblem problem(const Shape& q, const Shape& k, const Shape& v, const Ma
   p.scale = *options.scale;
   p.causal = options.causal;
   p.allowed = allowed;
+  p.rule = options.mask_rule && options.mask_rule->any() ? options.mask_rule : nullptr;
   return p;
 }
 

@@ -81,11 +81,8 @@ struct Problem {
   const Mask3* allowed;
   const ScoreMod* score_mod;  // null: none
   double temperature;         // folded into scale_log2; undone for the score modifier
-  // The window rule (FlashOptions::window_rule): the query at p sees keys p - left .. p + right
-  // and every key below `sinks`. windowed false: none.
-  bool windowed;
-  long left, right;
-  std::size_t sinks;
+  // The variant mask read by its indices (FlashOptions::mask_rule): null = none.
+  const AttentionMask* rule;
 };
 
 // Workspace of one thread: O(block) memory, reused for every tile it processes (and, through
@@ -146,30 +143,21 @@ tile::MaskCover tile_cover(const Problem<T>& p, std::size_t h, std::size_t i0, s
   return tile::mask_cover(m, p.Lk, i0, rows, j0, cols);
 }
 
-// How the window rule covers the tile of rows [i0, i0 + rows) and keys [j0, j0 + cols), from
-// the indices alone: the block mask of a sliding window without its bitmap.
+// How the variant rule covers the tile of rows [i0, i0 + rows) and keys [j0, j0 + cols), from
+// the indices alone: the block mask without a bitmap (variant.hpp's AttentionMask::cover).
 template <class T>
-tile::MaskCover window_cover(const Problem<T>& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols) {
-  if (!p.windowed) return tile::MaskCover::all;
-  const long off = long(p.Lk) - long(p.Lq), first = long(i0) + off, last = long(i0 + rows - 1) + off;
-  const long lo = long(j0), hi = long(j0 + cols - 1);
-  if (hi < long(p.sinks)) return tile::MaskCover::all;                              // sinks only
-  if (lo >= last - p.left && hi <= first + p.right) return tile::MaskCover::all;  // inside every row's window
-  if (lo >= long(p.sinks) && (hi < first - p.left || lo > last + p.right)) return tile::MaskCover::none;
-  return tile::MaskCover::some;
+tile::MaskCover rule_cover(const Problem<T>& p, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols) {
+  return p.rule ? p.rule->cover(i0, rows, j0, cols, p.Lq, p.Lk) : tile::MaskCover::all;
 }
 
-// Sets s[j] = -inf for the keys of this tile row outside query i's window (and not sinks).
+// Sets s[j] = -inf for the keys of this tile row the rule hides from query i (global).
 template <class T>
-void window_row(const Problem<T>& p, std::size_t i, std::size_t j0, std::size_t n, T* s) {
-  const long pos = long(i) + long(p.Lk) - long(p.Lq);
-  for (std::size_t j = 0; j < n; ++j) {
-    const long key = long(j0 + j);
-    if (key >= long(p.sinks) && (key < pos - p.left || key > pos + p.right)) s[j] = -std::numeric_limits<T>::infinity();
-  }
+void rule_row(const Problem<T>& p, std::size_t i, std::size_t j0, std::size_t n, T* s) {
+  for (std::size_t j = 0; j < n; ++j)
+    if (!p.rule->visible(i, j0 + j, p.Lq, p.Lk)) s[j] = -std::numeric_limits<T>::infinity();
 }
 
-// The tile's cover under both the window rule and the explicit mask.
+// The tile's cover under both the variant rule and the explicit mask.
 tile::MaskCover joined_cover(tile::MaskCover a, tile::MaskCover b) {
   if (a == tile::MaskCover::none || b == tile::MaskCover::none) return tile::MaskCover::none;
   return a == tile::MaskCover::all && b == tile::MaskCover::all ? tile::MaskCover::all : tile::MaskCover::some;
@@ -228,8 +216,8 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
       p.causal ? std::size_t(tile::causal_key_end(long(i0 + rows), long(p.Lq), long(p.Lk))) : p.Lk;
   for (std::size_t j0 = 0; j0 < key_end; j0 += p.Bk) {  // for each key/value block K_j, V_j
     const std::size_t kcols = std::min(p.Bk, key_end - j0);
-    const tile::MaskCover by_window = window_cover(p, i0, rows, j0, kcols), by_mask = tile_cover(p, h, i0, rows, j0, kcols);
-    const tile::MaskCover cover = joined_cover(by_window, by_mask);
+    const tile::MaskCover by_rule = rule_cover(p, i0, rows, j0, kcols), by_mask = tile_cover(p, h, i0, rows, j0, kcols);
+    const tile::MaskCover cover = joined_cover(by_rule, by_mask);
     if constexpr (!kObserve) {  // the observer sees every tile the masks leave (as before)
       if (cover == tile::MaskCover::none) continue;
     }
@@ -266,7 +254,7 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
         const std::size_t n = visible(r);
         if constexpr (kObserve) step.visible.push_back(n);
         if (p.score_mod) modify_row(p, h, i0 + r, j0, n, s);
-        if (by_window != tile::MaskCover::all) window_row(p, i0 + r, j0, n, s);
+        if (by_rule != tile::MaskCover::all) rule_row(p, i0 + r, j0, n, s);
         if (by_mask != tile::MaskCover::all) mask_row(p, h, i0 + r, j0, n, s);
         // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
         ws.alpha[r] = flash::online_row_step(mk, ws.rows[r], s, n, g_keys);
@@ -442,7 +430,7 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   Problem<T> p{};
   p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
   p.dvp = round_up(p.dv, base.lanes), p.group = p.H / p.Hkv;
-  if (!options.observer && !options.score_mod && !options.window_rule && flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
+  if (!options.observer && !options.score_mod && !options.mask_rule && flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
     flash::flash_decode(base, {p.H, p.Lq, p.d, p.Hkv, p.Lk, p.dv, scale, options.causal, allowed, options.threads},
                         q, k, v, out, lse);
     return;
@@ -466,11 +454,7 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   p.allowed = allowed;
   p.score_mod = options.score_mod && options.score_mod->any() ? options.score_mod : nullptr;
   p.temperature = options.temperature;
-  p.windowed = options.window_rule && options.window_rule->window;
-  if (p.windowed) {
-    p.left = long((*options.window_rule->window)[0]), p.right = long((*options.window_rule->window)[1]);
-    p.sinks = options.window_rule->sinks;
-  }
+  p.rule = options.mask_rule && options.mask_rule->any() ? options.mask_rule : nullptr;
 
   // Work items: (head, query block), head-major so the packed K/V of few heads are live at a
   // time. Within a head, causal blocks differ in cost (block b reads b + 1 key blocks), so the

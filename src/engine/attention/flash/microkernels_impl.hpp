@@ -460,10 +460,11 @@ struct KernelSet {
     for (; r < R; ++r) rows.template operator()<1>(r);
   }
 
-  // Whether query i of head h may see key j by the explicit mask (causal is a row's prefix,
-  // handled by the caller's visible count).
+  // Whether query i of head h may see key j by the explicit mask and the variant rule (causal
+  // is a row's prefix, handled by the caller's visible count).
   static bool allowed(const BackwardProblem& p, std::size_t h, std::size_t i, std::size_t j) {
-    return !p.allowed || (*p.allowed)(p.allowed->shape(0) == 1 ? 0 : h, i, j);
+    return (!p.allowed || (*p.allowed)(p.allowed->shape(0) == 1 ? 0 : h, i, j)) &&
+           (!p.rule || p.rule->visible(i, j, p.Lq, p.Lk));
   }
 
   // Line 11 for one row: P = exp(scale S - lse) on the row's first n keys (the causally visible
@@ -480,13 +481,14 @@ struct KernelSet {
       constexpr double kLog2e = 1.4426950408889634;
       const T a = T(p.scale * kLog2e), m = T(double(lse) * kLog2e);
       const std::size_t whole = std::min(cols, (n + W - 1) / W * W);
-      if (p.allowed)
+      const bool masked = p.allowed || p.rule;
+      if (masked)
         for (std::size_t c = 0; c < n; ++c) pr[c] = allowed(p, h, i, j0 + c) ? a * pr[c] - m : -INFINITY;
-      const batch ab(p.allowed ? T(1) : a), mb(p.allowed ? T(0) : m), zero(T(0));
+      const batch ab(masked ? T(1) : a), mb(masked ? T(0) : m), zero(T(0));
       std::size_t c = 0;
       for (; c + W <= whole; c += W)
         exp2_nonpositive(xsimd::min(xsimd::fms(ab, batch::load_unaligned(pr + c), mb), zero)).store_unaligned(pr + c);
-      for (; c < n; ++c) pr[c] = p.allowed ? (pr[c] == -INFINITY ? T(0) : std::exp2(pr[c])) : std::exp2(a * pr[c] - m);
+      for (; c < n; ++c) pr[c] = masked ? (pr[c] == -INFINITY ? T(0) : std::exp2(pr[c])) : std::exp2(a * pr[c] - m);
     }
   }
 
@@ -512,6 +514,8 @@ struct KernelSet {
         // Causal: no row of this block sees key j0 or later, so the tile is above the diagonal
         // and is skipped without being read.
         if (p.causal && std::size_t(tile::causal_key_end(long(i0 + rows), long(p.Lq), long(p.Lk))) <= j0) continue;
+        // The variant rule hides the whole tile (a window's, a document's): P = 0 there.
+        if (p.rule && p.rule->cover(i0, rows, j0, cols, p.Lq, p.Lk) == tile::MaskCover::none) continue;
         std::size_t* vis = t.vis.data();
         std::size_t* first = t.first.data();
         for (std::size_t r = 0; r < rows; ++r) {

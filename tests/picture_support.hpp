@@ -155,6 +155,14 @@ inline std::size_t characters(std::string s) {
   return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; }));
 }
 
+// Text as a reader sees it: no-break spaces as spaces, word joiners (text_rules.hpp) dropped.
+// A figure's title keeps them, so a test can look for "max |A − P| = 0.1" in it.
+inline std::string read_as_plain(std::string s) {
+  for (std::size_t at; (at = s.find("\u00a0")) != std::string::npos;) s.replace(at, 2, " ");
+  for (std::size_t at; (at = s.find("\u2060")) != std::string::npos;) s.erase(at, 3);
+  return s;
+}
+
 // Whether any drawn string contains `part`.
 inline bool draws_text(const Figure& figure, const std::string& part) {
   for (const std::string& t : drawn_texts(figure))

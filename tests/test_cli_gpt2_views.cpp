@@ -149,9 +149,12 @@ TEST_CASE("cli generate --model: greedy text through the cache, checked - bad se
 
 TEST_CASE("cli forward --out: heads.png's title names the text it was run on") {
   TempDir dir;
+  // The model is named "m", relative to the folder the command runs in: the title names the
+  // model's path too, and a checkout's own path (longer in a worktree) wrapped it onto two lines.
+  std::filesystem::copy(data_path("gpt2_tiny"), dir / "m");
   // The title used to be "Every head of MODEL" whatever the text: as wide for 3 words as for 6.
   auto title_ink_width = [&](const std::string& name, const std::string& text) {
-    const CliResult r = run_cli("forward --model " + tiny() + " '" + text + "' --out '" + dir / name + "'");
+    const CliResult r = run_cli("forward --model m '" + text + "' --out " + name, "", dir.path.string());
     REQUIRE(r.code == 0);
     const DecodedPng img = DecodedPng::from_file(dir / (name + "/heads.png"));
     REQUIRE(img.ok());

@@ -123,6 +123,9 @@ TEST_CASE("wrapped text keeps a sum sign with what it sums, and unbreakable() a 
   CHECK(keep_expressions_whole("c = Σ exp(s) here") == "c" + nb + "= Σ" + nb + "exp(s) here");
   CHECK(keep_expressions_whole("∑ x") == "∑" + nb + "x");
   CHECK(unbreakable("exp(s) / Σ exp(s)") == "exp(s)" + nb + "/" + nb + "Σ" + nb + "exp(s)");
+  const std::string wj = "\u2060";  // pango would break after an opening bar or a slash in a word
+  CHECK(unbreakable("max |a − b| = 0") == "max" + nb + "|" + wj + "a" + nb + "−" + nb + "b|" + wj + nb + "=" + nb + "0");
+  CHECK(unbreakable("dH/dT") == "dH/" + wj + "dT");
 }
 
 // Issue 34: a subtitle wrapped so that "1" stood alone on its last line. At every wrap width

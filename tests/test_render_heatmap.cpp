@@ -304,6 +304,39 @@ TEST_CASE("heatmap pair: two panels, each on its own scale (the RoPE picture's w
   CHECK(std::abs(masked.r - masked.b) <= 3);
 }
 
+TEST_CASE("heatmap row: three panels left to right, one without its colorbar shares the next one's") {
+  HeatmapSpec p;
+  p.weights = Tensor2{{1, 0}, {0.25, 0.75}};
+  p.allowed = causal_allowed(2, 2);
+  p.vmin = 0;
+  p.vmax = 1;
+  p.title = "P";
+  HeatmapSpec a = p;
+  a.weights = Tensor2{{1, 0}, {0.5, 0.5}};
+  a.title = "A";
+  p.colorbar = false;
+  HeatmapSpec d = a;
+  d.weights = Tensor2{{0, 0}, {0.25, -0.25}};
+  d.colormap = "RdBu_r";
+  d.vmin = -0.25;
+  d.vmax = 0.25;
+  d.title = "A - P";
+  const Figure f = heatmap_row_figure({p, a, d}, "three", "subtitle");
+  REQUIRE(f.grids.size() == 3);
+  CHECK(f.grids[1].x > f.grids[0].x + 2 * f.grids[0].cell_w);
+  CHECK(f.grids[2].x > f.grids[1].x + 2 * f.grids[1].cell_w);
+  // Without its colorbar P's panel ends sooner: the gap from P to A is narrower than from A to D.
+  CHECK(f.grids[1].x - f.grids[0].x < f.grids[2].x - f.grids[1].x);
+  const DecodedPng img = DecodedPng::from_bytes(render_png(f, 2));
+  REQUIRE(img.ok());
+  const Colormap blues = Colormap::by_name("Blues"), rdbu = Colormap::by_name("RdBu_r");
+  CHECK(near(img.cell_corner(f.grids[0], 1, 0, 2), to_rgb8(blues.at(0.25)), 3));
+  CHECK(near(img.cell_corner(f.grids[1], 1, 0, 2), to_rgb8(blues.at(0.5)), 3));
+  CHECK(near(img.cell_corner(f.grids[2], 1, 0, 2), to_rgb8(rdbu.at(1)), 3));
+  CHECK(near(img.cell_corner(f.grids[2], 1, 1, 2), to_rgb8(rdbu.at(0)), 3));
+  CHECK_THROWS_AS(heatmap_row_figure({}, "none", ""), InputError);
+}
+
 TEST_CASE("label thinning: tiny cells label every k-th token, and the note that says so") {
   Canvas m = Canvas::measuring();
   render::MatrixPanel p;

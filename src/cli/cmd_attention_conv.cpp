@@ -6,6 +6,7 @@
 #include "attn/lessons/concepts/attention_conv.hpp"
 #include "attn/io/number_format.hpp"
 #include "attn/render/draw/text_table.hpp"
+#include "attn/render/views/attention_conv_picture.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 
@@ -15,6 +16,7 @@ namespace {
 struct ConvOptions {
   ConvLessonConfig config;
   OutputOptions output;
+  PlotOptions plots;
   bool json = false;
 };
 
@@ -62,9 +64,17 @@ std::string conv_text(const ConvLesson& l) {
 
 void run_attention_conv(ConvOptions o) {
   if (o.json) o.output.format = "json";
+  o.config.keep_head_weights = !o.plots.dir.empty();  // the heads picture draws them
+  check_conv_lesson(o.config);
+  PreparedPlots plots = prepare_plots(o.plots);
   const ToyModel model = shipped_toy_model();
   const ConvLesson l = run_conv_lesson(o.config, &model);
   emit(o.output, conv_lesson_json(l), [&](TableFormat) { return wrap_words(conv_text(l), 100, "    "); });
+  if (!plots.folder) return;
+  std::vector<NamedFigure> figures{{"attention_conv_heads", conv_heads_figure(l)},
+                                   {"attention_conv_outputs", conv_outputs_figure(l)}};
+  if (l.trained) figures.push_back({"attention_conv_trained", conv_trained_figure(*l.trained)});
+  write_plots(plots, o.output, figures);
 }
 
 }  // namespace
@@ -83,13 +93,20 @@ void setup_attention_conv(CLI::App& app) {
   cmd->add_option("--seed", c.seed, "seed of x and the kernel")->capture_default_str();
   add_output_options(cmd, opts->output, {"text", "json"});
   cmd->add_flag("--json", opts->json, "print the JSON (the same as --format json): x, the kernel taps, both outputs");
+  add_plot_options(cmd, opts->plots);
   cmd->footer(R"(The attention runs through the engine's attention door (float64 reference); the
 convolution is the textbook loop. They must agree to float64 round-off (<= 1e-12).
+
+Pictures written into --plots DIR (the 1-D case, --length at most 64): attention_conv_heads
+(each head's one-hot [L, L] weights), attention_conv_outputs (the attention output beside the
+convolution's) and attention_conv_trained (the toy model's head, each query's largest weight
+outlined: its offset changes with content).
 
 Examples:
   attn-cli attention-conv
   attn-cli attention-conv --kernel 5 --length 16
   attn-cli attention-conv --json
+  attn-cli attention-conv --plots conv-plots
 )");
   cmd->callback([opts] { run_attention_conv(*opts); });
 }

@@ -4,6 +4,7 @@
 
 #include "attn/lessons/concepts/linear_rnn.hpp"
 #include "attn/io/number_format.hpp"
+#include "attn/render/views/linear_rnn_picture.hpp"
 #include "commands.hpp"
 #include "experiment_output.hpp"
 
@@ -13,6 +14,7 @@ namespace {
 struct LinearAttentionOptions {
   LinearRnnConfig config;
   OutputOptions output;
+  PlotOptions plots;
   bool json = false;
 };
 
@@ -59,8 +61,13 @@ std::string linear_attention_text(const LinearRnnResult& r, TableFormat format) 
 
 void run_linear_attention_command(LinearAttentionOptions opts) {
   if (opts.json) opts.output.format = "json";
+  PreparedPlots plots = prepare_plots(opts.plots);
   const LinearRnnResult r = run_linear_rnn(opts.config);
   emit(opts.output, linear_rnn_json(r), [&](TableFormat f) { return linear_attention_text(r, f); });
+  if (plots.folder)
+    write_plots(plots, opts.output,
+                {{"linear_attention", linear_attention_figure(r)},
+                 {"linear_attention_memory", linear_attention_memory_figure(r)}});
 }
 
 }  // namespace
@@ -79,15 +86,21 @@ void setup_linear_attention(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{16}));
   add_output_options(cmd, opts->output, {"text", "json", "markdown", "csv"});
   cmd->add_flag("--json", opts->json, "print the JSON (the same as --format json)");
+  add_plot_options(cmd, opts->plots);
   cmd->footer(R"(phi(x) = elu(x) + 1. Causal. The parallel form builds the [L, L] matrix
 A_ij = phi(q_i).phi(k_j) / sum_{j'<=i} phi(q_i).phi(k_j'); the recurrent form keeps only
 S_t = sum_{j<=t} phi(k_j) v_j^T [d, dv] and z_t = sum_{j<=t} phi(k_j) [d]. The two must agree
 to float64 round-off (<= 1e-12). --format csv prints the memory table.
 
+Pictures written into --plots DIR: linear_attention (softmax's weights P beside linear
+attention's A, and A - P on a red-blue scale) and linear_attention_memory (bytes a decoding
+step carries against t, log-log: the KV cache against the state S, z, the crossover marked).
+
 Examples:
   attn-cli linear-attention
   attn-cli linear-attention "我喜欢深度学习" --d 4
   attn-cli linear-attention "The cat sat on the mat" --json
+  attn-cli linear-attention "The cat sat on the mat" --plots linear-plots
 )");
   cmd->callback([opts] { run_linear_attention_command(*opts); });
 }

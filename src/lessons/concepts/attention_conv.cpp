@@ -82,9 +82,10 @@ ArrayF64 convolve(const Grid& g, const ArrayF64& x, const std::vector<ArrayF64>&
 
 // Multi-head self-attention whose head h sees only the key at offset h: relative-position
 // scores 0 there and -inf elsewhere (a mask), W_v = I, W_o^h = w[h]. The heads run through
-// attention() at once (GQA: one key/value head, x itself); `heads` of them are summed.
+// attention() at once (GQA: one key/value head, x itself); `heads` of them are summed. With
+// weights_out, the heads' [H, N, N] weights as the door returned them are kept there.
 ArrayF64 attention_as_conv(const Grid& g, const ArrayF64& x, const std::vector<ArrayF64>& w,
-                           const std::vector<Point>& offsets, std::size_t heads) {
+                           const std::vector<Point>& offsets, std::size_t heads, Tensor3* weights_out = nullptr) {
   const std::size_t N = g.size(), C = x.shape(1), Cout = w.front().shape(0), H = offsets.size();
   Mask3 allowed = xt::zeros<bool>({H, N, N});
   for (std::size_t h = 0; h < H; ++h)
@@ -94,7 +95,8 @@ ArrayF64 attention_as_conv(const Grid& g, const ArrayF64& x, const std::vector<A
   Tensor3 v = Tensor3::from_shape({std::size_t(1), N, C});
   for (std::size_t n = 0; n < N; ++n)
     for (std::size_t c = 0; c < C; ++c) v(0, n, c) = float(x(n, c));  // x is float32-exact
-  const SdpaResult r = attention(q, k, v, &allowed, SdpaOptions{}, BackendOptions{}, /*with_weights=*/false);
+  const SdpaResult r = attention(q, k, v, &allowed, SdpaOptions{}, BackendOptions{}, weights_out != nullptr);
+  if (weights_out) *weights_out = r.weights;
   ArrayF64 y = xt::zeros<double>({N, Cout});
   for (std::size_t h = 0; h < heads; ++h)
     for (std::size_t n = 0; n < N; ++n)
@@ -105,7 +107,7 @@ ArrayF64 attention_as_conv(const Grid& g, const ArrayF64& x, const std::vector<A
 
 double max_abs(const ArrayF64& a, const ArrayF64& b) { return xt::amax(xt::abs(a - b))(); }
 
-ConvCase run_case(const Grid& g, const ConvLessonConfig& c, Rng& rng) {
+ConvCase run_case(const Grid& g, const ConvLessonConfig& c, Rng& rng, bool keep_weights) {
   ConvCase out;
   const std::vector<Point> offsets = kernel_offsets(g.extent.size(), c.kernel);
   out.heads = offsets.size();
@@ -118,7 +120,7 @@ ConvCase run_case(const Grid& g, const ConvLessonConfig& c, Rng& rng) {
     out.weights.push_back(w);
   }
   out.conv = convolve(g, out.x, out.weights, offsets);
-  out.attention = attention_as_conv(g, out.x, out.weights, offsets, out.heads);
+  out.attention = attention_as_conv(g, out.x, out.weights, offsets, out.heads, keep_weights ? &out.head_weights : nullptr);
   out.max_abs_diff = max_abs(out.attention, out.conv);
   out.one_head_short = max_abs(attention_as_conv(g, out.x, out.weights, offsets, out.heads - 1), out.conv);
   return out;
@@ -150,6 +152,7 @@ TrainedOffsets trained_offsets(const ToyModel& model) {
     distinct.insert(t.argmax_offset.back());
   }
   t.distinct = distinct.size();
+  t.weights = xt::view(a, t.head, xt::all(), xt::all());
   return t;
 }
 
@@ -169,6 +172,9 @@ void check_conv_lesson(const ConvLessonConfig& c) {
     throw InputError("sizes: expected at least 1");
   if (c.length > 4096 || c.height * c.width > 4096) throw InputError("sizes: at most 4096 positions");
   if (c.kernel > 31) throw InputError("--kernel: at most 31");
+  if (c.keep_head_weights && c.length > kMaxKeptPositions)
+    throw InputError("--length: the pictures draw each head's [L, L] weights, up to " +
+                     std::to_string(kMaxKeptPositions) + " positions; got " + std::to_string(c.length));
   if (c.channels > 256 || c.out_channels > 256) throw InputError("channels: at most 256");
 }
 
@@ -177,8 +183,8 @@ ConvLesson run_conv_lesson(const ConvLessonConfig& c, const ToyModel* model) {
   ConvLesson l;
   l.config = c;
   Rng rng(c.seed);
-  l.one_d = run_case(Grid{{long(c.length)}}, c, rng);
-  l.two_d = run_case(Grid{{long(c.height), long(c.width)}}, c, rng);
+  l.one_d = run_case(Grid{{long(c.length)}}, c, rng, c.keep_head_weights);
+  l.two_d = run_case(Grid{{long(c.height), long(c.width)}}, c, rng, /*keep_weights=*/false);
   if (model) l.trained = trained_offsets(*model);
   return l;
 }

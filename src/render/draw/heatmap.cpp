@@ -117,16 +117,18 @@ struct HeatmapBody {
   std::string outside;  // outside_scale_note, already in the subtitle
   static constexpr double kGap = 14;
 
-  double width() const { return layout.width + kGap + bar_w; }
-  double height() const { return std::max(layout.height, layout.grid_y + bar_h); }
+  // Without its colorbar (HeatmapSpec::colorbar false) a body is its panel alone.
+  double width() const { return spec->colorbar ? layout.width + kGap + bar_w : layout.width; }
+  double height() const { return spec->colorbar ? std::max(layout.height, layout.grid_y + bar_h) : layout.height; }
   void draw(Canvas& c, double x, double y) const {
     render::draw_panel(c, *panel, layout, x, y);
     const double cell = panel->cell, line = std::clamp(cell * 0.12, 1.5, 3.0);
     for (const auto& [i, j] : spec->outlined)
       c.stroke_rect(x + layout.grid_x + double(j) * cell + line / 2, y + layout.grid_y + double(i) * cell + line / 2,
                     cell - line, cell - line, kOutlineColor, line);
-    render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, x + layout.width + kGap, y + layout.grid_y, bar_h,
-                          spec->value_label, scale.log);
+    if (spec->colorbar)
+      render::draw_colorbar(c, *cmap, scale.vmin, scale.vmax, x + layout.width + kGap, y + layout.grid_y, bar_h,
+                            spec->value_label, scale.log);
   }
 };
 
@@ -215,56 +217,89 @@ Figure heatmap_figure(const HeatmapSpec& spec) {
   return f;
 }
 
-Figure heatmap_pair_figure(const HeatmapSpec& left, const HeatmapSpec& right, const std::string& title,
-                           const std::string& subtitle) {
+namespace {
+
+// heatmap_row_figure's panels laid out: each spec's title over its own panel (measured here,
+// drawn by the figure), the bodies left to right with a gap between them.
+struct HeatmapRow {
+  std::vector<HeatmapBody> bodies;
+  std::vector<std::string> titles;
+  std::vector<TextStyle> title_styles;
+  std::vector<std::string> notes;     // "<panel title>: <outside-scale note>"
+  std::vector<std::string> thinning;  // label_thinning_note of the panels whose labels are thinned, once each
+  double head_h = 0, width = 0, height = 0;
+  bool any_masked = false, any_log = false;
+  static constexpr double kGap = 36;
+};
+
+HeatmapRow lay_out_row(Canvas& m, const std::vector<HeatmapSpec>& specs) {
+  if (specs.empty()) throw InputError("a row of heatmaps needs at least one panel");
+  HeatmapRow row;
+  for (const HeatmapSpec& spec : specs) {
+    HeatmapSpec untitled = spec;
+    untitled.title.clear();
+    row.bodies.push_back(heatmap_body(m, untitled, 400));
+    const HeatmapBody& b = row.bodies.back();
+    row.titles.push_back(spec.title);
+    row.title_styles.push_back({12, true, {0.1, 0.1, 0.1}, b.width(), true});
+    row.head_h = std::max(row.head_h, m.measure(spec.title, row.title_styles.back()).height + 8);
+    row.width += b.width() + (row.bodies.size() > 1 ? HeatmapRow::kGap : 0);
+    row.height = std::max(row.height, b.height());
+    row.any_masked = row.any_masked || b.any_masked;
+    row.any_log = row.any_log || b.scale.log;
+    if (!b.outside.empty()) row.notes.push_back(spec.title + ": " + b.outside);
+    const std::string thin = render::label_thinning_note(b.layout.label_step, b.panel->rows);
+    if (!thin.empty() && std::find(row.thinning.begin(), row.thinning.end(), thin) == row.thinning.end())
+      row.thinning.push_back(thin);
+  }
+  return row;
+}
+
+}  // namespace
+
+Figure heatmap_row_figure(const std::vector<HeatmapSpec>& specs, const std::string& title,
+                          const std::string& subtitle) {
   Canvas m = Canvas::measuring();
-  HeatmapSpec l = left, r = right;
-  l.title.clear();
-  r.title.clear();
-  const HeatmapBody a = heatmap_body(m, l, 400), b = heatmap_body(m, r, 400);
-  const double margin = 16, gap = 36;
-  // Each spec's title sits over its own panel.
-  const TextStyle style_a{12, true, {0.1, 0.1, 0.1}, a.width(), true}, style_b{12, true, {0.1, 0.1, 0.1}, b.width(), true};
-  const TextSize ta = m.measure(left.title, style_a), tb = m.measure(right.title, style_b);
-  const double head_h = std::max(ta.height, tb.height) + 8;
-  const bool any_masked = a.any_masked || b.any_masked;
-  const TextSize legend = any_masked ? render::masked_legend_size(m) : TextSize{};
-  const double body_w = a.width() + gap + b.width();
+  const HeatmapRow row = lay_out_row(m, specs);
+  const double margin = 16;
+  const TextSize legend = row.any_masked ? render::masked_legend_size(m) : TextSize{};
   std::string sub = subtitle;
-  if (a.scale.log || b.scale.log) sub += " · log colour scale for the weights (long causal map)";
-  std::vector<std::string> notes;
-  for (const auto& [body, name] : {std::pair{&a, &left.title}, std::pair{&b, &right.title}})
-    if (!body->outside.empty()) notes.push_back(*name + ": " + body->outside);
-  for (const std::string& note : notes) sub = render::with_note(sub, note);
-  const render::TitleBlock titles{title, sub, std::max({body_w, 480.0})};
+  if (row.any_log) sub += " · log colour scale for the weights (long causal map)";
+  for (const std::string& note : row.thinning) sub = render::with_note(sub, note);
+  for (const std::string& note : row.notes) sub = render::with_note(sub, note);
+  const render::TitleBlock titles{title, sub, std::max({row.width, 480.0})};
   const TextSize t = render::title_block_size(m, titles);
-  const double content_w = std::max({body_w, t.width, legend.width});
-  const double x0 = margin + (content_w - body_w) / 2, y0 = margin + t.height + head_h;
-  const double xb = x0 + a.width() + gap;
-  const double legend_y = y0 + std::max(a.height(), b.height()) + 10;
+  const double content_w = std::max({row.width, t.width, legend.width});
+  const double y0 = margin + t.height + row.head_h;
+  std::vector<double> xs{margin + (content_w - row.width) / 2};
+  for (std::size_t k = 1; k < row.bodies.size(); ++k)
+    xs.push_back(xs.back() + row.bodies[k - 1].width() + HeatmapRow::kGap);
+  const double legend_y = y0 + row.height + 10;
   Figure f;
   f.width = content_w + 2 * margin;
-  f.height = legend_y + (any_masked ? legend.height + 4 : 0) + margin - (any_masked ? 0 : 10);
-  f.grids.push_back(render::panel_grid(*a.panel, a.layout, x0, y0));
-  f.grids.push_back(render::panel_grid(*b.panel, b.layout, xb, y0));
-  f.notes = notes;
+  f.height = legend_y + (row.any_masked ? legend.height + 4 : 0) + margin - (row.any_masked ? 0 : 10);
+  for (std::size_t k = 0; k < row.bodies.size(); ++k)
+    f.grids.push_back(render::panel_grid(*row.bodies[k].panel, row.bodies[k].layout, xs[k], y0));
+  f.notes = row.notes;
   f.title = titles.title;
   f.subtitle = titles.subtitle;
   const double cx = f.width / 2;
-  const std::string left_title = left.title, right_title = right.title;
-  auto grid_centre = [](const HeatmapBody& h, double x) {
-    return x + h.layout.grid_x + h.panel->cell * static_cast<double>(h.panel->cols) / 2;
-  };
-  const double ca = grid_centre(a, x0), cb = grid_centre(b, xb);
   f.draw = [=](Canvas& c) {
     render::draw_title_block(c, titles, cx, margin);
-    c.text(left_title, ca, y0 - head_h, style_a, 0.5, 0);
-    c.text(right_title, cb, y0 - head_h, style_b, 0.5, 0);
-    a.draw(c, x0, y0);
-    b.draw(c, xb, y0);
-    if (any_masked) render::draw_masked_legend(c, x0 + a.layout.grid_x, legend_y);
+    for (std::size_t k = 0; k < row.bodies.size(); ++k) {
+      const HeatmapBody& b = row.bodies[k];
+      const double grid_centre = xs[k] + b.layout.grid_x + b.panel->cell * static_cast<double>(b.panel->cols) / 2;
+      c.text(row.titles[k], grid_centre, y0 - row.head_h, row.title_styles[k], 0.5, 0);
+      b.draw(c, xs[k], y0);
+    }
+    if (row.any_masked) render::draw_masked_legend(c, xs[0] + row.bodies[0].layout.grid_x, legend_y);
   };
   return f;
+}
+
+Figure heatmap_pair_figure(const HeatmapSpec& left, const HeatmapSpec& right, const std::string& title,
+                           const std::string& subtitle) {
+  return heatmap_row_figure({left, right}, title, subtitle);
 }
 
 }  // namespace attn

@@ -97,9 +97,13 @@ std::string keep_expressions_whole(const std::string& text) {
 std::string unbreakable(const std::string& text) {
   std::string out;
   out.reserve(text.size() + 8);
-  for (char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (c == ' ') out += "\u00a0";
     else out += c;
+    // A line may break after a bar (even before a no-break space: "|x| = 1") or after a slash
+    // inside a word ("a/b"): a word joiner stops it.
+    if (i + 1 < text.size() && (c == '|' || (c == '/' && text[i + 1] != ' '))) out += "\u2060";
   }
   return out;
 }

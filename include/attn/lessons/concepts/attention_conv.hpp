@@ -30,7 +30,12 @@ struct ConvLessonConfig {
   std::size_t height = 5, width = 5;  // 2-D: the image
   std::size_t channels = 4, out_channels = 3, kernel = 3;  // K odd
   std::uint64_t seed = 42;
+  // Keep the 1-D heads' [L, L] weights as the attention door returned them (for a picture):
+  // K L^2 numbers, so at most kMaxKeptPositions positions.
+  bool keep_head_weights = false;
 };
+
+inline constexpr std::size_t kMaxKeptPositions = 64;
 
 using ArrayF64 = xt::xtensor<double, 2>;
 
@@ -42,6 +47,7 @@ struct ConvCase {
   ArrayF64 conv, attention;            // [N, C_out]
   double max_abs_diff = 0;             // |attention - conv|
   double one_head_short = 0;           // max |conv - attention with the last head left out|
+  Tensor3 head_weights;                // [heads, N, N] with keep_head_weights (1-D only), else empty
 };
 
 struct TrainedOffsets {
@@ -49,6 +55,7 @@ struct TrainedOffsets {
   std::size_t layer = 0, head = 0;    // the model's induction head (head_summary.hpp)
   std::vector<long> argmax_offset;    // per query i >= 1: j* - i of its largest weight
   std::size_t distinct = 0;           // how many different offsets
+  Tensor2 weights;                    // [12, 12]: that head's causal weights on the sentence twice
 };
 
 struct ConvLesson {
@@ -57,7 +64,8 @@ struct ConvLesson {
   std::optional<TrainedOffsets> trained;
 };
 
-// InputError for an even or zero kernel, sizes of 0, or more than 4096 positions.
+// InputError for an even or zero kernel, sizes of 0, more than 4096 positions, or
+// keep_head_weights with a length past kMaxKeptPositions.
 void check_conv_lesson(const ConvLessonConfig& config);
 // model: a trained toy model whose induction head's offsets are shown (null: none).
 ConvLesson run_conv_lesson(const ConvLessonConfig& config, const ToyModel* model);

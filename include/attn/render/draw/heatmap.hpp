@@ -71,6 +71,8 @@ struct HeatmapSpec {
   // induction score's "token after the previous copy" (head_summary.hpp). The caller's subtitle
   // says what they are.
   std::vector<std::array<std::size_t, 2>> outlined{};  // {query, key}
+  // false: no colorbar, for a panel of heatmap_row_figure beside one on the same scale that has it.
+  bool colorbar = true;
 };
 inline constexpr Rgb kOutlineColor{0.90, 0.45, 0.05};
 
@@ -79,8 +81,12 @@ inline constexpr Rgb kOutlineColor{0.90, 0.45, 0.05};
 // scale's floor) are counted in the subtitle and in the figure's notes.
 Figure heatmap_figure(const HeatmapSpec& spec);
 
-// Two heatmaps side by side, each with its own colour scale and colorbar, each spec's title
-// over its panel; title and subtitle over both. grids[0] is the left panel, grids[1] the right.
+// Heatmaps side by side, each with its own colour scale and colorbar (unless its spec says
+// colorbar = false), each spec's title over its panel; title and subtitle over them all.
+// grids[k] is panel k's cell grid. InputError for no panels.
+Figure heatmap_row_figure(const std::vector<HeatmapSpec>& panels, const std::string& title,
+                          const std::string& subtitle);
+// The row of two: grids[0] is the left panel, grids[1] the right.
 Figure heatmap_pair_figure(const HeatmapSpec& left, const HeatmapSpec& right, const std::string& title,
                            const std::string& subtitle);
 

@@ -23,8 +23,9 @@ std::string typographic_minus(const std::string& text);
 // ("1", "j ≤ i)") takes words from the line above.
 std::string keep_expressions_whole(const std::string& text);
 
-// A formula that must be read in one piece ("exp(s − c) / Σ exp(s − c)"): every space becomes
-// a no-break space, so wrapping never splits it across lines.
+// A formula that must be read in one piece ("exp(s − c) / Σ exp(s − c)", "max |A − P| = 0.1"):
+// every space becomes a no-break space, and a word joiner follows every bar and every slash
+// inside a word (pango breaks after them), so wrapping never splits it across lines.
 std::string unbreakable(const std::string& text);
 
 }  // namespace attn

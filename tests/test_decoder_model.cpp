@@ -69,3 +69,11 @@ TEST_CASE("rope: given frequencies equal to the base's give the same rotation, a
   given.frequencies = {1, 0.1, -0.01, 0.001};
   CHECK_THROWS_AS(apply_rope(x, positions, given), InputError);
 }
+
+TEST_CASE("decoder: the forward pass's FLOPs, by hand") {
+  DecoderConfig c;
+  c.hidden = 8, c.intermediate = 12, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.head_dim = 2, c.vocab = 10;
+  // A token of a layer: q 8x8, k 8x4, v 8x4, o 8x8 = 192 multiply-adds; the MLP 3 x 8 x 12 = 288;
+  // 2 x 480 = 960 FLOPs. 3 tokens: 6 visible pairs, 4 x 4 x 2 = 32 FLOPs each = 192. Logits: 2 x 8 x 10 a token.
+  CHECK(decoder_forward_flops(c, 3) == doctest::Approx(2 * (3 * 960 + 192) + 3 * 160));
+}

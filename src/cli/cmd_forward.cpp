@@ -139,7 +139,9 @@ void print_next_tokens(const Tensor2& logits, const Gpt2Tokenizer* tokenizer) {
 // A Llama, Mistral or Qwen2 folder (Hugging Face's layout): --tokens only until its
 // tokenizer.json is read.
 void run_decoder_forward(const ForwardOptions& o) {
+  const auto read_start = std::chrono::steady_clock::now();
   const DecoderModel model = read_decoder_model(o.model);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count();
   const DecoderConfig& c = model.config;
   check_layer(o, c.layers);
   if (o.tokens.empty())
@@ -161,7 +163,11 @@ void run_decoder_forward(const ForwardOptions& o) {
               << (c.sliding_window ? ", sliding window " + std::to_string(c.sliding_window) : std::string()) << ". "
               << count_of(tokens.ids.size(), "token") << ".\n";
     print_next_tokens(f.logits, nullptr);
-    std::cout << "Time: the forward pass " << format_fixed(forward_s, 3) << " s\n";  // the terminal only
+    // Times go to the terminal only (never into --json or files): they change from run to run.
+    const double gflop = decoder_forward_flops(c, tokens.ids.size()) / 1e9;
+    std::cout << "Time: reading the folder " << format_fixed(load_s, 3) << " s; the forward pass "
+              << format_fixed(forward_s, 3) << " s for " << format_fixed(gflop, 2) << " GFLOP ("
+              << format_fixed(gflop / std::max(forward_s, 1e-9), 1) << " GFLOP/s; compare attn-cli bench --sgemm 2048)\n";
   }
   if (!folder) return;
   const HeadSummary summary = summarize_heads(tokens.ids, f.attention);

@@ -157,6 +157,13 @@ std::vector<double> decoder_rope_frequencies(const DecoderConfig& c) {
   return theta;
 }
 
+double decoder_forward_flops(const DecoderConfig& c, std::size_t n) {
+  const double N = double(n), D = double(c.hidden), I = double(c.intermediate), V = double(c.vocab);
+  const double H = double(c.heads), Hkv = double(c.kv_heads), d = double(c.head_dim);
+  const double per_token_layer = 2 * D * (2 * H * d + 2 * Hkv * d) + 2 * 3 * D * I;
+  return double(c.layers) * (N * per_token_layer + 4 * H * d * N * (N + 1) / 2) + N * 2 * D * V;
+}
+
 DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std::int32_t>& ids, std::size_t threads) {
   const DecoderConfig& c = model.config;
   if (ids.empty()) throw InputError("tokens: expected at least one token");

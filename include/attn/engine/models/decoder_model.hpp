@@ -68,6 +68,12 @@ struct DecoderForward {
   Tensor2 logits;                  // [L, vocab]
 };
 
+// FLOPs (2 x multiply-adds) of decoder_forward on n tokens: per layer and token the q, k, v, o
+// projections 2 D (2 H d + 2 Hkv d) and the MLP 2 x 3 D I; the logits 2 D vocab a token; and
+// the causal attention's Q K^T and P V over the n (n + 1) / 2 visible pairs, 4 H d each (a
+// window's hidden pairs counted too: the figure is for timing, an upper bound there).
+double decoder_forward_flops(const DecoderConfig& config, std::size_t n);
+
 // ids: token ids in [0, vocab), at most max_positions of them. InputError otherwise, or when the
 // activations overflow float32. threads: 0 = every hardware thread.
 DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std::int32_t>& ids,

@@ -10,6 +10,9 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/models/decoder_model.hpp"
 #include "attn/engine/positions/rope.hpp"
+#include "attn/io/decoder_model_file.hpp"
+#include "attn/lessons/models/gpt2_generate.hpp"
+#include "support.hpp"
 
 using namespace attn;
 
@@ -76,4 +79,44 @@ TEST_CASE("decoder: the forward pass's FLOPs, by hand") {
   // A token of a layer: q 8x8, k 8x4, v 8x4, o 8x8 = 192 multiply-adds; the MLP 3 x 8 x 12 = 288;
   // 2 x 480 = 960 FLOPs. 3 tokens: 6 visible pairs, 4 x 4 x 2 = 32 FLOPs each = 192. Logits: 2 x 8 x 10 a token.
   CHECK(decoder_forward_flops(c, 3) == doctest::Approx(2 * (3 * 960 + 192) + 3 * 160));
+}
+
+TEST_CASE("decoder: generation through Hkv-head KV caches equals full forwards, with and without a window") {
+  const DecoderModel model = read_decoder_model(attn::test::data_path("llama_tiny"));
+  const DecoderConfig& c = model.config;
+  REQUIRE(c.kv_heads < c.heads);  // grouped-query heads: the cache holds Hkv of them
+  Gpt2GenerateConfig g;
+  g.prompt = {1, 5, 9, 3, 1};
+  g.new_tokens = 6;
+  g.check_every_step = true;
+  const Gpt2Generation plain = decoder_generate(model, g);
+  REQUIRE(plain.steps.size() == 6);
+  for (std::size_t n = 0; n < plain.steps.size(); ++n) {
+    const Gpt2GenerateStep& s = plain.steps[n];
+    CHECK(*s.max_diff_vs_full <= 1e-4 * s.logit_scale);
+    // K and V of every layer, Hkv heads of head_dim float64 values per token: H / Hkv times less
+    // than a cache of every query head.
+    CHECK(s.cache_len == 5 + n);
+    CHECK(s.cache_bytes == c.layers * 2 * c.kv_heads * c.head_dim * s.cache_len * 8);
+  }
+  // A sliding window of 3 keys (Mistral's), past which the prefix runs: the cached steps apply
+  // it as the full forward does, and it changes what the model writes.
+  DecoderModel windowed = model;
+  windowed.config.sliding_window = 3;
+  const Gpt2Generation w = decoder_generate(windowed, g);
+  bool changed = false;
+  for (std::size_t n = 0; n < w.steps.size(); ++n) {
+    CHECK(*w.steps[n].max_diff_vs_full <= 1e-4 * w.steps[n].logit_scale);
+    changed = changed || w.steps[n].id != plain.steps[n].id || w.steps[n].probability != plain.steps[n].probability;
+  }
+  CHECK(changed);
+  // A bfloat16 cache: a quarter of the bytes, and only its rounding away from the full forward.
+  g.kv_dtype = KvDtype::bfloat16;
+  const Gpt2Generation half = decoder_generate(model, g);
+  CHECK(half.steps[0].cache_bytes * 4 == plain.steps[0].cache_bytes);
+  CHECK(*half.steps[0].max_diff_vs_full > 0);
+  CHECK(*half.steps[0].max_diff_vs_full < 0.05 * half.steps[0].logit_scale);
+  // Past max_position_embeddings: refused before anything runs.
+  g.new_tokens = c.max_positions;
+  CHECK_THROWS_AS(decoder_generate(model, g), InputError);
 }

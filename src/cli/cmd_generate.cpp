@@ -8,7 +8,9 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/text/printable_text.hpp"
+#include "attn/io/decoder_model_file.hpp"
 #include "attn/io/gpt2_model_file.hpp"
+#include "attn/io/hf_config.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/lessons/models/generate.hpp"
 #include "attn/lessons/models/gpt2_forward.hpp"
@@ -33,6 +35,8 @@ struct GenerateCliOptions {
   std::optional<double> temperature;
   std::optional<std::int64_t> top_k;
   bool check = false;
+  std::string prompt_ids;  // a Llama-family folder's prompt, as ids
+  bool sentence_given = false;
   std::vector<CLI::Option*> lesson_only, model_only;  // flags that belong to one mode
   std::string rope;  // "", "half" or "interleaved"
   std::string kv_dtype = "f64";
@@ -133,38 +137,46 @@ void print_generate(const GenerateResult& r) {
   print_flops_summary(r);
 }
 
-// GPT-2 writing after the prompt: each token as it is chosen, then the whole text.
-void print_gpt2_generation(const Gpt2Generation& g, const Gpt2Tokenizer& tokenizer, const Gpt2Config& c,
-                           const std::string& model) {
+// A token's label: the tokenizer's, or "<id N>" without one.
+std::string token_label(const Gpt2Tokenizer* tokenizer, std::int32_t id) {
+  return tokenizer ? tokenizer->label_or_id(id) : "<id " + std::to_string(id) + ">";
+}
+
+// A model writing after the prompt: each token as it is chosen, then the whole text. `model`
+// describes it ("GPT-2 model DIR: 2 layers x 4 heads, width 32"); `caches` the caches it fills.
+void print_generation(const Gpt2Generation& g, const Gpt2Tokenizer* tokenizer, const std::string& model,
+                      const std::string& caches) {
   const Gpt2GenerateConfig& o = g.config;
   const bool sampling = o.temperature > 0 || o.top_k > 0;
-  std::cout << "GPT-2 model " << model << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
-            << c.n_embd << ". Prompt, " << count_of(o.prompt.size(), "token") << ":";
-  for (std::int32_t id : o.prompt) std::cout << " [" << printable_text(tokenizer.label_or_id(id)) << "]";
+  std::cout << model << ". Prompt, " << count_of(o.prompt.size(), "token") << ":";
+  for (std::int32_t id : o.prompt) std::cout << " [" << printable_text(token_label(tokenizer, id)) << "]";
   std::cout << "\n"
             << (sampling ? "Sampling: softmax(logits / " + format_fixed(o.temperature > 0 ? o.temperature : 1.0, 3) +
                                ") over the " + (o.top_k ? "top " + std::to_string(o.top_k) : std::string("whole vocabulary")) +
                                ", seed " + std::to_string(o.seed)
                          : std::string("Greedy: the most likely token each step"))
-            << ". The prompt is one prefill; each new token is fed alone through " << c.n_layer
-            << " KV caches (" << (o.kv_dtype == KvDtype::bfloat16 ? "bfloat16" : "float64") << ").\n\n";
+            << ". The prompt is one prefill; each new token is fed alone through " << caches << " ("
+            << (o.kv_dtype == KvDtype::bfloat16 ? "bfloat16" : "float64") << ").\n\n";
   Table table{{"step", "id", "token", "p", "cache tokens", "cache bytes", "max |cached - full|"}, {}};
   for (std::size_t n = 0; n < g.steps.size(); ++n) {
     const Gpt2GenerateStep& s = g.steps[n];
     char diff[48] = "-";
     if (s.max_diff_vs_full) std::snprintf(diff, sizeof diff, "%.1e (logits up to %.3g)", *s.max_diff_vs_full, s.logit_scale);
-    table.rows.push_back({std::to_string(n + 1), std::to_string(s.id),
-                          "[" + printable_text(tokenizer.label_or_id(s.id)) + "]",
+    table.rows.push_back({std::to_string(n + 1), std::to_string(s.id), "[" + printable_text(token_label(tokenizer, s.id)) + "]",
                           format_fixed(s.probability, 4), std::to_string(s.cache_len), std::to_string(s.cache_bytes), diff});
   }
   std::cout << render_table(table, TableFormat::text);
-  std::vector<TokenId> generated(g.ids.begin() + std::ptrdiff_t(o.prompt.size()), g.ids.end());
-  std::cout << "\nText: " << printable_text(gpt2_ids_text(tokenizer, o.prompt)) << "|" << printable_text(gpt2_ids_text(tokenizer, generated))
-            << "\n       (the prompt, then '|', then what the model wrote)\n";
+  if (tokenizer) {
+    std::vector<TokenId> generated(g.ids.begin() + std::ptrdiff_t(o.prompt.size()), g.ids.end());
+    std::cout << "\nText: " << printable_text(gpt2_ids_text(*tokenizer, o.prompt)) << "|"
+              << printable_text(gpt2_ids_text(*tokenizer, generated))
+              << "\n       (the prompt, then '|', then what the model wrote)\n";
+  }
   if (!o.check_every_step) std::cout << "(--check recomputes the whole prefix at every step and compares the logits)\n";
 }
 
-void run_gpt2_generate(const GenerateCliOptions& opts) {
+// --tokens, --temperature, --top-k, --seed, --check and --kv-dtype of a model run.
+Gpt2GenerateConfig model_generate_config(const GenerateCliOptions& opts) {
   for (CLI::Option* flag : opts.lesson_only)
     if (flag->count()) throw InputError(flag->get_name() + ": belongs to the lesson on random weights; leave it out with --model");
   if (!opts.new_tokens) throw InputError("--tokens: give the number of tokens to generate with --model");
@@ -180,22 +192,57 @@ void run_gpt2_generate(const GenerateCliOptions& opts) {
   g.seed = opts.config.seed;
   g.check_every_step = opts.check;
   g.kv_dtype = parse_kv_dtype(opts.kv_dtype);
-  if (!is_gpt2_folder(opts.model))
-    throw InputError("--model: " + opts.model + " is not a GPT-2 folder (config.json with \"model_type\": \"gpt2\")");
+  return g;
+}
+
+void run_gpt2_generate(const GenerateCliOptions& opts, Gpt2GenerateConfig g) {
+  if (!opts.prompt_ids.empty()) throw InputError("--prompt-ids: a GPT-2 folder reads the sentence with its own tokenizer");
   const Gpt2Model model = read_gpt2_model(opts.model, Gpt2Loading::widen_all);
   const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(opts.model);
   g.prompt = gpt2_tokens_from_text(tokenizer, opts.config.sentence).ids;
   reuse_freed_memory();
   check_gpt2_generate_config(g, model.config);
   const Gpt2Generation result = gpt2_generate(model, g);
-  if (opts.json) std::cout << gpt2_generation_json(result, tokenizer).dump() << "\n";
-  else print_gpt2_generation(result, tokenizer, model.config, opts.model);
+  const Gpt2Config& c = model.config;
+  if (opts.json) std::cout << gpt2_generation_json(result, &tokenizer).dump() << "\n";
+  else
+    print_generation(result, &tokenizer,
+                     "GPT-2 model " + opts.model + ": " + std::to_string(c.n_layer) + " layers x " +
+                         std::to_string(c.n_head) + " heads, width " + std::to_string(c.n_embd),
+                     std::to_string(c.n_layer) + " KV caches");
+}
+
+// A Llama, Mistral or Qwen2 folder: the prompt as ids (its tokenizer.json is not read yet).
+void run_decoder_generate(const GenerateCliOptions& opts, Gpt2GenerateConfig g) {
+  if (opts.prompt_ids.empty())
+    throw InputError("--prompt-ids: attn-cli does not read this folder's tokenizer.json yet; give the prompt as ids");
+  if (opts.sentence_given) throw InputError("sentence: give the prompt as --prompt-ids only (no tokenizer.json is read)");
+  const DecoderModel model = read_decoder_model(opts.model);
+  const DecoderConfig& c = model.config;
+  g.prompt = gpt2_tokens_from_list(nullptr, opts.prompt_ids, c.vocab).ids;
+  check_decoder_generate_config(g, c);
+  const Gpt2Generation result = decoder_generate(model, g);
+  if (opts.json) std::cout << gpt2_generation_json(result, nullptr).dump() << "\n";
+  else
+    print_generation(result, nullptr,
+                     std::string(decoder_family_name(c.family)) + " model " + opts.model + ": " + std::to_string(c.layers) +
+                         " layers x " + std::to_string(c.heads) + " query heads, head dim " + std::to_string(c.head_dim),
+                     std::to_string(c.layers) + " KV caches of " + std::to_string(c.kv_heads) + " key/value heads each (" +
+                         std::to_string(c.heads) + " query heads share them: " + std::to_string(c.heads / c.kv_heads) +
+                         "x less than multi-head attention would keep)");
+}
+
+void run_model_generate(const GenerateCliOptions& opts) {
+  const Gpt2GenerateConfig g = model_generate_config(opts);
+  if (is_gpt2_folder(opts.model)) return run_gpt2_generate(opts, g);
+  if (is_decoder_folder(opts.model)) return run_decoder_generate(opts, g);
+  throw InputError("--model: " + opts.model + " is not a GPT-2, Llama, Mistral or Qwen2 folder (config.json's \"model_type\")");
 }
 
 void run_generate_command(GenerateCliOptions opts) {
-  if (!opts.model.empty()) return run_gpt2_generate(opts);
+  if (!opts.model.empty()) return run_model_generate(opts);
   for (CLI::Option* flag : opts.model_only)
-    if (flag->count()) throw InputError(flag->get_name() + ": generates with a GPT-2 folder; give --model DIR too");
+    if (flag->count()) throw InputError(flag->get_name() + ": generates with a model folder; give --model DIR too");
   if (!opts.rope.empty()) opts.config.rope = parse_rope_style(opts.rope, "--rope");
   opts.config.kv_dtype = parse_kv_dtype(opts.kv_dtype);
   const ImageOptions image = image_options(opts.image);
@@ -219,13 +266,17 @@ void setup_generate(CLI::App& app) {
   GenerateConfig& c = opts->config;
   cmd->add_option("sentence", c.sentence, "the sentence (UTF-8); with --model, the prompt")->capture_default_str();
   add_model_option(cmd, opts->model,
-                  "a GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt): generate --tokens N "
+                  "a GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt), or a Llama, Mistral or "
+                  "Qwen2 folder with --prompt-ids: generate --tokens N "
                   "tokens after the sentence through the model's KV caches");
   opts->model_only = {
       cmd->add_option("--tokens", opts->new_tokens, "with --model: how many tokens to generate (1 or more)"),
       cmd->add_option("--temperature", opts->temperature,
                       "with --model: sample from softmax(logits / T) (T > 0, seeded by --seed); 0 or absent = greedy"),
       cmd->add_option("--top-k", opts->top_k, "with --model: sample among the K most likely tokens only (0 = all)"),
+      cmd->add_option("--prompt-ids", opts->prompt_ids,
+                      "with a Llama, Mistral or Qwen2 --model: the prompt as token ids I,J,... (its tokenizer.json is "
+                      "not read yet)"),
       cmd->add_flag("--check", opts->check,
                     "with --model: at every step also run the whole prefix without the cache and report the largest "
                     "logit difference")};
@@ -267,8 +318,12 @@ logits with a full forward pass on the prefix, without the cache):
   attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --check
   attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --check --kv-dtype bf16
   attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --temperature 0.8 --top-k 40 --seed 7 --json
+  attn-cli generate --model data/llama_tiny --prompt-ids 1,5,9,3,1,5 --tokens 6 --check
 )");
-  cmd->callback([opts] { run_generate_command(*opts); });
+  cmd->callback([opts, cmd] {
+    opts->sentence_given = cmd->count("sentence") > 0;
+    run_generate_command(*opts);
+  });
 }
 
 }  // namespace attn::cli

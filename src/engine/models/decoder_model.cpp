@@ -15,14 +15,15 @@
 #include "attn/engine/core/linear.hpp"
 #include "attn/engine/positions/rope.hpp"
 #include "core/finite_stream.hpp"
+#include "decoder_parts.hpp"
 #include "gpt2_parts.hpp"
 
 namespace attn {
-namespace {
+namespace detail {
 
 // y [L, Out] = x [L, In] W^T (+ b): torch.nn.Linear with W [Out, In], columns split across
 // threads (under OneBlasThread).
-Tensor2 project(const Tensor2& x, const Tensor2& w, const Tensor1& b, std::size_t threads) {
+Tensor2 decoder_project(const Tensor2& x, const Tensor2& w, const Tensor1& b, std::size_t threads) {
   const std::size_t L = x.shape(0), In = x.shape(1), Out = w.shape(0);
   Tensor2 y = Tensor2::from_shape({L, Out});
   detail::column_slices(Out, threads, [&](std::size_t first, std::size_t count) {
@@ -49,40 +50,36 @@ Tensor2 rms_norm(const Tensor2& x, const Tensor1& weight, double eps) {
   return y;
 }
 
+namespace {
 float silu(float x) { return float(double(x) / (1.0 + std::exp(-double(x)))); }
+}  // namespace
 
-// q or k [L, heads d] -> [heads, L, d], rotated to positions 0 .. L-1.
-Tensor3 rotated_heads(const Tensor2& x, std::size_t heads, const RopeOptions& rope) {
+Tensor3 rotated_heads(const Tensor2& x, std::size_t heads, std::size_t first_position, const RopeOptions& rope) {
   std::vector<std::int64_t> positions(x.shape(0));
-  std::iota(positions.begin(), positions.end(), 0);
+  std::iota(positions.begin(), positions.end(), std::int64_t(first_position));
   return apply_rope(split_heads(x, heads), positions, rope);
 }
 
-// The attention half of a layer on h = rms_norm(x) * input_layernorm: its output [L, D] and
-// weights [H, L, L].
-Tensor2 attention_branch(const DecoderLayer& w, const Tensor2& h, const DecoderConfig& c, std::size_t layer,
-                         const RopeOptions& rope, std::size_t threads, Tensor3& weights) {
-  const Tensor3 q = rotated_heads(project(h, w.w_q, w.b_q, threads), c.heads, rope);
-  const Tensor3 k = rotated_heads(project(h, w.w_k, w.b_k, threads), c.kv_heads, rope);
-  const Tensor3 v = split_heads(project(h, w.w_v, w.b_v, threads), c.kv_heads);
+SdpaOptions decoder_attention_options(const DecoderConfig& c, std::size_t layer) {
   SdpaOptions so;
-  so.causal = true;  // scale 1/sqrt(d), the default
-  if (c.sliding_window > 0 && layer >= c.window_first_layer) so.mask_mod.window = {{c.sliding_window - 1, 0}};  // the last W keys
+  so.causal = true;  // bottom-right aligned: a decode step's queries are the last positions; scale 1/sqrt(d)
+  if (c.sliding_window > 0 && layer >= c.window_first_layer) so.mask_mod.window = {{c.sliding_window - 1, 0}};
+  return so;
+}
+
+BackendOptions decoder_backend(std::size_t threads) {
   BackendOptions bo;
   bo.backend = Backend::flash;
   bo.precision = FlashPrecision::float32;
   bo.threads = threads;
-  SdpaResult r = attention(q, k, v, nullptr, so, bo, /*with_weights=*/true);
-  weights = std::move(r.weights);
-  return project(merge_heads(r.output), w.w_o, Tensor1{}, threads);
+  return bo;
 }
 
-// SwiGLU on h = rms_norm(x) * post_attention_layernorm.
 Tensor2 mlp_branch(const DecoderLayer& w, const Tensor2& h, std::size_t threads) {
-  Tensor2 gate = project(h, w.w_gate, Tensor1{}, threads);
-  const Tensor2 up = project(h, w.w_up, Tensor1{}, threads);
+  Tensor2 gate = decoder_project(h, w.w_gate, Tensor1{}, threads);
+  const Tensor2 up = decoder_project(h, w.w_up, Tensor1{}, threads);
   for (std::size_t i = 0; i < gate.size(); ++i) gate.data()[i] = silu(gate.data()[i]) * up.data()[i];
-  return project(gate, w.w_down, Tensor1{}, threads);
+  return decoder_project(gate, w.w_down, Tensor1{}, threads);
 }
 
 Tensor2 embed(const DecoderModel& model, const std::vector<std::int32_t>& ids) {
@@ -97,7 +94,6 @@ Tensor2 embed(const DecoderModel& model, const std::vector<std::int32_t>& ids) {
   return x;
 }
 
-// logits [L, vocab] = x lm_head^T, a block of lm_head's rows at a time on each thread.
 Tensor2 unembed(const DecoderModel& model, const Tensor2& x, std::size_t threads) {
   const std::size_t L = x.shape(0), D = model.config.hidden, V = model.config.vocab;
   Tensor2 logits = Tensor2::from_shape({L, V});
@@ -113,6 +109,24 @@ Tensor2 unembed(const DecoderModel& model, const Tensor2& x, std::size_t threads
     }
   });
   return logits;
+}
+
+}  // namespace detail
+
+namespace {
+
+// The attention half of a layer on h = rms_norm(x) * input_layernorm: its output [L, D] and
+// weights [H, L, L].
+Tensor2 attention_branch(const DecoderLayer& w, const Tensor2& h, const DecoderConfig& c, std::size_t layer,
+                         const RopeOptions& rope, std::size_t threads, Tensor3& weights) {
+  using namespace detail;
+  const Tensor3 q = rotated_heads(decoder_project(h, w.w_q, w.b_q, threads), c.heads, 0, rope);
+  const Tensor3 k = rotated_heads(decoder_project(h, w.w_k, w.b_k, threads), c.kv_heads, 0, rope);
+  const Tensor3 v = split_heads(decoder_project(h, w.w_v, w.b_v, threads), c.kv_heads);
+  SdpaResult r = attention(q, k, v, nullptr, decoder_attention_options(c, layer), decoder_backend(threads),
+                           /*with_weights=*/true);
+  weights = std::move(r.weights);
+  return decoder_project(merge_heads(r.output), w.w_o, Tensor1{}, threads);
 }
 
 }  // namespace
@@ -173,17 +187,17 @@ DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std:
   const detail::OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
   RopeOptions rope;
   rope.frequencies = decoder_rope_frequencies(c);
-  Tensor2 x = embed(model, ids);
+  Tensor2 x = detail::embed(model, ids);
   DecoderForward out;
   out.attention.resize(c.layers);
   DecoderLayer w = unfilled_decoder_layer(c);
   for (std::size_t l = 0; l < c.layers; ++l) {
     model.stored->widen_layer(l, w);
-    x += attention_branch(w, rms_norm(x, w.input_norm, c.rms_eps), c, l, rope, threads, out.attention[l]);
-    x += mlp_branch(w, rms_norm(x, w.post_norm, c.rms_eps), threads);
+    x += attention_branch(w, detail::rms_norm(x, w.input_norm, c.rms_eps), c, l, rope, threads, out.attention[l]);
+    x += detail::mlp_branch(w, detail::rms_norm(x, w.post_norm, c.rms_eps), threads);
     detail::require_finite_stream(x, "layer " + std::to_string(l));
   }
-  out.logits = unembed(model, rms_norm(x, model.norm, c.rms_eps), threads);
+  out.logits = detail::unembed(model, detail::rms_norm(x, model.norm, c.rms_eps), threads);
   detail::require_finite_stream(out.logits, "the unembedding (the logits)");
   return out;
 }

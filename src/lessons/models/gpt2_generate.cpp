@@ -6,26 +6,72 @@
 #include <numeric>
 
 #include "attn/engine/core/error.hpp"
+#include "attn/engine/models/decoder_decode.hpp"
 #include "attn/engine/models/gpt2_decode.hpp"
 
 namespace attn {
 
-void check_gpt2_generate_config(const Gpt2GenerateConfig& g, const Gpt2Config& c) {
+namespace {
+
+// A model's vocabulary and positions, and what its config names them.
+void check_generate_config(const Gpt2GenerateConfig& g, std::size_t vocab, std::size_t positions,
+                           const char* positions_name) {
   if (g.prompt.empty()) throw InputError("prompt: expected at least one token");
   if (g.new_tokens == 0) throw InputError("--tokens: expected at least 1 token to generate, got 0");
-  if (g.prompt.size() > c.n_positions || g.new_tokens > c.n_positions - g.prompt.size()) {
+  if (g.prompt.size() > positions || g.new_tokens > positions - g.prompt.size()) {
     throw InputError("--tokens: the prompt's " + std::to_string(g.prompt.size()) + " tokens + " +
-                     std::to_string(g.new_tokens) + " new ones exceed the model's n_positions of " +
-                     std::to_string(c.n_positions));
+                     std::to_string(g.new_tokens) + " new ones exceed the model's " + positions_name + " of " +
+                     std::to_string(positions));
   }
   if (!std::isfinite(g.temperature) || g.temperature < 0)
     throw InputError("--temperature: expected a finite number >= 0 (0 = greedy), got " + std::to_string(g.temperature));
-  if (g.top_k > c.vocab_size)
-    throw InputError("--top-k: expected 0.." + std::to_string(c.vocab_size) + " (the vocabulary), got " +
-                     std::to_string(g.top_k));
+  if (g.top_k > vocab)
+    throw InputError("--top-k: expected 0.." + std::to_string(vocab) + " (the vocabulary), got " + std::to_string(g.top_k));
   for (std::int32_t id : g.prompt)
-    if (id < 0 || std::size_t(id) >= c.vocab_size)
-      throw InputError("prompt: id " + std::to_string(id) + " out of range [0, " + std::to_string(c.vocab_size) + ")");
+    if (id < 0 || std::size_t(id) >= vocab)
+      throw InputError("prompt: id " + std::to_string(id) + " out of range [0, " + std::to_string(vocab) + ")");
+}
+
+// The loop every model's generation shares: the prompt as one prefill, then one token a step;
+// with check_every_step, each step's logits against full(ids) on the whole prefix.
+template <class Decoder, class Full>
+Gpt2Generation generate_through(Decoder& decoder, Full full, std::size_t V, const Gpt2GenerateConfig& config) {
+  Gpt2Generation g;
+  g.config = config;
+  g.ids = config.prompt;
+  Rng rng(config.seed);
+  std::vector<std::int32_t> feed = config.prompt;
+  for (std::size_t n = 0; n < config.new_tokens; ++n) {
+    const Tensor2 logits = decoder.feed(feed);
+    const std::span<const float> z(logits.data() + (logits.shape(0) - 1) * V, V);
+    Gpt2GenerateStep step;
+    step.cache_len = decoder.length();
+    step.cache_bytes = decoder.cache_bytes();
+    for (float x : z) step.logit_scale = std::max(step.logit_scale, std::fabs(double(x)));
+    if (config.check_every_step) {
+      const Tensor2 whole = full(g.ids);  // the whole prefix again, no cache
+      double diff = 0;
+      for (std::size_t v = 0; v < V; ++v) diff = std::max(diff, std::fabs(double(whole(whole.shape(0) - 1, v)) - z[v]));
+      step.max_diff_vs_full = diff;
+    }
+    const NextChoice next = choose_next_token(z, config.temperature, config.top_k, rng);
+    step.id = next.id;
+    step.probability = next.probability;
+    g.steps.push_back(step);
+    g.ids.push_back(next.id);
+    feed = {next.id};
+  }
+  return g;
+}
+
+}  // namespace
+
+void check_gpt2_generate_config(const Gpt2GenerateConfig& g, const Gpt2Config& c) {
+  check_generate_config(g, c.vocab_size, c.n_positions, "n_positions");
+}
+
+void check_decoder_generate_config(const Gpt2GenerateConfig& g, const DecoderConfig& c) {
+  check_generate_config(g, c.vocab, c.max_positions, "max_position_embeddings");
 }
 
 NextChoice choose_next_token(std::span<const float> z, double temperature, std::size_t top_k, Rng& rng) {
@@ -57,34 +103,18 @@ NextChoice choose_next_token(std::span<const float> z, double temperature, std::
 
 Gpt2Generation gpt2_generate(const Gpt2Model& model, const Gpt2GenerateConfig& config) {
   check_gpt2_generate_config(config, model.config);
-  Gpt2Generation g;
-  g.config = config;
-  g.ids = config.prompt;
   Gpt2Decoder decoder(model, config.kv_dtype);
-  Rng rng(config.seed);
-  std::vector<std::int32_t> feed = config.prompt;  // the prompt as one prefill, then one token a step
-  const std::size_t V = model.config.vocab_size;
-  for (std::size_t n = 0; n < config.new_tokens; ++n) {
-    const Tensor2 logits = decoder.feed(feed);
-    const std::span<const float> z(logits.data() + (logits.shape(0) - 1) * V, V);
-    Gpt2GenerateStep step;
-    step.cache_len = decoder.length();
-    step.cache_bytes = decoder.cache_bytes();
-    for (float x : z) step.logit_scale = std::max(step.logit_scale, std::fabs(double(x)));
-    if (config.check_every_step) {
-      const Tensor2 full = gpt2_forward(model, g.ids).logits;  // the whole prefix again, no cache
-      double diff = 0;
-      for (std::size_t v = 0; v < V; ++v) diff = std::max(diff, std::fabs(double(full(full.shape(0) - 1, v)) - z[v]));
-      step.max_diff_vs_full = diff;
-    }
-    const NextChoice next = choose_next_token(z, config.temperature, config.top_k, rng);
-    step.id = next.id;
-    step.probability = next.probability;
-    g.steps.push_back(step);
-    g.ids.push_back(next.id);
-    feed = {next.id};
-  }
-  return g;
+  return generate_through(
+      decoder, [&](const std::vector<std::int32_t>& ids) { return gpt2_forward(model, ids).logits; },
+      model.config.vocab_size, config);
+}
+
+Gpt2Generation decoder_generate(const DecoderModel& model, const Gpt2GenerateConfig& config) {
+  check_decoder_generate_config(config, model.config);
+  CachedDecoder decoder(model, config.kv_dtype);
+  return generate_through(
+      decoder, [&](const std::vector<std::int32_t>& ids) { return decoder_forward(model, ids).logits; },
+      model.config.vocab, config);
 }
 
 std::string gpt2_ids_text(const Gpt2Tokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
@@ -101,12 +131,13 @@ std::string gpt2_ids_text(const Gpt2Tokenizer& tokenizer, const std::vector<std:
   return text + tokenizer.decode_text(run);
 }
 
-Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer& tokenizer) {
+Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer* tokenizer) {
   const Gpt2GenerateConfig& c = g.config;
   const bool sampling = c.temperature > 0 || c.top_k > 0;
   Json steps = Json::array();
   for (const Gpt2GenerateStep& s : g.steps) {
-    Json j = {{"id", s.id},        {"text", tokenizer.text_or_id(s.id)},         {"probability", s.probability},
+    const std::string text = tokenizer ? tokenizer->text_or_id(s.id) : "<id " + std::to_string(s.id) + ">";
+    Json j = {{"id", s.id},        {"text", text},         {"probability", s.probability},
               {"cache_len", s.cache_len}, {"cache_bytes", s.cache_bytes}, {"logit_scale", s.logit_scale}};
     if (s.max_diff_vs_full) j["max_abs_diff_vs_full"] = *s.max_diff_vs_full;
     steps.push_back(j);
@@ -126,7 +157,7 @@ Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer& tokenize
           {"kv_dtype", kv_dtype_name(c.kv_dtype)},
           {"steps", steps},
           {"ids", g.ids},
-          {"generated_text", gpt2_ids_text(tokenizer, generated)}};
+          {"generated_text", tokenizer ? Json(gpt2_ids_text(*tokenizer, generated)) : Json(nullptr)}};
 }
 
 }  // namespace attn

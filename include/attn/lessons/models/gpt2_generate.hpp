@@ -19,6 +19,7 @@
 
 #include "attn/engine/attention/kv_cache.hpp"
 #include "attn/engine/text/gpt2_bpe.hpp"
+#include "attn/engine/models/decoder_model.hpp"
 #include "attn/engine/models/gpt2_model.hpp"
 #include "attn/engine/core/random.hpp"
 #include "attn/io/json_io.hpp"
@@ -55,6 +56,11 @@ struct Gpt2Generation {
 void check_gpt2_generate_config(const Gpt2GenerateConfig& config, const Gpt2Config& model);
 Gpt2Generation gpt2_generate(const Gpt2Model& model, const Gpt2GenerateConfig& config);
 
+// The same for a Llama, Mistral or Qwen2 folder (engine/models/decoder_decode.hpp: one cache per
+// layer of Hkv heads), the prompt given as ids; --check compares with decoder_forward.
+void check_decoder_generate_config(const Gpt2GenerateConfig& config, const DecoderConfig& model);
+Gpt2Generation decoder_generate(const DecoderModel& model, const Gpt2GenerateConfig& config);
+
 // The next id from logits z by the rule above (rng draws one uniform when sampling).
 struct NextChoice {
   std::int32_t id;
@@ -67,7 +73,8 @@ NextChoice choose_next_token(std::span<const float> z, double temperature, std::
 std::string gpt2_ids_text(const Gpt2Tokenizer& tokenizer, const std::vector<std::int32_t>& ids);
 
 // {"prompt": [...ids], "rule", "temperature", "top_k", "seed", "steps": [{id, text, probability,
-// cache_len, cache_bytes, max_abs_diff_vs_full?, logit_scale}], "ids", "text"}.
-Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer& tokenizer);
+// cache_len, cache_bytes, max_abs_diff_vs_full?, logit_scale}], "ids", "generated_text"}. Without
+// a tokenizer (null) every text is "<id N>" and generated_text is null.
+Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer* tokenizer);
 
 }  // namespace attn

@@ -2,6 +2,7 @@
 """Hostile Llama-family folders (issue 37): each is built by scripts/make_decoder_folder.py and
 then broken one way, and `attn-cli forward --model DIR --tokens ...` must answer with exit code
 2, exactly one line on stderr starting "error: ", naming what is wrong, and nothing on stdout.
+The commands that do not run these models yet (demo, rank-collapse, tokenize) say so the same way.
 
     /usr/bin/python3 scripts/check_decoder_refusals.py build/attn-cli /tmp/decoder-refusals
 """
@@ -59,6 +60,13 @@ def cases(root):
     out.append(("an id past the vocabulary", plain, ["--tokens", "1,97"], "out of range [0, 97)"))
     out.append(("more tokens than positions", plain, ["--tokens", "1,2,3,4,5,6,7,8,9"], "max_position_embeddings 8"))
     out.append(("text without a tokenizer", plain, ["hello"], "tokenizer.json"))
+    out.append(("demo, which does not show these models yet", plain, ["@demo", "--out", os.path.join(root, "demo-out")],
+                "a Hugging Face Llama, Mistral or Qwen2 folder"))
+    out.append(("rank-collapse on one", plain, ["@rank-collapse"], "a Hugging Face Llama, Mistral or Qwen2 folder"))
+    out.append(("generate without prompt ids", plain, ["@generate", "--tokens", "2"], "--prompt-ids"))
+    with open(os.path.join(plain, "tokenizer.json"), "w") as f:
+        f.write("{}")
+    out.append(("tokenize with a tokenizer.json", plain, ["@tokenize", "hello"], "tokenizer.json"))
     return out
 
 
@@ -67,8 +75,11 @@ def main():
     os.makedirs(root, exist_ok=True)
     failures = 0
     for what, folder, extra, expected in cases(root):
-        args = extra if extra else ["--tokens", "1,2,3"]
-        r = subprocess.run([cli, "forward", "--model", folder, *args], capture_output=True, text=True)
+        command = "forward"
+        if extra and extra[0].startswith("@"):  # another command than forward
+            command, extra = extra[0][1:], extra[1:]
+        args = extra if extra or command != "forward" else ["--tokens", "1,2,3"]
+        r = subprocess.run([cli, command, "--model", folder, *args], capture_output=True, text=True)
         lines = r.stderr.splitlines()
         ok = r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0] \
             and r.stdout == ""

@@ -16,8 +16,12 @@ std::string existing_file(const std::string& dir, const char* name) {
   const std::string path = model_file(dir, name);
   std::error_code ec;  // a link loop is no folder either
   if (!std::filesystem::is_directory(dir, ec)) throw InputError(dir + ": no such folder");
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    if (std::filesystem::is_regular_file(std::filesystem::path(dir) / "tokenizer.json", ec))
+      throw InputError(path + ": missing; the folder's tokenizer.json (Hugging Face's tokenizers format) is not read "
+                       "yet: give token ids instead (forward --tokens, generate --prompt-ids)");
     throw InputError(path + ": missing (a GPT-2 tokenizer folder has vocab.json and merges.txt)");
+  }
   return path;
 }
 

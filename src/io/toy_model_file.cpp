@@ -5,6 +5,7 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/io/file_io.hpp"
+#include "attn/io/hf_config.hpp"
 #include "attn/io/json_io.hpp"
 #include "attn/io/safetensors.hpp"
 
@@ -86,6 +87,9 @@ ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info) {
   std::error_code ec;  // a link loop is no file either
   if (!std::filesystem::is_regular_file(config_path, ec))
     throw InputError(dir + ": not a model folder (no config.json)");
+  if (is_decoder_folder(dir))
+    throw InputError(dir + ": a Hugging Face Llama, Mistral or Qwen2 folder; this command reads attn-cli's own models "
+                     "and GPT-2 folders (forward and generate run this one)");
   const Json config = read_json(config_path);
   const std::string weights_path = model_file(dir, "model.safetensors");
   return toy_model_from(config, read_safetensors(weights_path), config_path, weights_path, info);

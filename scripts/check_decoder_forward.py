@@ -22,33 +22,13 @@ import argparse
 import json
 import math
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
 
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        raw = body[begin:end]
-        if info["dtype"] == "F32":
-            v = np.frombuffer(raw, "<f4").astype(np.float64)
-        elif info["dtype"] == "F16":
-            v = np.frombuffer(raw, "<f2").astype(np.float64)
-        else:  # BF16: the top half of a float32
-            v = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view("<f4").astype(np.float64)
-        out[name] = (v.reshape(info["shape"]), info["dtype"])
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_np import read_safetensors  # noqa: E402
 
 
 def read_weights(folder):

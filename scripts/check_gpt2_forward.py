@@ -14,38 +14,25 @@ and then requires the check to fail: a check that cannot tell those apart proves
 """
 import argparse
 import json
-import struct
+import os
 import subprocess
 import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_np import read_safetensors as read_safetensors_np  # noqa: E402
+
 TOLERANCE = 1e-4
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
+    """GPT-2's tensors by their bare names: "transformer." dropped, the short wte/wpe completed."""
     tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        raw = body[begin:end]
-        if info["dtype"] == "F32":
-            values = np.frombuffer(raw, "<f4")
-        elif info["dtype"] == "F16":
-            values = np.frombuffer(raw, "<f2")
-        elif info["dtype"] == "BF16":
-            values = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            raise SystemExit(f"check_gpt2_forward: unexpected dtype {info['dtype']}")
+    for name, (values, _) in read_safetensors_np(path).items():
         name = name[len("transformer."):] if name.startswith("transformer.") else name
         name = name + ".weight" if name in ("wte", "wpe") else name  # the short names some exports use
-        tensors[name] = values.astype(np.float64).reshape(info["shape"])
+        tensors[name] = values
     return tensors
 
 

@@ -65,4 +65,13 @@ std::size_t KvCache::bytes(std::size_t bytes_per_value) const {
   return 2 * num_kv_heads_ * length_ * head_dim_ * (bytes_per_value ? bytes_per_value : kv_dtype_bytes(dtype_));
 }
 
+TensorD3 KvCache::as_tensor(bool keys) const {
+  TensorD3 t = TensorD3::from_shape({num_kv_heads_, length_, head_dim_});
+  for (std::size_t h = 0; h < num_kv_heads_; ++h) {
+    const std::span<const double> src = keys ? this->keys(h) : values(h);
+    std::copy(src.begin(), src.end(), t.data() + h * length_ * head_dim_);
+  }
+  return t;
+}
+
 }  // namespace attn

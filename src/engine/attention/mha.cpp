@@ -187,19 +187,6 @@ std::optional<Mask3> slice_mask(const Mask3* allowed, std::size_t row0, std::siz
                         xt::range(col0, col0 + cols)));
 }
 
-// The cache's keys or values as one [Hkv, length, d] tensor, the layout sdpa_f64 reads.
-// A production kernel reads the cache in place; this copy is O(length * d), the same order
-// as the step's attention, so the step stays O(length * d).
-TensorD3 cache_tensor(const KvCache& cache, bool keys) {
-  const std::size_t Hkv = cache.num_kv_heads(), n = cache.length(), d = cache.head_dim();
-  TensorD3 t = TensorD3::from_shape({Hkv, n, d});
-  for (std::size_t h = 0; h < Hkv; ++h) {
-    const std::span<const double> src = keys ? cache.keys(h) : cache.values(h);
-    std::copy(src.begin(), src.end(), t.data() + h * n * d);
-  }
-  return t;
-}
-
 // Token i's row of x [heads, n, d], all heads: the [heads, d] slice the cache stores.
 std::vector<double> token_heads(const TensorD3& x, std::size_t i) {
   const std::size_t heads = x.shape(0), d = x.shape(2);
@@ -273,7 +260,7 @@ MhaDecodeResult mha_decode(const Tensor2& x, const MhaWeights& w, const Mask3* a
     const std::optional<Mask3> mask = slice_mask(allowed, first, count, key0, first + count - key0);
     const detail::SdpaF64 a =
         first == 0 ? detail::attend_f64(q, k, v, mask ? &*mask : nullptr, options.attention, options.backend)
-                   : detail::attend_f64(q, cache_tensor(cache, true), cache_tensor(cache, false),
+                   : detail::attend_f64(q, cache.keys_tensor(), cache.values_tensor(),
                                         mask ? &*mask : nullptr, options.attention, options.backend);
     detail::check_lse_fits_float32(a.lse);
     const TensorD2 y = output_projection(a.output, w.w_o, w.b_o);

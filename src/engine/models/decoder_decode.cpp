@@ -10,17 +10,6 @@
 namespace attn {
 namespace {
 
-// The cache's keys or values [Hkv, length, d], as the attention door takes them (float32).
-Tensor3 cached(const KvCache& cache, bool keys) {
-  const std::size_t H = cache.num_kv_heads(), L = cache.length(), d = cache.head_dim();
-  Tensor3 t = Tensor3::from_shape({H, L, d});
-  for (std::size_t h = 0; h < H; ++h) {
-    const std::span<const double> src = keys ? cache.keys(h) : cache.values(h);
-    std::copy(src.begin(), src.end(), t.data() + h * L * d);
-  }
-  return t;
-}
-
 // Appends the m new tokens' k, v ([Hkv, m, d]) to the cache, token by token.
 void append(KvCache& cache, const Tensor3& k, const Tensor3& v) {
   const std::size_t H = k.shape(0), m = k.shape(1), d = k.shape(2);
@@ -65,8 +54,9 @@ Tensor2 CachedDecoder::feed(const std::vector<std::int32_t>& ids) {
     const Tensor3 q = rotated_heads(decoder_project(h, w.w_q, w.b_q, 0), c.heads, p, rope);
     append(caches_[l], rotated_heads(decoder_project(h, w.w_k, w.b_k, 0), c.kv_heads, p, rope),
            split_heads(decoder_project(h, w.w_v, w.b_v, 0), c.kv_heads));
-    const SdpaResult r = attention(q, cached(caches_[l], true), cached(caches_[l], false), nullptr,
-                                   decoder_attention_options(c, l), decoder_backend(0), /*with_weights=*/false);
+    const Tensor3 k = xt::cast<float>(caches_[l].keys_tensor()), v = xt::cast<float>(caches_[l].values_tensor());
+    const SdpaResult r =
+        attention(q, k, v, nullptr, decoder_attention_options(c, l), decoder_backend(0), /*with_weights=*/false);
     x += decoder_project(merge_heads(r.output), w.w_o, Tensor1{}, 0);
     x += mlp_branch(w, rms_norm(x, w.post_norm, c.rms_eps), 0);
     require_finite_stream(x, "layer " + std::to_string(l));

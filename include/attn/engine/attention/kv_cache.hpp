@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/engine/core/tensor.hpp"
+
 namespace attn {
 
 // What the cache stores. float64: the reference. bfloat16: each value rounded to bfloat16 as it
@@ -57,12 +59,18 @@ class KvCache {
   // One kv head's keys / values, [length, d], oldest first.
   std::span<const double> keys(std::size_t kv_head) const;
   std::span<const double> values(std::size_t kv_head) const;
+  // Every head's keys or values as one [Hkv, length, d] tensor, the layout attention() reads. A
+  // production kernel reads the cache in place; this copy is O(length d), the order of the
+  // step's attention itself.
+  TensorD3 keys_tensor() const { return as_tensor(true); }
+  TensorD3 values_tensor() const { return as_tensor(false); }
 
   // Bytes of K and V held: 2 * Hkv * length * d * bytes_per_value; 0 = the cache's own dtype
   // (8 for float64, 2 for bfloat16). Pass 2 for what an fp16 model would hold for the same tokens.
   std::size_t bytes(std::size_t bytes_per_value = 0) const;
 
  private:
+  TensorD3 as_tensor(bool keys) const;
   std::size_t num_kv_heads_, head_dim_, window_;
   KvDtype dtype_;
   std::size_t length_ = 0, tokens_seen_ = 0;

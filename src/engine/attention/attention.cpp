@@ -141,22 +141,20 @@ GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD
                              const TensorD3& grad_output, const SdpaOptions& options,
                              const BackendOptions& backend) {
   check_backward_options(options, backend);
-  // The naive backward differentiates the forward's weights, which hold every variant; the
-  // tiled ones read the variant by index (CUDA: as a bitmap), as their forwards do.
+  // The naive backward differentiates the forward's weights, which hold every variant.
+  if (backend.backend == Backend::naive) {
+    return sdpa_backward_f64(q, k, v, forward.weights, grad_output,
+                             resolved_scale(options.scale, q.shape(2)) / options.temperature);
+  }
+  // The tiled ones read the variant by index (CUDA: as a bitmap), as their forwards do.
   FlashOptions fo = tiled_options(options, backend, q.shape(2));
-  const std::optional<Mask3> kernel = backend.backend == Backend::naive
-                                          ? std::nullopt
-                                          : kernel_mask(given, options, backend.backend, q.shape(1), k.shape(1), fo);
-  const Mask3* allowed = backend.backend == Backend::naive ? given : kernel ? &*kernel : nullptr;
+  const std::optional<Mask3> kernel = kernel_mask(given, options, backend.backend, q.shape(1), k.shape(1), fo);
+  const Mask3* allowed = kernel ? &*kernel : nullptr;
   if (backend.backend == Backend::cuda) {  // float32 on the GPU, from the forward's output and lse
     const Tensor3 qf = xt::cast<float>(q), kf = xt::cast<float>(k), vf = xt::cast<float>(v);
     const SdpaGradients g = flash_backward_cuda(qf, kf, vf, allowed, xt::cast<float>(forward.output),
                                                 xt::cast<float>(forward.lse), xt::cast<float>(grad_output), fo);
     return {xt::cast<double>(g.grad_q), xt::cast<double>(g.grad_k), xt::cast<double>(g.grad_v)};
-  }
-  if (backend.backend == Backend::naive) {
-    return sdpa_backward_f64(q, k, v, forward.weights, grad_output,
-                             resolved_scale(options.scale, q.shape(2)) / options.temperature);
   }
   return flash_backward_f64(q, k, v, allowed, forward.output, forward.lse, grad_output, fo);
 }

@@ -13,12 +13,6 @@ namespace {
 
 using tile::MaskCover;
 
-// Two rules at once: hidden by either, shown only when both show every score.
-MaskCover both(MaskCover a, MaskCover b) {
-  if (a == MaskCover::none || b == MaskCover::none) return MaskCover::none;
-  return a == MaskCover::all && b == MaskCover::all ? MaskCover::all : MaskCover::some;
-}
-
 // Positions first..last (rows) against keys lo..hi (cols), all inclusive.
 struct TileSpan {
   long first, last, lo, hi;
@@ -32,7 +26,6 @@ MaskCover window_cover(const AttentionMask& m, const TileSpan& t) {
   return MaskCover::some;
 }
 
-// Sinks without a window add nothing: every key is visible to them anyway.
 MaskCover segments_cover(const AttentionMask& m, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols) {
   const auto [qlo, qhi] = std::minmax_element(m.segments_q.begin() + long(i0), m.segments_q.begin() + long(i0 + rows));
   const auto [klo, khi] = std::minmax_element(m.segments_k.begin() + long(j0), m.segments_k.begin() + long(j0 + cols));
@@ -59,10 +52,11 @@ MaskCover AttentionMask::cover(std::size_t i0, std::size_t rows, std::size_t j0,
                                std::size_t Lk) const {
   const long off = long(Lk) - long(Lq);
   const TileSpan t{long(i0) + off, long(i0 + rows - 1) + off, long(j0), long(j0 + cols - 1)};
+  // Sinks without a window add nothing: every key is visible to them anyway.
   MaskCover c = window ? window_cover(*this, t) : MaskCover::all;
-  if (!segments_q.empty()) c = both(c, segments_cover(*this, i0, rows, j0, cols));
-  if (prefix) c = both(c, prefix_cover(*prefix, t));
-  if (stride) c = both(c, stride_cover(stride, t));
+  if (!segments_q.empty()) c = tile::joined_cover(c, segments_cover(*this, i0, rows, j0, cols));
+  if (prefix) c = tile::joined_cover(c, prefix_cover(*prefix, t));
+  if (stride) c = tile::joined_cover(c, stride_cover(stride, t));
   return c;
 }
 

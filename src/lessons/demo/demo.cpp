@@ -455,8 +455,9 @@ void approximations(DemoResult& r) {
 
 DemoSize demo_size(const DemoConfig& config) {
   check_demo_config(config);
-  // Besides the heads: the single head, its causal and scaled copies, RoPE's, the flash replay's.
-  constexpr std::size_t kOtherMaps = 6;
+  // Besides the heads: the single head, its causal and scaled copies, RoPE's, the flash replay's,
+  // and the five of the efficient-attention section.
+  constexpr std::size_t kOtherMaps = 11;
   if (config.gpt2) {
     const Gpt2Config& c = config.gpt2->config;
     const std::vector<std::int32_t> ids = gpt2_tokens_from_text(*config.gpt2_tokenizer, config.sentence).ids;

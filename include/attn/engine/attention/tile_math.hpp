@@ -132,4 +132,10 @@ ATTN_HOST_DEVICE inline MaskCover mask_cover(const bool* mask, std::size_t Lk, s
   return any ? MaskCover::all : MaskCover::none;
 }
 
+// The cover of a tile under two masks at once: hidden by either, shown whole only by both.
+ATTN_HOST_DEVICE inline MaskCover joined_cover(MaskCover a, MaskCover b) {
+  if (a == MaskCover::none || b == MaskCover::none) return MaskCover::none;
+  return a == MaskCover::all && b == MaskCover::all ? MaskCover::all : MaskCover::some;
+}
+
 }  // namespace attn::tile

@@ -157,12 +157,6 @@ void rule_row(const Problem<T>& p, std::size_t i, std::size_t j0, std::size_t n,
     if (!p.rule->visible(i, j0 + j, p.Lq, p.Lk)) s[j] = -std::numeric_limits<T>::infinity();
 }
 
-// The tile's cover under both the variant rule and the explicit mask.
-tile::MaskCover joined_cover(tile::MaskCover a, tile::MaskCover b) {
-  if (a == tile::MaskCover::none || b == tile::MaskCover::none) return tile::MaskCover::none;
-  return a == tile::MaskCover::all && b == tile::MaskCover::all ? tile::MaskCover::all : tile::MaskCover::some;
-}
-
 struct NoTileStep {};  // what an unobserved tile loop keeps of a tile: nothing
 
 // The observer hook's view of one tile: the running (m, l) of the block's rows as the tile
@@ -217,7 +211,7 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
   for (std::size_t j0 = 0; j0 < key_end; j0 += p.Bk) {  // for each key/value block K_j, V_j
     const std::size_t kcols = std::min(p.Bk, key_end - j0);
     const tile::MaskCover by_rule = rule_cover(p, i0, rows, j0, kcols), by_mask = tile_cover(p, h, i0, rows, j0, kcols);
-    const tile::MaskCover cover = joined_cover(by_rule, by_mask);
+    const tile::MaskCover cover = tile::joined_cover(by_rule, by_mask);
     if constexpr (!kObserve) {  // the observer sees every tile the masks leave (as before)
       if (cover == tile::MaskCover::none) continue;
     }

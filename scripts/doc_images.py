@@ -33,7 +33,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGES = os.path.join(ROOT, "docs", "images")
 DATA = os.path.join(ROOT, "data")
 REPEATED = "the cat sat on the mat . the cat sat on the mat"
-APPROXIMATED = "the cat sat on the mat and the dog sat on the rug"
 SCORE_TOLERANCE, STEP_TOLERANCE = 0.01, 30
 # NumPy's python (make_gpt2_folder.py), as the test suite's ATTN_PYTHON3.
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -101,8 +100,8 @@ def pictures(cli, w):
         ("demo-flash-tiles.png", [["demo", "The cat sat on the mat", "--out", "mat"]], "mat/flash_tiles.png", None),
         ("demo-trained-heads.png", [["demo", "--out", "default"]], "default/trained_heads.png",
          lambda: trained_numbers(load(f"{w}/default/manifest.json"))),
-        ("demo-approximations.png", [["demo", APPROXIMATED, "--out", "approx"]], "approx/approximations.png",
-         lambda: approximation_numbers(load(f"{w}/approx/manifest.json"))),
+        ("demo-approximations.png", [["demo", "--out", "default"]], "default/approximations.png",
+         lambda: approximation_numbers(load(f"{w}/default/manifest.json"))),
         ("demo-model-induction.png", [["demo", "--model", induction, REPEATED, "--out", "model"]], "model/attention.png",
          lambda: model_numbers(load(f"{w}/model/manifest.json"))),
         ("mask-causal.png", [["mask", "--kind", "causal", "--size", "6", "--out", "mask-causal.png"]], "mask-causal.png", None),

@@ -46,23 +46,23 @@ Tensor2 CachedDecoder::feed(const std::vector<std::int32_t>& ids) {
   const OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
   RopeOptions rope;
   rope.frequencies = decoder_rope_frequencies(c);
-  Tensor2 x = embed(model_, ids);
+  Tensor2 x = decoder_embed(model_, ids);
   for (std::size_t l = 0; l < c.layers; ++l) {
     model_.stored->widen_layer(l, layer_);
     const DecoderLayer& w = layer_;
-    const Tensor2 h = rms_norm(x, w.input_norm, c.rms_eps);
-    const Tensor3 q = rotated_heads(decoder_project(h, w.w_q, w.b_q, 0), c.heads, p, rope);
-    append(caches_[l], rotated_heads(decoder_project(h, w.w_k, w.b_k, 0), c.kv_heads, p, rope),
+    const Tensor2 h = decoder_rms_norm(x, w.input_norm, c.rms_eps);
+    const Tensor3 q = decoder_rotated_heads(decoder_project(h, w.w_q, w.b_q, 0), c.heads, p, rope);
+    append(caches_[l], decoder_rotated_heads(decoder_project(h, w.w_k, w.b_k, 0), c.kv_heads, p, rope),
            split_heads(decoder_project(h, w.w_v, w.b_v, 0), c.kv_heads));
     const Tensor3 k = xt::cast<float>(caches_[l].keys_tensor()), v = xt::cast<float>(caches_[l].values_tensor());
     const SdpaResult r =
         attention(q, k, v, nullptr, decoder_attention_options(c, l), decoder_backend(0), /*with_weights=*/false);
     x += decoder_project(merge_heads(r.output), w.w_o, Tensor1{}, 0);
-    x += mlp_branch(w, rms_norm(x, w.post_norm, c.rms_eps), 0);
+    x += decoder_mlp(w, decoder_rms_norm(x, w.post_norm, c.rms_eps), 0);
     require_finite_stream(x, "layer " + std::to_string(l));
   }
   length_ += m;
-  Tensor2 logits = unembed(model_, rms_norm(x, model_.norm, c.rms_eps), 0);
+  Tensor2 logits = decoder_unembed(model_, decoder_rms_norm(x, model_.norm, c.rms_eps), 0);
   require_finite_stream(logits, "the unembedding (the logits)");
   return logits;
 }

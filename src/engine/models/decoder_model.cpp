@@ -37,7 +37,7 @@ Tensor2 decoder_project(const Tensor2& x, const Tensor2& w, const Tensor1& b, st
 }
 
 // x / sqrt(mean(x^2) + eps) * weight, row by row (Hugging Face's LlamaRMSNorm; the mean in float64).
-Tensor2 rms_norm(const Tensor2& x, const Tensor1& weight, double eps) {
+Tensor2 decoder_rms_norm(const Tensor2& x, const Tensor1& weight, double eps) {
   const std::size_t L = x.shape(0), D = x.shape(1);
   Tensor2 y = Tensor2::from_shape({L, D});
   for (std::size_t i = 0; i < L; ++i) {
@@ -54,7 +54,8 @@ namespace {
 float silu(float x) { return float(double(x) / (1.0 + std::exp(-double(x)))); }
 }  // namespace
 
-Tensor3 rotated_heads(const Tensor2& x, std::size_t heads, std::size_t first_position, const RopeOptions& rope) {
+Tensor3 decoder_rotated_heads(const Tensor2& x, std::size_t heads, std::size_t first_position,
+                              const RopeOptions& rope) {
   std::vector<std::int64_t> positions(x.shape(0));
   std::iota(positions.begin(), positions.end(), std::int64_t(first_position));
   return apply_rope(split_heads(x, heads), positions, rope);
@@ -75,14 +76,14 @@ BackendOptions decoder_backend(std::size_t threads) {
   return bo;
 }
 
-Tensor2 mlp_branch(const DecoderLayer& w, const Tensor2& h, std::size_t threads) {
+Tensor2 decoder_mlp(const DecoderLayer& w, const Tensor2& h, std::size_t threads) {
   Tensor2 gate = decoder_project(h, w.w_gate, Tensor1{}, threads);
   const Tensor2 up = decoder_project(h, w.w_up, Tensor1{}, threads);
   for (std::size_t i = 0; i < gate.size(); ++i) gate.data()[i] = silu(gate.data()[i]) * up.data()[i];
   return decoder_project(gate, w.w_down, Tensor1{}, threads);
 }
 
-Tensor2 embed(const DecoderModel& model, const std::vector<std::int32_t>& ids) {
+Tensor2 decoder_embed(const DecoderModel& model, const std::vector<std::int32_t>& ids) {
   const std::size_t D = model.config.hidden;
   Tensor2 x = Tensor2::from_shape({ids.size(), D});
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -94,7 +95,7 @@ Tensor2 embed(const DecoderModel& model, const std::vector<std::int32_t>& ids) {
   return x;
 }
 
-Tensor2 unembed(const DecoderModel& model, const Tensor2& x, std::size_t threads) {
+Tensor2 decoder_unembed(const DecoderModel& model, const Tensor2& x, std::size_t threads) {
   const std::size_t L = x.shape(0), D = model.config.hidden, V = model.config.vocab;
   Tensor2 logits = Tensor2::from_shape({L, V});
   detail::column_slices(V, threads, [&](std::size_t first, std::size_t count) {
@@ -120,8 +121,8 @@ namespace {
 Tensor2 attention_branch(const DecoderLayer& w, const Tensor2& h, const DecoderConfig& c, std::size_t layer,
                          const RopeOptions& rope, std::size_t threads, Tensor3& weights) {
   using namespace detail;
-  const Tensor3 q = rotated_heads(decoder_project(h, w.w_q, w.b_q, threads), c.heads, 0, rope);
-  const Tensor3 k = rotated_heads(decoder_project(h, w.w_k, w.b_k, threads), c.kv_heads, 0, rope);
+  const Tensor3 q = decoder_rotated_heads(decoder_project(h, w.w_q, w.b_q, threads), c.heads, 0, rope);
+  const Tensor3 k = decoder_rotated_heads(decoder_project(h, w.w_k, w.b_k, threads), c.kv_heads, 0, rope);
   const Tensor3 v = split_heads(decoder_project(h, w.w_v, w.b_v, threads), c.kv_heads);
   SdpaResult r = attention(q, k, v, nullptr, decoder_attention_options(c, layer), decoder_backend(threads),
                            /*with_weights=*/true);
@@ -187,17 +188,18 @@ DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std:
   const detail::OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
   RopeOptions rope;
   rope.frequencies = decoder_rope_frequencies(c);
-  Tensor2 x = detail::embed(model, ids);
+  Tensor2 x = detail::decoder_embed(model, ids);
   DecoderForward out;
   out.attention.resize(c.layers);
   DecoderLayer w = unfilled_decoder_layer(c);
   for (std::size_t l = 0; l < c.layers; ++l) {
     model.stored->widen_layer(l, w);
-    x += attention_branch(w, detail::rms_norm(x, w.input_norm, c.rms_eps), c, l, rope, threads, out.attention[l]);
-    x += detail::mlp_branch(w, detail::rms_norm(x, w.post_norm, c.rms_eps), threads);
+    const Tensor2 h = detail::decoder_rms_norm(x, w.input_norm, c.rms_eps);
+    x += attention_branch(w, h, c, l, rope, threads, out.attention[l]);
+    x += detail::decoder_mlp(w, detail::decoder_rms_norm(x, w.post_norm, c.rms_eps), threads);
     detail::require_finite_stream(x, "layer " + std::to_string(l));
   }
-  out.logits = detail::unembed(model, detail::rms_norm(x, model.norm, c.rms_eps), threads);
+  out.logits = detail::decoder_unembed(model, detail::decoder_rms_norm(x, model.norm, c.rms_eps), threads);
   detail::require_finite_stream(out.logits, "the unembedding (the logits)");
   return out;
 }

@@ -63,10 +63,21 @@ def cases(root):
     out.append(("demo, which does not show these models yet", plain, ["@demo", "--out", os.path.join(root, "demo-out")],
                 "a Hugging Face Llama, Mistral or Qwen2 folder"))
     out.append(("rank-collapse on one", plain, ["@rank-collapse"], "a Hugging Face Llama, Mistral or Qwen2 folder"))
-    out.append(("generate without prompt ids", plain, ["@generate", "--tokens", "2"], "--prompt-ids"))
-    with open(os.path.join(plain, "tokenizer.json"), "w") as f:
+    out.append(("generate without prompt ids or a tokenizer", plain, ["@generate", "--tokens", "2"], "no tokenizer"))
+    piece = make(root, "sentencepiece")
+    with open(os.path.join(piece, "tokenizer.model"), "wb") as f:
+        f.write(b"\x0a\x00")
+    out.append(("a SentencePiece tokenizer.model only", piece, ["hello"], "SentencePiece"))
+    big = make(root, "big-tokenizer", "--tokenizer", "llama3", "--vocab", "97", "--tokenizer-vocab-only")
+    out.append(("a tokenizer larger than the model", big, ["The cat sat on the mat"],
+                "past the model's vocabulary of 97"))
+    fallback = make(root, "fallback", "--tokenizer", "llama3")
+    edit_json(os.path.join(fallback, "tokenizer.json"), lambda j: j["model"].update({"byte_fallback": True}))
+    out.append(("a SentencePiece-style tokenizer.json (byte_fallback)", fallback, ["hello"], "model.byte_fallback"))
+    empty = make(root, "empty-tokenizer")
+    with open(os.path.join(empty, "tokenizer.json"), "w") as f:
         f.write("{}")
-    out.append(("tokenize with a tokenizer.json", plain, ["@tokenize", "hello"], "tokenizer.json"))
+    out.append(("tokenize with an empty tokenizer.json", empty, ["@tokenize", "hello"], "model: expected an object"))
     return out
 
 

@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev libcairo2-dev libpango1.0-dev libicu-dev fonts-wqy-microhei
   fonts-noto-color-emoji  # emoji tokens in colour, not as boxes (tests/test_render_heatmap.cpp)
   python3-numpy  # scripts/check_fa_rule.py and check_backward.py, run by the tests; the product itself is pure C++
+  python3-regex  # scripts/check_hf_tokenizer.py's reference: \p{L} and Unicode \s, which Python's re lacks
   libexpat1-dev  # the tests parse the SVG output (already pulled in by libfontconfig-dev)
 )
 packages+=("$@")

@@ -12,6 +12,8 @@ Options a family's real checkpoints use:
   --rope-scaling linear  positions divided by factor 2
   --attention-bias       q, k, v biases on a Llama (Qwen2 always has them)
   --dtype f32|bf16|f16   the weights' storage type (bf16 rounded to nearest even)
+  --tokenizer STYLE      a tokenizer.json (scripts/make_tokenizer_json.py: llama3, qwen2, smollm, gpt2),
+                         the vocabulary grown to hold its ids (unless --tokenizer-vocab-only)
 Broken folders for the error tests: --omit NAME drops a tensor, --transpose NAME writes a
 matrix's shape reversed (same bytes), --extra NAME adds a tensor the config does not describe.
 
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import struct
+import sys
 
 import numpy as np
 
@@ -132,7 +135,17 @@ def main():
     p.add_argument("--omit", action="append", default=[])
     p.add_argument("--transpose", action="append", default=[])
     p.add_argument("--extra", action="append", default=[])
+    p.add_argument("--tokenizer", choices=["llama3", "qwen2", "smollm", "gpt2"])
+    p.add_argument("--tokenizer-vocab-only", action="store_true")
     a = p.parse_args()
+    tokenizer = None
+    if a.tokenizer:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import make_tokenizer_json
+        tokenizer = make_tokenizer_json.tokenizer(a.tokenizer)
+        ids = list(tokenizer["model"]["vocab"].values()) + [t["id"] for t in tokenizer["added_tokens"]]
+        if not a.tokenizer_vocab_only:
+            a.vocab = max(a.vocab, max(ids) + 1)
     a.kv_heads = a.kv_heads or a.heads
     a.dtype = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[a.dtype]
     stored = {"float32": "F32", "bfloat16": "BF16", "float16": "F16"}[a.dtype]
@@ -142,6 +155,10 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "config.json"), "w") as f:
         json.dump(config(a), f, indent=2)
+    if tokenizer:
+        with open(os.path.join(a.out, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(tokenizer, f, ensure_ascii=False, indent=1)
+            f.write("\n")
     if a.shards == 1:
         with open(os.path.join(a.out, "model.safetensors"), "wb") as f:
             f.write(safetensors_bytes(tensors, stored, set(a.transpose)))

@@ -16,7 +16,7 @@
 #include "attn/io/decoder_model_file.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/hf_config.hpp"
-#include "attn/io/gpt2_tokenizer_file.hpp"
+#include "attn/io/hf_tokenizer_file.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/models/forward.hpp"
 #include "attn/lessons/models/gpt2_forward.hpp"
@@ -125,7 +125,7 @@ void check_layer(const ForwardOptions& o, std::size_t layers) {
 }
 
 // The top-5 next tokens of the last position, as a table.
-void print_next_tokens(const Tensor2& logits, const Gpt2Tokenizer* tokenizer) {
+void print_next_tokens(const Tensor2& logits, const SubwordTokenizer* tokenizer) {
   std::cout << "Most likely next tokens (softmax of the last position's logits):\n";
   Table table{{"rank", "id", "token", "p"}, {}};
   const std::vector<NextToken> next = top_next_tokens(logits, tokenizer, 5);
@@ -136,17 +136,31 @@ void print_next_tokens(const Tensor2& logits, const Gpt2Tokenizer* tokenizer) {
   std::cout << render_table(table, TableFormat::text);
 }
 
-// A Llama, Mistral or Qwen2 folder (Hugging Face's layout): --tokens only until its
-// tokenizer.json is read.
+// The tokens of --tokens or of the text, with the folder's tokenizer when it has one. --tokens
+// needs none: a folder of weights alone (config.json, model.safetensors) runs, its tokens shown
+// as ids. A text's ids must have embedding rows: a tokenizer larger than the model is refused.
+ToyTokens folder_tokens(const ForwardOptions& o, std::size_t vocab, std::unique_ptr<SubwordTokenizer>& tokenizer) {
+  if (o.tokens.empty() || has_tokenizer_files(o.model)) tokenizer = read_folder_tokenizer(o.model);
+  if (!o.tokens.empty()) return gpt2_tokens_from_list(tokenizer.get(), o.tokens, vocab);
+  return model_tokens_from_text(*tokenizer, o.text, vocab);
+}
+
+// The labels of the tokens after the folder's name: "7 tokens: [The] [ cat] ...".
+void print_token_labels(const ToyTokens& tokens) {
+  std::cout << count_of(tokens.ids.size(), "token") << ":";
+  for (const std::string& t : tokens.labels) std::cout << " [" << printable_text(t) << "]";
+  std::cout << "\n";
+}
+
+// A Llama, Mistral or Qwen2 folder (Hugging Face's layout), its text read by its tokenizer.json.
 void run_decoder_forward(const ForwardOptions& o) {
   const auto read_start = std::chrono::steady_clock::now();
   const DecoderModel model = read_decoder_model(o.model);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count();
   const DecoderConfig& c = model.config;
   check_layer(o, c.layers);
-  if (o.tokens.empty())
-    throw InputError("forward: attn-cli does not read this folder's tokenizer.json yet; give the ids with --tokens I,J,...");
-  const ToyTokens tokens = gpt2_tokens_from_list(nullptr, o.tokens, c.vocab);
+  std::unique_ptr<SubwordTokenizer> tokenizer;
+  const ToyTokens tokens = folder_tokens(o, c.vocab, tokenizer);
   reuse_freed_memory();
   const auto start = std::chrono::steady_clock::now();
   const DecoderForward f = decoder_forward(model, tokens.ids);
@@ -160,9 +174,9 @@ void run_decoder_forward(const ForwardOptions& o) {
     std::cout << decoder_family_name(c.family) << " model " << printable_text(o.model) << ": " << c.layers << " layers x "
               << c.heads << " query heads sharing " << c.kv_heads << " key/value heads, head dim " << c.head_dim
               << ", width " << c.hidden << ", vocab " << c.vocab
-              << (c.sliding_window ? ", sliding window " + std::to_string(c.sliding_window) : std::string()) << ". "
-              << count_of(tokens.ids.size(), "token") << ".\n";
-    print_next_tokens(f.logits, nullptr);
+              << (c.sliding_window ? ", sliding window " + std::to_string(c.sliding_window) : std::string()) << ". ";
+    print_token_labels(tokens);
+    print_next_tokens(f.logits, tokenizer.get());
     // Times go to the terminal only (never into --json or files): they change from run to run.
     const double gflop = decoder_forward_flops(c, tokens.ids.size()) / 1e9;
     std::cout << "Time: reading the folder " << format_fixed(load_s, 3) << " s; the forward pass "
@@ -181,13 +195,8 @@ void run_gpt2_forward(const ForwardOptions& o) {
   const auto start = Clock::now();
   const Gpt2Model model = read_gpt2_model(o.model);
   check_layer(o, model.config.n_layer);
-  // --tokens needs no tokenizer: a folder of weights alone (config.json, model.safetensors) runs,
-  // its tokens shown as ids. With vocab.json and merges.txt there, they give the tokens' text.
-  std::optional<Gpt2Tokenizer> tokenizer;
-  if (o.tokens.empty() || has_gpt2_tokenizer_files(o.model)) tokenizer = read_gpt2_tokenizer(o.model);
-  const ToyTokens tokens = o.tokens.empty() ? gpt2_tokens_from_text(*tokenizer, o.text)
-                                            : gpt2_tokens_from_list(tokenizer ? &*tokenizer : nullptr, o.tokens,
-                                                                    model.config.vocab_size);
+  std::unique_ptr<SubwordTokenizer> tokenizer;
+  const ToyTokens tokens = folder_tokens(o, model.config.vocab_size, tokenizer);
   reuse_freed_memory();
   const auto loaded = Clock::now();
   const Gpt2Forward f = gpt2_forward(model, tokens.ids);
@@ -202,10 +211,9 @@ void run_gpt2_forward(const ForwardOptions& o) {
   } else {
     const Gpt2Config& c = model.config;
     std::cout << "GPT-2 model " << printable_text(o.model) << ": " << c.n_layer << " layers x " << c.n_head << " heads, width "
-              << c.n_embd << ", vocab " << c.vocab_size << ". " << count_of(tokens.ids.size(), "token") << ":";
-    for (const std::string& t : tokens.labels) std::cout << " [" << printable_text(t) << "]";
-    std::cout << "\n";
-    print_next_tokens(f.logits, tokenizer ? &*tokenizer : nullptr);
+              << c.n_embd << ", vocab " << c.vocab_size << ". ";
+    print_token_labels(tokens);
+    print_next_tokens(f.logits, tokenizer.get());
     // Times go to the terminal only (never into --json or files): they change from run to run.
     const double load_s = std::chrono::duration<double>(loaded - start).count();
     const double forward_s = std::chrono::duration<double>(done - loaded).count();
@@ -254,7 +262,8 @@ void setup_forward(CLI::App& app) {
                   "(config.json, model.safetensors, vocab.json, merges.txt)")->required();
   cmd->add_option("--tokens", opts->tokens, "comma-separated token ids, e.g. 3,17,5");
   cmd->add_option("text", opts->text,
-                  "text: GPT-2's own BPE tokens for a GPT-2 folder; for a toy model each distinct word "
+                  "text: the folder's own BPE tokens (tokenizer.json, or GPT-2's vocab.json + merges.txt) for a "
+                  "GPT-2, Llama, Mistral or Qwen2 folder; for a toy model each distinct word "
                   "gets the next id, in order of first appearance");
   cmd->add_flag("--json", opts->json, "print {tokens, attention [layer][head][n][n], logits [n][vocab]}");
   cmd->add_option("--out", opts->out,
@@ -274,14 +283,16 @@ void setup_forward(CLI::App& app) {
   attn-cli forward --model data/gpt2_tiny --tokens 72,101,108 --json
   attn-cli forward --model data/gpt2_tiny "the cat sat on the mat" --out gpt2-views --layer 1
   attn-cli forward --model data/llama_tiny --tokens 1,5,9,3,1,5,9
+  attn-cli forward --model data/llama_tiny "The cat sat on the mat"
 Pictures with --out: heads.png is the model view (a row per layer, a panel per head, each titled
 with its kind), heads_layer<L>.png the head view of --layer L. Past 26 tokens (70 in the head view)
 the panels label every k-th token and say so in the subtitle; head_summary.json and --json have every number.
 A real GPT-2 (nothing is downloaded): --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash>,
 or any folder written by save_pretrained (config.json, model.safetensors, vocab.json, merges.txt).
 A Llama, Mistral or Qwen2 folder (config.json, and model.safetensors or the shards its
-model.safetensors.index.json names; F32, BF16 or F16) runs from --tokens ids: attn-cli does not
-read its tokenizer.json yet. data/llama_tiny is a random 2-layer Llama with grouped-query heads.
+model.safetensors.index.json names; F32, BF16 or F16) reads its text with its tokenizer.json,
+as Hugging Face's tokenizers does (Llama 3 adds <|begin_of_text|>). data/llama_tiny is a random
+2-layer Llama with grouped-query heads and a toy byte-level vocabulary.
 )");
   cmd->callback([opts] { run_forward_command(*opts); });
 }

@@ -11,7 +11,7 @@
 #include "attn/io/decoder_model_file.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/hf_config.hpp"
-#include "attn/io/gpt2_tokenizer_file.hpp"
+#include "attn/io/hf_tokenizer_file.hpp"
 #include "attn/lessons/models/generate.hpp"
 #include "attn/lessons/models/gpt2_forward.hpp"
 #include "attn/lessons/models/gpt2_generate.hpp"
@@ -138,13 +138,13 @@ void print_generate(const GenerateResult& r) {
 }
 
 // A token's label: the tokenizer's, or "<id N>" without one.
-std::string token_label(const Gpt2Tokenizer* tokenizer, std::int32_t id) {
+std::string token_label(const SubwordTokenizer* tokenizer, std::int32_t id) {
   return tokenizer ? tokenizer->label_or_id(id) : "<id " + std::to_string(id) + ">";
 }
 
 // A model writing after the prompt: each token as it is chosen, then the whole text. `model`
 // describes it ("GPT-2 model DIR: 2 layers x 4 heads, width 32"); `caches` the caches it fills.
-void print_generation(const Gpt2Generation& g, const Gpt2Tokenizer* tokenizer, const std::string& model,
+void print_generation(const Gpt2Generation& g, const SubwordTokenizer* tokenizer, const std::string& model,
                       const std::string& caches) {
   const Gpt2GenerateConfig& o = g.config;
   const bool sampling = o.temperature > 0 || o.top_k > 0;
@@ -198,8 +198,9 @@ Gpt2GenerateConfig model_generate_config(const GenerateCliOptions& opts) {
 void run_gpt2_generate(const GenerateCliOptions& opts, Gpt2GenerateConfig g) {
   if (!opts.prompt_ids.empty()) throw InputError("--prompt-ids: a GPT-2 folder reads the sentence with its own tokenizer");
   const Gpt2Model model = read_gpt2_model(opts.model, Gpt2Loading::widen_all);
-  const Gpt2Tokenizer tokenizer = read_gpt2_tokenizer(opts.model);
-  g.prompt = gpt2_tokens_from_text(tokenizer, opts.config.sentence).ids;
+  const std::unique_ptr<SubwordTokenizer> read = read_folder_tokenizer(opts.model);
+  const SubwordTokenizer& tokenizer = *read;
+  g.prompt = model_tokens_from_text(tokenizer, opts.config.sentence, model.config.vocab_size).ids;
   reuse_freed_memory();
   check_gpt2_generate_config(g, model.config);
   const Gpt2Generation result = gpt2_generate(model, g);
@@ -212,19 +213,21 @@ void run_gpt2_generate(const GenerateCliOptions& opts, Gpt2GenerateConfig g) {
                      std::to_string(c.n_layer) + " KV caches");
 }
 
-// A Llama, Mistral or Qwen2 folder: the prompt as ids (its tokenizer.json is not read yet).
+// A Llama, Mistral or Qwen2 folder: the prompt as text, read by its tokenizer.json, or as ids.
 void run_decoder_generate(const GenerateCliOptions& opts, Gpt2GenerateConfig g) {
-  if (opts.prompt_ids.empty())
-    throw InputError("--prompt-ids: attn-cli does not read this folder's tokenizer.json yet; give the prompt as ids");
-  if (opts.sentence_given) throw InputError("sentence: give the prompt as --prompt-ids only (no tokenizer.json is read)");
+  if (!opts.prompt_ids.empty() && opts.sentence_given)
+    throw InputError("--prompt-ids: give the prompt either as text or as ids, not both");
   const DecoderModel model = read_decoder_model(opts.model);
   const DecoderConfig& c = model.config;
-  g.prompt = gpt2_tokens_from_list(nullptr, opts.prompt_ids, c.vocab).ids;
+  std::unique_ptr<SubwordTokenizer> tokenizer;
+  if (opts.prompt_ids.empty() || has_tokenizer_files(opts.model)) tokenizer = read_folder_tokenizer(opts.model);
+  g.prompt = opts.prompt_ids.empty() ? model_tokens_from_text(*tokenizer, opts.config.sentence, c.vocab).ids
+                                     : gpt2_tokens_from_list(tokenizer.get(), opts.prompt_ids, c.vocab).ids;
   check_decoder_generate_config(g, c);
   const Gpt2Generation result = decoder_generate(model, g);
-  if (opts.json) std::cout << gpt2_generation_json(result, nullptr).dump() << "\n";
+  if (opts.json) std::cout << gpt2_generation_json(result, tokenizer.get()).dump() << "\n";
   else
-    print_generation(result, nullptr,
+    print_generation(result, tokenizer.get(),
                      std::string(decoder_family_name(c.family)) + " model " + opts.model + ": " + std::to_string(c.layers) +
                          " layers x " + std::to_string(c.heads) + " query heads, head dim " + std::to_string(c.head_dim),
                      std::to_string(c.layers) + " KV caches of " + std::to_string(c.kv_heads) + " key/value heads each (" +
@@ -267,7 +270,7 @@ void setup_generate(CLI::App& app) {
   cmd->add_option("sentence", c.sentence, "the sentence (UTF-8); with --model, the prompt")->capture_default_str();
   add_model_option(cmd, opts->model,
                   "a GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt), or a Llama, Mistral or "
-                  "Qwen2 folder with --prompt-ids: generate --tokens N "
+                  "Qwen2 folder (its tokenizer.json reads the sentence; or --prompt-ids): generate --tokens N "
                   "tokens after the sentence through the model's KV caches");
   opts->model_only = {
       cmd->add_option("--tokens", opts->new_tokens, "with --model: how many tokens to generate (1 or more)"),
@@ -275,8 +278,8 @@ void setup_generate(CLI::App& app) {
                       "with --model: sample from softmax(logits / T) (T > 0, seeded by --seed); 0 or absent = greedy"),
       cmd->add_option("--top-k", opts->top_k, "with --model: sample among the K most likely tokens only (0 = all)"),
       cmd->add_option("--prompt-ids", opts->prompt_ids,
-                      "with a Llama, Mistral or Qwen2 --model: the prompt as token ids I,J,... (its tokenizer.json is "
-                      "not read yet)"),
+                      "with a Llama, Mistral or Qwen2 --model: the prompt as token ids I,J,... instead of a sentence "
+                      "(a folder of weights without tokenizer.json)"),
       cmd->add_flag("--check", opts->check,
                     "with --model: at every step also run the whole prefix without the cache and report the largest "
                     "logit difference")};
@@ -319,6 +322,7 @@ logits with a full forward pass on the prefix, without the cache):
   attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --check --kv-dtype bf16
   attn-cli generate --model data/gpt2_tiny "the cat sat" --tokens 8 --temperature 0.8 --top-k 40 --seed 7 --json
   attn-cli generate --model data/llama_tiny --prompt-ids 1,5,9,3,1,5 --tokens 6 --check
+  attn-cli generate --model data/llama_tiny "The cat sat" --tokens 4 --kv-dtype bf16
 )");
   cmd->callback([opts, cmd] {
     opts->sentence_given = cmd->count("sentence") > 0;

@@ -97,6 +97,7 @@ Gpt2Tokenizer::Gpt2Tokenizer(Gpt2BpeTables tables)
       bytes.push_back(char(to_byte[c]));
     }
     if (bytes.size() == 1) byte_ids_[static_cast<unsigned char>(bytes[0])] = TokenId(id);
+    id_of_bytes_.try_emplace(bytes, TokenId(id));
     bytes_.push_back(std::move(bytes));
   }
   const std::array<char32_t, 256> forward = gpt2_byte_to_unicode();
@@ -167,6 +168,19 @@ std::vector<TokenId> Gpt2Tokenizer::encode(std::string_view utf8) const {
   return ids;
 }
 
+std::vector<TokenId> Gpt2Tokenizer::merge_bytes(std::string_view bytes) const {
+  if (bytes.size() > kMaxPretokenBytes)
+    throw InputError("sentence: a run of " + std::to_string(bytes.size()) + " bytes without a break (at most " +
+                     std::to_string(kMaxPretokenBytes) + "); split it with spaces");
+  return merge_pretoken(bytes);
+}
+
+std::optional<TokenId> Gpt2Tokenizer::token_of_bytes(std::string_view bytes) const {
+  const auto it = id_of_bytes_.find(std::string(bytes));
+  if (it == id_of_bytes_.end()) return std::nullopt;
+  return it->second;
+}
+
 void Gpt2Tokenizer::check_id(TokenId id) const {
   if (id < 0 || std::size_t(id) >= symbols_.size())
     throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
@@ -182,10 +196,6 @@ std::string Gpt2Tokenizer::decode(const std::vector<TokenId>& ids) const {
   return bytes;
 }
 
-std::string Gpt2Tokenizer::decode_text(const std::vector<TokenId>& ids) const {
-  return utf8_with_replacement(decode(ids));
-}
-
 std::string Gpt2Tokenizer::token_text(TokenId id) const {
   check_id(id);
   return utf8_with_replacement(bytes_[id]);
@@ -194,14 +204,6 @@ std::string Gpt2Tokenizer::token_text(TokenId id) const {
 std::string Gpt2Tokenizer::token_label(TokenId id) const {
   check_id(id);
   return printable_text(bytes_[id], Whitespace::keep);  // whitespace: visible_token_labels shows it
-}
-
-std::string Gpt2Tokenizer::text_or_id(TokenId id) const {
-  return id >= 0 && std::size_t(id) < symbols_.size() ? token_text(id) : "<id " + std::to_string(id) + ">";
-}
-
-std::string Gpt2Tokenizer::label_or_id(TokenId id) const {
-  return id >= 0 && std::size_t(id) < symbols_.size() ? token_label(id) : "<id " + std::to_string(id) + ">";
 }
 
 const std::string& Gpt2Tokenizer::symbol(TokenId id) const {

@@ -3,10 +3,12 @@
 
 #include <cmath>
 
+#include "attn/engine/core/error.hpp"
 #include "attn/engine/core/topk.hpp"
+#include "attn/engine/text/printable_text.hpp"
 
 namespace attn {
-ToyTokens gpt2_tokens_from_text(const Gpt2Tokenizer& tokenizer, const std::string& text) {
+ToyTokens gpt2_tokens_from_text(const SubwordTokenizer& tokenizer, const std::string& text) {
   ToyTokens t;
   for (TokenId id : tokenizer.encode(text)) {
     t.ids.push_back(id);
@@ -16,13 +18,24 @@ ToyTokens gpt2_tokens_from_text(const Gpt2Tokenizer& tokenizer, const std::strin
   return t;
 }
 
+ToyTokens model_tokens_from_text(const SubwordTokenizer& tokenizer, const std::string& text, std::size_t vocab) {
+  ToyTokens tokens = gpt2_tokens_from_text(tokenizer, text);
+  if (tokens.ids.empty()) throw InputError("sentence: no tokens (an empty text)");
+  for (TokenId id : tokens.ids)
+    if (std::size_t(id) >= vocab)
+      throw InputError("sentence: the tokenizer gives id " + std::to_string(id) + " (" +
+                       printable_text(tokenizer.label_or_id(id)) + "), past the model's vocabulary of " +
+                       std::to_string(vocab) + " (config.json's vocab_size)");
+  return tokens;
+}
+
 namespace {
 
 std::string id_text(TokenId id) { return "<id " + std::to_string(id) + ">"; }
 
 }  // namespace
 
-ToyTokens gpt2_tokens_from_list(const Gpt2Tokenizer* tokenizer, const std::string& list, std::size_t vocab) {
+ToyTokens gpt2_tokens_from_list(const SubwordTokenizer* tokenizer, const std::string& list, std::size_t vocab) {
   ToyTokens t = toy_tokens_from_list(list, vocab);
   for (std::size_t i = 0; i < t.ids.size(); ++i) {
     t.texts[i] = tokenizer ? tokenizer->text_or_id(t.ids[i]) : id_text(t.ids[i]);
@@ -31,7 +44,7 @@ ToyTokens gpt2_tokens_from_list(const Gpt2Tokenizer* tokenizer, const std::strin
   return t;
 }
 
-std::vector<NextToken> top_next_tokens(const Tensor2& logits, const Gpt2Tokenizer* tokenizer, std::size_t k) {
+std::vector<NextToken> top_next_tokens(const Tensor2& logits, const SubwordTokenizer* tokenizer, std::size_t k) {
   const std::size_t last = logits.shape(0) - 1, V = logits.shape(1);
   std::vector<double> row(V);
   for (std::size_t v = 0; v < V; ++v) row[v] = logits(last, v);

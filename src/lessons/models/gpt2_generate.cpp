@@ -117,11 +117,11 @@ Gpt2Generation decoder_generate(const DecoderModel& model, const Gpt2GenerateCon
       model.config.vocab, config);
 }
 
-std::string gpt2_ids_text(const Gpt2Tokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
+std::string gpt2_ids_text(const SubwordTokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
   std::string text;
   std::vector<TokenId> run;  // known ids decode together: a character may span tokens
   for (std::int32_t id : ids) {
-    if (id >= 0 && std::size_t(id) < tokenizer.vocab_size()) {
+    if (tokenizer.has_token(id)) {
       run.push_back(id);
       continue;
     }
@@ -131,7 +131,7 @@ std::string gpt2_ids_text(const Gpt2Tokenizer& tokenizer, const std::vector<std:
   return text + tokenizer.decode_text(run);
 }
 
-Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer* tokenizer) {
+Json gpt2_generation_json(const Gpt2Generation& g, const SubwordTokenizer* tokenizer) {
   const Gpt2GenerateConfig& c = g.config;
   const bool sampling = c.temperature > 0 || c.top_k > 0;
   Json steps = Json::array();

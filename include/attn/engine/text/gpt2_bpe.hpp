@@ -9,14 +9,15 @@
 // Files are read by the io layer (attn/io/gpt2_tokenizer_file.hpp); this is the algorithm.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-namespace attn {
+#include "attn/engine/text/subword_tokenizer.hpp"
 
-using TokenId = std::int32_t;
+namespace attn {
 
 // GPT-2's byte -> character table: bytes that are printable characters (33-126, 161-172,
 // 174-255) stand for themselves; the other 68 bytes (controls, space, 127-160, 173) become
@@ -42,35 +43,31 @@ struct Gpt2BpeTables {
   std::vector<BpeMerge> merges;
 };
 
-class Gpt2Tokenizer {
+class Gpt2Tokenizer : public SubwordTokenizer {
  public:
   // InputError when a symbol holds a character that no byte maps to, a byte has no
   // single-character symbol, or a merge names an id outside the vocabulary.
   explicit Gpt2Tokenizer(Gpt2BpeTables tables);
 
-  // Text -> ids. InputError on invalid UTF-8, or on a pre-token longer than
-  // kMaxPretokenBytes (merging costs the square of its length).
-  std::vector<TokenId> encode(std::string_view utf8) const;
+  // Text -> ids: GPT-2's pre-tokenizer, then merge_bytes on each piece. InputError on invalid
+  // UTF-8, or on a pre-token longer than kMaxPretokenBytes (merging costs the square of its
+  // length).
+  std::vector<TokenId> encode(std::string_view utf8) const override;
+  // The byte-pair encoding of one pre-token's bytes (any pre-tokenizer's: tokenizer.json's
+  // pipeline uses it too). InputError past kMaxPretokenBytes.
+  std::vector<TokenId> merge_bytes(std::string_view bytes) const;
+  // The token that stands for exactly these bytes, if there is one.
+  std::optional<TokenId> token_of_bytes(std::string_view bytes) const;
 
-  // Ids -> the bytes they stand for (not always valid UTF-8: a character may be split
-  // between tokens). InputError for an id outside the vocabulary.
-  std::string decode(const std::vector<TokenId>& ids) const;
-  // decode() as readable text: each ill-formed UTF-8 sequence replaced by U+FFFD (JSON and
-  // terminals want valid UTF-8; a generated text may end inside a character).
-  std::string decode_text(const std::vector<TokenId>& ids) const;
-
-  // One token as readable text: its bytes, each ill-formed UTF-8 sequence replaced by U+FFFD.
-  std::string token_text(TokenId id) const;
-  // One token as a picture or terminal shows it: its bytes, each byte of an ill-formed UTF-8
-  // sequence written as \xf0, so the four byte tokens of one emoji read apart, and control
-  // characters written out (printable_text.hpp; whitespace kept for visible_token_labels).
-  std::string token_label(TokenId id) const;
-  // token_text / token_label, or "<id N>" for an id past the vocabulary (a model may have
-  // more embedding rows than its tokenizer has tokens).
-  std::string text_or_id(TokenId id) const;
-  std::string label_or_id(TokenId id) const;
+  std::string decode(const std::vector<TokenId>& ids) const override;
+  std::string token_text(TokenId id) const override;
+  // Each byte of an ill-formed UTF-8 sequence written as \xf0, so the four byte tokens of one
+  // emoji read apart, and control characters written out (printable_text.hpp; whitespace kept
+  // for visible_token_labels).
+  std::string token_label(TokenId id) const override;
+  bool has_token(TokenId id) const override { return id >= 0 && std::size_t(id) < symbols_.size(); }
+  std::size_t vocab_size() const override { return symbols_.size(); }
   const std::string& symbol(TokenId id) const;
-  std::size_t vocab_size() const { return symbols_.size(); }
 
   static constexpr std::size_t kMaxPretokenBytes = 4096;
 
@@ -83,6 +80,7 @@ class Gpt2Tokenizer {
   std::array<TokenId, 256> byte_ids_{};
   std::vector<BpeMerge> merges_;
   std::unordered_map<std::uint64_t, std::size_t> rank_of_pair_;  // (left, right) -> rank
+  std::unordered_map<std::string, TokenId> id_of_bytes_;
 };
 
 }  // namespace attn

@@ -70,11 +70,11 @@ struct NextChoice {
 NextChoice choose_next_token(std::span<const float> z, double temperature, std::size_t top_k, Rng& rng);
 
 // The ids as text (tokenizer.decode_text), an id the model has but the tokenizer lacks as "<id N>".
-std::string gpt2_ids_text(const Gpt2Tokenizer& tokenizer, const std::vector<std::int32_t>& ids);
+std::string gpt2_ids_text(const SubwordTokenizer& tokenizer, const std::vector<std::int32_t>& ids);
 
 // {"prompt": [...ids], "rule", "temperature", "top_k", "seed", "steps": [{id, text, probability,
 // cache_len, cache_bytes, max_abs_diff_vs_full?, logit_scale}], "ids", "generated_text"}. Without
 // a tokenizer (null) every text is "<id N>" and generated_text is null.
-Json gpt2_generation_json(const Gpt2Generation& g, const Gpt2Tokenizer* tokenizer);
+Json gpt2_generation_json(const Gpt2Generation& g, const SubwordTokenizer* tokenizer);
 
 }  // namespace attn

@@ -1,5 +1,6 @@
 // attn-cli generate: a sentence decoded token by token through a KV cache, checked step by
 // step against full recomputation.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -175,6 +176,25 @@ void print_generation(const Gpt2Generation& g, const SubwordTokenizer* tokenizer
   if (!o.check_every_step) std::cout << "(--check recomputes the whole prefix at every step and compares the logits)\n";
 }
 
+// Tokens per second after the prompt, against the machine's own bound: a decode step reads every
+// weight once, so it can go no faster than a streaming read of those bytes (measured now, on the
+// same mapped weights). Times change from run to run: the terminal only, never --json.
+void print_decode_speed(const Gpt2Generation& g, const WeightStream& w) {
+  if (g.steps.size() < 2) {
+    std::cout << "Speed: generate 2 or more tokens to time the steps after the prompt.\n";
+    return;
+  }
+  std::vector<double> seconds;
+  for (std::size_t n = 1; n < g.steps.size(); ++n) seconds.push_back(g.steps[n].seconds);
+  std::nth_element(seconds.begin(), seconds.begin() + std::ptrdiff_t(seconds.size() / 2), seconds.end());
+  const double step = std::max(seconds[seconds.size() / 2], 1e-9), stream = std::max(w.seconds, 1e-9);
+  std::cout << "Speed: " << format_fixed(1 / step, 1) << " tokens/s after the prompt (median of "
+            << count_of(seconds.size(), "step") << ", " << format_fixed(step * 1e3, 2) << " ms each). A step reads "
+            << format_fixed(double(w.bytes) / 1e6, 1) << " MB of weights once: " << format_fixed(double(w.bytes) / step / 1e9, 1)
+            << " GB/s, " << format_fixed(stream / step, 2) << " of a streaming read of the same bytes here ("
+            << format_fixed(double(w.bytes) / stream / 1e9, 1) << " GB/s, measured now).\n";
+}
+
 // --tokens, --temperature, --top-k, --seed, --check and --kv-dtype of a model run.
 Gpt2GenerateConfig model_generate_config(const GenerateCliOptions& opts) {
   for (CLI::Option* flag : opts.lesson_only)
@@ -225,14 +245,17 @@ void run_decoder_generate(const GenerateCliOptions& opts, Gpt2GenerateConfig g) 
                                      : gpt2_tokens_from_list(tokenizer.get(), opts.prompt_ids, c.vocab).ids;
   check_decoder_generate_config(g, c);
   const Gpt2Generation result = decoder_generate(model, g);
-  if (opts.json) std::cout << gpt2_generation_json(result, tokenizer.get()).dump() << "\n";
-  else
-    print_generation(result, tokenizer.get(),
-                     std::string(decoder_family_name(c.family)) + " model " + opts.model + ": " + std::to_string(c.layers) +
-                         " layers x " + std::to_string(c.heads) + " query heads, head dim " + std::to_string(c.head_dim),
-                     std::to_string(c.layers) + " KV caches of " + std::to_string(c.kv_heads) + " key/value heads each (" +
-                         std::to_string(c.heads) + " query heads share them: " + std::to_string(c.heads / c.kv_heads) +
-                         "x less than multi-head attention would keep)");
+  if (opts.json) {
+    std::cout << gpt2_generation_json(result, tokenizer.get()).dump() << "\n";
+    return;
+  }
+  print_generation(result, tokenizer.get(),
+                   std::string(decoder_family_name(c.family)) + " model " + opts.model + ": " + std::to_string(c.layers) +
+                       " layers x " + std::to_string(c.heads) + " query heads, head dim " + std::to_string(c.head_dim),
+                   std::to_string(c.layers) + " KV caches of " + std::to_string(c.kv_heads) + " key/value heads each (" +
+                       std::to_string(c.heads) + " query heads share them: " + std::to_string(c.heads / c.kv_heads) +
+                       "x less than multi-head attention would keep)");
+  print_decode_speed(result, decoder_weight_stream(model));
 }
 
 void run_model_generate(const GenerateCliOptions& opts) {

@@ -32,6 +32,10 @@ struct Parameter {
   float* data;
 };
 
+const char* const kLayerMatrices[] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                                     "self_attn.o_proj.weight", "mlp.gate_proj.weight",   "mlp.up_proj.weight",
+                                     "mlp.down_proj.weight"};
+
 std::vector<Parameter> layer_parameters(DecoderLayer& w, std::size_t layer) {
   const std::string p = "model.layers." + std::to_string(layer) + ".";
   auto one = [](const std::string& name, Tensor1& t) { return Parameter{name, {t.shape(0)}, t.data()}; };
@@ -57,15 +61,51 @@ void widen_finite(const Located& t, const std::string& name, float* out) {
   if (!widen_to_float(t.entry, out)) throw InputError(t.file + ": tensor \"" + name + "\" holds a non-finite value");
 }
 
+// The same check without keeping the values: a block at a time through a small buffer.
+void check_finite(const Located& t, const std::string& name) {
+  constexpr std::size_t kBlock = 1 << 14;
+  std::vector<float> buffer(std::min(kBlock, t.entry.count));
+  for (std::size_t done = 0; done < t.entry.count; done += kBlock)
+    widen_finite(Located{t.file, slice_entry(t.entry, done, std::min(kBlock, t.entry.count - done))}, name,
+                 buffer.data());
+}
+
+StoredMatrix stored_matrix(const Located& t) {
+  const StoredType type = t.entry.dtype == "F32" ? StoredType::f32 : t.entry.dtype == "BF16" ? StoredType::bf16
+                                                                                            : StoredType::f16;
+  return {t.entry.data, type, t.entry.shape.at(0), t.entry.shape.at(1)};
+}
+
 // The layers, the embedding and lm_head left in their mapped files.
 class MappedDecoderWeights final : public DecoderStoredWeights {
  public:
   MappedDecoderWeights(std::vector<std::shared_ptr<const MappedSafetensors>> files, Tensors tensors,
                        const DecoderConfig& config)
-      : files_(std::move(files)), tensors_(std::move(tensors)), config_(config) {}
+      : files_(std::move(files)), tensors_(std::move(tensors)), config_(config), checked_(config.layers + 1) {}
 
   void widen_layer(std::size_t layer, DecoderLayer& out) const override {
     for (const Parameter& p : layer_parameters(out, layer)) widen_finite(tensors_.at(p.name), p.name, p.data);
+  }
+  void widen_layer_vectors(std::size_t layer, DecoderLayer& out) const override {
+    for (const Parameter& p : layer_parameters(out, layer))
+      if (p.shape.size() == 1) widen_finite(tensors_.at(p.name), p.name, p.data);
+  }
+  DecoderStoredLayer stored_layer(std::size_t layer) const override {
+    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+    StoredMatrix m[7];
+    for (std::size_t i = 0; i < 7; ++i) {
+      const std::string name = prefix + kLayerMatrices[i];
+      if (!checked_.at(layer)) check_finite(tensors_.at(name), name);
+      m[i] = stored_matrix(tensors_.at(name));
+    }
+    checked_[layer] = true;
+    return {m[0], m[1], m[2], m[3], m[4], m[5], m[6]};
+  }
+  StoredMatrix stored_lm_head() const override {
+    const std::string name = config_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    if (!checked_.back()) check_finite(tensors_.at(name), name);
+    checked_.back() = true;
+    return stored_matrix(tensors_.at(name));
   }
   void widen_embed_rows(std::size_t first, std::size_t count, float* out) const override {
     widen_rows("model.embed_tokens.weight", first, count, out);
@@ -84,6 +124,7 @@ class MappedDecoderWeights final : public DecoderStoredWeights {
   std::vector<std::shared_ptr<const MappedSafetensors>> files_;  // the mappings the entries point into
   Tensors tensors_;
   DecoderConfig config_;
+  mutable std::vector<char> checked_;  // [layers + 1]: whose matrices stored_* has checked (the last: lm_head)
 };
 
 // The shard files an index names, each a plain file name inside the folder.

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/engine/core/error.hpp"
+#include "attn/engine/core/stored_matrix.hpp"
 
 namespace attn {
 namespace {
@@ -32,22 +33,6 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // the Rust reader's own limit
-
-// IEEE binary16 -> float, exactly (subnormals, infinities and NaN included).
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
-  const std::uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu;
-  std::uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else {  // zero or subnormal: mantissa * 2^-24
-    const float value = float(mantissa) * 0x1.0p-24f;
-    return sign ? -value : value;
-  }
-  return std::bit_cast<float>(bits);
-}
 
 // count IEEE binary16 values (little-endian bytes) -> float, exactly; false when one is an
 // infinity or NaN (exponent bits all ones). With F16C (every x86-64 CPU since 2012), eight at

@@ -1,6 +1,8 @@
 // A Llama-family decoder through one KV cache per layer (decoder_decode.hpp).
 #include "attn/engine/models/decoder_decode.hpp"
 
+#include <optional>
+
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/core/linear.hpp"
 #include "core/finite_stream.hpp"
@@ -9,6 +11,8 @@
 
 namespace attn {
 namespace {
+
+constexpr std::size_t kInPlaceRows = 8;
 
 // Appends the m new tokens' k, v ([Hkv, m, d]) to the cache, token by token.
 void append(KvCache& cache, const Tensor3& k, const Tensor3& v) {
@@ -46,23 +50,35 @@ Tensor2 CachedDecoder::feed(const std::vector<std::int32_t>& ids) {
   const OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
   RopeOptions rope;
   rope.frequencies = decoder_rope_frequencies(c);
+  // A decode step's few rows read each matrix in place, once (the step is bound by reading the
+  // weights); a prompt's many rows widen each layer and run sgemm (bound by arithmetic).
+  const bool in_place = m <= kInPlaceRows;
   Tensor2 x = decoder_embed(model_, ids);
   for (std::size_t l = 0; l < c.layers; ++l) {
-    model_.stored->widen_layer(l, layer_);
-    const DecoderLayer& w = layer_;
-    const Tensor2 h = decoder_rms_norm(x, w.input_norm, c.rms_eps);
-    const Tensor3 q = decoder_rotated_heads(decoder_project(h, w.w_q, w.b_q, 0), c.heads, p, rope);
-    append(caches_[l], decoder_rotated_heads(decoder_project(h, w.w_k, w.b_k, 0), c.kv_heads, p, rope),
-           split_heads(decoder_project(h, w.w_v, w.b_v, 0), c.kv_heads));
+    std::optional<DecoderStoredLayer> stored;
+    if (in_place) {
+      model_.stored->widen_layer_vectors(l, layer_);
+      stored = model_.stored->stored_layer(l);
+    } else {
+      model_.stored->widen_layer(l, layer_);
+    }
+    const DecoderProjections w = in_place ? DecoderProjections(layer_, *stored, 0) : DecoderProjections(layer_, 0);
+    using P = DecoderProjections;
+    const Tensor2 h = decoder_rms_norm(x, layer_.input_norm, c.rms_eps);
+    const Tensor3 q = decoder_rotated_heads(w(h, P::q), c.heads, p, rope);
+    append(caches_[l], decoder_rotated_heads(w(h, P::k), c.kv_heads, p, rope), split_heads(w(h, P::v), c.kv_heads));
     const Tensor3 k = xt::cast<float>(caches_[l].keys_tensor()), v = xt::cast<float>(caches_[l].values_tensor());
     const SdpaResult r =
         attention(q, k, v, nullptr, decoder_attention_options(c, l), decoder_backend(0), /*with_weights=*/false);
-    x += decoder_project(merge_heads(r.output), w.w_o, Tensor1{}, 0);
-    x += decoder_mlp(w, decoder_rms_norm(x, w.post_norm, c.rms_eps), 0);
+    x += w(merge_heads(r.output), P::o);
+    x += decoder_mlp(w, decoder_rms_norm(x, layer_.post_norm, c.rms_eps));
     require_finite_stream(x, "layer " + std::to_string(l));
   }
   length_ += m;
-  Tensor2 logits = decoder_unembed(model_, decoder_rms_norm(x, model_.norm, c.rms_eps), 0);
+  const Tensor2 last = decoder_rms_norm(x, model_.norm, c.rms_eps);
+  Tensor2 logits = Tensor2::from_shape({m, c.vocab});
+  if (in_place) stored_matmul(last.data(), m, model_.stored->stored_lm_head(), nullptr, logits.data(), c.vocab, 0);
+  else logits = decoder_unembed(model_, last, 0);
   require_finite_stream(logits, "the unembedding (the logits)");
   return logits;
 }

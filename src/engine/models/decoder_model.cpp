@@ -76,11 +76,27 @@ BackendOptions decoder_backend(std::size_t threads) {
   return bo;
 }
 
-Tensor2 decoder_mlp(const DecoderLayer& w, const Tensor2& h, std::size_t threads) {
-  Tensor2 gate = decoder_project(h, w.w_gate, Tensor1{}, threads);
-  const Tensor2 up = decoder_project(h, w.w_up, Tensor1{}, threads);
+Tensor2 DecoderProjections::operator()(const Tensor2& x, Matrix which) const {
+  static constexpr Tensor2 DecoderLayer::*kWidened[] = {&DecoderLayer::w_q,    &DecoderLayer::w_k,  &DecoderLayer::w_v,
+                                                        &DecoderLayer::w_o,    &DecoderLayer::w_gate,
+                                                        &DecoderLayer::w_up,   &DecoderLayer::w_down};
+  static constexpr StoredMatrix DecoderStoredLayer::*kStored[] = {
+      &DecoderStoredLayer::w_q,    &DecoderStoredLayer::w_k,  &DecoderStoredLayer::w_v,   &DecoderStoredLayer::w_o,
+      &DecoderStoredLayer::w_gate, &DecoderStoredLayer::w_up, &DecoderStoredLayer::w_down};
+  const Tensor1 none;
+  const Tensor1& bias = which == q ? w_.b_q : which == k ? w_.b_k : which == v ? w_.b_v : none;
+  if (!stored_) return decoder_project(x, w_.*kWidened[which], bias, threads_);
+  const StoredMatrix& m = stored_->*kStored[which];
+  Tensor2 y = Tensor2::from_shape({x.shape(0), m.rows});
+  stored_matmul(x.data(), x.shape(0), m, bias.size() ? bias.data() : nullptr, y.data(), m.rows, threads_);
+  return y;
+}
+
+Tensor2 decoder_mlp(const DecoderProjections& w, const Tensor2& h) {
+  Tensor2 gate = w(h, DecoderProjections::gate);
+  const Tensor2 up = w(h, DecoderProjections::up);
   for (std::size_t i = 0; i < gate.size(); ++i) gate.data()[i] = silu(gate.data()[i]) * up.data()[i];
-  return decoder_project(gate, w.w_down, Tensor1{}, threads);
+  return w(gate, DecoderProjections::down);
 }
 
 Tensor2 decoder_embed(const DecoderModel& model, const std::vector<std::int32_t>& ids) {
@@ -118,16 +134,17 @@ namespace {
 
 // The attention half of a layer on h = rms_norm(x) * input_layernorm: its output [L, D] and
 // weights [H, L, L].
-Tensor2 attention_branch(const DecoderLayer& w, const Tensor2& h, const DecoderConfig& c, std::size_t layer,
-                         const RopeOptions& rope, std::size_t threads, Tensor3& weights) {
+Tensor2 attention_branch(const detail::DecoderProjections& w, const Tensor2& h, const DecoderConfig& c,
+                         std::size_t layer, const RopeOptions& rope, std::size_t threads, Tensor3& weights) {
   using namespace detail;
-  const Tensor3 q = decoder_rotated_heads(decoder_project(h, w.w_q, w.b_q, threads), c.heads, 0, rope);
-  const Tensor3 k = decoder_rotated_heads(decoder_project(h, w.w_k, w.b_k, threads), c.kv_heads, 0, rope);
-  const Tensor3 v = split_heads(decoder_project(h, w.w_v, w.b_v, threads), c.kv_heads);
+  using P = DecoderProjections;
+  const Tensor3 q = decoder_rotated_heads(w(h, P::q), c.heads, 0, rope);
+  const Tensor3 k = decoder_rotated_heads(w(h, P::k), c.kv_heads, 0, rope);
+  const Tensor3 v = split_heads(w(h, P::v), c.kv_heads);
   SdpaResult r = attention(q, k, v, nullptr, decoder_attention_options(c, layer), decoder_backend(threads),
                            /*with_weights=*/true);
   weights = std::move(r.weights);
-  return decoder_project(merge_heads(r.output), w.w_o, Tensor1{}, threads);
+  return w(merge_heads(r.output), P::o);
 }
 
 }  // namespace
@@ -194,9 +211,10 @@ DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std:
   DecoderLayer w = unfilled_decoder_layer(c);
   for (std::size_t l = 0; l < c.layers; ++l) {
     model.stored->widen_layer(l, w);
+    const detail::DecoderProjections p(w, threads);
     const Tensor2 h = detail::decoder_rms_norm(x, w.input_norm, c.rms_eps);
-    x += attention_branch(w, h, c, l, rope, threads, out.attention[l]);
-    x += detail::decoder_mlp(w, detail::decoder_rms_norm(x, w.post_norm, c.rms_eps), threads);
+    x += attention_branch(p, h, c, l, rope, threads, out.attention[l]);
+    x += detail::decoder_mlp(p, detail::decoder_rms_norm(x, w.post_norm, c.rms_eps));
     detail::require_finite_stream(x, "layer " + std::to_string(l));
   }
   out.logits = detail::decoder_unembed(model, detail::decoder_rms_norm(x, model.norm, c.rms_eps), threads);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "attn/engine/core/stored_matrix.hpp"
 #include "attn/engine/core/tensor.hpp"
 #include "attn/engine/models/decoder_config.hpp"
 
@@ -34,6 +35,11 @@ struct DecoderLayer {
   Tensor2 w_gate, w_up, w_down;      // [I, D], [I, D], [D, I]
 };
 
+// A layer's matrices as they are stored, for a decode step that reads them in place.
+struct DecoderStoredLayer {
+  StoredMatrix w_q, w_k, w_v, w_o, w_gate, w_up, w_down;
+};
+
 // The weights a model leaves in its files, widened to float32 when a pass reaches them, into
 // tensors the caller owns and reuses (already shaped). InputError naming the tensor when a
 // value is not finite.
@@ -41,9 +47,15 @@ class DecoderStoredWeights {
  public:
   virtual ~DecoderStoredWeights() = default;
   virtual void widen_layer(std::size_t layer, DecoderLayer& out) const = 0;
+  // The layer's norms and biases only (its matrices left unset).
+  virtual void widen_layer_vectors(std::size_t layer, DecoderLayer& out) const = 0;
   virtual void widen_embed_rows(std::size_t first, std::size_t count, float* out) const = 0;
   // lm_head's rows (embed's when tied).
   virtual void widen_lm_head_rows(std::size_t first, std::size_t count, float* out) const = 0;
+  // The matrices in place (each checked for non-finite values the first time it is handed out:
+  // InputError naming it).
+  virtual DecoderStoredLayer stored_layer(std::size_t layer) const = 0;
+  virtual StoredMatrix stored_lm_head() const = 0;
 };
 
 struct DecoderModel {

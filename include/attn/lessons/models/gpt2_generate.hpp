@@ -43,6 +43,7 @@ struct Gpt2GenerateStep {
   std::size_t cache_bytes = 0;
   std::optional<double> max_diff_vs_full;  // with check_every_step
   double logit_scale = 0;     // max |z|, to read max_diff_vs_full against
+  double seconds = 0;         // wall-clock time of the step's feed (the prefill for the first): terminal only
 };
 
 struct Gpt2Generation {
@@ -60,6 +61,15 @@ Gpt2Generation gpt2_generate(const Gpt2Model& model, const Gpt2GenerateConfig& c
 // layer of Hkv heads), the prompt given as ids; --check compares with decoder_forward.
 void check_decoder_generate_config(const Gpt2GenerateConfig& config, const DecoderConfig& model);
 Gpt2Generation decoder_generate(const DecoderModel& model, const Gpt2GenerateConfig& config);
+
+// The yardstick for a decode step, which reads every weight once: the bytes a step of `model`
+// reads in place (every layer's matrices and lm_head, as stored) and the best time of `rounds`
+// streaming reads of those very bytes (stream_read, on every thread), measured now.
+struct WeightStream {
+  std::size_t bytes = 0;
+  double seconds = 0;
+};
+WeightStream decoder_weight_stream(const DecoderModel& model, std::size_t rounds = 3);
 
 // The next id from logits z by the rule above (rng draws one uniform when sampling).
 struct NextChoice {

@@ -1,0 +1,97 @@
+// stored_matmul (stored_matrix.hpp): the rows of W split across threads, each block of rows run
+// by the widest kernel this CPU has (stored_matmul_avx512.cpp) or the portable one below.
+#include "stored_matmul.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "platform/parallel.hpp"
+#include "stored_lanes.hpp"
+
+namespace attn {
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu;
+  std::uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else {  // zero or subnormal: mantissa * 2^-24
+    const float value = float(mantissa) * 0x1.0p-24f;
+    return sign ? -value : value;
+  }
+  return std::bit_cast<float>(bits);
+}
+
+namespace detail {
+namespace {
+
+float stored_value(const StoredMatrix& w, std::size_t r, std::size_t k) {
+  const std::size_t i = r * w.cols + k;
+  std::uint16_t h;
+  switch (w.type) {
+    case StoredType::f32: {
+      float f;
+      std::memcpy(&f, static_cast<const unsigned char*>(w.data) + 4 * i, 4);
+      return f;
+    }
+    case StoredType::bf16:
+      std::memcpy(&h, static_cast<const unsigned char*>(w.data) + 2 * i, 2);
+      return bf16_to_float(h);
+    case StoredType::f16:
+      std::memcpy(&h, static_cast<const unsigned char*>(w.data) + 2 * i, 2);
+      return half_to_float(h);
+  }
+  return 0;
+}
+
+// The lanes of the vector kernels written out: lane j of output (i, r) sums k = j, j + 16, ...
+// by fused multiply-adds, then the lanes are added pairwise (stored_lanes.hpp).
+void rows_generic(const float* x, std::size_t m, const StoredMatrix& w, std::size_t r0, std::size_t r1, float* y,
+                  std::size_t ldy) {
+  for (std::size_t r = r0; r < r1; ++r)
+    for (std::size_t i = 0; i < m; ++i) {
+      float lanes[kStoredLanes] = {};
+      for (std::size_t k = 0; k < w.cols; ++k)
+        lanes[k % kStoredLanes] = std::fma(stored_value(w, r, k), x[i * w.cols + k], lanes[k % kStoredLanes]);
+      y[i * ldy + r] = add_lanes(lanes);
+    }
+}
+
+StoredRowsKernel best_kernel() {
+  static const StoredRowsKernel kernel = [] {
+    const StoredRowsKernel avx512 = stored_rows_avx512();
+    return avx512 ? avx512 : stored_rows_generic();
+  }();
+  return kernel;
+}
+
+}  // namespace
+
+StoredRowsKernel stored_rows_generic() { return rows_generic; }
+
+}  // namespace detail
+
+const char* stored_matmul_isa() {
+  return detail::best_kernel() == detail::stored_rows_generic() ? "generic" : "avx512";
+}
+
+void stored_matmul(const float* x, std::size_t m, const StoredMatrix& w, const float* bias, float* y, std::size_t ldy,
+                   std::size_t threads) {
+  // Blocks of 64 rows: 48-96 KiB of a bfloat16 matrix 384-768 wide, many per thread for balance.
+  constexpr std::size_t kBlock = 64;
+  const std::size_t blocks = (w.rows + kBlock - 1) / kBlock;
+  const detail::StoredRowsKernel kernel = detail::best_kernel();
+  detail::parallel_items(blocks, detail::thread_count(threads, blocks), [&](std::size_t, std::size_t b) {
+    const std::size_t r0 = b * kBlock, r1 = std::min(w.rows, r0 + kBlock);
+    kernel(x, m, w, r0, r1, y, ldy);
+    if (bias)
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t r = r0; r < r1; ++r) y[i * ldy + r] += bias[r];
+  });
+}
+
+}  // namespace attn

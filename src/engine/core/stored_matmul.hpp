@@ -1,0 +1,16 @@
+#pragma once
+// Private to the engine: stored_matmul's kernels, one per instruction set (stored_matmul.cpp).
+#include "attn/engine/core/stored_matrix.hpp"
+
+namespace attn::detail {
+
+// y[i * ldy + r] = sum over k of x[i * W.cols + k] * W[r, k], for rows r in [r0, r1) and i < m.
+// The sum runs over k in lanes of 16 (lane j takes k = j, j + 16, ...), then adds the 16 lanes
+// pairwise, in every implementation, so that all give the same bits.
+using StoredRowsKernel = void (*)(const float* x, std::size_t m, const StoredMatrix& w, std::size_t r0,
+                                  std::size_t r1, float* y, std::size_t ldy);
+
+StoredRowsKernel stored_rows_generic();
+StoredRowsKernel stored_rows_avx512();  // null when not compiled in
+
+}  // namespace attn::detail

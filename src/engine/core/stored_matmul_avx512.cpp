@@ -1,0 +1,117 @@
+// stored_matmul's AVX-512 kernel (compiled with -mavx512f -mavx512bw -mavx512vl; see
+// CMakeLists.txt), chosen at run time when the CPU has those instructions.
+#include "stored_matmul.hpp"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "stored_lanes.hpp"
+
+namespace attn::detail {
+namespace {
+
+// 16 weights from k on, widened to float32 in the register: bfloat16 shifted into a float's
+// high half, float16 by vcvtph2ps, float32 as it is. Lanes outside `mask` are 0.
+template <StoredType T>
+__m512 widen16(const unsigned char* row, std::size_t k, __mmask16 mask) {
+  if constexpr (T == StoredType::f32) {
+    const float* p = reinterpret_cast<const float*>(row) + k;
+    return mask == 0xffff ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(mask, p);
+  } else {
+    const auto* p = reinterpret_cast<const std::uint16_t*>(row) + k;
+    const __m256i h = mask == 0xffff ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
+                                     : _mm256_maskz_loadu_epi16(mask, p);
+    if constexpr (T == StoredType::bf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    else return _mm512_cvtph_ps(h);
+  }
+}
+
+// add_lanes (stored_lanes.hpp) in registers: lane j plus lane j + 8, then + 4, + 2, + 1.
+float add_lanes(__m512 v) {
+  const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+
+// R rows of W x M rows of x: R * M accumulators of 16 lanes (at most 16 of the 32 registers),
+// each weight loaded once for the M rows of x. The last partial 16 lanes are masked, their
+// accumulators left as they were (a masked fused multiply-add), as the portable kernel does.
+template <StoredType T, std::size_t R, std::size_t M>
+void tile(const float* x, std::size_t cols, const unsigned char* w, std::size_t row_bytes, float* y,
+          std::size_t ldy) {
+  __m512 acc[R][M];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps();
+  std::size_t k = 0;
+  for (; k + kStoredLanes <= cols; k += kStoredLanes) {  // whole lanes: no masks, accumulators stay in registers
+    __m512 xv[M];
+    for (std::size_t i = 0; i < M; ++i) xv[i] = _mm512_loadu_ps(x + i * cols + k);
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m512 wv = widen16<T>(w + r * row_bytes, k, __mmask16(0xffff));
+      for (std::size_t i = 0; i < M; ++i) acc[r][i] = _mm512_fmadd_ps(wv, xv[i], acc[r][i]);
+    }
+  }
+  if (k < cols) {
+    const __mmask16 mask = __mmask16((1u << (cols - k)) - 1);
+    __m512 xv[M];
+    for (std::size_t i = 0; i < M; ++i) xv[i] = _mm512_maskz_loadu_ps(mask, x + i * cols + k);
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m512 wv = widen16<T>(w + r * row_bytes, k, mask);
+      for (std::size_t i = 0; i < M; ++i) acc[r][i] = _mm512_mask3_fmadd_ps(wv, xv[i], acc[r][i], mask);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t i = 0; i < M; ++i) y[i * ldy + r] = add_lanes(acc[r][i]);
+}
+
+// Rows of x four at a time (then the rest), rows of W four at a time (then one at a time).
+template <StoredType T, std::size_t M>
+void rows_for(const float* x, const StoredMatrix& w, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
+  const std::size_t row_bytes = w.cols * w.element_bytes();
+  const auto* base = static_cast<const unsigned char*>(w.data);
+  std::size_t r = r0;
+  for (; r + 4 <= r1; r += 4) tile<T, 4, M>(x, w.cols, base + r * row_bytes, row_bytes, y + r, ldy);
+  for (; r < r1; ++r) tile<T, 1, M>(x, w.cols, base + r * row_bytes, row_bytes, y + r, ldy);
+}
+
+template <StoredType T>
+void rows_typed(const float* x, std::size_t m, const StoredMatrix& w, std::size_t r0, std::size_t r1, float* y,
+                std::size_t ldy) {
+  std::size_t i = 0;
+  for (; i + 4 <= m; i += 4) rows_for<T, 4>(x + i * w.cols, w, r0, r1, y + i * ldy, ldy);
+  switch (m - i) {
+    case 3: rows_for<T, 3>(x + i * w.cols, w, r0, r1, y + i * ldy, ldy); break;
+    case 2: rows_for<T, 2>(x + i * w.cols, w, r0, r1, y + i * ldy, ldy); break;
+    case 1: rows_for<T, 1>(x + i * w.cols, w, r0, r1, y + i * ldy, ldy); break;
+    default: break;
+  }
+}
+
+void rows_avx512(const float* x, std::size_t m, const StoredMatrix& w, std::size_t r0, std::size_t r1, float* y,
+                 std::size_t ldy) {
+  switch (w.type) {
+    case StoredType::f32: return rows_typed<StoredType::f32>(x, m, w, r0, r1, y, ldy);
+    case StoredType::bf16: return rows_typed<StoredType::bf16>(x, m, w, r0, r1, y, ldy);
+    case StoredType::f16: return rows_typed<StoredType::f16>(x, m, w, r0, r1, y, ldy);
+  }
+}
+
+}  // namespace
+
+StoredRowsKernel stored_rows_avx512() {
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+  }();
+  return supported ? rows_avx512 : nullptr;
+}
+
+}  // namespace attn::detail
+#else
+attn::detail::StoredRowsKernel attn::detail::stored_rows_avx512() { return nullptr; }
+#endif

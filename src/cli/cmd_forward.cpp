@@ -17,6 +17,8 @@
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/io/hf_config.hpp"
 #include "attn/io/hf_tokenizer_file.hpp"
+#include "attn/lessons/models/decoder_lessons.hpp"
+#include "attn/render/views/decoder_lessons_picture.hpp"
 #include "attn/io/toy_model_file.hpp"
 #include "attn/lessons/models/forward.hpp"
 #include "attn/lessons/models/gpt2_forward.hpp"
@@ -88,7 +90,8 @@ void print_head_summary(const HeadSummary& s, std::ostream& out) {
 // --out DIR: heads.png (the model view: every layer x head), with --layer L heads_layer<L>.png
 // (the head view of one layer) and head_summary.json (every head's scores and kind).
 void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const ToyTokens& tokens,
-                            const std::vector<Tensor3>& attention, const HeadSummary& summary, std::ostream& log) {
+                            const std::vector<Tensor3>& attention, const HeadSummary& summary, std::ostream& log,
+                            std::vector<NamedFigure> extra = {}) {
   const std::size_t n = tokens.ids.size();
   // The text in the title, as demo's heads.png has it (cut past 60 columns): a folder of pictures
   // must say what they were run on.
@@ -112,8 +115,43 @@ void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const
     j["token_ids"] = tokens.ids;
     write_file_atomically((std::filesystem::path(folder.staging()) / "head_summary.json").string(), j.dump(2) + "\n");
   }
+  for (NamedFigure& f : extra) figures.push_back(std::move(f));
   save_pictures(figures, folder, image_options(o.image), log);
   log << "Wrote " << printable_text(folder.final_path("head_summary.json")) << "\n";
+}
+
+// A Llama-family folder's own lessons (decoder_lessons.hpp): attention sinks from 3 tokens,
+// grouped-query heads from 2; lessons.json beside the pictures, a line each on `log`.
+std::vector<NamedFigure> decoder_lesson_pictures(const ForwardOptions& o, const DecoderModel& model,
+                                                 const ToyTokens& tokens, const DecoderForward& f, OutputFolder& folder,
+                                                 std::ostream& log) {
+  std::vector<NamedFigure> figures;
+  Json lessons = Json::object();
+  if (tokens.ids.size() >= 2) {
+    const GqaLesson g = gqa_lesson(model.config, f);
+    lessons["grouped_query"] = gqa_lesson_json(g);
+    figures.push_back({"gqa", gqa_figure(g, o.model, o.image.colormap)});
+    log << "Grouped-query heads: " << model.config.heads << " query heads share " << model.config.kv_heads
+        << " key/value heads; KV cache " << g.bytes_gqa << " bytes a token in bfloat16, against " << g.bytes_mha
+        << " for multi-head (gqa.png: how alike the heads that share attend).\n";
+  }
+  if (tokens.ids.size() >= 3) {
+    const SinkLesson s = sink_lesson(model, tokens.ids, f);
+    lessons["attention_sinks"] = sink_lesson_json(s);
+    figures.push_back({"sinks", sinks_figure(s, o.model, o.image.colormap)});
+    double top = 0;
+    std::size_t top_layer = 0, top_head = 0;
+    for (std::size_t l = 0; l < s.first_token.size(); ++l)
+      for (std::size_t h = 0; h < s.first_token[l].size(); ++h)
+        if (s.first_token[l][h] > top) top = s.first_token[l][h], top_layer = l, top_head = h;
+    log << "Attention sinks: layer " << top_layer << " head " << top_head << " puts " << format_fixed(top, 3)
+        << " of its weight on token 0 (an even head: " << format_fixed(s.uniform, 3) << "). Under a " << s.window
+        << "-key window the next token's KL from the full model is " << format_g(s.kl_evicted, 3)
+        << " nats with token 0 evicted, " << format_g(s.kl_kept, 3) << " with it kept (sinks.png).\n";
+  }
+  if (!lessons.empty())
+    write_file_atomically((std::filesystem::path(folder.staging()) / "lessons.json").string(), lessons.dump(2) + "\n");
+  return figures;
 }
 
 void check_layer(const ForwardOptions& o, std::size_t layers) {
@@ -186,7 +224,9 @@ void run_decoder_forward(const ForwardOptions& o) {
   if (!folder) return;
   const HeadSummary summary = summarize_heads(tokens.ids, f.attention);
   print_head_summary(summary, log);
-  write_forward_pictures(o, *folder, tokens, f.attention, summary, log);
+  write_forward_pictures(o, *folder, tokens, f.attention, summary, log,
+                         decoder_lesson_pictures(o, model, tokens, f, *folder, log));
+  if (tokens.ids.size() >= 2) log << "Wrote " << printable_text(folder->final_path("lessons.json")) << "\n";
 }
 
 // GPT-2 from a Hugging Face folder: its own tokenizer, its top-5 next tokens on the terminal.
@@ -270,7 +310,9 @@ void setup_forward(CLI::App& app) {
                   "folder for heads.png (the model view: every head of every layer, one row per layer, one "
                   "colour scale), head_summary.json (each head's previous-token, first-token, induction and "
                   "entropy scores, the kind they give, and the bars a score must reach at this length; every head "
-                  "untested with one token) and, with --layer, heads_layer<L>.png");
+                  "untested with one token), with --layer, heads_layer<L>.png, and for a Llama, Mistral or Qwen2 "
+                  "folder sinks.png (each head's weight on token 0, and a sliding window with and without it), "
+                  "gqa.png (how alike the query heads sharing a key/value head attend) and lessons.json");
   cmd->add_option("--layer", opts->layer, "with --out: also draw the head view of layer L (0-based): its heads, "
                   "larger, and their mean");
   add_image_flags(cmd, opts->image, true);

@@ -64,7 +64,10 @@ Tensor3 decoder_rotated_heads(const Tensor2& x, std::size_t heads, std::size_t f
 SdpaOptions decoder_attention_options(const DecoderConfig& c, std::size_t layer) {
   SdpaOptions so;
   so.causal = true;  // bottom-right aligned: a decode step's queries are the last positions; scale 1/sqrt(d)
-  if (c.sliding_window > 0 && layer >= c.window_first_layer) so.mask_mod.window = {{c.sliding_window - 1, 0}};
+  if (c.sliding_window > 0 && layer >= c.window_first_layer) {
+    so.mask_mod.window = {{c.sliding_window - 1, 0}};
+    so.mask_mod.sinks = c.attention_sinks;
+  }
   return so;
 }
 

@@ -31,6 +31,9 @@ struct DecoderConfig {
   std::size_t sliding_window = 0;  // 0 = none; Mistral's, or Qwen2's with use_sliding_window
   std::size_t window_first_layer = 0;  // the window applies to layers >= this (Qwen2's max_window_layers)
   bool qkv_bias = false;           // Qwen2 always; Llama with attention_bias
+  // Not in config.json, an experiment's: under the sliding window, keys j < attention_sinks stay
+  // visible to every query (StreamingLLM's attention sinks, Xiao et al. 2023).
+  std::size_t attention_sinks = 0;
 };
 
 // InputError naming the field for a shape that cannot run: a size of 0, kv_heads not dividing

@@ -1,0 +1,133 @@
+// Attention sinks and grouped-query heads measured on a Llama-family model (decoder_lessons.hpp).
+#include "attn/lessons/models/decoder_lessons.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attn/engine/core/error.hpp"
+
+namespace attn {
+namespace {
+
+// softmax of the last row of logits, in float64.
+std::vector<double> last_distribution(const Tensor2& logits) {
+  const std::size_t last = logits.shape(0) - 1, V = logits.shape(1);
+  double top = -std::numeric_limits<double>::infinity();
+  for (std::size_t v = 0; v < V; ++v) top = std::max(top, double(logits(last, v)));
+  std::vector<double> p(V);
+  double sum = 0;
+  for (std::size_t v = 0; v < V; ++v) sum += (p[v] = std::exp(double(logits(last, v)) - top));
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+// KL(p || q) in nats; terms with p = 0 are 0.
+double kl(const std::vector<double>& p, const std::vector<double>& q) {
+  double d = 0;
+  for (std::size_t v = 0; v < p.size(); ++v)
+    if (p[v] > 0) d += p[v] * std::log(p[v] / q[v]);
+  return std::max(d, 0.0);
+}
+
+// The last position's distribution with every layer under a window of `window` keys, the first
+// `sinks` keys kept visible.
+std::vector<double> windowed(const DecoderModel& model, const std::vector<std::int32_t>& ids, std::size_t window,
+                             std::size_t sinks) {
+  DecoderModel m = model;
+  m.config.sliding_window = window;
+  m.config.window_first_layer = 0;
+  m.config.attention_sinks = sinks;
+  return last_distribution(decoder_forward(m, ids).logits);
+}
+
+// Jensen-Shannon divergence of rows a and b (each sums to 1 over n entries), in nats.
+double js(const float* a, const float* b, std::size_t n) {
+  double d = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    const double p = a[j], q = b[j], m = (p + q) / 2;
+    if (p > 0) d += 0.5 * p * std::log(p / m);
+    if (q > 0) d += 0.5 * q * std::log(q / m);
+  }
+  return std::max(d, 0.0);
+}
+
+}  // namespace
+
+SinkLesson sink_lesson(const DecoderModel& model, const std::vector<std::int32_t>& ids, const DecoderForward& full,
+                       std::size_t window) {
+  const std::size_t n = ids.size();
+  if (n < 3) throw InputError("attention sinks: need at least 3 tokens (a query past the first, a key to evict)");
+  SinkLesson s;
+  s.tokens = n;
+  for (const Tensor3& a : full.attention) {
+    std::vector<double> heads(a.shape(0), 0.0);
+    for (std::size_t h = 0; h < a.shape(0); ++h) {
+      for (std::size_t i = 1; i < n; ++i) heads[h] += a(h, i, 0);
+      heads[h] /= double(n - 1);
+    }
+    s.first_token.push_back(heads);
+  }
+  for (std::size_t i = 1; i < n; ++i) s.uniform += 1.0 / double(i + 1) / double(n - 1);
+  s.window = window ? window : std::max<std::size_t>(2, (n + 3) / 4);
+  s.window = std::min(s.window, n - 1);  // the last query must lose key 0
+  const std::vector<double> p = last_distribution(full.logits);
+  s.kl_evicted = kl(p, windowed(model, ids, s.window, 0));
+  s.kl_kept = kl(p, windowed(model, ids, s.window, 1));
+  return s;
+}
+
+GqaLesson gqa_lesson(const DecoderConfig& c, const DecoderForward& full) {
+  if (full.attention.empty() || full.attention[0].shape(1) < 2)
+    throw InputError("grouped-query heads: need at least 2 tokens to compare attention rows");
+  GqaLesson g;
+  g.heads = c.heads, g.kv_heads = c.kv_heads, g.layers = c.layers, g.head_dim = c.head_dim;
+  const std::size_t H = c.heads, group = c.heads / c.kv_heads, n = full.attention[0].shape(1);
+  double within = 0, across = 0;
+  std::size_t n_within = 0, n_across = 0;
+  for (const Tensor3& a : full.attention) {
+    std::vector<std::vector<double>> d(H, std::vector<double>(H, 0.0));
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t k = h + 1; k < H; ++k) {
+        for (std::size_t i = 0; i < n; ++i) d[h][k] += js(&a(h, i, 0), &a(k, i, 0), i + 1) / double(n);
+        d[k][h] = d[h][k];
+        (h / group == k / group ? within : across) += d[h][k];
+        ++(h / group == k / group ? n_within : n_across);
+      }
+    g.divergence.push_back(d);
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  g.within = n_within ? within / double(n_within) : nan;
+  g.across = n_across ? across / double(n_across) : nan;
+  const std::size_t per_head = 2 * c.layers * c.head_dim * 2;
+  g.bytes_mha = per_head * c.heads, g.bytes_gqa = per_head * c.kv_heads, g.bytes_mqa = per_head;
+  return g;
+}
+
+Json sink_lesson_json(const SinkLesson& s) {
+  return {{"source", "Xiao et al. 2023, Efficient Streaming Language Models with Attention Sinks, arXiv 2309.17453"},
+          {"tokens", s.tokens},
+          {"first_token_weight", s.first_token},
+          {"first_token_weight_meaning", "[layer][head]: mean over queries 1..n-1 of the attention weight on token 0"},
+          {"uniform_head_weight", s.uniform},
+          {"window", s.window},
+          {"kl_full_vs_window_evicted", s.kl_evicted},
+          {"kl_full_vs_window_with_sink", s.kl_kept},
+          {"kl_meaning", "KL(full || windowed) of the last position's next-token distribution, nats; every layer under "
+                         "a sliding window of `window` keys, token 0 evicted or kept visible as a sink"}};
+}
+
+Json gqa_lesson_json(const GqaLesson& g) {
+  auto number_or_null = [](double x) { return std::isnan(x) ? Json(nullptr) : Json(x); };
+  return {{"heads", g.heads},
+          {"kv_heads", g.kv_heads},
+          {"query_heads_per_kv_head", g.heads / g.kv_heads},
+          {"js_divergence", g.divergence},
+          {"js_divergence_meaning", "[layer][h][g]: mean over query rows of the Jensen-Shannon divergence (nats) "
+                                    "between query heads h and g's attention rows"},
+          {"mean_js_sharing_a_kv_head", number_or_null(g.within)},
+          {"mean_js_not_sharing", number_or_null(g.across)},
+          {"kv_cache_bytes_per_token_bf16", {{"mha", g.bytes_mha}, {"this_model", g.bytes_gqa}, {"mqa", g.bytes_mqa}}}};
+}
+
+}  // namespace attn

@@ -1,0 +1,104 @@
+// The attention-sink and grouped-query lessons (lessons/models/decoder_lessons.hpp): numbers by
+// hand on attention built by hand, and the sliding-window experiment's limits on a real folder.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "attn/engine/core/error.hpp"
+#include "attn/io/decoder_model_file.hpp"
+#include "attn/lessons/models/decoder_lessons.hpp"
+#include "picture_support.hpp"
+#include "support.hpp"
+
+using namespace attn;
+
+TEST_CASE("decoder lessons: grouped-query divergences and cache bytes, by hand") {
+  DecoderConfig c;
+  c.heads = 4, c.kv_heads = 2, c.layers = 1, c.head_dim = 8;
+  DecoderForward f;
+  // 2 tokens. Query 0 sees only key 0 (weight 1 in every head). Query 1: heads 0 and 1 (one
+  // group) put all on key 0 and all on key 1: disjoint rows, JS = ln 2; heads 2 and 3 (the other
+  // group) are the same row, JS = 0; across groups, head 0 [1, 0] against heads 2, 3 [0.5, 0.5].
+  Tensor3 a = Tensor3::from_shape({4, 2, 2});
+  a.fill(0.0f);
+  for (std::size_t h = 0; h < 4; ++h) a(h, 0, 0) = 1;
+  a(0, 1, 0) = 1;
+  a(1, 1, 1) = 1;
+  a(2, 1, 0) = a(2, 1, 1) = a(3, 1, 0) = a(3, 1, 1) = 0.5f;
+  f.attention = {a};
+  const GqaLesson g = gqa_lesson(c, f);
+  const double ln2 = std::numbers::ln2;
+  // JS([1, 0], [0.5, 0.5]) = 0.5 ln(1 / 0.75) + 0.5 (0.5 ln(0.5 / 0.75) + 0.5 ln(0.5 / 0.25)).
+  const double half_vs_one = 0.5 * std::log(1 / 0.75) + 0.25 * std::log(0.5 / 0.75) + 0.25 * std::log(2.0);
+  CHECK(g.divergence[0][0][1] == doctest::Approx(ln2 / 2));  // the mean over the 2 query rows
+  CHECK(g.divergence[0][1][0] == doctest::Approx(ln2 / 2));
+  CHECK(g.divergence[0][2][3] == doctest::Approx(0.0));
+  CHECK(g.divergence[0][0][2] == doctest::Approx(half_vs_one / 2));
+  CHECK(g.within == doctest::Approx((ln2 / 2 + 0) / 2));
+  CHECK(g.across == doctest::Approx((2 * half_vs_one / 2 + 2 * half_vs_one / 2) / 4));
+  // K and V, 1 layer, 8 dims, 2 bytes: 32 bytes a head.
+  CHECK(g.bytes_mha == 4 * 32);
+  CHECK(g.bytes_gqa == 2 * 32);
+  CHECK(g.bytes_mqa == 32);
+  c.kv_heads = 4;  // multi-head: no pair shares a key/value head
+  CHECK(std::isnan(gqa_lesson(c, f).within));
+}
+
+TEST_CASE("decoder lessons: the weight on token 0 by hand, and a window that hides nothing changes nothing") {
+  const DecoderModel model = read_decoder_model(attn::test::data_path("llama_tiny"));
+  const std::vector<std::int32_t> ids = {657, 279, 292, 278, 266, 32, 288, 279, 292};
+  const DecoderForward full = decoder_forward(model, ids);
+  const std::size_t n = ids.size();
+  SinkLesson s = sink_lesson(model, ids, full, n - 1);
+  REQUIRE(s.first_token.size() == model.config.layers);
+  double mean = 0;
+  for (std::size_t i = 1; i < n; ++i) mean += full.attention[1](2, i, 0);
+  CHECK(s.first_token[1][2] == doctest::Approx(mean / double(n - 1)));
+  double uniform = 0;
+  for (std::size_t i = 1; i < n; ++i) uniform += 1.0 / double(i + 1);
+  CHECK(s.uniform == doctest::Approx(uniform / double(n - 1)));
+  // A window of n - 1 keys hides only key 0 from the last query: kept as a sink, nothing is
+  // hidden from anyone, and the model is the full one; evicted, the last position changes.
+  CHECK(s.window == n - 1);
+  CHECK(s.kl_kept < 1e-9);
+  CHECK(s.kl_evicted > 1e-6);
+  // The default window: a quarter of the tokens, at least 2; a window wider than n - 1 is cut
+  // to n - 1, so that key 0 always leaves the last query's window.
+  CHECK(sink_lesson(model, ids, full).window == 3);
+  CHECK(sink_lesson(model, ids, full, 100).window == n - 1);
+  CHECK_THROWS_AS(sink_lesson(model, {657, 279}, decoder_forward(model, {657, 279})), InputError);
+}
+
+TEST_CASE("cli forward on a Llama folder --out: sinks.png, gqa.png and lessons.json at 1, 2, 3 and 48 tokens") {
+  attn::test::TempDir dir;
+  const std::string model = "'" + attn::test::data_path("llama_tiny") + "'";
+  struct Case {
+    const char* input;
+    bool gqa, sinks;
+  };
+  // --tokens 657: BOS alone; "x": BOS and x; "a b": the 3 tokens the sink lesson needs at least.
+  int n = 0;
+  for (const Case c : {Case{"--tokens 657", false, false}, Case{"'x'", true, false}, Case{"'a b'", true, true},
+                       Case{"'The cat sat on the mat, and the dog sat on the log by the door today'", true, true}}) {
+    CAPTURE(c.input);
+    const std::string out = dir / ("v" + std::to_string(n++));
+    const attn::test::CliResult r = attn::test::run_cli("forward --model " + model + " " + c.input + " --out '" + out + "'");
+    REQUIRE(r.code == 0);
+    CHECK(std::filesystem::exists(out + "/heads.png"));
+    CHECK(std::filesystem::exists(out + "/gqa.png") == c.gqa);
+    CHECK(std::filesystem::exists(out + "/sinks.png") == c.sinks);
+    CHECK(std::filesystem::exists(out + "/lessons.json") == c.gqa);
+    for (const char* png : {"/gqa.png", "/sinks.png"}) {
+      if (!std::filesystem::exists(out + png)) continue;
+      const attn::test::DecodedPng p = attn::test::DecodedPng::from_file(out + png);
+      REQUIRE(p.ok());
+      CHECK(p.ink_on_border(3) == 0);
+    }
+    if (!c.gqa) continue;
+    const Json j = read_json(out + "/lessons.json");
+    CHECK(j.contains("grouped_query"));
+    CHECK(j.contains("attention_sinks") == c.sinks);
+    if (c.sinks) CHECK(r.out.find("Attention sinks: layer") != std::string::npos);
+  }
+}

@@ -55,6 +55,7 @@ struct Case {
   std::optional<double> scale;
   double temperature = 1.0;
   std::size_t block_q = 0, block_k = 0;
+  std::optional<double> softcap;  // Gemma 2's c tanh(x / c) on the scaled scores
 };
 
 struct Inputs {
@@ -77,6 +78,7 @@ Inputs make_inputs(const Case& c, std::uint64_t seed) {
   in.options.causal = c.causal;
   in.options.scale = c.scale;
   in.options.temperature = c.temperature;
+  in.options.score_mod.softcap = c.softcap;
   return in;
 }
 
@@ -95,7 +97,8 @@ double loss(const Inputs& in) {
 void check_naive_against_finite_differences(const Case& c, std::uint64_t seed) {
   Inputs in = make_inputs(c, seed);
   const detail::SdpaF64 f = detail::sdpa_f64(in.q, in.k, in.v, in.allowed, in.options);
-  const detail::GradsF64 g = detail::sdpa_backward_f64(in.q, in.k, in.v, f.weights, in.grad_output, alpha_of(in));
+  const detail::GradsF64 g = detail::sdpa_backward_f64(in.q, in.k, in.v, f.weights, in.grad_output, alpha_of(in),
+                                                       &in.options.score_mod, in.options.temperature);
   auto l = [&] { return loss(in); };
   CHECK(max_abs(g.dq, numeric_gradient(in.q, l)) < 1e-7);
   CHECK(max_abs(g.dk, numeric_gradient(in.k, l)) < 1e-7);
@@ -131,6 +134,9 @@ TEST_CASE("backward: the naive reference matches central finite differences in f
       {2, 2, 3, 6, 3, 1, true},                               // causal, Lq < Lk: bottom-right
       {2, 2, 4, 5, 3, 2, false, /*mask=*/true},               // mask with a fully masked row
       {2, 2, 3, 4, 2, 2, true, true, /*scale=*/0.7, /*temperature=*/1.9},  // custom scale, temperature
+      // The soft-cap, small enough that tanh bends the scores (|scale q.k| reaches 2-3 here):
+      {2, 1, 3, 5, 4, 2, false, false, {}, 1.0, 0, 0, /*softcap=*/0.8},
+      {2, 2, 4, 4, 3, 2, true, true, 0.9, 1.7, 0, 0, /*softcap=*/1.5},  // with causal, mask, temperature
   };
   std::uint64_t seed = 10;
   for (const Case& c : cases) {
@@ -305,7 +311,13 @@ TEST_CASE("backward: what it refuses, with one InputError each") {
   SdpaOptions dropout;
   dropout.dropout_p = 0.1;
   CHECK_THROWS_AS(sdpa_backward(q, k, v, nullptr, dO, dropout), InputError);
-  SdpaOptions softcap;
+  SdpaOptions softcap;  // differentiated by the naive backward only
   softcap.score_mod.softcap = 5.0;
-  CHECK_THROWS_AS(attention_backward(q, k, v, nullptr, dO, softcap, {}), InputError);
+  BackendOptions flash;
+  flash.backend = Backend::flash;
+  CHECK_THROWS_WITH_AS(attention_backward(q, k, v, nullptr, dO, softcap, flash),
+                       "grad_output: with softcap the backward pass runs on backend \"naive\" only", InputError);
+  BackendOptions naive;
+  naive.backend = Backend::naive;
+  CHECK_NOTHROW(attention_backward(q, k, v, nullptr, dO, softcap, naive));
 }

@@ -144,7 +144,8 @@ GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD
   // The naive backward differentiates the forward's weights, which hold every variant.
   if (backend.backend == Backend::naive) {
     return sdpa_backward_f64(q, k, v, forward.weights, grad_output,
-                             resolved_scale(options.scale, q.shape(2)) / options.temperature);
+                             resolved_scale(options.scale, q.shape(2)) / options.temperature, &options.score_mod,
+                             options.temperature);
   }
   // The tiled ones read the variant by index (CUDA: as a bitmap), as their forwards do.
   FlashOptions fo = tiled_options(options, backend, q.shape(2));

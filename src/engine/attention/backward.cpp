@@ -24,21 +24,25 @@ void check_backward_options(const SdpaOptions& options, const BackendOptions& ba
   // Dropout would need the forward's random mask: refused rather than silently differentiated
   // as something else.
   if (options.dropout_p > 0) throw InputError("grad_output: the backward pass does not support dropout");
-  // attend's variants: masks are masks to every backward; the soft-cap's tanh is not
-  // differentiated yet, and only the naive backward sees an ALiBi bias (in its weights).
-  if (options.score_mod.softcap) throw InputError("grad_output: the backward pass does not support softcap yet");
+  // attend's variants: masks are masks to every backward; only the naive backward sees a score
+  // modifier (an ALiBi bias in its weights, the soft-cap's derivative from the scores).
+  if (options.score_mod.softcap && backend.backend != Backend::naive)
+    throw InputError("grad_output: with softcap the backward pass runs on backend \"naive\" only");
   if (!options.score_mod.alibi.empty() && backend.backend != Backend::naive)
     throw InputError("grad_output: with alibi the backward pass runs on backend \"naive\" only");
 }
 
 GradsF64 sdpa_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v,
-                           const TensorD3& weights, const TensorD3& grad_output, double alpha) {
+                           const TensorD3& weights, const TensorD3& grad_output, double alpha,
+                           const ScoreMod* mod, double temperature) {
   // q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv], weights P [H, Lq, Lk], dO [H, Lq, dv]
   const int H = int(q.shape(0)), Lq = int(q.shape(1)), d = int(q.shape(2));
   const int Hkv = int(k.shape(0)), Lk = int(k.shape(1)), dv = int(v.shape(2));
   const int group = H / Hkv;  // query heads per key/value head (GQA)
   GradsF64 g{TensorD3::from_shape(q.shape()), xt::zeros<double>(k.shape()), xt::zeros<double>(v.shape())};
   std::vector<double> ds(std::size_t(Lq) * Lk);  // dP, then dS in place
+  const bool capped = mod && mod->softcap;
+  std::vector<double> raw(capped ? std::size_t(Lq) * Lk : 0);  // scale q.k, where the cap was taken
 
   for (int h = 0; h < H; ++h) {
     const double* qh = q.data() + std::size_t(h) * Lq * d;
@@ -62,6 +66,12 @@ GradsF64 sdpa_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3&
       for (int j = 0; j < Lk; ++j) dot += row[j] * pr[j];
       for (int j = 0; j < Lk; ++j) row[j] = pr[j] * (row[j] - dot);
     }
+    // Through the soft-cap: d(c tanh(x / c)) / dx = 1 - tanh^2(x / c), at x = scale q.k.
+    if (capped) {
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Lk, d, alpha * temperature, qh, d, kh, d, 0.0,
+                  raw.data(), Lk);
+      for (std::size_t e = 0; e < raw.size(); ++e) ds[e] *= mod->derivative(raw[e]);
+    }
     // dQ = alpha dS K   [Lq, d]
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Lq, d, Lk, alpha, ds.data(), Lk, kh, d, 0.0,
                 g.dq.data() + std::size_t(h) * Lq * d, d);
@@ -84,7 +94,7 @@ SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v
   const detail::SdpaF64 f = detail::sdpa_f64(qd, kd, vd, allowed, options);
   const detail::GradsF64 g = detail::sdpa_backward_f64(
       qd, kd, vd, f.weights, xt::cast<double>(grad_output),
-      resolved_scale(options.scale, q.shape(2)) / options.temperature);
+      resolved_scale(options.scale, q.shape(2)) / options.temperature, &options.score_mod, options.temperature);
   return {xt::cast<float>(g.dq), xt::cast<float>(g.dk), xt::cast<float>(g.dv)};
 }
 
@@ -101,7 +111,8 @@ SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v
   }
   const detail::GradsF64 g = detail::sdpa_backward_f64(
       xt::cast<double>(q), xt::cast<double>(k), xt::cast<double>(v), xt::cast<double>(forward.weights),
-      xt::cast<double>(grad_output), resolved_scale(options.scale, q.shape(2)) / options.temperature);
+      xt::cast<double>(grad_output), resolved_scale(options.scale, q.shape(2)) / options.temperature,
+      &options.score_mod, options.temperature);
   return {xt::cast<float>(g.dq), xt::cast<float>(g.dk), xt::cast<float>(g.dv)};
 }
 

@@ -12,9 +12,12 @@ struct GradsF64 {
 };
 
 // The naive reference from the stored weights P [H, Lq, Lk] of the forward (sdpa_f64);
-// alpha = scale / temperature, the factor the scores were multiplied by.
+// alpha = scale / temperature, the factor the scores were multiplied by. With a soft-cap in
+// `mod` the score was mod(scale q.k) / temperature, and each dS is multiplied by the cap's
+// derivative at scale q.k (its bias terms do not depend on q or k).
 GradsF64 sdpa_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v,
-                           const TensorD3& weights, const TensorD3& grad_output, double alpha);
+                           const TensorD3& weights, const TensorD3& grad_output, double alpha,
+                           const ScoreMod* mod = nullptr, double temperature = 1.0);
 
 // FlashAttention-2's Algorithm 2 from the forward's output [H, Lq, dv] and lse [H, Lq];
 // options.scale must be resolved (the temperature folded in, as tiled_options() does).
@@ -22,8 +25,8 @@ GradsF64 flash_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3
                             const Mask3* allowed, const TensorD3& output, const TensorD2& lse,
                             const TensorD3& grad_output, const FlashOptions& options);
 
-// InputError for what the backward does not do: dropout, ALiBi, a sliding window, and the
-// cuda backend.
+// InputError for what the backward does not do: dropout; ALiBi and the soft-cap other than on
+// the naive backend.
 void check_backward_options(const SdpaOptions& options, const BackendOptions& backend);
 
 // The door's backward on float64 tensors: naive from forward.weights, flash from

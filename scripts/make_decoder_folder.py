@@ -12,6 +12,8 @@ Options a family's real checkpoints use:
   --rope-scaling linear  positions divided by factor 2
   --attention-bias       q, k, v biases on a Llama (Qwen2 always has them)
   --dtype f32|bf16|f16   the weights' storage type (bf16 rounded to nearest even)
+  --plant-sink           layer 0's query head 0 attends to the first token (BOS), as a trained
+                         model's sink head does (forward --out's sinks.png must show it)
   --tokenizer STYLE      a tokenizer.json (scripts/make_tokenizer_json.py: llama3, qwen2, smollm, gpt2),
                          the vocabulary grown to hold its ids (unless --tokenizer-vocab-only)
 Broken folders for the error tests: --omit NAME drops a tensor, --transpose NAME writes a
@@ -59,6 +61,27 @@ def parameters(rng, a):
     if not a.tie:
         out.append(("lm_head.weight", normal((V, D), 1.0 / np.sqrt(D))))
     return out
+
+
+def plant_sink(tensors, a, bos):
+    """Layer 0's query head 0 made an attention sink on token `bos`, as trained decoders grow one
+    (Xiao et al. 2023): the token's embedding gets a feature no other token has (the last
+    dimension), head 0's key reads it into RoPE's slowest pair (rotate-half pairs dims i and
+    i + d/2; i = d/2 - 1 turns least, so a query far from position 0 still lines up), and head 0's
+    query holds a constant there through its bias. Head 0's score on `bos` then dwarfs the rest."""
+    t = dict(tensors)
+    D, d = a.hidden, a.head_dim or a.hidden // a.heads
+    lane, other = d // 2 - 1, d - 1
+    emb = t["model.embed_tokens.weight"]
+    emb[:, D - 1] = 0.0
+    emb[bos, D - 1] = 8.0
+    p = "model.layers.0.self_attn."
+    for name in ("q_proj.weight", "k_proj.weight"):
+        t[p + name][[lane, other], :] = 0.0
+    t[p + "k_proj.weight"][lane, D - 1] = 6.0
+    t[p + "q_proj.bias"][[lane, other]] = [6.0, 0.0]
+    t[p + "k_proj.bias"][[lane, other]] = 0.0
+    return list(t.items())
 
 
 def raw_bytes(value, dtype):
@@ -137,6 +160,7 @@ def main():
     p.add_argument("--extra", action="append", default=[])
     p.add_argument("--tokenizer", choices=["llama3", "qwen2", "smollm", "gpt2"])
     p.add_argument("--tokenizer-vocab-only", action="store_true")
+    p.add_argument("--plant-sink", action="store_true")
     a = p.parse_args()
     tokenizer = None
     if a.tokenizer:
@@ -150,7 +174,13 @@ def main():
     a.dtype = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[a.dtype]
     stored = {"float32": "F32", "bfloat16": "BF16", "float16": "F16"}[a.dtype]
     rng = np.random.default_rng(a.seed)
-    tensors = [(n, v) for n, v in parameters(rng, a) if n not in a.omit]
+    if a.plant_sink:
+        a.attention_bias = True  # head 0's query holds the sink's constant through its bias
+    tensors = parameters(rng, a)
+    if a.plant_sink:  # on the tokenizer's BOS when it adds one (Llama 3's), else on id 0
+        prefix = [] if not tokenizer else [t for t in tokenizer["added_tokens"] if t["content"] == "<|begin_of_text|>"]
+        tensors = plant_sink(tensors, a, prefix[0]["id"] if prefix else 0)
+    tensors = [(n, v) for n, v in tensors if n not in a.omit]
     tensors += [(n, rng.normal(0.0, 1.0, (4,))) for n in a.extra]
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "config.json"), "w") as f:

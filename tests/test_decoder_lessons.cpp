@@ -102,3 +102,21 @@ TEST_CASE("cli forward on a Llama folder --out: sinks.png, gqa.png and lessons.j
     if (c.sinks) CHECK(r.out.find("Attention sinks: layer") != std::string::npos);
   }
 }
+
+TEST_CASE("decoder lessons: the keys each layer sees, causal below the window's first layer, a band above") {
+  DecoderConfig c;
+  c.sliding_window = 3, c.window_first_layer = 1;
+  const Mask2 below = decoder_visible(c, 0, 5), above = decoder_visible(c, 1, 5);
+  for (std::size_t i = 0; i < 5; ++i)
+    for (std::size_t j = 0; j < 5; ++j) {
+      CAPTURE(i);
+      CAPTURE(j);
+      CHECK(below(i, j) == (j <= i));
+      CHECK(above(i, j) == (j <= i && i - j < 3));  // the query and the 2 keys before it
+    }
+  c.attention_sinks = 1;  // StreamingLLM's sink: key 0 stays in sight
+  const Mask2 sink = decoder_visible(c, 1, 5);
+  CHECK(sink(4, 0));
+  CHECK_FALSE(sink(4, 1));
+  CHECK_FALSE(sink(0, 1));  // and causality still holds
+}

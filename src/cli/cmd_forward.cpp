@@ -91,18 +91,20 @@ void print_head_summary(const HeadSummary& s, std::ostream& out) {
 // (the head view of one layer) and head_summary.json (every head's scores and kind).
 void write_forward_pictures(const ForwardOptions& o, OutputFolder& folder, const ToyTokens& tokens,
                             const std::vector<Tensor3>& attention, const HeadSummary& summary, std::ostream& log,
-                            std::vector<NamedFigure> extra = {}) {
+                            std::vector<NamedFigure> extra = {}, std::vector<Mask2> visible = {},
+                            const std::string& masking = "causal") {
   const std::size_t n = tokens.ids.size();
   // The text in the title, as demo's heads.png has it (cut past 60 columns): a folder of pictures
   // must say what they were run on.
   const std::string on = o.text.empty() ? "token ids " + title_quote(o.tokens) : title_quote(o.text);
   const bool classified = n >= 2;  // one token: every head untested, no kind in the titles
   ModelViewSpec spec{attention, tokens.labels, classified ? &summary : nullptr, "Every head of " + o.model + ": " + on,
-                     count_of(n, "token") + " · rows: query (attending), columns: key (attended to) · causal" +
+                     count_of(n, "token") + " · rows: query (attending), columns: key (attended to) · " + masking +
                          (classified ? " · each panel titled with the kind its scores give, " + induction_scope(summary) +
                                          " (head_summary.json)"
                                      : " · one token attends only to itself: no head can be classified"),
                      o.image.colormap};
+  spec.visible = std::move(visible);
   std::vector<NamedFigure> figures{{"heads", model_view_figure(spec)}};
   if (o.layer) {
     spec.title = "Layer " + std::to_string(*o.layer) + " of " + o.model + ": its heads and their mean, " + on;
@@ -190,6 +192,20 @@ void print_token_labels(const ToyTokens& tokens) {
   std::cout << "\n";
 }
 
+// What a sliding window hides from the last token of this prompt.
+void print_window_reach(const DecoderConfig& c, std::size_t n) {
+  if (c.sliding_window == 0) return;
+  const std::string layers = c.window_first_layer ? " on layers " + std::to_string(c.window_first_layer) + " and up" : "";
+  if (n <= c.sliding_window) {
+    std::cout << "Sliding window of " << c.sliding_window << " keys" << layers << ": this prompt fits in it, every token "
+              << "sees every earlier one.\n";
+    return;
+  }
+  std::cout << "Sliding window of " << c.sliding_window << " keys" << layers << ": the last token sees tokens "
+            << n - c.sliding_window << ".." << n - 1 << "; tokens 0.." << n - c.sliding_window - 1
+            << " reach it only through earlier layers (each layer passes information one window further).\n";
+}
+
 // A Llama, Mistral or Qwen2 folder (Hugging Face's layout), its text read by its tokenizer.json.
 void run_decoder_forward(const ForwardOptions& o) {
   const auto read_start = std::chrono::steady_clock::now();
@@ -214,6 +230,7 @@ void run_decoder_forward(const ForwardOptions& o) {
               << ", width " << c.hidden << ", vocab " << c.vocab
               << (c.sliding_window ? ", sliding window " + std::to_string(c.sliding_window) : std::string()) << ". ";
     print_token_labels(tokens);
+    print_window_reach(c, tokens.ids.size());
     print_next_tokens(f.logits, tokenizer.get());
     // Times go to the terminal only (never into --json or files): they change from run to run.
     const double gflop = decoder_forward_flops(c, tokens.ids.size()) / 1e9;
@@ -224,8 +241,16 @@ void run_decoder_forward(const ForwardOptions& o) {
   if (!folder) return;
   const HeadSummary summary = summarize_heads(tokens.ids, f.attention);
   print_head_summary(summary, log);
+  std::vector<Mask2> visible;
+  std::string masking = "causal";
+  if (c.sliding_window > 0) {  // the band each layer's queries see, the rest hatched
+    for (std::size_t l = 0; l < c.layers; ++l) visible.push_back(decoder_visible(c, l, tokens.ids.size()));
+    masking = "causal, a sliding window of " + std::to_string(c.sliding_window) + " keys" +
+              (c.window_first_layer ? " from layer " + std::to_string(c.window_first_layer) + " on" : std::string()) +
+              " (hatched beyond it)";
+  }
   write_forward_pictures(o, *folder, tokens, f.attention, summary, log,
-                         decoder_lesson_pictures(o, model, tokens, f, *folder, log));
+                         decoder_lesson_pictures(o, model, tokens, f, *folder, log), std::move(visible), masking);
   if (tokens.ids.size() >= 2) log << "Wrote " << printable_text(folder->final_path("lessons.json")) << "\n";
 }
 

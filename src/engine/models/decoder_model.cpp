@@ -192,6 +192,14 @@ std::vector<double> decoder_rope_frequencies(const DecoderConfig& c) {
   return theta;
 }
 
+Mask2 decoder_visible(const DecoderConfig& c, std::size_t layer, std::size_t n) {
+  const SdpaOptions so = detail::decoder_attention_options(c, layer);
+  Mask2 visible = so.mask_mod.any() ? so.mask_mod.allowed(n, n) : Mask2(xt::ones<bool>({n, n}));
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = i + 1; j < n; ++j) visible(i, j) = false;
+  return visible;
+}
+
 double decoder_forward_flops(const DecoderConfig& c, std::size_t n) {
   const double N = double(n), D = double(c.hidden), I = double(c.intermediate), V = double(c.vocab);
   const double H = double(c.heads), Hkv = double(c.kv_heads), d = double(c.head_dim);

@@ -65,6 +65,12 @@ Figure model_view_figure(const ModelViewSpec& s) {
     dst = std::copy(s.attention[l].begin(), s.attention[l].end(), dst);
     for (std::size_t h = 0; h < H; ++h) g.panel_titles.push_back(panel_title(s, l, h, many));
   }
+  if (!s.visible.empty()) {  // one mask per panel: each layer's band
+    Mask3 allowed = Mask3::from_shape({s.attention.size() * H, n, n});
+    for (std::size_t l = 0; l < s.attention.size(); ++l)
+      for (std::size_t h = 0; h < H; ++h) xt::view(allowed, l * H + h) = s.visible.at(l);
+    g.allowed = std::move(allowed);
+  }
   g.show_mean = false;
   g.columns = H;  // one row per layer
   g.panel_points = many ? 110 : 200;
@@ -79,6 +85,11 @@ Figure head_view_figure(const ModelViewSpec& s, std::size_t layer) {
   const Tensor3& a = s.attention[layer];
   HeadGridSpec g = grid_spec(s, a.shape(1));
   g.weights = a;
+  if (!s.visible.empty()) {
+    Mask3 allowed = Mask3::from_shape({1, a.shape(1), a.shape(1)});
+    xt::view(allowed, 0) = s.visible.at(layer);
+    g.allowed = std::move(allowed);
+  }
   for (std::size_t h = 0; h < a.shape(0); ++h) g.panel_titles.push_back(panel_title(s, layer, h, false));
   g.show_mean = true;
   // Large enough that every token keeps its label up to about 70 tokens (cells of 8 points).

@@ -86,6 +86,10 @@ struct DecoderForward {
 // window's hidden pairs counted too: the figure is for timing, an upper bound there).
 double decoder_forward_flops(const DecoderConfig& config, std::size_t n);
 
+// [n, n], true where layer `layer`'s query i may see key j: causal, and within the sliding window
+// (and its attention sinks) on the layers the config gives one.
+Mask2 decoder_visible(const DecoderConfig& config, std::size_t layer, std::size_t n);
+
 // ids: token ids in [0, vocab), at most max_positions of them. InputError otherwise, or when the
 // activations overflow float32. threads: 0 = every hardware thread.
 DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std::int32_t>& ids,

@@ -21,6 +21,9 @@ struct ModelViewSpec {
   std::string title, subtitle;
   std::string colormap = "Blues";
   bool fixed_scale = false;  // weights 0..1 on a linear scale (train's pictures compare moments)
+  // [layers] of [n, n]: the keys each layer's queries may see (a sliding window's band), the rest
+  // hatched. Empty: causal.
+  std::vector<Mask2> visible;
 };
 
 Figure model_view_figure(const ModelViewSpec& spec);

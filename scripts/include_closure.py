@@ -15,7 +15,8 @@ Prints three numbers for FILE:
 A quoted include resolves as the compiler's include roots do (CMakeLists.txt's attn_layer): "attn/..."
 to include/attn/..., anything else next to the including file, else under src/<layer>/ of the
 including file's layer. A header's layer is the folder after include/attn/ or src/.
---list prints the headers in the order they are entered, with their layer and depth.
+--list prints the headers in the order they are entered, with their layer and depth; --at-most N
+exits 1 when FILE reaches more than N headers (the suite keeps cmd_demo.cpp's door narrow with it).
 """
 import argparse
 import pathlib
@@ -82,6 +83,7 @@ def main():
     parser.add_argument('file', type=pathlib.Path)
     parser.add_argument('--root', type=pathlib.Path, default=pathlib.Path(__file__).resolve().parent.parent)
     parser.add_argument('--list', action='store_true', help='every header entered, in order')
+    parser.add_argument('--at-most', type=int, help='exit 1 when FILE reaches more headers than this')
     args = parser.parse_args()
     root = args.root.resolve()
     start = (args.file if args.file.is_absolute() else root / args.file).resolve()
@@ -99,6 +101,9 @@ def main():
         previous = layer
     depth = max((d for _, _, d in order), default=0)
     print(f'{args.file}: files {len(order)}, climbs {climbs}, max depth {depth}')
+    if args.at_most is not None and len(order) > args.at_most:
+        print(f'{args.file} reaches {len(order)} headers, more than {args.at_most}', file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == '__main__':

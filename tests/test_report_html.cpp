@@ -9,7 +9,7 @@
 #include <fstream>
 #include <regex>
 
-#include "attn/lessons/demo/demo.hpp"
+#include "attn/lessons/demo/demo_result.hpp"
 #include "attn/render/report/report_html.hpp"
 #include "support.hpp"
 

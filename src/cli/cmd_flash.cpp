@@ -9,7 +9,7 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/text/printable_text.hpp"
 #include "attn/io/file_io.hpp"
-#include "attn/lessons/demo/demo.hpp"
+#include "attn/lessons/demo/demo_result.hpp"
 #include "attn/lessons/concepts/flash_replay.hpp"
 #include "attn/io/number_format.hpp"
 #include "attn/render/views/flash_replay_pictures.hpp"

@@ -6,10 +6,7 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/text/printable_text.hpp"
 #include "attn/io/file_io.hpp"
-#include "attn/io/gpt2_model_file.hpp"
-#include "attn/io/gpt2_tokenizer_file.hpp"
-#include "attn/io/toy_model_file.hpp"
-#include "attn/lessons/demo/demo.hpp"
+#include "attn/lessons/demo/demo_result.hpp"
 #include "attn/render/report/report_html.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
@@ -32,13 +29,7 @@ bool is_model_folder(const std::filesystem::path& dir) {
 // pictures: every layer and head on the sentence, the scaled scores, the flash replay.
 ReportContent model_report(const ReportOptions& opts) {
   DemoConfig c;
-  if (is_gpt2_folder(opts.dir)) {  // GPT-2's own tokens and every layer x head, as demo --model runs it
-    c.gpt2 = std::make_shared<const Gpt2Model>(read_gpt2_model(opts.dir));
-    c.gpt2_tokenizer = std::make_shared<const Gpt2Tokenizer>(read_gpt2_tokenizer(opts.dir));
-  } else {
-    c.model = std::make_shared<const ToyModel>(read_toy_model(opts.dir));
-  }
-  c.model_path = opts.dir;
+  use_model_folder(c, opts.dir);  // GPT-2's own tokens and every layer x head, as demo --model runs it
   c.sentence = opts.sentence.empty() ? kDemoModelSentence : opts.sentence;
   require_demo_budgets(demo_size(c));
   const DemoResult r = run_demo(c);

@@ -79,15 +79,24 @@ Figure trained_heads_figure(const DemoModel& m, const std::string& colormap) {
           "kinds: " + kHeadKindRule);
 }
 
-}  // namespace
+// "score 0.420, under the bar 0.563 (a uniform head gets 0.417)" and the like.
+std::string against_bar(const std::string& name, double score, const std::string& measured, const KindBar& bar,
+                        const HeadScores& h, const std::string& kind) {
+  const std::string said = name + " " + fixed(score) + measured;
+  const std::string uniform = "a head spreading its weight evenly gets " + fixed(bar.uniform);
+  if (h.kind == kind) return said + ", over the bar " + fixed(bar.bar) + " (" + uniform + ")";
+  if (score >= bar.bar)
+    return said + ", over the bar " + fixed(bar.bar) + ", but its " + h.kind + " score is larger (heads.png calls it " +
+           head_kind_short(h.kind) + ")";
+  return said + ", under the bar " + fixed(bar.bar) + " (" + uniform + ")";
+}
 
-std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string& dir,
-                                          const DemoPictureOptions& o) {
-  std::vector<Artifact> artifacts;
-  const std::string quoted = title_quote(r.config.sentence);
+// The single head's heatmap and its causal copy, from the seeded projections.
+struct HeadHeatmaps {
+  HeatmapSpec single, causal;
+};
+HeadHeatmaps seeded_heatmaps(const DemoResult& r, const std::string& quoted, const DemoPictureOptions& o) {
   const std::string d = std::to_string(r.config.d_model);
-  const std::size_t L = r.tokens.size();
-
   HeatmapSpec single;
   single.weights = r.weights;
   single.query_tokens = single.key_tokens = visible_token_labels(r.tokens);
@@ -106,73 +115,71 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
                     std::string(r.config.positions == PositionKind::sinusoidal ? "sinusoidal positions added"
                                                                                 : "no positions") +
                     "); each token sees only itself and the tokens before it";
-  if (r.model) {
-    // Both heads are the trained model's own, causal as it was trained. Each is named for a
-    // pattern only when heads.png's rule gives it that kind (head_summary.hpp: the score must reach
-    // its bar, which a head spreading its weight evenly does not); otherwise it is the best candidate.
-    const DemoModel& m = *r.model;
-    const HeadScores& ind = m.induction_head;
-    const HeadScores& prev = m.prev_token_head;
-    const std::string trained = (m.architecture == "gpt2" ? "GPT-2 model " : "trained model ") + m.path + " · ";
-    const std::string at = " (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) + "): ";
-    // "score 0.420, under the bar 0.563 (a uniform head gets 0.417)" and the like.
-    auto against_bar = [](const std::string& name, double score, const std::string& measured, const KindBar& bar,
-                          const HeadScores& h, const std::string& kind) {
-      const std::string said = name + " " + fixed(score) + measured;
-      const std::string uniform = "a head spreading its weight evenly gets " + fixed(bar.uniform);
-      if (h.kind == kind) return said + ", over the bar " + fixed(bar.bar) + " (" + uniform + ")";
-      if (score >= bar.bar)
-        return said + ", over the bar " + fixed(bar.bar) + ", but its " + h.kind + " score is larger (heads.png calls it " +
-               head_kind_short(h.kind) + ")";
-      return said + ", under the bar " + fixed(bar.bar) + " (" + uniform + ")";
-    };
-    single.allowed = r.causal_allowed;
-    const bool ind_formed = ind.kind == "induction";
-    const std::string shown = m.repeated ? "the sentence twice (no word of it repeats) · " : "";
-    if (!ind.induction) {
-      const bool one = L < 2;
-      single.title = std::string("Candidate induction head (") +
-                     (one ? "one token: no repeat to test it" : "not measured: no word appears twice") + ")" + at + quoted;
-      single.subtitle = trained + (one ? std::string("a single token repeats nothing, so no head can show induction")
-                                       : "no word of the sentence appears twice, and the sentence twice (" +
-                                             count_of(2 * L, "token") + ") does not fit the model's " +
-                                             std::to_string(m.config.context) + " positions");
-    } else {
-      single.title = std::string(ind_formed ? "Induction head" : "Best induction candidate, no induction head yet") +
-                     at + quoted;
-      single.subtitle = trained + shown +
-                        against_bar("induction score", *ind.induction, "", *m.summary.induction_bar, ind, "induction") +
-                        " · outlined: the cells it reads, each repeated word's key just after its earlier copy";
-      for (const InductionCell& c : m.summary.induction_cells) single.outlined.push_back({c.query, c.key});
-    }
-    const std::string prev_at = " (layer " + std::to_string(prev.layer) + ", head " + std::to_string(prev.head) + "): ";
-    if (!prev.previous_token) {  // one token has nothing before it
-      causal.title = "Candidate previous-token head (one token: nothing before it to test)" + prev_at + quoted;
-      causal.subtitle = trained + "a single token has no token before it, so no head can show previous-token attention";
-    } else {
-      const bool prev_formed = prev.kind == "previous-token";
-      causal.title = std::string(prev_formed ? "Previous-token head" : "Best previous-token candidate, not formed yet") +
-                     prev_at + quoted;
-      causal.subtitle = trained + against_bar("previous-token score", *prev.previous_token, "",
-                                              *m.summary.previous_token_bar, prev, "previous-token") +
-                        (prev_formed ? ": each token attends to the token just before it" : "");
-    }
-  }
-  save(heatmap_figure(single), dir, "attention", "heatmap", single.title, o, artifacts);
-  if (r.trained && r.trained->labels.size() >= 2) {  // one token: nothing before it, no score (the terminal says so)
-    const Figure trained = trained_heads_figure(*r.trained, o.colormap);
-    save(trained, dir, "trained_heads", "heatmap", trained.title, o, artifacts);
-  }
-  save(heatmap_figure(causal), dir, "attention_causal", "heatmap", causal.title, o, artifacts);
+  return {single, causal};
+}
 
+// With --model: both heads are the trained model's own, causal as it was trained. Each is named
+// for a pattern only when heads.png's rule gives it that kind (head_summary.hpp: the score must
+// reach its bar, which a head spreading its weight evenly does not); otherwise it is the best
+// candidate.
+void name_model_heatmaps(const DemoResult& r, const std::string& quoted, HeadHeatmaps& maps) {
+  HeatmapSpec &single = maps.single, &causal = maps.causal;
+  const std::size_t L = r.tokens.size();
+  const DemoModel& m = *r.model;
+  const HeadScores& ind = m.induction_head;
+  const HeadScores& prev = m.prev_token_head;
+  const std::string trained = (m.architecture == "gpt2" ? "GPT-2 model " : "trained model ") + m.path + " · ";
+  const std::string at = " (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) + "): ";
+  single.allowed = r.causal_allowed;
+  const bool ind_formed = ind.kind == "induction";
+  const std::string shown = m.repeated ? "the sentence twice (no word of it repeats) · " : "";
+  if (!ind.induction) {
+    const bool one = L < 2;
+    single.title = std::string("Candidate induction head (") +
+                   (one ? "one token: no repeat to test it" : "not measured: no word appears twice") + ")" + at + quoted;
+    single.subtitle = trained + (one ? std::string("a single token repeats nothing, so no head can show induction")
+                                     : "no word of the sentence appears twice, and the sentence twice (" +
+                                           count_of(2 * L, "token") + ") does not fit the model's " +
+                                           std::to_string(m.config.context) + " positions");
+  } else {
+    single.title = std::string(ind_formed ? "Induction head" : "Best induction candidate, no induction head yet") +
+                   at + quoted;
+    single.subtitle = trained + shown +
+                      against_bar("induction score", *ind.induction, "", *m.summary.induction_bar, ind, "induction") +
+                      " · outlined: the cells it reads, each repeated word's key just after its earlier copy";
+    for (const InductionCell& c : m.summary.induction_cells) single.outlined.push_back({c.query, c.key});
+  }
+  const std::string prev_at = " (layer " + std::to_string(prev.layer) + ", head " + std::to_string(prev.head) + "): ";
+  if (!prev.previous_token) {  // one token has nothing before it
+    causal.title = "Candidate previous-token head (one token: nothing before it to test)" + prev_at + quoted;
+    causal.subtitle = trained + "a single token has no token before it, so no head can show previous-token attention";
+  } else {
+    const bool prev_formed = prev.kind == "previous-token";
+    causal.title = std::string(prev_formed ? "Previous-token head" : "Best previous-token candidate, not formed yet") +
+                   prev_at + quoted;
+    causal.subtitle = trained + against_bar("previous-token score", *prev.previous_token, "",
+                                            *m.summary.previous_token_bar, prev, "previous-token") +
+                      (prev_formed ? ": each token attends to the token just before it" : "");
+  }
+}
+
+// Which keys each query may see under the causal mask, the tokens beside the rows.
+MaskDiagramSpec causal_mask_spec(const DemoResult& r) {
+  const std::size_t L = r.tokens.size();
   MaskDiagramSpec mask;
   std::vector<std::string> labels = time_labels(L);
   for (std::size_t i = 0; i < L; ++i) labels[i] += " " + r.tokens[i];
   mask.rows.push_back({r.causal_allowed, labels, time_labels(L), ""});
   mask.title = "Causal mask for " + count_of(L, "token");
   mask.subtitle = "query t=i may attend to keys t ≤ i: no looking at the future";
-  save(mask_figure(mask), dir, "mask_causal", "mask", mask.title, o, artifacts);
+  return mask;
+}
 
+// Every head: the model's layers x heads, each titled with its kind, or the seeded multi-head run.
+void save_heads(const DemoResult& r, const std::string& quoted, const std::string& dir, const DemoPictureOptions& o,
+                std::vector<Artifact>& artifacts) {
+  const std::string d = std::to_string(r.config.d_model);
+  const std::size_t L = r.tokens.size();
   if (r.model) {
     const ToyConfig& c = r.model->config;
     const std::string title = "Every head of " + r.model->path + ": " + quoted;
@@ -197,7 +204,11 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
     heads.colormap = o.colormap;
     save(head_grid_figure(heads), dir, "heads", "heads", heads.title, o, artifacts);
   }
+}
 
+// The flash check's teaching run as the kernel walked it, non-causal and causal.
+FlashTilesSpec flash_tiles_spec(const DemoResult& r, const std::string& quoted) {
+  const std::size_t L = r.tokens.size();
   const DemoFlashCheck& fl = r.flash;
   FlashTilesSpec tiles;
   tiles.Lq = tiles.Lk = L;
@@ -213,6 +224,57 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
       "; key tiles are rounded up to whole packed key panels of the micro-kernel)" +
       " · this run's max |flash − naive| on the outputs: " +
       fixed_e(std::max(fl.teaching.plain.output, fl.teaching.causal.output));
+  return tiles;
+}
+
+// The causal heatmap with RoPE beside what RoPE changed.
+void save_rope(const DemoResult& r, const HeatmapSpec& causal, const std::string& quoted, const std::string& dir,
+               const DemoPictureOptions& o, std::vector<Artifact>& artifacts) {
+  HeatmapSpec rope = causal;
+  rope.weights = r.rope->causal_weights;
+  const std::size_t i = r.rope->max_change_query, j = r.rope->max_change_key;
+  rope.title = "RoPE (" + rope_style_name(r.rope->style) + "), causal: " + quoted;
+  rope.subtitle = "attention_causal's Q, K, V with q and k rotated to their positions (base 10000) · " +
+                  (r.rope->max_change == 0
+                       ? std::string("RoPE changed no weight (one token sees only itself)")
+                       : "largest change: '" + r.tokens[i] + "' → '" + r.tokens[j] + "', " +
+                             fixed(r.causal_weights(i, j)) + " → " + fixed(r.rope->causal_weights(i, j)));
+  // Beside it, what RoPE changed: weight with RoPE minus without, white = unchanged. The two
+  // maps alone look alike; the difference shows which pairs position moved, and by how much.
+  HeatmapSpec diff = rope;
+  diff.weights = r.rope->causal_weights - r.causal_weights;
+  double most = 0;
+  for (float v : diff.weights) most = std::max(most, std::fabs(double(v)));
+  diff.colormap = "RdBu_r";
+  diff.vmax = most > 0 ? most : 1;
+  diff.vmin = -*diff.vmax;
+  diff.value_label = "Change in weight";
+  diff.title = "with RoPE − without (attention_causal)";
+  rope.title = "with RoPE";
+  const std::string title = "RoPE (" + rope_style_name(r.rope->style) + "), causal: " + quoted;
+  save(heatmap_pair_figure(rope, diff, title, rope.subtitle), dir, "attention_causal_rope", "rope", title, o,
+       artifacts);
+}
+
+}  // namespace
+
+std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string& dir,
+                                          const DemoPictureOptions& o) {
+  std::vector<Artifact> artifacts;
+  const std::string quoted = title_quote(r.config.sentence);
+  const std::size_t L = r.tokens.size();
+  HeadHeatmaps maps = seeded_heatmaps(r, quoted, o);
+  if (r.model) name_model_heatmaps(r, quoted, maps);
+  save(heatmap_figure(maps.single), dir, "attention", "heatmap", maps.single.title, o, artifacts);
+  if (r.trained && r.trained->labels.size() >= 2) {  // one token: nothing before it, no score (the terminal says so)
+    const Figure trained = trained_heads_figure(*r.trained, o.colormap);
+    save(trained, dir, "trained_heads", "heatmap", trained.title, o, artifacts);
+  }
+  save(heatmap_figure(maps.causal), dir, "attention_causal", "heatmap", maps.causal.title, o, artifacts);
+  const MaskDiagramSpec mask = causal_mask_spec(r);
+  save(mask_figure(mask), dir, "mask_causal", "mask", mask.title, o, artifacts);
+  save_heads(r, quoted, dir, o, artifacts);
+  const FlashTilesSpec tiles = flash_tiles_spec(r, quoted);
   save(flash_tiles_figure(tiles), dir, "flash_tiles", "flash", tiles.title, o, artifacts);
 
   const std::vector<std::string> shown = visible_token_labels(r.tokens);
@@ -221,33 +283,7 @@ std::vector<Artifact> write_demo_pictures(const DemoResult& r, const std::string
        "Split-KV (Flash-Decoding): the last query's KV cache in " + count_of(r.split_kv.chunks.size(), "chunk") +
            ", merged exactly",
        o, artifacts);
-
-  if (r.rope) {
-    HeatmapSpec rope = causal;
-    rope.weights = r.rope->causal_weights;
-    const std::size_t i = r.rope->max_change_query, j = r.rope->max_change_key;
-    rope.title = "RoPE (" + rope_style_name(r.rope->style) + "), causal: " + quoted;
-    rope.subtitle = "attention_causal's Q, K, V with q and k rotated to their positions (base 10000) · " +
-                    (r.rope->max_change == 0
-                         ? std::string("RoPE changed no weight (one token sees only itself)")
-                         : "largest change: '" + r.tokens[i] + "' → '" + r.tokens[j] + "', " +
-                               fixed(r.causal_weights(i, j)) + " → " + fixed(r.rope->causal_weights(i, j)));
-    // Beside it, what RoPE changed: weight with RoPE minus without, white = unchanged. The two
-    // maps alone look alike; the difference shows which pairs position moved, and by how much.
-    HeatmapSpec diff = rope;
-    diff.weights = r.rope->causal_weights - r.causal_weights;
-    double most = 0;
-    for (float v : diff.weights) most = std::max(most, std::fabs(double(v)));
-    diff.colormap = "RdBu_r";
-    diff.vmax = most > 0 ? most : 1;
-    diff.vmin = -*diff.vmax;
-    diff.value_label = "Change in weight";
-    diff.title = "with RoPE − without (attention_causal)";
-    rope.title = "with RoPE";
-    const std::string title = "RoPE (" + rope_style_name(r.rope->style) + "), causal: " + quoted;
-    save(heatmap_pair_figure(rope, diff, title, rope.subtitle), dir, "attention_causal_rope", "rope", title, o,
-         artifacts);
-  }
+  if (r.rope) save_rope(r, maps.causal, quoted, dir, o, artifacts);
 
   const Figure approximations = approximations_figure(r.approximations, o.colormap);
   save(approximations, dir, "approximations", "heatmap", approximations.title, o, artifacts);

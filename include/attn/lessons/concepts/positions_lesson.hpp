@@ -13,13 +13,9 @@
 #include "attn/engine/core/tensor.hpp"
 #include "attn/engine/text/tokenize.hpp"
 #include "attn/io/json_io.hpp"
+#include "attn/lessons/concepts/position_kind.hpp"
 
 namespace attn {
-
-enum class PositionKind { none, sinusoidal, rope };
-std::string position_kind_name(PositionKind kind);
-// "none", "sinusoidal" or "rope"; InputError naming `field` otherwise.
-PositionKind parse_position_kind(const std::string& name, const std::string& field);
 
 // Two copies of one word, at positions first < second.
 struct RepeatedWord {

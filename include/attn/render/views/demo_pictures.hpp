@@ -3,15 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "attn/lessons/demo/demo.hpp"
-#include "attn/render/draw/canvas.hpp"
+#include "attn/lessons/demo/demo_result.hpp"
+#include "attn/render/views/demo_view.hpp"
 
 namespace attn {
-
-struct DemoPictureOptions {
-  ImageOptions image;
-  std::string colormap = "Blues";
-};
 
 // Writes the single-head heatmap, the causal heatmap, the causal mask diagram, the head grid,
 // the flash tile grid, (with RoPE) the RoPE causal heatmap, the efficient-attention panels, the

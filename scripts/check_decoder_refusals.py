@@ -60,8 +60,8 @@ def cases(root):
     out.append(("an id past the vocabulary", plain, ["--tokens", "1,97"], "out of range [0, 97)"))
     out.append(("more tokens than positions", plain, ["--tokens", "1,2,3,4,5,6,7,8,9"], "max_position_embeddings 8"))
     out.append(("text without a tokenizer", plain, ["hello"], "tokenizer.json"))
-    out.append(("demo, which does not show these models yet", plain, ["@demo", "--out", os.path.join(root, "demo-out")],
-                "a Hugging Face Llama, Mistral or Qwen2 folder"))
+    out.append(("demo on a folder without a tokenizer", plain, ["@demo", "--out", os.path.join(root, "demo-out")],
+                "no tokenizer"))
     out.append(("rank-collapse on one", plain, ["@rank-collapse"], "a Hugging Face Llama, Mistral or Qwen2 folder"))
     out.append(("generate without prompt ids or a tokenizer", plain, ["@generate", "--tokens", "2"], "no tokenizer"))
     piece = make(root, "sentencepiece")

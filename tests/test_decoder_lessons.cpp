@@ -120,3 +120,36 @@ TEST_CASE("decoder lessons: the keys each layer sees, causal below the window's 
   CHECK_FALSE(sink(4, 1));
   CHECK_FALSE(sink(0, 1));  // and causality still holds
 }
+
+TEST_CASE("cli demo and report --model on a Llama folder: its tokenizer's tokens, its attention, the checks") {
+  attn::test::TempDir dir;
+  const std::string model = "'" + attn::test::data_path("llama_tiny") + "'";
+  const attn::test::CliResult r = attn::test::run_cli("demo --model " + model + " --out '" + dir / "d" + "'");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("llama model") != std::string::npos);
+  const Json m = read_json(dir / "d/manifest.json");
+  CHECK(m["config"]["model"]["architecture"] == "llama");
+  // The demo's tokens are tokenize's (<|begin_of_text|> first), its attention forward's.
+  const char* sentence = "'the cat sat on the mat . the cat sat on the mat'";
+  const Json ids = Json::parse(attn::test::run_cli("tokenize --model " + model + " " + sentence + " --json").out);
+  REQUIRE(m["tokens"].size() == ids["tokens"].size());
+  CHECK(m["tokens"][0] == "<|begin_of_text|>");
+  const Json f = Json::parse(attn::test::run_cli("forward --model " + model + " " + sentence + " --json").out);
+  const Json& a = m["results"]["model"]["attention"];
+  REQUIRE(a.size() == 2);
+  for (std::size_t h = 0; h < 4; ++h)
+    for (std::size_t i = 0; i < a[1][h].size(); ++i)
+      for (std::size_t j = 0; j <= i; ++j)
+        CHECK(a[1][h][i][j].get<double>() == doctest::Approx(f["attention"][1][h][i][j].get<double>()).epsilon(1e-5));
+  CHECK(m["results"]["model"]["head_summary"]["heads"].size() == 8);
+  // Layer 0 through a KV cache (grouped heads, RoPE at the model's frequencies) against one pass.
+  CHECK(m["results"]["decode"]["max_abs_diff_output"].get<double>() < 1e-4);
+  for (const char* png : {"d/heads.png", "d/attention.png"}) {
+    CAPTURE(png);
+    const attn::test::DecodedPng p = attn::test::DecodedPng::from_file(dir / png);
+    REQUIRE(p.ok());
+  }
+  const attn::test::CliResult page = attn::test::run_cli("report " + model + " --out '" + dir / "r.html" + "'");
+  REQUIRE(page.code == 0);
+  CHECK(std::filesystem::file_size(dir / "r.html") > 10000);
+}

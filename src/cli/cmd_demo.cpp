@@ -97,8 +97,9 @@ void setup_demo(CLI::App& app) {
                   "word get identical rows), sinusoidal (x + PE) or rope (= --rope half)")
       ->capture_default_str();
   add_model_option(cmd, opts->model,
-                  "a model folder from attn-cli train, or a GPT-2 folder (config.json, model.safetensors, vocab.json, "
-                  "merges.txt): its heads instead of seeded projections "
+                  "a model folder from attn-cli train, a GPT-2 folder (config.json, model.safetensors, vocab.json, "
+                  "merges.txt), or a Llama, Mistral or Qwen2 folder (config.json, its safetensors, tokenizer.json): "
+                  "its heads instead of seeded projections "
                   "(default sentence then: \"" + std::string(kDemoModelSentence) + "\")");
   cmd->add_flag("--no-color", opts->no_color, "plain numbers in the terminal (also: NO_COLOR=1)");
   cmd->add_flag("--random-only", opts->random_only,
@@ -124,7 +125,10 @@ Examples:
   attn-cli demo --model data/gpt2_tiny --out gpt2-demo
 (A real GPT-2 is given the same way, e.g. --model ~/.cache/huggingface/hub/models--gpt2/snapshots/<hash>.
 With a GPT-2 folder the sentence is GPT-2's own tokens; heads.png is every layer x head, each
-titled with the kind its scores give: manifest.json's results.model.head_summary states the rule.)
+titled with the kind its scores give: manifest.json's results.model.head_summary states the rule.
+A Llama, Mistral or Qwen2 folder (SmolLM, Llama 3.2, Qwen2.5) runs the same way on its
+tokenizer.json's tokens:)
+  attn-cli demo --model data/llama_tiny --out llama-demo
 )");
   cmd->callback([opts, cmd] {
     opts->sentence_given = cmd->count("sentence") > 0;

@@ -22,10 +22,11 @@ struct ReportOptions {
 
 bool is_model_folder(const std::filesystem::path& dir) {
   return std::filesystem::is_regular_file(dir / "config.json") &&
-         std::filesystem::is_regular_file(dir / "model.safetensors");
+         (std::filesystem::is_regular_file(dir / "model.safetensors") ||
+          std::filesystem::is_regular_file(dir / "model.safetensors.index.json"));
 }
 
-// A model folder (attn-cli train's DIR/model, or a GPT-2 folder): the demo with that model, run now, without
+// A model folder (attn-cli train's DIR/model, a GPT-2, Llama, Mistral or Qwen2 folder): the demo with that model, run now, without
 // pictures: every layer and head on the sentence, the scaled scores, the flash replay.
 ReportContent model_report(const ReportOptions& opts) {
   DemoConfig c;
@@ -59,7 +60,7 @@ void setup_report(CLI::App& app) {
       "report", "Write report.html for a demo, train or model folder: one self-contained, interactive page");
   cmd->add_option("dir", opts->dir,
                   "a folder written by attn-cli demo (manifest.json), attn-cli train (train.json), or a model "
-                  "folder (DIR/model of train, or a GPT-2 folder)")
+                  "folder (DIR/model of train, or a GPT-2, Llama, Mistral or Qwen2 folder)")
       ->required();
   cmd->add_option("--sentence", opts->sentence, "for a model folder: the sentence to run (default: the demo's)");
   cmd->add_option("-o,--out", opts->out, "where to write the page (default: DIR/report.html)");
@@ -74,6 +75,7 @@ Examples:
   attn-cli train --steps 20 --out train-quick
   attn-cli report train-quick --out train-quick.html
   attn-cli report train-quick/model --sentence "a b c a b c"
+  attn-cli report data/llama_tiny --out llama-report.html
 )");
   cmd->callback([opts] { run_report_command(*opts); });
 }

@@ -89,7 +89,7 @@ ToyModel read_toy_model(const std::string& dir, ToyTrainInfo* info) {
     throw InputError(dir + ": not a model folder (no config.json)");
   if (is_decoder_folder(dir))
     throw InputError(dir + ": a Hugging Face Llama, Mistral or Qwen2 folder; this command reads attn-cli's own models "
-                     "and GPT-2 folders (forward and generate run this one)");
+                     "and GPT-2 folders (forward, generate, demo and report run this one)");
   const Json config = read_json(config_path);
   const std::string weights_path = model_file(dir, "model.safetensors");
   return toy_model_from(config, read_safetensors(weights_path), config_path, weights_path, info);

@@ -64,18 +64,18 @@ Tensor2 CachedDecoder::feed(const std::vector<std::int32_t>& ids) {
     }
     const DecoderProjections w = in_place ? DecoderProjections(layer_, *stored, 0) : DecoderProjections(layer_, 0);
     using P = DecoderProjections;
-    const Tensor2 h = decoder_rms_norm(x, layer_.input_norm, c.rms_eps);
+    const Tensor2 h = rms_norm(x, layer_.input_norm, c.rms_eps);
     const Tensor3 q = decoder_rotated_heads(w(h, P::q), c.heads, p, rope);
     append(caches_[l], decoder_rotated_heads(w(h, P::k), c.kv_heads, p, rope), split_heads(w(h, P::v), c.kv_heads));
     const Tensor3 k = xt::cast<float>(caches_[l].keys_tensor()), v = xt::cast<float>(caches_[l].values_tensor());
     const SdpaResult r =
         attention(q, k, v, nullptr, decoder_attention_options(c, l), decoder_backend(0), /*with_weights=*/false);
     x += w(merge_heads(r.output), P::o);
-    x += decoder_mlp(w, decoder_rms_norm(x, layer_.post_norm, c.rms_eps));
+    x += decoder_mlp(w, rms_norm(x, layer_.post_norm, c.rms_eps));
     require_finite_stream(x, "layer " + std::to_string(l));
   }
   length_ += m;
-  const Tensor2 last = decoder_rms_norm(x, model_.norm, c.rms_eps);
+  const Tensor2 last = rms_norm(x, model_.norm, c.rms_eps);
   Tensor2 logits = Tensor2::from_shape({m, c.vocab});
   if (in_place) stored_matmul(last.data(), m, model_.stored->stored_lm_head(), nullptr, logits.data(), c.vocab, 0);
   else logits = decoder_unembed(model_, last, 0);

@@ -36,19 +36,6 @@ Tensor2 decoder_project(const Tensor2& x, const Tensor2& w, const Tensor1& b, st
   return y;
 }
 
-// x / sqrt(mean(x^2) + eps) * weight, row by row (Hugging Face's LlamaRMSNorm; the mean in float64).
-Tensor2 decoder_rms_norm(const Tensor2& x, const Tensor1& weight, double eps) {
-  const std::size_t L = x.shape(0), D = x.shape(1);
-  Tensor2 y = Tensor2::from_shape({L, D});
-  for (std::size_t i = 0; i < L; ++i) {
-    const float* row = x.data() + i * D;
-    double sum = 0;
-    for (std::size_t j = 0; j < D; ++j) sum += double(row[j]) * row[j];
-    const float inv = float(1 / std::sqrt(sum / double(D) + eps));
-    for (std::size_t j = 0; j < D; ++j) y(i, j) = weight(j) * (row[j] * inv);
-  }
-  return y;
-}
 
 namespace {
 float silu(float x) { return float(double(x) / (1.0 + std::exp(-double(x)))); }
@@ -135,10 +122,19 @@ Tensor2 decoder_unembed(const DecoderModel& model, const Tensor2& x, std::size_t
 
 namespace {
 
-// The attention half of a layer on h = rms_norm(x) * input_layernorm: its output [L, D] and
-// weights [H, L, L].
+// [Hkv, L, d] -> [H, L, d]: key/value head h / (H / Hkv) for query head h.
+Tensor3 repeated_for_query_heads(const Tensor3& kv, std::size_t heads) {
+  const std::size_t group = heads / kv.shape(0);
+  Tensor3 out = Tensor3::from_shape({heads, kv.shape(1), kv.shape(2)});
+  for (std::size_t h = 0; h < heads; ++h) xt::view(out, h) = xt::view(kv, h / group);
+  return out;
+}
+
+// The attention half of a layer on h = rms_norm(x) * input_layernorm: its output [L, D]; its
+// weights [H, L, L] into out.attention[layer] (and q, k, v with keep_qkv).
 Tensor2 attention_branch(const detail::DecoderProjections& w, const Tensor2& h, const DecoderConfig& c,
-                         std::size_t layer, const RopeOptions& rope, std::size_t threads, Tensor3& weights) {
+                         std::size_t layer, const RopeOptions& rope, std::size_t threads, DecoderForward& out,
+                         bool keep_qkv) {
   using namespace detail;
   using P = DecoderProjections;
   const Tensor3 q = decoder_rotated_heads(w(h, P::q), c.heads, 0, rope);
@@ -146,7 +142,12 @@ Tensor2 attention_branch(const detail::DecoderProjections& w, const Tensor2& h, 
   const Tensor3 v = split_heads(w(h, P::v), c.kv_heads);
   SdpaResult r = attention(q, k, v, nullptr, decoder_attention_options(c, layer), decoder_backend(threads),
                            /*with_weights=*/true);
-  weights = std::move(r.weights);
+  out.attention[layer] = std::move(r.weights);
+  if (keep_qkv) {
+    out.q.push_back(q);
+    out.k.push_back(repeated_for_query_heads(k, c.heads));
+    out.v.push_back(repeated_for_query_heads(v, c.heads));
+  }
   return w(merge_heads(r.output), P::o);
 }
 
@@ -192,6 +193,19 @@ std::vector<double> decoder_rope_frequencies(const DecoderConfig& c) {
   return theta;
 }
 
+Tensor2 rms_norm(const Tensor2& x, const Tensor1& weight, double eps) {
+  const std::size_t L = x.shape(0), D = x.shape(1);
+  Tensor2 y = Tensor2::from_shape({L, D});
+  for (std::size_t i = 0; i < L; ++i) {
+    const float* row = x.data() + i * D;
+    double sum = 0;
+    for (std::size_t j = 0; j < D; ++j) sum += double(row[j]) * row[j];
+    const float inv = float(1 / std::sqrt(sum / double(D) + eps));
+    for (std::size_t j = 0; j < D; ++j) y(i, j) = weight(j) * (row[j] * inv);
+  }
+  return y;
+}
+
 Mask2 decoder_visible(const DecoderConfig& c, std::size_t layer, std::size_t n) {
   const SdpaOptions so = detail::decoder_attention_options(c, layer);
   Mask2 visible = so.mask_mod.any() ? so.mask_mod.allowed(n, n) : Mask2(xt::ones<bool>({n, n}));
@@ -207,7 +221,8 @@ double decoder_forward_flops(const DecoderConfig& c, std::size_t n) {
   return double(c.layers) * (N * per_token_layer + 4 * H * d * N * (N + 1) / 2) + N * 2 * D * V;
 }
 
-DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std::int32_t>& ids, std::size_t threads) {
+DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std::int32_t>& ids, std::size_t threads,
+                               bool keep_qkv) {
   const DecoderConfig& c = model.config;
   if (ids.empty()) throw InputError("tokens: expected at least one token");
   if (ids.size() > c.max_positions)
@@ -223,12 +238,12 @@ DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std:
   for (std::size_t l = 0; l < c.layers; ++l) {
     model.stored->widen_layer(l, w);
     const detail::DecoderProjections p(w, threads);
-    const Tensor2 h = detail::decoder_rms_norm(x, w.input_norm, c.rms_eps);
-    x += attention_branch(p, h, c, l, rope, threads, out.attention[l]);
-    x += detail::decoder_mlp(p, detail::decoder_rms_norm(x, w.post_norm, c.rms_eps));
+    const Tensor2 h = rms_norm(x, w.input_norm, c.rms_eps);
+    x += attention_branch(p, h, c, l, rope, threads, out, keep_qkv);
+    x += detail::decoder_mlp(p, rms_norm(x, w.post_norm, c.rms_eps));
     detail::require_finite_stream(x, "layer " + std::to_string(l));
   }
-  out.logits = detail::decoder_unembed(model, detail::decoder_rms_norm(x, model.norm, c.rms_eps), threads);
+  out.logits = detail::decoder_unembed(model, rms_norm(x, model.norm, c.rms_eps), threads);
   detail::require_finite_stream(out.logits, "the unembedding (the logits)");
   return out;
 }

@@ -9,7 +9,11 @@
 
 #include "attn/engine/attention/mask.hpp"
 #include "attn/engine/core/error.hpp"
+#include "attn/engine/models/decoder_model.hpp"
+#include "attn/io/decoder_model_file.hpp"
 #include "attn/io/gpt2_model_file.hpp"
+#include "attn/io/hf_config.hpp"
+#include "attn/io/hf_tokenizer_file.hpp"
 #include "attn/io/gpt2_tokenizer_file.hpp"
 #include "attn/io/shipped_model.hpp"
 #include "attn/io/toy_model_file.hpp"
@@ -38,7 +42,7 @@ ComplexityConfig demo_complexity_config(const DemoConfig& config, std::size_t to
 }
 
 void check_demo_config(const DemoConfig& config) {
-  if (config.model || config.gpt2) {
+  if (config.model || config.gpt2 || config.decoder) {
     if (config.rope) throw InputError("--rope: a trained model has its own learned positions; leave out --rope with --model");
     if (config.positions != PositionKind::none) {
       throw InputError("--positions: a trained model has its own learned positions; leave out --positions with --model");
@@ -61,6 +65,15 @@ void use_model_folder(DemoConfig& config, const std::string& dir) {
   if (is_gpt2_folder(dir)) {
     config.gpt2 = std::make_shared<const Gpt2Model>(read_gpt2_model(dir));
     config.gpt2_tokenizer = std::make_shared<const Gpt2Tokenizer>(read_gpt2_tokenizer(dir));
+  } else if (is_decoder_folder(dir)) {
+    auto model = std::make_shared<const DecoderModel>(read_decoder_model(dir));
+    const DecoderConfig& c = model->config;
+    if (c.heads * c.head_dim != c.hidden)  // the decode check runs layer 0 as mha, which splits D into heads
+      throw InputError(dir + ": head_dim " + std::to_string(c.head_dim) + " x " + std::to_string(c.heads) +
+                       " heads is not hidden_size " + std::to_string(c.hidden) +
+                       ": demo does not show such a model; forward --out draws its heads");
+    config.decoder = std::move(model);
+    config.decoder_tokenizer = read_folder_tokenizer(dir);
   } else {
     config.model = std::make_shared<const ToyModel>(read_toy_model(dir));
   }
@@ -99,6 +112,11 @@ DemoSize demo_size(const DemoConfig& config) {
   // Besides the heads: the single head, its causal and scaled copies, RoPE's, the flash replay's,
   // and the five of the efficient-attention section.
   constexpr std::size_t kOtherMaps = 11;
+  if (config.decoder) {
+    const DecoderConfig& c = config.decoder->config;
+    const std::vector<std::int32_t> ids = model_tokens_from_text(*config.decoder_tokenizer, config.sentence, c.vocab).ids;
+    return {demo_shown_length(ids, c.max_positions), c.hidden, c.head_dim, c.layers * c.heads + kOtherMaps};
+  }
   if (config.gpt2) {
     const Gpt2Config& c = config.gpt2->config;
     const std::vector<std::int32_t> ids = gpt2_tokens_from_text(*config.gpt2_tokenizer, config.sentence).ids;
@@ -124,6 +142,10 @@ DemoResult run_demo(const DemoConfig& config) {
     if (t.ids.empty()) throw InputError("sentence: no tokens");
     r.tokens = t.labels;  // a token holding part of a character reads \xf0, not U+FFFD
     run_gpt2_sections(r, t.ids);
+  } else if (config.decoder) {  // the folder's tokenizer.json (Llama 3's adds <|begin_of_text|>)
+    const ToyTokens t = model_tokens_from_text(*config.decoder_tokenizer, config.sentence, config.decoder->config.vocab);
+    r.tokens = t.labels;
+    run_decoder_sections(r, t.ids);
   } else {
     const std::vector<Token> tokens = tokenize(config.sentence, config.max_tokens);
     r.tokens = token_texts(tokens);

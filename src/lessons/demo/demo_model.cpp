@@ -9,6 +9,7 @@
 #include "attn/engine/attention/mha.hpp"
 #include "attn/engine/core/error.hpp"
 #include "attn/io/number_format.hpp"
+#include "attn/engine/models/decoder_model.hpp"
 #include "attn/lessons/models/gpt2_forward.hpp"
 #include "demo_sections.hpp"
 
@@ -183,6 +184,41 @@ void run_gpt2_sections(DemoResult& r, const std::vector<std::int32_t>& ids) {
   r.model = std::move(dm);
 }
 
+// The sentence through a Llama-family model: its tokenizer.json's tokens, its real attention
+// (RMSNorm, RoPE at its frequencies, grouped-query heads, its window); the decode check on layer
+// 0's attention as mha (its grouped heads and RoPE, causal; the window is not part of the check)
+// from the RMSNorm of the embeddings.
+void run_decoder_sections(DemoResult& r, const std::vector<std::int32_t>& ids) {
+  const DecoderModel& model = *r.config.decoder;
+  const DecoderConfig& c = model.config;
+  DemoModel dm;
+  dm.path = r.config.model_path, dm.architecture = decoder_family_name(c.family);
+  dm.config = ToyConfig{c.vocab, c.hidden, c.heads, c.layers, c.max_positions};
+  dm.ids = ids, dm.labels = r.tokens;
+  repeat_when_nothing_repeats(dm);
+  const DecoderForward f = decoder_forward(model, dm.ids, 0, /*keep_qkv=*/true);
+  dm.attention = f.attention;
+  dm.summary = summarize_heads(dm.ids, dm.attention);
+  name_heads(dm);
+  keep_induction_qkv(dm, f.q, f.k, f.v);
+  show_model_heads(r, dm, f.q, f.k);
+
+  DecoderLayer l0 = unfilled_decoder_layer(c);
+  model.stored->widen_layer(0, l0);
+  Tensor2 embedded = Tensor2::from_shape({dm.ids.size(), c.hidden});
+  for (std::size_t i = 0; i < dm.ids.size(); ++i)
+    model.stored->widen_embed_rows(std::size_t(dm.ids[i]), 1, embedded.data() + i * c.hidden);
+  MhaOptions mo;
+  mo.num_heads = c.heads, mo.num_kv_heads = c.kv_heads;
+  RopeOptions rope;
+  rope.frequencies = decoder_rope_frequencies(c);
+  mo.rope = rope;
+  MhaWeights w{l0.w_q, l0.w_k, l0.w_v, l0.w_o, {}, {}, {}, {}};
+  if (c.qkv_bias) w.b_q = l0.b_q, w.b_k = l0.b_k, w.b_v = l0.b_v;
+  r.decode = demo_decode_check(rms_norm(embedded, l0.input_norm, c.rms_eps), w, mo);
+  r.model = std::move(dm);
+}
+
 // The default demo's second half: the trained toy model on the same sentence, when it fits.
 void run_trained_beside(DemoResult& r) {
   const ToyModel& model = *r.config.trained;
@@ -209,13 +245,17 @@ Json optional_score(const std::optional<double>& v) { return v ? Json(*v) : Json
 void add_demo_model_json(Json& m, const DemoModel& dm) {
   const ToyConfig& c = dm.config;
   Json& config = m["config"];
-  const bool gpt2 = dm.architecture == "gpt2";
+  const bool gpt2 = dm.architecture == "gpt2", folder = dm.architecture != "toy";
   config["model"] = {{"path", dm.path}, {"architecture", dm.architecture}, {"vocab", c.vocab}, {"d_model", c.d_model},
                      {"heads", c.heads}, {"layers", c.layers}, {"context", c.context}};
-  config["embeddings"] = gpt2 ? "GPT-2's wte[id] + wpe[i] on GPT-2's own BPE tokens of the sentence"
-                              : "the model's embed[id] + pos[i]; each distinct word gets the next id in order of first appearance";
+  config["embeddings"] = gpt2     ? "GPT-2's wte[id] + wpe[i] on GPT-2's own BPE tokens of the sentence"
+                         : folder ? "embed_tokens[id] on the tokens of the folder's tokenizer.json; positions by RoPE"
+                                  : "the model's embed[id] + pos[i]; each distinct word gets the next id in order of first "
+                                    "appearance";
   config["projections"] =
-      std::string(gpt2 ? "the model's own weights (LayerNorm, biases and MLPs included)" : "the model's trained weights") +
+      std::string(gpt2     ? "the model's own weights (LayerNorm, biases and MLPs included)"
+                  : folder ? "the model's own weights (RMSNorm, RoPE, grouped-query heads, its window and MLPs included)"
+                           : "the model's trained weights") +
       ": single_head is the best-scoring head that results.model.head_summary calls induction (else the best "
       "induction score after layer 0), causal the best it calls previous-token (else the best of layer 0)";
   config["multi_head_projections"] = "the model's weights: multi_head is its last layer";
@@ -257,6 +297,9 @@ void add_demo_model_json(Json& m, const DemoModel& dm) {
   results["model"]["head_summary"] = head_summary_json(dm.summary);
   if (gpt2) {
     results["decode"]["input"] = "ln_1 of block 0 applied to the embeddings; c_attn and c_proj as y = x W^T + b";
+  } else if (folder) {
+    results["decode"]["input"] = "input_layernorm of layer 0 applied to the embeddings; q/k/v/o_proj as y = x W^T (+ b), "
+                                 "grouped-query heads and RoPE as the model has them, causal (without its window)";
   }
 }
 

@@ -29,6 +29,8 @@ void run_seeded_sections(DemoResult& r, const std::vector<Token>& tokens);
 // words), or GPT-2's on its own BPE ids; the checks on the model's own Q, K, V.
 void run_toy_model_sections(DemoResult& r);
 void run_gpt2_sections(DemoResult& r, const std::vector<std::int32_t>& ids);
+// A Llama, Mistral or Qwen2 folder's heads on its own tokenizer's ids.
+void run_decoder_sections(DemoResult& r, const std::vector<std::int32_t>& ids);
 // The default demo's trained model beside the seeded run, when the sentence fits it.
 void run_trained_beside(DemoResult& r);
 

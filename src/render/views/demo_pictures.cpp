@@ -128,7 +128,10 @@ void name_model_heatmaps(const DemoResult& r, const std::string& quoted, HeadHea
   const DemoModel& m = *r.model;
   const HeadScores& ind = m.induction_head;
   const HeadScores& prev = m.prev_token_head;
-  const std::string trained = (m.architecture == "gpt2" ? "GPT-2 model " : "trained model ") + m.path + " · ";
+  const std::string trained = (m.architecture == "gpt2"  ? std::string("GPT-2 model ")
+                               : m.architecture == "toy" ? std::string("trained model ")
+                                                         : m.architecture + " model ") +
+                              m.path + " · ";
   const std::string at = " (layer " + std::to_string(ind.layer) + ", head " + std::to_string(ind.head) + "): ";
   single.allowed = r.causal_allowed;
   const bool ind_formed = ind.kind == "induction";

@@ -23,10 +23,12 @@ namespace {
 // With --model: every head's scores on the sentence, then which head the heatmap shows.
 void print_model_heads(const TextOut& out, const DemoResult& r, const char* scale) {
   const DemoModel& m = *r.model;
-  const bool gpt2 = m.architecture == "gpt2";
-  out.os << (gpt2 ? "GPT-2 model " : "Model ") << m.path << ": " << m.config.layers << " layers x " << m.config.heads
-         << (gpt2 ? " heads, width " + std::to_string(m.config.d_model) + ", GPT-2's own BPE tokens.\n"
-                  : std::string(" heads, trained (each distinct word is the next token id).\n"))
+  const bool gpt2 = m.architecture == "gpt2", folder = m.architecture != "toy";
+  out.os << (gpt2 ? std::string("GPT-2 model ") : folder ? m.architecture + " model " : std::string("Model ")) << m.path
+         << ": " << m.config.layers << " layers x " << m.config.heads
+         << (gpt2     ? " heads, width " + std::to_string(m.config.d_model) + ", GPT-2's own BPE tokens.\n"
+             : folder ? " query heads, width " + std::to_string(m.config.d_model) + ", its tokenizer.json's tokens.\n"
+                      : std::string(" heads, trained (each distinct word is the next token id).\n"))
          << (m.repeated ? out.wrapped("Shown the sentence twice: no token of it appears twice, so an induction head "
                                       "would have no earlier copy to look back at.",
                                       "")

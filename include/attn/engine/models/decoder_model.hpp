@@ -78,6 +78,9 @@ std::vector<double> decoder_rope_frequencies(const DecoderConfig& config);
 struct DecoderForward {
   std::vector<Tensor3> attention;  // [layers] of [H, L, L], over query heads
   Tensor2 logits;                  // [L, vocab]
+  // With keep_qkv: [layers] of [H, L, d] each, q and k rotated to their positions, k and v of
+  // key/value head h / (H / Hkv) repeated for query head h (what each query head attends with).
+  std::vector<Tensor3> q, k, v;
 };
 
 // FLOPs (2 x multiply-adds) of decoder_forward on n tokens: per layer and token the q, k, v, o
@@ -86,6 +89,10 @@ struct DecoderForward {
 // window's hidden pairs counted too: the figure is for timing, an upper bound there).
 double decoder_forward_flops(const DecoderConfig& config, std::size_t n);
 
+// x / sqrt(mean(x^2) + eps) * weight, row by row (Hugging Face's LlamaRMSNorm; the mean in
+// float64): the normalisation before each attention and MLP, and before the logits.
+Tensor2 rms_norm(const Tensor2& x, const Tensor1& weight, double eps);
+
 // [n, n], true where layer `layer`'s query i may see key j: causal, and within the sliding window
 // (and its attention sinks) on the layers the config gives one.
 Mask2 decoder_visible(const DecoderConfig& config, std::size_t layer, std::size_t n);
@@ -93,6 +100,6 @@ Mask2 decoder_visible(const DecoderConfig& config, std::size_t layer, std::size_
 // ids: token ids in [0, vocab), at most max_positions of them. InputError otherwise, or when the
 // activations overflow float32. threads: 0 = every hardware thread.
 DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std::int32_t>& ids,
-                               std::size_t threads = 0);
+                               std::size_t threads = 0, bool keep_qkv = false);
 
 }  // namespace attn

@@ -31,6 +31,8 @@ namespace attn {
 struct ToyModel;        // engine/models/toy_model.hpp
 struct Gpt2Model;       // engine/models/gpt2_model.hpp
 class Gpt2Tokenizer;    // engine/text/gpt2_bpe.hpp
+struct DecoderModel;    // engine/models/decoder_model.hpp
+class SubwordTokenizer;  // engine/text/subword_tokenizer.hpp
 struct DemoResult;      // demo_result.hpp: every section's numbers
 
 struct DemoConfig {
@@ -51,6 +53,10 @@ struct DemoConfig {
   // attention the model's own (its layers' LayerNorm, biases and MLPs included).
   std::shared_ptr<const Gpt2Model> gpt2;
   std::shared_ptr<const Gpt2Tokenizer> gpt2_tokenizer;
+  // Or a Llama, Mistral or Qwen2 folder (io/decoder_model_file.hpp): the sentence is its
+  // tokenizer.json's tokens, the attention its own (RMSNorm, RoPE, grouped-query heads, window).
+  std::shared_ptr<const DecoderModel> decoder;
+  std::shared_ptr<const SubwordTokenizer> decoder_tokenizer;
   std::string model_path;  // how the manifest and the pictures name it
   // Without model or gpt2: a trained toy model shown beside the seeded projections (the demo's
   // default is the one shipped in the binary, io/shipped_model.hpp), and how to name it.
@@ -62,8 +68,9 @@ struct DemoConfig {
 inline const char* kDemoModelSentence = "the cat sat on the mat . the cat sat on the mat";
 
 // config.gpt2 and gpt2_tokenizer from a GPT-2 folder (io/gpt2_model_file.hpp's is_gpt2_folder),
-// else config.model from a toy model folder (attn-cli train); config.model_path = dir.
-// InputError for a folder that is neither.
+// config.decoder and decoder_tokenizer from a Llama, Mistral or Qwen2 folder (its tokenizer.json
+// required), else config.model from a toy model folder (attn-cli train); config.model_path = dir.
+// InputError for a folder that is none of them.
 void use_model_folder(DemoConfig& config, const std::string& dir);
 // config.trained: the toy model shipped in the binary (io/shipped_model.hpp), and its name.
 void use_shipped_model(DemoConfig& config);

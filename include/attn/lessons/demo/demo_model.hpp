@@ -23,8 +23,9 @@ namespace attn {
 
 struct DemoModel {
   std::string path;
-  std::string architecture;  // "toy" (attn-cli train) or "gpt2"
-  ToyConfig config;  // for GPT-2: vocab_size, n_embd, n_head, n_layer, n_positions
+  std::string architecture;  // "toy" (attn-cli train), "gpt2", or a Llama-family folder's "llama", "mistral", "qwen2"
+  ToyConfig config;  // for GPT-2: vocab_size, n_embd, n_head, n_layer, n_positions; for the others hidden, heads,
+                     // layers, max_position_embeddings
   std::vector<std::int32_t> ids;     // of the tokens shown
   std::vector<std::string> labels;   // the tokens shown
   bool repeated = false;             // the sentence twice (no token of it appeared twice)

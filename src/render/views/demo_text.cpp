@@ -15,6 +15,7 @@
 #include "attn/io/shipped_model.hpp"
 #include "attn/render/draw/terminal_heatmap.hpp"
 #include "attn/render/draw/text_table.hpp"
+#include "attn/render/views/model_pictures.hpp"
 #include "demo_text_parts.hpp"
 
 namespace attn {
@@ -144,7 +145,8 @@ std::string demo_text(const DemoResult& r, const DemoTextOptions& opts) {
                           "");
   }
   const ColorMode color = terminal_color_mode(::isatty(STDOUT_FILENO), opts.no_color);
-  TerminalHeatmap table{r.tokens,      r.tokens,
+  const std::vector<std::string> labels = visible_token_labels(r.tokens);  // a space token reads ␣, not blank
+  TerminalHeatmap table{labels,        labels,
                         r.weights,     r.model ? &r.causal_allowed : nullptr,
                         opts.colormap, color_scale_for({r.weights.data(), r.weights.size()}, std::nullopt)};
   table.max_width = out.columns;

@@ -89,7 +89,9 @@ TEST_CASE("cli forward on a Llama folder --out: sinks.png, gqa.png and lessons.j
     CHECK(std::filesystem::exists(out + "/gqa.png") == c.gqa);
     CHECK(std::filesystem::exists(out + "/sinks.png") == c.sinks);
     CHECK(std::filesystem::exists(out + "/lessons.json") == c.gqa);
-    for (const char* png : {"/gqa.png", "/sinks.png"}) {
+    CHECK(std::filesystem::exists(out + "/rope_bands.png") == c.gqa);
+    CHECK(std::filesystem::exists(out + "/rope_distance.png") == c.gqa);
+    for (const char* png : {"/gqa.png", "/sinks.png", "/rope_bands.png", "/rope_distance.png"}) {
       if (!std::filesystem::exists(out + png)) continue;
       const attn::test::DecodedPng p = attn::test::DecodedPng::from_file(out + png);
       REQUIRE(p.ok());
@@ -98,6 +100,7 @@ TEST_CASE("cli forward on a Llama folder --out: sinks.png, gqa.png and lessons.j
     if (!c.gqa) continue;
     const Json j = read_json(out + "/lessons.json");
     CHECK(j.contains("grouped_query"));
+    CHECK(j.contains("rope"));
     CHECK(j.contains("attention_sinks") == c.sinks);
     if (c.sinks) CHECK(r.out.find("Attention sinks: layer") != std::string::npos);
   }
@@ -152,4 +155,39 @@ TEST_CASE("cli demo and report --model on a Llama folder: its tokenizer's tokens
   const attn::test::CliResult page = attn::test::run_cli("report " + model + " --out '" + dir / "r.html" + "'");
   REQUIRE(page.code == 0);
   CHECK(std::filesystem::file_size(dir / "r.html") > 10000);
+}
+
+TEST_CASE("decoder lessons: RoPE's score by distance and band shares, by hand") {
+  DecoderConfig c;
+  c.layers = 1, c.heads = 1, c.kv_heads = 1, c.head_dim = 2, c.rope_theta = 10000;  // one pair, theta_0 = 1
+  const std::size_t n = 5;
+  DecoderForward f;
+  Tensor3 raw = Tensor3::from_shape({1, n, 2}), rotated = Tensor3::from_shape({1, n, 2});
+  for (std::size_t i = 0; i < n; ++i) {
+    raw(0, i, 0) = 1, raw(0, i, 1) = 0;
+    rotated(0, i, 0) = float(std::cos(double(i))), rotated(0, i, 1) = float(std::sin(double(i)));
+  }
+  f.q = f.k = {rotated};
+  f.q_raw = f.k_raw = {raw};
+  const ModelRopeLesson r = model_rope_lesson(c, f);
+  REQUIRE(r.frequencies.size() == 1);
+  CHECK(r.frequencies[0] == doctest::Approx(1.0));
+  for (std::size_t d = 0; d < n; ++d) {
+    CAPTURE(d);
+    // (cos i, sin i) . (cos j, sin j) = cos(i - j), the same at every pair d apart.
+    CHECK(r.score_rotated[0][0][d] == doctest::Approx(std::cos(double(d)) / std::sqrt(2.0)).epsilon(1e-6));
+    CHECK(r.score_raw[0][0][d] == doctest::Approx(1 / std::sqrt(2.0)));
+  }
+  CHECK(r.band_share[0][0][0] == doctest::Approx(1.0));
+  // Two pairs, (dims 0, 2) and (1, 3): q = (3, 1, 4, 0) has lengths 5 and 1, k = (1, 1, 0, 0) 1 and 1.
+  c.head_dim = 4;
+  Tensor3 q = Tensor3::from_shape({1, 1, 4}), k = Tensor3::from_shape({1, 1, 4});
+  q(0, 0, 0) = 3, q(0, 0, 1) = 1, q(0, 0, 2) = 4, q(0, 0, 3) = 0;
+  k(0, 0, 0) = 1, k(0, 0, 1) = 1, k(0, 0, 2) = 0, k(0, 0, 3) = 0;
+  f.q = f.q_raw = {q};
+  f.k = f.k_raw = {k};
+  const ModelRopeLesson two = model_rope_lesson(c, f);
+  CHECK(two.band_share[0][0][0] == doctest::Approx(5.0 / 6));
+  CHECK(two.band_share[0][0][1] == doctest::Approx(1.0 / 6));
+  CHECK_THROWS_AS(model_rope_lesson(c, DecoderForward{}), InputError);
 }

@@ -137,6 +137,12 @@ std::vector<NamedFigure> decoder_lesson_pictures(const ForwardOptions& o, const 
         << " key/value heads; KV cache " << g.bytes_gqa << " bytes a token in bfloat16, against " << g.bytes_mha
         << " for multi-head (gqa.png: how alike the heads that share attend).\n";
   }
+  if (tokens.ids.size() >= 2) {
+    const ModelRopeLesson r = model_rope_lesson(model.config, f);
+    lessons["rope"] = model_rope_lesson_json(r);
+    figures.push_back({"rope_bands", rope_bands_figure(r, o.model, o.image.colormap)});
+    figures.push_back({"rope_distance", rope_distance_figure(r, o.model)});
+  }
   if (tokens.ids.size() >= 3) {
     const SinkLesson s = sink_lesson(model, tokens.ids, f);
     lessons["attention_sinks"] = sink_lesson_json(s);
@@ -217,7 +223,7 @@ void run_decoder_forward(const ForwardOptions& o) {
   const ToyTokens tokens = folder_tokens(o, c.vocab, tokenizer);
   reuse_freed_memory();
   const auto start = std::chrono::steady_clock::now();
-  const DecoderForward f = decoder_forward(model, tokens.ids);
+  const DecoderForward f = decoder_forward(model, tokens.ids, 0, /*keep_qkv=*/!o.out.empty());
   const double forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::optional<OutputFolder> folder;  // checked before the output, written as a whole after it
   if (!o.out.empty()) folder.emplace(prepare_picture_dir(o.out));
@@ -337,7 +343,9 @@ void setup_forward(CLI::App& app) {
                   "entropy scores, the kind they give, and the bars a score must reach at this length; every head "
                   "untested with one token), with --layer, heads_layer<L>.png, and for a Llama, Mistral or Qwen2 "
                   "folder sinks.png (each head's weight on token 0, and a sliding window with and without it), "
-                  "gqa.png (how alike the query heads sharing a key/value head attend) and lessons.json");
+                  "gqa.png (how alike the query heads sharing a key/value head attend), rope_bands.png and "
+                  "rope_distance.png (which rotation speeds each head uses, and its score by distance with and "
+                  "without RoPE) and lessons.json");
   cmd->add_option("--layer", opts->layer, "with --out: also draw the head view of layer L (0-based): its heads, "
                   "larger, and their mean");
   add_image_flags(cmd, opts->image, true);

@@ -137,8 +137,10 @@ Tensor2 attention_branch(const detail::DecoderProjections& w, const Tensor2& h, 
                          bool keep_qkv) {
   using namespace detail;
   using P = DecoderProjections;
-  const Tensor3 q = decoder_rotated_heads(w(h, P::q), c.heads, 0, rope);
-  const Tensor3 k = decoder_rotated_heads(w(h, P::k), c.kv_heads, 0, rope);
+  const Tensor3 q_raw = split_heads(w(h, P::q), c.heads), k_raw = split_heads(w(h, P::k), c.kv_heads);
+  std::vector<std::int64_t> positions(h.shape(0));
+  std::iota(positions.begin(), positions.end(), std::int64_t(0));
+  const Tensor3 q = apply_rope(q_raw, positions, rope), k = apply_rope(k_raw, positions, rope);
   const Tensor3 v = split_heads(w(h, P::v), c.kv_heads);
   SdpaResult r = attention(q, k, v, nullptr, decoder_attention_options(c, layer), decoder_backend(threads),
                            /*with_weights=*/true);
@@ -147,6 +149,8 @@ Tensor2 attention_branch(const detail::DecoderProjections& w, const Tensor2& h, 
     out.q.push_back(q);
     out.k.push_back(repeated_for_query_heads(k, c.heads));
     out.v.push_back(repeated_for_query_heads(v, c.heads));
+    out.q_raw.push_back(q_raw);
+    out.k_raw.push_back(repeated_for_query_heads(k_raw, c.heads));
   }
   return w(merge_heads(r.output), P::o);
 }

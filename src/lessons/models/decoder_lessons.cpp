@@ -104,6 +104,71 @@ GqaLesson gqa_lesson(const DecoderConfig& c, const DecoderForward& full) {
   return g;
 }
 
+namespace {
+
+// [H, n, n'] mean by distance: out[h][r] = mean over i >= r of q_i . k_{i-r} * scale.
+std::vector<std::vector<double>> by_distance(const Tensor3& q, const Tensor3& k, double scale) {
+  const std::size_t H = q.shape(0), n = q.shape(1), d = q.shape(2);
+  std::vector<std::vector<double>> out(H, std::vector<double>(n, 0.0));
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t r = 0; r < n; ++r) {
+      for (std::size_t i = r; i < n; ++i) {
+        double dot = 0;
+        for (std::size_t c = 0; c < d; ++c) dot += double(q(h, i, c)) * k(h, i - r, c);
+        out[h][r] += dot * scale;
+      }
+      out[h][r] /= double(n - r);
+    }
+  return out;
+}
+
+// Mean over tokens of each rotate-half pair's length (dims f and f + d/2): [H][d/2].
+std::vector<std::vector<double>> pair_lengths(const Tensor3& x) {
+  const std::size_t H = x.shape(0), n = x.shape(1), half = x.shape(2) / 2;
+  std::vector<std::vector<double>> out(H, std::vector<double>(half, 0.0));
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t f = 0; f < half; ++f) {
+      for (std::size_t i = 0; i < n; ++i) out[h][f] += std::hypot(double(x(h, i, f)), double(x(h, i, f + half)));
+      out[h][f] /= double(n);
+    }
+  return out;
+}
+
+}  // namespace
+
+ModelRopeLesson model_rope_lesson(const DecoderConfig& c, const DecoderForward& full) {
+  if (full.q_raw.size() != c.layers || full.q.size() != c.layers)
+    throw InputError("RoPE lesson: the forward pass kept no q and k (decoder_forward with keep_qkv)");
+  ModelRopeLesson r;
+  r.frequencies = decoder_rope_frequencies(c);
+  r.tokens = full.q[0].shape(1);
+  const double scale = 1 / std::sqrt(double(c.head_dim));
+  for (std::size_t l = 0; l < c.layers; ++l) {
+    r.score_rotated.push_back(by_distance(full.q[l], full.k[l], scale));
+    r.score_raw.push_back(by_distance(full.q_raw[l], full.k_raw[l], scale));
+    const std::vector<std::vector<double>> q = pair_lengths(full.q_raw[l]), k = pair_lengths(full.k_raw[l]);
+    std::vector<std::vector<double>> share(q.size());
+    for (std::size_t h = 0; h < q.size(); ++h) {
+      double sum = 0;
+      for (std::size_t f = 0; f < q[h].size(); ++f) sum += q[h][f] * k[h][f];
+      for (std::size_t f = 0; f < q[h].size(); ++f) share[h].push_back(sum > 0 ? q[h][f] * k[h][f] / sum : 0.0);
+    }
+    r.band_share.push_back(share);
+  }
+  return r;
+}
+
+Json model_rope_lesson_json(const ModelRopeLesson& r) {
+  return {{"source", "Su et al. 2021, RoFormer (rotate-half pairs); Barbero et al. 2024, arXiv 2410.06205"},
+          {"frequencies", r.frequencies},
+          {"frequencies_meaning", "theta_f, radians per position, of pair f = dims (f, f + d/2)"},
+          {"score_by_distance", r.score_rotated},
+          {"score_by_distance_without_rope", r.score_raw},
+          {"score_meaning", "[layer][head][r]: mean over queries i >= r of q_i . k_(i-r) / sqrt(d)"},
+          {"band_share", r.band_share},
+          {"band_share_meaning", "[layer][head][f]: mean |q_f| x mean |k_f| of pair f over its sum over f"}};
+}
+
 Json sink_lesson_json(const SinkLesson& s) {
   return {{"source", "Xiao et al. 2023, Efficient Streaming Language Models with Attention Sinks, arXiv 2309.17453"},
           {"tokens", s.tokens},

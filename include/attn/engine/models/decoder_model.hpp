@@ -81,6 +81,7 @@ struct DecoderForward {
   // With keep_qkv: [layers] of [H, L, d] each, q and k rotated to their positions, k and v of
   // key/value head h / (H / Hkv) repeated for query head h (what each query head attends with).
   std::vector<Tensor3> q, k, v;
+  std::vector<Tensor3> q_raw, k_raw;  // the same before RoPE's rotation
 };
 
 // FLOPs (2 x multiply-adds) of decoder_forward on n tokens: per layer and token the q, k, v, o

@@ -7,6 +7,13 @@
 //                    window which evicts it breaks the model, while keeping it as a "sink"
 //                    beside the window does not. Here: each head's mean weight on token 0, and
 //                    the next-token distribution under a window with and without that token;
+//   RoPE             Su et al. 2021 (RoFormer) rotate q and k pair by pair, pair f by f theta_f
+//                    per position, so that q.k depends on the distance between the tokens. Here:
+//                    each head's mean q.k by distance with the rotation and without it, and how
+//                    its q and k spread their size over the pairs: a head that lives in the fast
+//                    pairs can tell neighbours apart, one in the slow pairs barely sees position
+//                    (Barbero et al. 2024, "Round and Round We Go! What makes Rotary Positional
+//                    Encodings useful?", arXiv 2410.06205);
 //   grouped-query    query heads that share a key/value head (Ainslie et al. 2023, GQA) read
 //                    the same keys with their own queries: how alike their attention is, within
 //                    a group and across groups, and the KV-cache bytes GQA saves at this shape.
@@ -57,7 +64,22 @@ struct GqaLesson {
 // From the full forward's attention; InputError for fewer than 2 tokens.
 GqaLesson gqa_lesson(const DecoderConfig& config, const DecoderForward& full);
 
+struct ModelRopeLesson {
+  std::vector<double> frequencies;  // theta_f, f < d/2: radians per position of pair f = dims (f, f + d/2)
+  std::size_t tokens = 0;
+  // [layer][head][r], r = 0..n-1: the mean over queries i >= r of q_i . k_{i-r} / sqrt(d), with the
+  // rotation (what the model computes) and without it (the same q, k before RoPE).
+  std::vector<std::vector<std::vector<double>>> score_rotated, score_raw;
+  // [layer][head][f]: the head's mean |q_f| x mean |k_f| (the pair's length, which the rotation
+  // keeps) as a share of its sum over f: which frequencies the head's q and k use.
+  std::vector<std::vector<std::vector<double>>> band_share;
+};
+
+// From decoder_forward(..., keep_qkv = true): q, k and q_raw, k_raw. InputError without them.
+ModelRopeLesson model_rope_lesson(const DecoderConfig& config, const DecoderForward& full);
+
 Json sink_lesson_json(const SinkLesson& lesson);
+Json model_rope_lesson_json(const ModelRopeLesson& lesson);
 Json gqa_lesson_json(const GqaLesson& lesson);
 
 }  // namespace attn

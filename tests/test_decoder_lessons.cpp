@@ -7,6 +7,7 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/io/decoder_model_file.hpp"
+#include "attn/io/number_format.hpp"
 #include "attn/lessons/models/decoder_lessons.hpp"
 #include "picture_support.hpp"
 #include "support.hpp"
@@ -190,4 +191,27 @@ TEST_CASE("decoder lessons: RoPE's score by distance and band shares, by hand") 
   CHECK(two.band_share[0][0][0] == doctest::Approx(5.0 / 6));
   CHECK(two.band_share[0][0][1] == doctest::Approx(1.0 / 6));
   CHECK_THROWS_AS(model_rope_lesson(c, DecoderForward{}), InputError);
+}
+
+TEST_CASE("cli generate --model: tokens per second against a streaming read of the same weights, terminal only") {
+  const std::string model = "'" + attn::test::data_path("llama_tiny") + "'";
+  const attn::test::CliResult r = attn::test::run_cli("generate --model " + model + " 'The cat sat' --tokens 4");
+  REQUIRE(r.code == 0);
+  const std::size_t at = r.out.find("Speed: ");
+  REQUIRE(at != std::string::npos);
+  // "Speed: X tokens/s after the prompt (median of 3 steps, ...). A step reads B MB of weights
+  // once: G GB/s, F of a streaming read of the same bytes here (S GB/s, measured now)."
+  CHECK(r.out.find("median of 3 steps", at) != std::string::npos);
+  CHECK(r.out.find("of a streaming read of the same bytes here", at) != std::string::npos);
+  // The weights a step reads: 2 layers of q, k, v, o, gate, up, down and lm_head, BF16.
+  const DecoderModel m = read_decoder_model(attn::test::data_path("llama_tiny"));
+  const DecoderConfig& c = m.config;
+  const double bytes = 2.0 * (c.layers * (2 * c.hidden * c.heads * c.head_dim + 2 * c.hidden * c.kv_heads * c.head_dim +
+                                          3 * c.hidden * c.intermediate) +
+                              c.vocab * c.hidden);
+  CHECK(r.out.find("reads " + format_g(bytes / 1e6, 3) + " MB", at) != std::string::npos);
+  const attn::test::CliResult j = attn::test::run_cli("generate --model " + model + " 'The cat sat' --tokens 4 --json");
+  REQUIRE(j.code == 0);
+  CHECK(j.out.find("Speed") == std::string::npos);  // times never reach the JSON
+  CHECK(j.out.find("seconds") == std::string::npos);
 }

@@ -190,7 +190,7 @@ void print_decode_speed(const Gpt2Generation& g, const WeightStream& w) {
   const double step = std::max(seconds[seconds.size() / 2], 1e-9), stream = std::max(w.seconds, 1e-9);
   std::cout << "Speed: " << format_fixed(1 / step, 1) << " tokens/s after the prompt (median of "
             << count_of(seconds.size(), "step") << ", " << format_fixed(step * 1e3, 2) << " ms each). A step reads "
-            << format_fixed(double(w.bytes) / 1e6, 1) << " MB of weights once: " << format_fixed(double(w.bytes) / step / 1e9, 1)
+            << format_g(double(w.bytes) / 1e6, 3) << " MB of weights once: " << format_fixed(double(w.bytes) / step / 1e9, 1)
             << " GB/s, " << format_fixed(stream / step, 2) << " of a streaming read of the same bytes here ("
             << format_fixed(double(w.bytes) / stream / 1e9, 1) << " GB/s, measured now).\n";
 }
@@ -225,12 +225,15 @@ void run_gpt2_generate(const GenerateCliOptions& opts, Gpt2GenerateConfig g) {
   check_gpt2_generate_config(g, model.config);
   const Gpt2Generation result = gpt2_generate(model, g);
   const Gpt2Config& c = model.config;
-  if (opts.json) std::cout << gpt2_generation_json(result, &tokenizer).dump() << "\n";
-  else
-    print_generation(result, &tokenizer,
-                     "GPT-2 model " + opts.model + ": " + std::to_string(c.n_layer) + " layers x " +
-                         std::to_string(c.n_head) + " heads, width " + std::to_string(c.n_embd),
-                     std::to_string(c.n_layer) + " KV caches");
+  if (opts.json) {
+    std::cout << gpt2_generation_json(result, &tokenizer).dump() << "\n";
+    return;
+  }
+  print_generation(result, &tokenizer,
+                   "GPT-2 model " + opts.model + ": " + std::to_string(c.n_layer) + " layers x " +
+                       std::to_string(c.n_head) + " heads, width " + std::to_string(c.n_embd),
+                   std::to_string(c.n_layer) + " KV caches");
+  print_decode_speed(result, gpt2_weight_stream(model));
 }
 
 // A Llama, Mistral or Qwen2 folder: the prompt as text, read by its tokenizer.json, or as ids.

@@ -51,6 +51,10 @@ void tile(const float* x, std::size_t cols, const unsigned char* w, std::size_t 
     __m512 xv[M];
     for (std::size_t i = 0; i < M; ++i) xv[i] = _mm512_loadu_ps(x + i * cols + k);
     for (std::size_t r = 0; r < R; ++r) {
+      // The next tile's rows at the same columns: its R short streams start loading while this
+      // tile's are read (a row is a few KB; the hardware prefetcher barely ramps up on each).
+      _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * row_bytes) + k * (T == StoredType::f32 ? 4 : 2),
+                   _MM_HINT_T0);
       const __m512 wv = widen16<T>(w + r * row_bytes, k, __mmask16(0xffff));
       for (std::size_t i = 0; i < M; ++i) acc[r][i] = _mm512_fmadd_ps(wv, xv[i], acc[r][i]);
     }
@@ -74,6 +78,8 @@ void rows_for(const float* x, const StoredMatrix& w, std::size_t r0, std::size_t
   const std::size_t row_bytes = w.cols * w.element_bytes();
   const auto* base = static_cast<const unsigned char*>(w.data);
   std::size_t r = r0;
+  if constexpr (M == 1)  // one row of x (a decode step): 8 rows of W in flight, 8 accumulators
+    for (; r + 8 <= r1; r += 8) tile<T, 8, M>(x, w.cols, base + r * row_bytes, row_bytes, y + r, ldy);
   for (; r + 4 <= r1; r += 4) tile<T, 4, M>(x, w.cols, base + r * row_bytes, row_bytes, y + r, ldy);
   for (; r < r1; ++r) tile<T, 1, M>(x, w.cols, base + r * row_bytes, row_bytes, y + r, ldy);
 }

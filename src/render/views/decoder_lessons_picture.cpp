@@ -10,21 +10,32 @@
 #include "attn/render/draw/line_plot.hpp"
 
 namespace attn {
+namespace {
+
+// A table of numbers drawn on one linear scale from 0 to vmax (no log scale, whatever its size).
+HeatmapSpec scaled_table(Tensor2 values, double vmax, const std::string& colormap, std::string value_label,
+                         std::string row_title, std::string col_title) {
+  HeatmapSpec spec;
+  spec.weights = std::move(values);
+  spec.vmin = 0.0, spec.vmax = vmax;
+  spec.auto_log = false;
+  spec.colormap = colormap;
+  spec.value_label = std::move(value_label);
+  spec.row_title = std::move(row_title);
+  spec.col_title = std::move(col_title);
+  return spec;
+}
+
+}  // namespace
 
 Figure sinks_figure(const SinkLesson& s, const std::string& model, const std::string& colormap) {
   const std::size_t layers = s.first_token.size(), heads = layers ? s.first_token[0].size() : 0;
-  HeatmapSpec spec;
-  spec.weights = Tensor2::from_shape({layers, heads});
+  Tensor2 weights = Tensor2::from_shape({layers, heads});
   for (std::size_t l = 0; l < layers; ++l)
-    for (std::size_t h = 0; h < heads; ++h) spec.weights(l, h) = float(s.first_token[l][h]);
+    for (std::size_t h = 0; h < heads; ++h) weights(l, h) = float(s.first_token[l][h]);
+  HeatmapSpec spec = scaled_table(std::move(weights), 1.0, colormap, "Mean weight on token 0", "Layer", "Query head");
   spec.query_tokens = position_labels(layers, "layer ");
   spec.key_tokens = position_labels(heads, "head ");
-  spec.vmin = 0.0, spec.vmax = 1.0;
-  spec.auto_log = false;
-  spec.colormap = colormap;
-  spec.value_label = "Mean weight on token 0";
-  spec.row_title = "Layer";
-  spec.col_title = "Query head";
   spec.title = "Attention sinks in " + model + ": how much each head puts on the first token";
   spec.subtitle = count_of(s.tokens, "token") + " · mean over queries 1.." + std::to_string(s.tokens - 1) +
                   " · a head spreading its weight evenly would put " + format_fixed(s.uniform, 3) +
@@ -37,24 +48,21 @@ Figure sinks_figure(const SinkLesson& s, const std::string& model, const std::st
 Figure rope_bands_figure(const ModelRopeLesson& r, const std::string& model, const std::string& colormap) {
   const std::size_t layers = r.band_share.size(), heads = layers ? r.band_share[0].size() : 0;
   const std::size_t pairs = r.frequencies.size();
-  HeatmapSpec spec;
-  spec.weights = Tensor2::from_shape({layers * heads, pairs});
+  Tensor2 shares = Tensor2::from_shape({layers * heads, pairs});
+  std::vector<std::string> rows;
   double top = 0;
   for (std::size_t l = 0; l < layers; ++l)
     for (std::size_t h = 0; h < heads; ++h) {
-      spec.query_tokens.push_back("L" + std::to_string(l) + " H" + std::to_string(h));
+      rows.push_back("L" + std::to_string(l) + " H" + std::to_string(h));
       for (std::size_t f = 0; f < pairs; ++f) {
-        spec.weights(l * heads + h, f) = float(r.band_share[l][h][f]);
+        shares(l * heads + h, f) = float(r.band_share[l][h][f]);
         top = std::max(top, r.band_share[l][h][f]);
       }
     }
+  HeatmapSpec spec = scaled_table(std::move(shares), std::max(top, 1e-12), colormap, "Share of q·k length",
+                                  "Layer, query head", "Rotate-half pair f (dims f, f + d/2), fastest first");
+  spec.query_tokens = std::move(rows);
   spec.key_tokens = position_labels(pairs, "f");
-  spec.vmin = 0.0, spec.vmax = std::max(top, 1e-12);
-  spec.auto_log = false;
-  spec.colormap = colormap;
-  spec.value_label = "Share of q·k length";
-  spec.row_title = "Layer, query head";
-  spec.col_title = "Rotate-half pair f (dims f, f + d/2), fastest first";
   spec.title = "RoPE in " + model + ": which rotation speeds each head's q and k use";
   const double slow = r.frequencies.back();
   spec.subtitle = "pair f turns θ_f per token: f0 by " + format_g(r.frequencies.front(), 3) + " rad (a turn every " +
@@ -117,19 +125,14 @@ Figure gqa_figure(const GqaLesson& g, const std::string& model, const std::strin
   for (std::size_t p = 0; p < panels; ++p) shown.push_back(panels == 1 ? 0 : p * (g.layers - 1) / (panels - 1));
   std::vector<HeatmapSpec> specs;
   for (std::size_t l : shown) {
-    HeatmapSpec spec;
-    spec.weights = Tensor2::from_shape({H, H});
+    Tensor2 similarity = Tensor2::from_shape({H, H});
     for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t k = 0; k < H; ++k) spec.weights(h, k) = float(1 - g.divergence[l][h][k] / std::numbers::ln2);
+      for (std::size_t k = 0; k < H; ++k) similarity(h, k) = float(1 - g.divergence[l][h][k] / std::numbers::ln2);
+    HeatmapSpec spec = scaled_table(std::move(similarity), 1.0, colormap, "1 − JS / ln 2", "Query head", "Query head");
     spec.query_tokens = spec.key_tokens = position_labels(H, "h");
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t k = 0; k < H; ++k)
         if (h != k && h / group == k / group) spec.outlined.push_back({h, k});
-    spec.vmin = 0.0, spec.vmax = 1.0;
-    spec.auto_log = false;
-    spec.colormap = colormap;
-    spec.value_label = "1 − JS / ln 2";
-    spec.row_title = spec.col_title = "Query head";
     spec.title = "layer " + std::to_string(l);
     spec.colorbar = l == shown.back();
     specs.push_back(std::move(spec));

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+
 #include "support.hpp"
 
 using namespace attn;
@@ -74,5 +76,31 @@ TEST_CASE("cli bench: the timed runs after the warm-up touch no new pages") {
     CAPTURE(one);
     CAPTURE(six);
     CHECK(six - one < 100);  // process to process the count varies by about 10
+  }
+}
+
+TEST_CASE("cli bench: --dtype bf16 times flash in bfloat16 beside float32 and shows both errors of the 2x rule") {
+  const auto r = run_cli("bench --backend flash --dtype bf16 --n 70 --heads 2 --head-dim 24 --causal --repeat 2 --json");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const Json run = Json::parse(r.out)["runs"][0];
+  CHECK(run["dtype"] == "bf16");
+  CHECK(run["speedup_vs_f32"].get<double>() ==
+        doctest::Approx(run["f32_median_ms"].get<double>() / run["median_ms"].get<double>()));
+  const double err = run["max_abs_err_vs_naive"].get<double>(), plain = run["bf16_reference_err_vs_naive"].get<double>();
+  CHECK(plain > 1e-4);  // bfloat16's rounding, not float32's
+  CHECK(err <= 2 * plain);
+  const auto table = run_cli("bench --dtype bf16 --n 64 --heads 1 --head-dim 8 --repeat 1");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("flash/bf16") != std::string::npos);
+  CHECK(table.out.find("the speed of flash in float32") != std::string::npos);
+  CHECK(table.out.find("FlashAttention's rule allows 2x") != std::string::npos);
+  for (const char* bad : {"bench --backend naive --dtype bf16 --n 16", "bench --backend flash --dtype f16 --n 16",
+                          "bench --backend flash --dtype bf16 --backward --n 16"}) {
+    const auto e = run_cli(bad);
+    CAPTURE(bad);
+    CHECK(e.code == 2);
+    CHECK(e.err.rfind("error: ", 0) == 0);
+    CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
   }
 }

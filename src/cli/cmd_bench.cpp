@@ -44,6 +44,12 @@ std::string cuda_device_name() {
   return cuda_usable(&name) ? name : std::string();
 }
 
+FlashOptions bf16_options() {
+  FlashOptions fo;
+  fo.precision = FlashPrecision::bfloat16;
+  return fo;
+}
+
 // The naive kernel holds H x n x n float64 scores and weights.
 double naive_bytes(std::size_t n, std::size_t heads) { return double(heads) * double(n) * double(n) * 16.0; }
 
@@ -76,8 +82,10 @@ void check_budgets(const BenchOptions& o) {
         // well over 1000x.
         const double rate = dense ? kFlopsPerSecond : backend == "cuda" ? kFlopsPerSecond * 1000
                                                                         : kFlopsPerSecond * 5 * double(t);
-        seconds += double(o.repeat + 1) * pass / rate;
-        if (!o.no_check && naive_fits(o, n)) seconds += attention_flops(o, n) / kFlopsPerSecond;
+        // flash in bf16 is timed beside flash in float32, and checked against a plain bf16 run too.
+        const double runs = backend == "flash" && o.dtype == "bf16" ? 2.0 : 1.0;
+        seconds += runs * double(o.repeat + 1) * pass / rate;
+        if (!o.no_check && naive_fits(o, n)) seconds += runs * attention_flops(o, n) / kFlopsPerSecond;
       }
     }
   }
@@ -134,6 +142,13 @@ Json run_json(const BenchOptions& o, const BenchConfig& c, const BenchRun& r, do
   // rate too (the median's would put one run's noise on one side of the ratio only).
   if (o.sgemm_n) run["fraction_of_sgemm"] = r.flops / (r.min_ms * 1e6) / sgemm_gflops;
   if (c.threads == 1) run["min_thread_cpu_ms"] = r.min_thread_cpu_ms;
+  if (r.f32_median_ms) {  // flash in bf16: the speed-up over float32 and the rule's two errors
+    run["dtype"] = "bf16";
+    run["f32_median_ms"] = *r.f32_median_ms;
+    run["speedup_vs_f32"] = *r.f32_median_ms / r.median_ms;
+    if (c.threads == 1) run["f32_min_thread_cpu_ms"] = r.f32_min_thread_cpu_ms;
+    run["bf16_reference_err_vs_naive"] = r.bf16_reference_err ? Json(*r.bf16_reference_err) : Json(nullptr);
+  }
   if (backend == "cuda") {
     run["dtype"] = o.dtype;
     run["includes_host_device_copies"] = false;
@@ -143,9 +158,11 @@ Json run_json(const BenchOptions& o, const BenchConfig& c, const BenchRun& r, do
   if (backend == "flash" && !o.backward) {  // what this run's tiled loop ran (flash_tiling)
     FlashOptions fo;
     fo.block_q = o.block_q, fo.block_k = o.block_k;
+    if (r.f32_median_ms) fo.precision = FlashPrecision::bfloat16;
     const FlashTiling t = flash_tiling(n, n, fo);
     run["tiles"] = {{"block_q", t.block_q}, {"block_k", t.block_k}, {"qk_kernel", t.qk_kernel},
                     {"pv_kernel", t.pv_kernel}};
+    if (r.f32_median_ms) run["tiles"]["isa"] = t.isa;
   }
   return run;
 }
@@ -188,6 +205,22 @@ void print_bench_preamble(const BenchOptions& o, const std::vector<double>& sgem
     std::printf("(x sgemm: the fastest run's GFLOP/s over sgemm's fastest of %zu runs)\n", kSgemmRepeat + 1);
 }
 
+// Under the table, each flash/bf16 run against float32 flash timed beside it, and its error
+// beside the plain bf16 computation's (FlashAttention's rule: at most 2x).
+void print_bf16_notes(const std::vector<BenchRun>& results) {
+  for (const BenchRun& r : results) {
+    if (!r.f32_median_ms) continue;
+    std::printf("\nflash/bf16 n=%zu threads=%zu (%s): %.2fx the speed of flash in float32 (median %.2f ms, timed "
+                "alternating in this run)\n",
+                r.config.n, r.config.threads, flash_tiling(r.config.n, r.config.n, bf16_options()).isa.c_str(),
+                *r.f32_median_ms / r.median_ms, *r.f32_median_ms);
+    if (r.max_abs_err_vs_naive && r.bf16_reference_err)
+      std::printf("  max |err| vs float64 %.2e; plain bf16 (inputs and P rounded, the rest float64) %.2e: %.2fx "
+                  "(FlashAttention's rule allows 2x)\n",
+                  *r.max_abs_err_vs_naive, *r.bf16_reference_err, *r.max_abs_err_vs_naive / *r.bf16_reference_err);
+  }
+}
+
 void print_bench_table(const BenchOptions& o, const std::vector<BenchRun>& results, const Json& runs,
                        const std::vector<double>& sgemm_by_threads) {
   print_bench_preamble(o, sgemm_by_threads);
@@ -199,11 +232,12 @@ void print_bench_table(const BenchOptions& o, const std::vector<BenchRun>& resul
     char frac[16] = "", err[24] = "-";
     if (o.sgemm_n) std::snprintf(frac, sizeof frac, "%.2f", runs[i]["fraction_of_sgemm"].get<double>());
     if (r.max_abs_err_vs_naive) std::snprintf(err, sizeof err, "%.2e", *r.max_abs_err_vs_naive);
-    const std::string label = r.config.backend == "cuda" ? "cuda/" + r.config.dtype : r.config.backend;
+    const std::string label = r.config.dtype != "f32" ? r.config.backend + "/" + r.config.dtype : r.config.backend;
     std::printf("%-9s %6zu %7zu %11.2f %9.1f %8s %10.1f %8.1f %12s\n", label.c_str(), r.config.n,
                 r.config.threads, r.median_ms, r.gflops, frac, double(r.peak_rss_bytes) / (1 << 20),
                 (double(r.peak_rss_bytes) - double(r.baseline_rss_bytes)) / (1 << 20), err);
   }
+  print_bf16_notes(results);
 }
 
 void run_bench_command(const BenchOptions& o) {
@@ -387,8 +421,9 @@ void setup_bench(CLI::App& app) {
   cmd->add_option("--kv-heads", o->kv_heads, "decode: key/value heads (GQA/MQA; default: --heads)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--dtype", o->dtype,
-                  "prefill: what the cuda backend computes in: f32, or f16/bf16 on the tensor cores (float32 "
-                  "accumulation); the CPU backends take f32 only")
+                  "prefill: what the kernel computes in: f32; bf16 for flash (AVX512_BF16 where the CPU has it, "
+                  "float32 accumulation and softmax; timed beside f32 flash, errors beside a plain bf16 run); "
+                  "f16/bf16 on the cuda tensor cores")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}))->capture_default_str();
   cmd->add_option("--kv-dtype", o->kv_dtype, "decode: KV cache element type: f32, or bf16 (half the bytes; arithmetic stays float32)")->capture_default_str();
   cmd->footer(R"(Decode is one query row against a long KV cache: memory-bound, so it is timed beside a plain
@@ -401,12 +436,14 @@ Examples:
   attn-cli bench --n 256 --heads 2 --repeat 1
   attn-cli bench --backend flash --n 512 --causal --threads 1,2 --json
   attn-cli bench --backward --n 256 --heads 2 --repeat 1
+  attn-cli bench --backend flash --dtype bf16 --n 256 --heads 2 --repeat 1
   attn-cli bench --mode decode --kv 1024,4096 --heads 8 --repeat 3
   attn-cli bench --mode decode --kv 16384 --heads 8 --kv-heads 1 --threads 1,2 --json
   attn-cli bench --mode train --steps 20 --repeat 1
 )");
   cmd->callback([o, cmd] {
     o->backend_given = cmd->count("--backend") > 0;
+    if (!o->backend_given && o->dtype == "bf16") o->backends = {"flash"};  // the CPU's one bf16 kernel
     reuse_freed_memory();  // every run after the warm-up on pages already touched
     if (o->mode == "decode") run_decode_command(*o);
     else if (o->mode == "train") run_train_command(*o);

@@ -104,6 +104,61 @@ BenchRun run_cuda_bench(const BenchConfig& c, CudaDtype dtype, const Tensor3& q,
   return run;
 }
 
+// flash in bfloat16 (FlashPrecision::bfloat16) against flash in float32, in one run: a warm-up of
+// each, then c.repeat rounds of one float32 run and one bfloat16 run, so that both see the same
+// machine (another process, the clock) and their ratio is fair. The run's figures are the bf16
+// kernel's; f32_median_ms the float32 one's.
+BenchRun run_flash_bf16_bench(const BenchConfig& c, const Tensor3& q, const Tensor3& k, const Tensor3& v) {
+  BackendOptions bf16;
+  bf16.backend = Backend::flash;
+  bf16.precision = FlashPrecision::bfloat16;
+  bf16.threads = c.threads;
+  bf16.block_q = c.block_q;
+  bf16.block_k = c.block_k;
+  BackendOptions f32 = bf16;
+  f32.precision = FlashPrecision::float32;
+  SdpaOptions so;
+  so.causal = c.causal;
+  Tensor3 output;
+  auto run_once = [&](const BackendOptions& b) {
+    output = Tensor3();
+    output = attention(q, k, v, nullptr, so, b, /*with_weights=*/false).output;
+  };
+  const std::size_t before = baseline_rss();
+  run_once(f32);
+  run_once(bf16);
+  reset_peak_rss();
+  std::vector<double> f32_ms, bf16_ms;
+  double cpu_ms = INFINITY, f32_cpu_ms = INFINITY;
+  for (std::size_t i = 0; i < c.repeat; ++i) {
+    const Timings t32 = time_runs(1, [&] { run_once(f32); });
+    f32_ms.push_back(t32.wall_ms.front());
+    f32_cpu_ms = std::min(f32_cpu_ms, t32.min_thread_cpu_ms);
+    const Timings t = time_runs(1, [&] { run_once(bf16); });
+    bf16_ms.push_back(t.wall_ms.front());
+    cpu_ms = std::min(cpu_ms, t.min_thread_cpu_ms);
+  }
+  std::sort(f32_ms.begin(), f32_ms.end());
+  std::sort(bf16_ms.begin(), bf16_ms.end());
+  BenchRun run;
+  run.config = c;
+  run.flops = attention_flops(c.n, c.heads, c.head_dim, c.causal);
+  run.min_ms = bf16_ms.front();
+  run.median_ms = bf16_ms[bf16_ms.size() / 2];
+  run.gflops = run.flops / (run.median_ms * 1e6);
+  run.min_thread_cpu_ms = cpu_ms;
+  run.peak_rss_bytes = rss_field("VmHWM:");
+  run.baseline_rss_bytes = before;
+  run.f32_median_ms = f32_ms[f32_ms.size() / 2];
+  run.f32_min_thread_cpu_ms = f32_cpu_ms;
+  if (c.check) {  // the rule's two errors against the float64 oracle
+    const Tensor3 ref = attention(q, k, v, nullptr, so).output;
+    run.max_abs_err_vs_naive = max_abs_diff(output, ref);
+    run.bf16_reference_err = max_abs_diff(sdpa_bf16_reference(q, k, v, nullptr, c.causal), ref);
+  }
+  return run;
+}
+
 }  // namespace
 
 double attention_backward_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal) {
@@ -122,8 +177,11 @@ BenchRun run_bench(const BenchConfig& c) {
   if (c.backend == "cuda" && !cuda_usable(&why)) throw InputError("--backend cuda: " + why);
   if (c.n == 0 || c.heads == 0 || c.head_dim == 0 || c.repeat == 0 || c.threads == 0)
     throw InputError("--n, --heads, --head-dim, --repeat and --threads must be >= 1");
-  if (c.dtype != "f32" && c.backend != "cuda")
-    throw InputError("--dtype " + c.dtype + ": only the cuda backend computes in 16-bit types; use --dtype f32");
+  const bool flash_bf16 = c.backend == "flash" && c.dtype == "bf16";
+  if (c.dtype != "f32" && c.backend != "cuda" && !flash_bf16)
+    throw InputError("--dtype " + c.dtype + ": on the CPU only the flash backend computes in bf16 (the cuda backend in " +
+                     "f16 and bf16); use --dtype f32 or --backend flash");
+  if (flash_bf16 && c.backward) throw InputError("--dtype bf16: the flash backend times the forward pass only in bf16");
   const CudaDtype cuda_dtype = parse_cuda_dtype(c.dtype);
   Rng rng(c.seed);
   const Tensor3 q = random_tensor(rng, c.heads, c.n, c.head_dim), k = random_tensor(rng, c.heads, c.n, c.head_dim),
@@ -131,6 +189,7 @@ BenchRun run_bench(const BenchConfig& c) {
   openblas_set_num_threads(int(c.threads));
   if (c.backward) return run_backward_bench(c, q, k, v, rng);
   if (c.backend == "cuda") return run_cuda_bench(c, cuda_dtype, q, k, v);
+  if (flash_bf16) return run_flash_bf16_bench(c, q, k, v);
   BackendOptions backend;  // the kernel bench times: float32, no weights recomputed
   if (c.backend != "blas") backend.backend = parse_backend(c.backend);
   backend.precision = FlashPrecision::float32;

@@ -20,7 +20,11 @@ namespace attn {
 // float32 is the fast kernel (bench, demo). float64 runs the same tile loop and micro-kernels
 // instantiated for double: its only error against a float64 reference is the final rounding,
 // which is what attend/mha use so their JSON is reference-grade whatever the backend.
-enum class FlashPrecision { float32, float64 };
+// bfloat16 rounds Q, K and V to bfloat16 once (to nearest even, bf16.hpp) and P after each
+// tile's exp; both products multiply bfloat16 pairs exactly and sum in float32 (AVX512_BF16's
+// vdpbf16ps where the CPU has it, the same sums in plain C++ elsewhere); the online softmax
+// (max, exp, sums, rescale) is float32. Its error is judged against sdpa_bf16_reference below.
+enum class FlashPrecision { float32, float64, bfloat16 };
 
 // What the tile loop did with one tile of one head, as the kernel's own variables hold it at the
 // end of that tile (for `attn-cli flash --replay` and the report's step-through). Numbers are
@@ -86,6 +90,14 @@ struct FlashResult {
 // q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv]; allowed [1 or H, Lq, Lk] or null.
 FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                             const Mask3* allowed, const FlashOptions& options);
+
+// The plain bfloat16 attention that FlashPrecision::bfloat16 is judged against (FlashAttention's
+// test rule: a kernel's error against float64 at most 2x that of the plain computation in its
+// type): Q, K, V rounded to bfloat16; scores, softmax and its normalisation in float64; the
+// weights P rounded to bfloat16 (through float32); P V summed in float64. Same semantics as
+// sdpa (explicit mask, bottom-right causal, GQA, fully masked rows -> zeros, scale).
+Tensor3 sdpa_bf16_reference(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* allowed, bool causal,
+                            std::optional<double> scale = std::nullopt);
 
 // Few query rows against a KV cache stored in bfloat16 (bf16.hpp): the decode path of
 // flash_attention (flash_decode.hpp) with each block of K and V widened to float32 as it is

@@ -13,7 +13,8 @@ namespace attn {
 struct BenchConfig {
   std::string backend = "flash";  // "naive" | "flash" | "blas" | "cuda"
   // "f32"; for cuda also "f16" or "bf16" (the tensor-core kernel). The cuda backend is timed by
-  // CUDA events around each launch, on inputs already on the device.
+  // CUDA events around each launch, on inputs already on the device. For flash also "bf16"
+  // (FlashPrecision::bfloat16), timed alternating with the float32 flash kernel.
   std::string dtype = "f32";
   std::size_t n = 1024, heads = 8, head_dim = 64;
   bool causal = false;
@@ -36,6 +37,12 @@ struct BenchRun {
   std::size_t peak_rss_bytes = 0;      // process peak during the timed runs
   std::size_t baseline_rss_bytes = 0;  // process size with its inputs, before the runs
   std::optional<double> max_abs_err_vs_naive;  // null with check = false
+  // flash with dtype bf16 only: the float32 flash kernel's median, timed in the same run with each
+  // of its runs before one of the bf16 kernel's; and, with check, the error of the plain bf16
+  // computation (sdpa_bf16_reference) against naive: FlashAttention's rule allows the kernel 2x it.
+  std::optional<double> f32_median_ms;
+  double f32_min_thread_cpu_ms = 0;  // as min_thread_cpu_ms, for that float32 kernel
+  std::optional<double> bf16_reference_err;
 };
 
 // FlashAttention's benchmark rule: 4 * H * n^2 * d, halved when causal.

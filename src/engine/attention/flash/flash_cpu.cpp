@@ -1,7 +1,9 @@
 // FlashAttention forward on the CPU: the tile loop (Algorithm 1 of arXiv 2205.14135, in the
 // loop order of FlashAttention-2: each query block streams over all key blocks), threads, and
-// the per-head packing of K and V. The inner loops are in microkernels_impl.hpp, the
-// per-row online-softmax arithmetic in include/attn/tile_math.hpp.
+// the per-head packing of K and V. What the loop works on (problem, workspaces, packed K/V, and
+// the float or bfloat16 products) is in tile_products.hpp, the inner loops in
+// microkernels_impl.hpp and microkernels_bf16*.cpp, the per-row online-softmax arithmetic in
+// include/attn/tile_math.hpp.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -22,94 +24,26 @@
 #include "platform/parallel.hpp"
 #include "attention/sdpa_f64.hpp"
 #include "microkernels.hpp"
+#include "microkernels_bf16.hpp"
 #include "scratch.hpp"
+#include "tile_products.hpp"
 
 namespace attn {
 namespace {
 
+using flash::Bf16Kernels;
 using flash::Microkernels;
 using flash::Scratch;
+using flash::tiled::Bf16Products;
+using flash::tiled::NativeProducts;
+using flash::tiled::PackedHead;
+using flash::tiled::Problem;
+using flash::tiled::round_up;
+using flash::tiled::Workspace;
 
 constexpr std::size_t kDefaultBlockQ = 192;  // a multiple of every ISA's row blocking (8, 6, 4)
 constexpr std::size_t kDefaultBlockK = 768;  // a multiple of every ISA's key panel (64, 16, 8)
 
-std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
-
-// K and V of one key/value head, packed for the micro-kernels: K^T panels [Lk/PW][d][PW] and
-// V with rows padded to dvp columns. Packed once per head (not per tile, which is what makes
-// per-tile sgemm calls slow), and its memory given back (scratch.hpp) as soon as the last
-// query block of its heads is done, so at most about one head per thread is packed at a time.
-template <class T>
-struct PackedHead {
-  // 0 unpacked, 1 being packed, 2 packed. Not a std::once_flag: glibc's call_once makes a futex
-  // system call on every first call, and a training step of the toy transformer packs 512 heads
-  // of 32 keys (the calls cost as much as the packing).
-  std::atomic<int> state{0};
-  std::atomic<std::size_t> blocks_left{0};
-  Scratch<T> k_panels, v_rows;
-
-  // Runs pack() once, in whichever thread gets here first; the others wait for it. If pack()
-  // throws, the head is unpacked again and the next thread to arrive tries.
-  template <class Pack>
-  void ensure_packed(Pack&& pack) {
-    for (;;) {
-      int seen = state.load(std::memory_order_acquire);
-      if (seen == 2) return;
-      if (seen == 0 && state.compare_exchange_strong(seen, 1, std::memory_order_acq_rel)) {
-        try {
-          pack();
-        } catch (...) {
-          state.store(0, std::memory_order_release);
-          state.notify_all();
-          throw;
-        }
-        state.store(2, std::memory_order_release);
-        state.notify_all();
-        return;
-      }
-      state.wait(1, std::memory_order_acquire);  // returns at once unless another thread is packing
-    }
-  }
-};
-
-template <class T>
-struct Problem {
-  std::size_t H, Lq, d, Hkv, Lk, dv, dvp, group;
-  std::size_t Bq, Bk, row_align;  // Bq any size; tiles pad their rows to row_align
-  T scale_log2;  // scale * log2(e): scores come out in base-2 units (tile_math.hpp)
-  bool causal;
-  const Mask3* allowed;
-  const ScoreMod* score_mod;  // null: none
-  double temperature;         // folded into scale_log2; undone for the score modifier
-  // The variant mask read by its indices (FlashOptions::mask_rule): null = none.
-  const AttentionMask* rule;
-};
-
-// Workspace of one thread: O(block) memory, reused for every tile it processes (and, through
-// scratch.hpp, by the next call).
-template <class T>
-struct Workspace {
-  Scratch<T> q, s, o, alpha;
-  std::vector<tile::RowState<T>> rows;
-  Workspace(const Problem<T>& p)
-      : q(padded(p) * p.d), s(padded(p) * p.Bk), o(padded(p) * p.dvp), alpha(padded(p)), rows(padded(p)) {}
-  static std::size_t padded(const Problem<T>& p) { return round_up(p.Bq, p.row_align); }
-};
-
-template <class T>
-void pack_head(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v,
-               PackedHead<T>& packed) {
-  // Every element is written (pack_k zero-pads the last panel; V's padding columns are zeroed
-  // here): the buffers come from the stock holding an earlier call's numbers.
-  packed.k_panels = Scratch<T>(round_up(p.Lk, mk.key_panel) * p.d);
-  mk.pack_k(k, p.d, p.Lk, p.d, packed.k_panels.data());
-  packed.v_rows = Scratch<T>(p.Lk * p.dvp);
-  for (std::size_t j = 0; j < p.Lk; ++j) {
-    T* row = packed.v_rows.data() + j * p.dvp;
-    std::copy(v + j * p.dv, v + (j + 1) * p.dv, row);
-    std::fill(row + p.dv, row + p.dvp, T(0));
-  }
-}
 
 // Sets s[j] = -inf for the keys of this tile row that the explicit mask hides from query i
 // (global). Causal visibility needs no mask: it is a prefix of the row (see visible() below).
@@ -188,17 +122,13 @@ void tile_step_finish(const Problem<T>& p, const Workspace<T>& ws, FlashTileStep
 
 // One query block of one head: Algorithm 1, lines 5-15, for rows [i0, i0 + rows). With
 // kObserve, the observer sees every tile (FlashTileStep); without it the hook compiles away.
-template <class T, bool kObserve>
-void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::size_t h,
-                        std::size_t i0, const T* q, const PackedHead<T>& kv, T* out, T* lse,
-                        Workspace<T>& ws, FlashObserver* observer) {
+template <class T, bool kObserve, class Products>
+void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h, std::size_t i0,
+                        const PackedHead<T>& kv, T* out, T* lse, Workspace<T>& ws, FlashObserver* observer) {
   const std::size_t rows = std::min(p.Bq, p.Lq - i0);
   const std::size_t rows_pad = round_up(rows, p.row_align);
 
-  // Q_i, pre-scaled by scale * log2(e); padding rows are zero so their scores are zero.
-  for (std::size_t r = 0; r < rows_pad; ++r)
-    for (std::size_t c = 0; c < p.d; ++c)
-      ws.q[r * p.d + c] = r < rows ? q[(i0 + r) * p.d + c] * p.scale_log2 : T(0);
+  prod.load_q(p, h, i0, rows, rows_pad, ws);  // Q_i
   std::fill(ws.o.begin(), ws.o.begin() + rows_pad * p.dvp, T(0));  // O_i = 0
   for (std::size_t r = 0; r < rows_pad; ++r) {
     ws.rows[r] = tile::row_start<T>();  // m_i = -inf, l_i = 0
@@ -236,13 +166,7 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
         return std::size_t(std::clamp(end, 0L, long(kcols)));
       };
       const std::size_t g_keys = visible(std::min(g0 + g_rows, rows) - 1);  // the group's last row
-      T* s_group = ws.s.data() + g0 * p.Bk;
-      if (g_keys > 0) {
-        // S_ij = Q_i K_j^T (line 9), for these rows and keys.
-        mk.qk(ws.q.data() + g0 * p.d, p.d, g_rows,
-              kv.k_panels.data() + (j0 / mk.key_panel) * p.d * mk.key_panel,
-              (g_keys + mk.key_panel - 1) / mk.key_panel, s_group, p.Bk);
-      }
+      if (g_keys > 0) prod.scores(p, ws, kv, g0, g_rows, j0, g_keys);  // S_ij = Q_i K_j^T (line 9)
       for (std::size_t r = g0; r < std::min(g0 + g_rows, rows); ++r) {
         T* s = ws.s.data() + r * p.Bk;
         const std::size_t n = visible(r);
@@ -251,13 +175,11 @@ void attend_query_block(const Microkernels<T>& mk, const Problem<T>& p, std::siz
         if (by_rule != tile::MaskCover::all) rule_row(p, i0 + r, j0, n, s);
         if (by_mask != tile::MaskCover::all) mask_row(p, h, i0 + r, j0, n, s);
         // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
-        ws.alpha[r] = flash::online_row_step(mk, ws.rows[r], s, n, g_keys);
+        ws.alpha[r] = flash::online_row_step(prod.mk, ws.rows[r], s, n, g_keys);
+        prod.round_p(p, ws, r, g_keys);
       }
       // Line 12: O_i = diag(alpha) O_i + P_ij V_j.
-      if (g_keys > 0) {
-        mk.pv(s_group, p.Bk, g_rows, g_keys, kv.v_rows.data() + j0 * p.dvp, p.dvp, p.dvp,
-              ws.alpha.data() + g0, ws.o.data() + g0 * p.dvp, p.dvp);
-      }
+      if (g_keys > 0) prod.accumulate(p, ws, kv, g0, g_rows, j0, g_keys);
     }
     if constexpr (kObserve) {
       tile_step_finish(p, ws, step, /*read=*/true);
@@ -335,12 +257,23 @@ TiledKernels<T> tiled_kernels(std::size_t Lq, std::size_t Lk, const FlashOptions
   return {flash::with_blockings(base, qk, pv), std::min(block_q ? block_q : kDefaultBlockQ, Lq), block_k, qk, pv};
 }
 
+// The tiles a bfloat16 run uses: its own products' row block and key panel, no tuning.
+TiledKernels<float> bf16_tiles(std::size_t Lq, std::size_t Lk, const FlashOptions& o) {
+  const std::size_t block_k = round_up(std::min(o.block_k ? o.block_k : kDefaultBlockK, Lk), Bf16Kernels::kKeyPanel);
+  return {kernels_for<float>(o), std::min(o.block_q ? o.block_q : kDefaultBlockQ, Lq), block_k, 0, 0};
+}
+
 }  // namespace
 
 FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& options) {
   auto tiling = [&](const auto& t) {
     return FlashTiling{t.block_q, t.block_k, t.mk.isa, t.mk.blockings->qk[t.qk].name, t.mk.blockings->pv[t.pv].name};
   };
+  if (options.precision == FlashPrecision::bfloat16) {  // its own products, one blocking
+    const TiledKernels<float> t = bf16_tiles(Lq, Lk, options);
+    const std::string blocking = std::to_string(Bf16Kernels::kRows) + "x4";
+    return {t.block_q, t.block_k, flash::bf16_kernels_for(options.isa).isa, blocking, blocking};
+  }
   return options.precision == FlashPrecision::float32 ? tiling(tiled_kernels<float>(Lq, Lk, options))
                                                       : tiling(tiled_kernels<double>(Lq, Lk, options));
 }
@@ -405,36 +338,37 @@ std::size_t flash_default_block_k() { return kDefaultBlockK; }
 std::string flash_isa() { return flash::best_microkernels<float>().isa; }
 
 std::size_t flash_scratch_bytes() {
-  return flash::ScratchStock<float>::get().bytes() + flash::ScratchStock<double>::get().bytes();
+  return flash::ScratchStock<float>::get().bytes() + flash::ScratchStock<double>::get().bytes() +
+         flash::ScratchStock<std::uint16_t>::get().bytes();
 }
 
 void flash_release_scratch() {
   flash::ScratchStock<float>::get().release();
   flash::ScratchStock<double>::get().release();
+  flash::ScratchStock<std::uint16_t>::get().release();
 }
 
 namespace {
 
-// The whole forward pass for element type T (float: fast; double: reference-grade).
-// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv] row-major; out [H, Lq, dv], lse [H, Lq].
-template <class T>
-void flash_forward(const T* q, const T* k, const T* v, const std::array<std::size_t, 6>& dims,
-                   const Mask3* allowed, const FlashOptions& options, double scale, T* out, T* lse) {
-  const Microkernels<T>& base = kernels_for<T>(options);
+// The problem's sizes, tiles and options (Problem above), and `prod` with the float kernels at
+// the blockings those tiles are cut for; InputError for a tile past the limit.
+template <class T, class Products>
+Problem<T> tiled_problem(const std::array<std::size_t, 6>& dims, const Mask3* allowed, const FlashOptions& options,
+                         double scale, Products& prod) {
   Problem<T> p{};
   p.H = dims[0], p.Lq = dims[1], p.d = dims[2], p.Hkv = dims[3], p.Lk = dims[4], p.dv = dims[5];
-  p.dvp = round_up(p.dv, base.lanes), p.group = p.H / p.Hkv;
-  if (!options.observer && !options.score_mod && !options.mask_rule && flash::decode_path_applies(p.Lq, p.Lk, options.block_q, options.block_k)) {  // one query vs a cache
-    flash::flash_decode(base, {p.H, p.Lq, p.d, p.Hkv, p.Lk, p.dv, scale, options.causal, allowed, options.threads},
-                        q, k, v, out, lse);
-    return;
-  }
+  p.group = p.H / p.Hkv;
   // Tiles no larger than the problem: a 3-token sentence should not pay for 192 x 768 tiles.
-  const TiledKernels<T> tiled = tiled_kernels<T>(p.Lq, p.Lk, options);
-  const Microkernels<T>& mk = tiled.mk;
-  p.row_align = std::lcm(mk.qk_rows, mk.pv_rows);
-  p.Bq = tiled.block_q;
-  p.Bk = tiled.block_k;
+  if constexpr (Products::kBf16) {
+    const TiledKernels<float> tiled = bf16_tiles(p.Lq, p.Lk, options);
+    p.dvp = round_up(p.dv, Bf16Kernels::kColumns), p.row_align = Bf16Kernels::kRows;
+    p.Bq = tiled.block_q, p.Bk = tiled.block_k;
+  } else {
+    const TiledKernels<T> tiled = tiled_kernels<T>(p.Lq, p.Lk, options);
+    p.dvp = round_up(p.dv, tiled.mk.lanes), p.row_align = std::lcm(tiled.mk.qk_rows, tiled.mk.pv_rows);
+    p.Bq = tiled.block_q, p.Bk = tiled.block_k;
+    prod.mk = tiled.mk;
+  }
   // A tile of scores is the kernel's only O(block^2) memory; refuse tiles that defeat the
   // point (and could exhaust memory) rather than allocate them.
   constexpr std::size_t kMaxTileElements = std::size_t(1) << 24;  // 64 MiB of float scores
@@ -449,6 +383,26 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   p.score_mod = options.score_mod && options.score_mod->any() ? options.score_mod : nullptr;
   p.temperature = options.temperature;
   p.rule = options.mask_rule && options.mask_rule->any() ? options.mask_rule : nullptr;
+  return p;
+}
+
+// The whole forward pass for element type T (float: fast; double: reference-grade) on the
+// products `prod` (NativeProducts or Bf16Products), which hold the inputs:
+// q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv] row-major; out [H, Lq, dv], lse [H, Lq].
+template <class T, class Products>
+void flash_forward(Products prod, const std::array<std::size_t, 6>& dims, const Mask3* allowed,
+                   const FlashOptions& options, double scale, T* out, T* lse) {
+  if constexpr (!Products::kBf16) {
+    const std::size_t Lq = dims[1], Lk = dims[4];
+    if (!options.observer && !options.score_mod && !options.mask_rule &&
+        flash::decode_path_applies(Lq, Lk, options.block_q, options.block_k)) {  // one query vs a cache
+      flash::flash_decode(prod.mk, {dims[0], Lq, dims[2], dims[3], Lk, dims[5], scale, options.causal, allowed,
+                                    options.threads},
+                          prod.q, prod.k, prod.v, out, lse);
+      return;
+    }
+  }
+  const Problem<T> p = tiled_problem<T, Products>(dims, allowed, options, scale, prod);
 
   // Work items: (head, query block), head-major so the packed K/V of few heads are live at a
   // time. Within a head, causal blocks differ in cost (block b reads b + 1 key blocks), so the
@@ -464,22 +418,24 @@ void flash_forward(const T* q, const T* k, const T* v, const std::array<std::siz
   // Workspaces are allocated here, so that running out of memory is an exception in the
   // caller's thread; what a worker throws (packing allocates too) is rethrown after the join.
   std::vector<Workspace<T>> workspaces;
-  for (std::size_t t = 0; t < threads; ++t) workspaces.emplace_back(p);
+  for (std::size_t t = 0; t < threads; ++t) workspaces.emplace_back(p, Products::kBf16);
   detail::parallel_items(items.size(), threads, [&](std::size_t worker, std::size_t n) {
     const auto [h, b] = items[n];
     const std::size_t g = h / p.group;
     PackedHead<T>& kv = packed[g];
-    kv.ensure_packed([&] { pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv); });
+    kv.ensure_packed([&] { prod.pack(p, g, kv); });
     if (options.observer) {
-      attend_query_block<T, true>(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv,
-                                  lse + h * p.Lq, workspaces[worker], options.observer);
+      attend_query_block<T, true>(prod, p, h, b * p.Bq, kv, out + h * p.Lq * p.dv, lse + h * p.Lq,
+                                  workspaces[worker], options.observer);
     } else {
-      attend_query_block<T, false>(mk, p, h, b * p.Bq, q + h * p.Lq * p.d, kv, out + h * p.Lq * p.dv,
-                                   lse + h * p.Lq, workspaces[worker], nullptr);
+      attend_query_block<T, false>(prod, p, h, b * p.Bq, kv, out + h * p.Lq * p.dv, lse + h * p.Lq,
+                                   workspaces[worker], nullptr);
     }
     if (--kv.blocks_left == 0) {
       kv.k_panels.reset();
       kv.v_rows.reset();
+      kv.k_bf16.reset();
+      kv.v_bf16.reset();
     }
   });
 }
@@ -507,8 +463,15 @@ FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v
   const auto dims = dims_of(q, k, v);
   FlashResult r{Tensor3::from_shape({dims[0], dims[1], dims[5]}), Tensor2::from_shape({dims[0], dims[1]}), {}};
   if (options.precision == FlashPrecision::float32) {
-    flash_forward<float>(q.data(), k.data(), v.data(), dims, allowed, options, scale, r.output.data(),
-                         r.lse.data());
+    const NativeProducts<float> prod{kernels_for<float>(options), q.data(), k.data(), v.data()};
+    flash_forward<float>(prod, dims, allowed, options, scale, r.output.data(), r.lse.data());
+    return r;
+  }
+  if (options.precision == FlashPrecision::bfloat16) {  // the inputs rounded once, here
+    const Bf16Tensor3 qb = to_bf16(q), kb = to_bf16(k), vb = to_bf16(v);
+    const Bf16Products prod{kernels_for<float>(options), flash::bf16_kernels_for(options.isa), qb.bits.data(),
+                            kb.bits.data(), vb.bits.data()};
+    flash_forward<float>(prod, dims, allowed, options, scale, r.output.data(), r.lse.data());
     return r;
   }
   detail::FlashF64 f = detail::flash_f64(xt::cast<double>(q), xt::cast<double>(k), xt::cast<double>(v),
@@ -545,8 +508,8 @@ FlashF64 flash_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v, cons
   check_flash_inputs(shape_of(q), shape_of(k), shape_of(v), allowed, options, scale);
   const auto dims = dims_of(q, k, v);
   FlashF64 r{TensorD3::from_shape({dims[0], dims[1], dims[5]}), TensorD2::from_shape({dims[0], dims[1]})};
-  flash_forward<double>(q.data(), k.data(), v.data(), dims, allowed, options, scale, r.output.data(),
-                        r.lse.data());
+  const NativeProducts<double> prod{kernels_for<double>(options), q.data(), k.data(), v.data()};
+  flash_forward<double>(prod, dims, allowed, options, scale, r.output.data(), r.lse.data());
   return r;
 }
 

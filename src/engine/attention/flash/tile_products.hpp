@@ -1,0 +1,180 @@
+#pragma once
+// Private to flash_cpu.cpp: what the tiled forward's loop works on. The problem (sizes, tiles,
+// options), each thread's workspace, each key/value head's packed K and V, and the two sets of
+// products the loop runs: NativeProducts (float32 or float64 micro-kernels) and Bf16Products
+// (FlashPrecision::bfloat16: microkernels_bf16.hpp). The loop itself (flash_cpu.cpp's
+// attend_query_block) sees only load_q, scores, round_p and accumulate, so both precisions share
+// it: masks, causal trimming, the observer and the online softmax are written once.
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/attention/tile_math.hpp"
+#include "microkernels.hpp"
+#include "microkernels_bf16.hpp"
+#include "scratch.hpp"
+
+namespace attn::flash::tiled {
+
+std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+
+// K and V of one key/value head, packed for the micro-kernels: K^T panels [Lk/PW][d][PW] and
+// V with rows padded to dvp columns. Packed once per head (not per tile, which is what makes
+// per-tile sgemm calls slow), and its memory given back (scratch.hpp) as soon as the last
+// query block of its heads is done, so at most about one head per thread is packed at a time.
+template <class T>
+struct PackedHead {
+  // 0 unpacked, 1 being packed, 2 packed. Not a std::once_flag: glibc's call_once makes a futex
+  // system call on every first call, and a training step of the toy transformer packs 512 heads
+  // of 32 keys (the calls cost as much as the packing).
+  std::atomic<int> state{0};
+  std::atomic<std::size_t> blocks_left{0};
+  Scratch<T> k_panels, v_rows;
+  Scratch<std::uint16_t> k_bf16, v_bf16;  // FlashPrecision::bfloat16's (microkernels_bf16.hpp)
+
+  // Runs pack() once, in whichever thread gets here first; the others wait for it. If pack()
+  // throws, the head is unpacked again and the next thread to arrive tries.
+  template <class Pack>
+  void ensure_packed(Pack&& pack) {
+    for (;;) {
+      int seen = state.load(std::memory_order_acquire);
+      if (seen == 2) return;
+      if (seen == 0 && state.compare_exchange_strong(seen, 1, std::memory_order_acq_rel)) {
+        try {
+          pack();
+        } catch (...) {
+          state.store(0, std::memory_order_release);
+          state.notify_all();
+          throw;
+        }
+        state.store(2, std::memory_order_release);
+        state.notify_all();
+        return;
+      }
+      state.wait(1, std::memory_order_acquire);  // returns at once unless another thread is packing
+    }
+  }
+};
+
+template <class T>
+struct Problem {
+  std::size_t H, Lq, d, Hkv, Lk, dv, dvp, group;
+  std::size_t Bq, Bk, row_align;  // Bq any size; tiles pad their rows to row_align
+  T scale_log2;  // scale * log2(e): scores come out in base-2 units (tile_math.hpp)
+  bool causal;
+  const Mask3* allowed;
+  const ScoreMod* score_mod;  // null: none
+  double temperature;         // folded into scale_log2; undone for the score modifier
+  // The variant mask read by its indices (FlashOptions::mask_rule): null = none.
+  const AttentionMask* rule;
+};
+
+// Workspace of one thread: O(block) memory, reused for every tile it processes (and, through
+// scratch.hpp, by the next call).
+template <class T>
+struct Workspace {
+  Scratch<T> q, s, o, alpha;
+  Scratch<std::uint16_t> q_bf16, p_bf16;  // FlashPrecision::bfloat16: Q and P as its products read them
+  std::vector<tile::RowState<T>> rows;
+  Workspace(const Problem<T>& p, bool bf16)
+      : q(bf16 ? 0 : padded(p) * p.d), s(padded(p) * p.Bk), o(padded(p) * p.dvp), alpha(padded(p)),
+        q_bf16(bf16 ? padded(p) * flash::bf16_even(p.d) : 0), p_bf16(bf16 ? padded(p) * p.Bk : 0), rows(padded(p)) {}
+  static std::size_t padded(const Problem<T>& p) { return round_up(p.Bq, p.row_align); }
+};
+
+template <class T>
+void pack_head(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v,
+               PackedHead<T>& packed) {
+  // Every element is written (pack_k zero-pads the last panel; V's padding columns are zeroed
+  // here): the buffers come from the stock holding an earlier call's numbers.
+  packed.k_panels = Scratch<T>(round_up(p.Lk, mk.key_panel) * p.d);
+  mk.pack_k(k, p.d, p.Lk, p.d, packed.k_panels.data());
+  packed.v_rows = Scratch<T>(p.Lk * p.dvp);
+  for (std::size_t j = 0; j < p.Lk; ++j) {
+    T* row = packed.v_rows.data() + j * p.dvp;
+    std::copy(v + j * p.dv, v + (j + 1) * p.dv, row);
+    std::fill(row + p.dv, row + p.dvp, T(0));
+  }
+}
+
+// The tile loop's products at the working precision T (float32 or float64): the ISA's
+// micro-kernels on Q pre-scaled by scale * log2(e), K^T panels and V rows, all in T.
+template <class T>
+struct NativeProducts {
+  static constexpr bool kBf16 = false;
+  Microkernels<T> mk;  // at the run's blockings (tiled_problem); also the online softmax's row_max and exp2_sum
+  const T *q, *k, *v;         // [H, Lq, d], [Hkv, Lk, d], [Hkv, Lk, dv]
+
+  void pack(const Problem<T>& p, std::size_t g, PackedHead<T>& kv) const {
+    pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv);
+  }
+  // Q_i of head h, pre-scaled; padding rows are zero so their scores are zero.
+  void load_q(const Problem<T>& p, std::size_t h, std::size_t i0, std::size_t rows, std::size_t rows_pad,
+              Workspace<T>& ws) const {
+    const T* qh = q + h * p.Lq * p.d;
+    for (std::size_t r = 0; r < rows_pad; ++r)
+      for (std::size_t c = 0; c < p.d; ++c) ws.q[r * p.d + c] = r < rows ? qh[(i0 + r) * p.d + c] * p.scale_log2 : T(0);
+  }
+  // S = Q K^T for rows [g0, g0 + rows) and the tile's first `keys` keys (whole panels).
+  void scores(const Problem<T>& p, Workspace<T>& ws, const PackedHead<T>& kv, std::size_t g0, std::size_t rows,
+              std::size_t j0, std::size_t keys) const {
+    mk.qk(ws.q.data() + g0 * p.d, p.d, rows, kv.k_panels.data() + (j0 / mk.key_panel) * p.d * mk.key_panel,
+          (keys + mk.key_panel - 1) / mk.key_panel, ws.s.data() + g0 * p.Bk, p.Bk);
+  }
+  void round_p(const Problem<T>&, Workspace<T>&, std::size_t, std::size_t) const {}  // P stays T
+  // O = diag(alpha) O + P V for the same rows and keys.
+  void accumulate(const Problem<T>& p, Workspace<T>& ws, const PackedHead<T>& kv, std::size_t g0, std::size_t rows,
+                  std::size_t j0, std::size_t keys) const {
+    mk.pv(ws.s.data() + g0 * p.Bk, p.Bk, rows, keys, kv.v_rows.data() + j0 * p.dvp, p.dvp, p.dvp, ws.alpha.data() + g0,
+          ws.o.data() + g0 * p.dvp, p.dvp);
+  }
+};
+
+// FlashPrecision::bfloat16's products (microkernels_bf16.hpp): Q, K, V rounded to bfloat16
+// once, before the loop; P rounded to bfloat16 after the float32 exp2; each product summed in
+// float32. The scale is applied to the float32 scores, not to Q, so that Q is rounded once.
+struct Bf16Products {
+  static constexpr bool kBf16 = true;
+  Microkernels<float> mk;  // the online softmax's row_max and exp2_sum
+  const Bf16Kernels& bk;
+  const std::uint16_t *q, *k, *v;  // the inputs' bfloat16 bits, shaped as NativeProducts'
+
+  void pack(const Problem<float>& p, std::size_t g, PackedHead<float>& kv) const {
+    // Every element is written (padding zeroed): the buffers come from the stock.
+    kv.k_bf16 = Scratch<std::uint16_t>(round_up(p.Lk, Bf16Kernels::kKeyPanel) * flash::bf16_even(p.d));
+    flash::pack_k_bf16(k + g * p.Lk * p.d, p.Lk, p.d, kv.k_bf16.data());
+    kv.v_bf16 = Scratch<std::uint16_t>(flash::bf16_even(p.Lk) * p.dvp);
+    flash::pack_v_bf16(v + g * p.Lk * p.dv, p.Lk, p.dv, p.dvp, kv.v_bf16.data());
+  }
+  void load_q(const Problem<float>& p, std::size_t h, std::size_t i0, std::size_t rows, std::size_t rows_pad,
+              Workspace<float>& ws) const {
+    const std::size_t dp = flash::bf16_even(p.d);
+    const std::uint16_t* qh = q + h * p.Lq * p.d;
+    for (std::size_t r = 0; r < rows_pad; ++r)
+      for (std::size_t c = 0; c < dp; ++c) ws.q_bf16[r * dp + c] = r < rows && c < p.d ? qh[(i0 + r) * p.d + c] : 0;
+    // The padding rows' P, which P V reads and no row step writes.
+    std::fill(ws.p_bf16.data() + rows * p.Bk, ws.p_bf16.data() + rows_pad * p.Bk, std::uint16_t(0));
+  }
+  void scores(const Problem<float>& p, Workspace<float>& ws, const PackedHead<float>& kv, std::size_t g0,
+              std::size_t rows, std::size_t j0, std::size_t keys) const {
+    const std::size_t dp = flash::bf16_even(p.d), PW = Bf16Kernels::kKeyPanel;
+    bk.qk(ws.q_bf16.data() + g0 * dp, dp, rows, kv.k_bf16.data() + j0 / PW * dp * PW, (keys + PW - 1) / PW,
+          p.scale_log2, ws.s.data() + g0 * p.Bk, p.Bk);
+  }
+  // Row r's P (its first `keys` values, zero past what it sees) to bfloat16, with a zero after
+  // an odd count: P V reads keys in pairs.
+  void round_p(const Problem<float>& p, Workspace<float>& ws, std::size_t r, std::size_t keys) const {
+    round_to_bf16(ws.s.data() + r * p.Bk, keys, ws.p_bf16.data() + r * p.Bk);
+    if (keys % 2) ws.p_bf16[r * p.Bk + keys] = 0;
+  }
+  void accumulate(const Problem<float>& p, Workspace<float>& ws, const PackedHead<float>& kv, std::size_t g0,
+                  std::size_t rows, std::size_t j0, std::size_t keys) const {
+    bk.pv(ws.p_bf16.data() + g0 * p.Bk, p.Bk, rows, keys, kv.v_bf16.data() + j0 * p.dvp, p.dvp, ws.alpha.data() + g0,
+          ws.o.data() + g0 * p.dvp, p.dvp);
+  }
+};
+
+}  // namespace attn::flash::tiled

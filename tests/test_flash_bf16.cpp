@@ -1,0 +1,220 @@
+// FlashPrecision::bfloat16 against the float64 oracle, under FlashAttention's rule with the
+// plain bfloat16 computation (sdpa_bf16_reference) as the baseline: the kernel's error at most
+// 2x the plain one's. Over the shapes that break tiled kernels, on the AVX512_BF16 kernels where
+// this CPU has them and on the portable ones everywhere.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <vector>
+
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/attention/variant.hpp"
+#include "attn/engine/core/random.hpp"
+#include "engine/attention/flash/microkernels_bf16.hpp"  // the private kernels, tested directly
+#include "support.hpp"
+
+using namespace attn;
+using test::randn;
+
+namespace {
+
+struct Bf16Case {
+  std::size_t H, Hkv, Lq, Lk, d, dv;
+  bool causal = false;
+  std::size_t block_q = 0, block_k = 0;
+  bool mask = false;    // an explicit random mask with a fully masked row
+  bool window = false;  // a sliding window (the variant rule, read by index in the tile loop)
+};
+
+// The rule's two errors for one case on one set of kernels ("" = the best, "generic" = portable).
+struct Bf16Errors {
+  double kernel, plain;
+};
+
+Bf16Errors bf16_errors(const Bf16Case& c, const char* isa, std::uint64_t seed, bool swap_q_pairs = false) {
+  Rng rng(seed);
+  Tensor3 q = randn(rng, c.H, c.Lq, c.d);
+  const Tensor3 k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
+  Mask3 mask;
+  if (c.mask) {
+    mask = Mask3::from_shape({c.H, c.Lq, c.Lk});
+    for (bool& b : mask) b = rng.uniform() < 0.7;
+    for (std::size_t j = 0; j < c.Lk; ++j) mask(0, c.Lq / 2, j) = false;  // one fully masked row
+  }
+  AttentionMask rule;
+  if (c.window) rule.window = std::array<std::size_t, 2>{20, 5};
+  if (c.window) {  // the reference gets the rule as the bitmap it stands for
+    const Mask2 bitmap = rule.allowed(c.Lq, c.Lk);
+    mask = Mask3::from_shape({1, c.Lq, c.Lk});
+    std::copy(bitmap.begin(), bitmap.end(), mask.begin());
+  }
+  const Mask3* allowed = c.mask || c.window ? &mask : nullptr;
+  SdpaOptions so;
+  so.causal = c.causal;
+  const SdpaResult ref = sdpa(q, k, v, allowed, so);  // float64 inside
+  const Tensor3 plain = sdpa_bf16_reference(q, k, v, allowed, c.causal);
+  FlashOptions fo;
+  fo.causal = c.causal;
+  fo.precision = FlashPrecision::bfloat16;
+  fo.isa = isa;
+  fo.block_q = c.block_q;
+  fo.block_k = c.block_k;
+  fo.threads = 2;
+  if (c.window) fo.mask_rule = &rule;
+  if (swap_q_pairs)  // a deliberate bug: each pair of dims of Q swapped, as a wrong packing would
+    for (std::size_t h = 0; h < c.H; ++h)
+      for (std::size_t i = 0; i < c.Lq; ++i)
+        for (std::size_t x = 0; x + 1 < c.d; x += 2) std::swap(q(h, i, x), q(h, i, x + 1));
+  const FlashResult f = flash_attention(q, k, v, c.window ? nullptr : allowed, fo);
+  for (std::size_t i = 0; i < (swap_q_pairs ? 0 : f.lse.size()); ++i) {  // fully masked rows: -inf, as the oracle
+    const float a = f.lse.data()[i], b = ref.lse.data()[i];
+    if (std::isinf(b)) CHECK(a == b);
+    else CHECK(std::fabs(a - b) <= 2e-2 * std::max(1.0f, std::fabs(b)));  // bfloat16 inputs move the scores
+  }
+  return {test::max_abs_diff(test::flat_tensor(f.output), test::flat_tensor(ref.output)),
+          test::max_abs_diff(test::flat_tensor(plain), test::flat_tensor(ref.output))};
+}
+
+const Bf16Case kBf16Cases[] = {
+    {1, 1, 1, 1, 1, 1},                                  // d = 1 (odd: a padded pair), one key
+    {2, 2, 7, 13, 5, 3},                                 // nothing a multiple of anything
+    {3, 3, 100, 37, 64, 64, true},                       // causal, Lq > Lk: the first rows see no key
+    {2, 2, 33, 300, 24, 24, true},                       // causal, Lq < Lk, d = 24
+    {4, 2, 65, 129, 80, 80, true},                       // GQA, d = 80 (5 registers of output columns)
+    {4, 1, 50, 70, 64, 40},                              // MQA, dv not a multiple of 16
+    {2, 2, 40, 90, 64, 64, false, 0, 0, true},           // explicit mask with a fully masked row
+    {2, 2, 200, 333, 64, 64, false, 0, 0, false, true},  // a sliding window (variant rule)
+    {2, 2, 300, 300, 64, 64, true, 24, 64},              // many tiles per row; keys odd at the diagonal
+    {1, 1, 257, 513, 24, 24, true, 200, 100},            // tiles that divide nothing (key tile -> 128)
+};
+
+}  // namespace
+
+TEST_CASE("flash bf16: odd shapes keep within 2x the plain bfloat16 error against float64") {
+  std::uint64_t seed = 100;
+  for (const Bf16Case& c : kBf16Cases) {
+    ++seed;
+    for (const std::string isa : {"", "generic"}) {
+      CAPTURE(isa);
+      CAPTURE(c.Lq);
+      CAPTURE(c.Lk);
+      CAPTURE(c.d);
+      CAPTURE(c.causal);
+      const Bf16Errors e = bf16_errors(c, isa.c_str(), seed);
+      CAPTURE(e.kernel);
+      CAPTURE(e.plain);
+      CHECK(e.kernel <= 2 * e.plain + 1e-6);
+      CHECK(e.plain > 0);  // d = 1 too: one key, but bfloat16 V rounds
+    }
+  }
+}
+
+TEST_CASE("flash bf16: the 2x rule fails a kernel with a pair of dims swapped") {
+  // The check above can fail: the same kernel on Q with each pair of dims swapped (what a packing
+  // that swapped a pair would compute) is far outside it.
+  const Bf16Case c{2, 2, 64, 96, 64, 64, true};
+  const Bf16Errors good = bf16_errors(c, "", 7), broken = bf16_errors(c, "", 7, /*swap_q_pairs=*/true);
+  CAPTURE(good.kernel);
+  CAPTURE(broken.kernel);
+  CHECK(good.kernel <= 2 * good.plain + 1e-6);
+  CHECK(broken.kernel > 10 * broken.plain);
+}
+
+TEST_CASE("flash bf16: the plain bfloat16 reference rounds the inputs and P") {
+  // With one visible key per row, P = 1 exactly: the reference is V rounded to bfloat16.
+  Rng rng(3);
+  const Tensor3 q = randn(rng, 1, 5, 8), k = randn(rng, 1, 5, 8), v = randn(rng, 1, 5, 8);
+  Mask3 diagonal = xt::zeros<bool>({1, 5, 5});
+  for (std::size_t i = 0; i < 5; ++i) diagonal(0, i, i) = true;
+  const Tensor3 out = sdpa_bf16_reference(q, k, v, &diagonal, false);
+  const Tensor3 vb = from_bf16(to_bf16(v));
+  CHECK(test::max_abs_diff(test::flat_tensor(out), test::flat_tensor(vb)) == 0.0);
+  // Three keys of equal score: P = 1/3, which bfloat16 rounds (to 0x3eab = 0.333984375), times
+  // V rounded, summed in float64.
+  const Tensor3 k3 = xt::zeros<float>({1, 3, 8}), v3 = randn(rng, 1, 3, 8), q3 = randn(rng, 1, 1, 8);
+  const Tensor3 third = sdpa_bf16_reference(q3, k3, v3, nullptr, false);
+  const Tensor3 v3b = from_bf16(to_bf16(v3));
+  const double p = std::bit_cast<float>(std::uint32_t(0x3eab) << 16);
+  for (std::size_t c = 0; c < 8; ++c) {
+    double expected = 0;
+    for (std::size_t j = 0; j < 3; ++j) expected += p * double(v3b(0, j, c));
+    CHECK(third(0, 0, c) == float(expected));
+  }
+}
+
+TEST_CASE("flash bf16: the AVX512_BF16 kernels and the portable ones compute the same sums") {
+  const flash::Bf16Kernels* fast = flash::bf16_kernels_avx512();
+  if (!fast) return;  // this CPU or build has no AVX512_BF16: the portable kernels are all there is
+  const flash::Bf16Kernels& portable = flash::bf16_kernels_portable();
+  Rng rng(5);
+  auto bits = [&](std::size_t n) {  // n random bfloat16 values
+    std::vector<float> x(n);
+    for (float& f : x) f = float(rng.normal());
+    std::vector<std::uint16_t> b(n);
+    round_to_bf16(x.data(), n, b.data());
+    return b;
+  };
+  // Q K^T: 12 rows, d = 80, 2 panels of 64 keys (packed from 100 keys).
+  const std::size_t rows = 12, d = 80, keys = 100;
+  const std::vector<std::uint16_t> q = bits(rows * d), k = bits(keys * d);
+  std::vector<std::uint16_t> panels(128 * d);
+  flash::pack_k_bf16(k.data(), keys, d, panels.data());
+  std::vector<float> s1(rows * 128), s2(rows * 128);
+  fast->qk(q.data(), d, rows, panels.data(), 2, 0.125f, s1.data(), 128);
+  portable.qk(q.data(), d, rows, panels.data(), 2, 0.125f, s2.data(), 128);
+  double worst = 0;
+  for (std::size_t i = 0; i < s1.size(); ++i) worst = std::max(worst, double(std::fabs(s1[i] - s2[i])));
+  // The same exact products summed in float32: equal but for the order the hardware adds a
+  // pair's two products in (sums of 40 pairs of size ~1: a few float32 ulps of ~10). On a Zen 5
+  // EPYC they are bitwise equal: vdpbf16ps adds the odd product first, as Intel documents.
+  CHECK(worst <= 1e-5);
+  // P V: 6 rows, 99 keys (odd), dv = 80 (a 4-register block and a 1-register tail).
+  const std::size_t pk = 99, dv = 80;
+  std::vector<std::uint16_t> p = bits(6 * 100), v = bits(pk * dv), vp(100 * dv);
+  for (std::size_t r = 0; r < 6; ++r) p[r * 100 + pk] = 0;  // the zero after an odd count
+  flash::pack_v_bf16(v.data(), pk, dv, dv, vp.data());
+  std::vector<float> o1(6 * dv, 1.0f), o2(6 * dv, 1.0f), alpha{0.5f, 1, 2, 0.25f, 1, 0};
+  fast->pv(p.data(), 100, 6, pk, vp.data(), dv, alpha.data(), o1.data(), dv);
+  portable.pv(p.data(), 100, 6, pk, vp.data(), dv, alpha.data(), o2.data(), dv);
+  worst = 0;
+  for (std::size_t i = 0; i < o1.size(); ++i) worst = std::max(worst, double(std::fabs(o1[i] - o2[i])));
+  CHECK(worst <= 1e-5);
+}
+
+TEST_CASE("flash bf16: the packings put each pair where vdpbf16ps reads it") {
+  // K [3 keys, d = 3] -> panel [2 pairs][64 keys][2]: key t's dims (0, 1) then (2, pad 0).
+  const std::vector<std::uint16_t> k{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<std::uint16_t> panels(64 * 4, 99);
+  flash::pack_k_bf16(k.data(), 3, 3, panels.data());
+  CHECK(panels[0] == 1);
+  CHECK(panels[1] == 2);
+  CHECK(panels[2] == 4);  // key 1's first pair
+  CHECK(panels[128] == 3);
+  CHECK(panels[129] == 0);  // the padding dim
+  CHECK(panels[6] == 0);    // key 3 does not exist
+  // V [3 keys, dv = 2], dvp = 16 -> [2 key pairs][16][2]: (key 0, key 1) of each column.
+  const std::vector<std::uint16_t> v{1, 2, 3, 4, 5, 6};
+  std::vector<std::uint16_t> pairs(2 * 16 * 2, 99);
+  flash::pack_v_bf16(v.data(), 3, 2, 16, pairs.data());
+  CHECK(pairs[0] == 1);
+  CHECK(pairs[1] == 3);
+  CHECK(pairs[2] == 2);
+  CHECK(pairs[3] == 4);
+  CHECK(pairs[4] == 0);  // column 2 is padding
+  CHECK(pairs[32] == 5);
+  CHECK(pairs[33] == 0);  // key 3 does not exist
+}
+
+TEST_CASE("flash bf16: tiling names its kernels, and precision bf16 refuses nothing float32 takes") {
+  FlashOptions fo;
+  fo.precision = FlashPrecision::bfloat16;
+  const FlashTiling t = flash_tiling(1000, 1000, fo);
+  CHECK(t.block_k % 64 == 0);
+  CHECK(t.qk_kernel == "6x4");
+  CHECK((t.isa == "avx512bf16" || t.isa == "portable"));
+  fo.isa = "generic";
+  CHECK(flash_tiling(10, 10, fo).isa == std::string("portable"));
+  CHECK(flash_tiling(10, 10, fo).block_k == 64);
+}

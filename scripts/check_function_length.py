@@ -7,17 +7,25 @@ project's layout, not C++: a function body opens with a line that starts at colu
 '{' and has a '(' on it or on one of the three lines above (namespaces, structs, classes,
 enums, unions and extern blocks do not count); its signature starts at the first of the
 unindented lines just above that are not comments, preprocessor lines or the end of something
-else (';', '{' or '}'); it ends at the next line that starts with '}' at column 0. Functions in
+else (';', '{' or '}'); it ends at the next line that starts with '}' at column 0. A signature
+that wraps so that its '{' ends an indented continuation line counts too: the unindented line
+the continuation lines hang from opens it, when it has a '(' and ends in none of ';', '{', '}'.
+Functions in
 namespaces are written unindented here, so they are counted too; a lambda or a member function
 defined inside a class is part of what encloses it.
 
 Prints each function over the limit (its length, file:line and the signature's first line), the
-longest first, and exits 1 when there is any, 0 otherwise.
+longest first, and exits 1 when there is any outside WAIVED's files, 0 otherwise.
 """
 import argparse
 import pathlib
 import re
 import sys
+
+# Files whose long functions are listed but not failed, with why. The CUDA kernels compile here
+# but run only on a GPU: a split of one is checked by tests/cuda/ on a machine that has one
+# (docs/cuda.md), so it waits for a session with a GPU rather than being split blind.
+WAIVED = {'src/engine/attention/cuda/flash_cuda.cu': 'CUDA kernels: split them where tests/cuda/ can run'}
 
 # Opening lines that start a block which is not a function body.
 NOT_A_FUNCTION = re.compile(r'(namespace|struct|class|enum|union|extern|template\s*<[^>]*>\s*(struct|class))\b')
@@ -33,6 +41,24 @@ def opens_function(lines, i):
     line = lines[i]
     return (line and not line[0].isspace() and line.rstrip().endswith('{') and not NOT_A_FUNCTION.match(line)
             and '(' in ''.join(lines[max(0, i - 3):i + 1]) and not line.startswith('#'))
+
+
+def hangs_from(lines, i):
+    """For an indented line i ending with '{': the unindented line its wrapped signature starts
+    on (continuation lines are indented and end in none of ';', '{', '}'), or None."""
+    line = lines[i]
+    if not line or not line[0].isspace() or not line.rstrip().endswith('{'):
+        return None
+    j = i - 1
+    while j >= 0 and lines[j] and lines[j][0].isspace():
+        if lines[j].rstrip().endswith((';', '{', '}')) or lines[j].lstrip().startswith('//'):
+            return None
+        j -= 1
+    if j < 0 or not lines[j] or NOT_A_FUNCTION.match(lines[j]) or lines[j].startswith(('//', '#')):
+        return None
+    if lines[j].rstrip().endswith((';', '{', '}')) or '(' not in lines[j]:
+        return None
+    return j
 
 
 def signature_start(lines, i):
@@ -52,12 +78,40 @@ def function_lengths(path):
         if start is None:
             if opens_function(lines, i):
                 start = signature_start(lines, i)
+            elif (first := hangs_from(lines, i)) is not None:
+                start = signature_start(lines, first)
         elif line.startswith('}'):
             yield i - start + 1, start + 1, lines[start]
             start = None
 
 
+def self_test():
+    """The layouts the count must see, each 90 lines long: a one-line signature, a signature
+    wrapped onto an indented line that ends with '{', and a template on its own line."""
+    import tempfile
+    body = ['  x += 1;'] * 88
+    cases = {
+        'one_line.cpp': ['void f(int x) {'] + body + ['}'],
+        'wrapped.cpp': ['void g(int x,', '       int y) {'] + body[1:] + ['}'],
+        'template.cpp': ['template <class T>', 'T h(T x,', '    T y) {'] + body[2:] + ['}'],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp)
+        (root / 'src').mkdir()
+        failures = 0
+        for name, lines in cases.items():
+            (root / 'src' / name).write_text('\n'.join(['namespace n {', ''] + lines + ['', '}  // namespace n', '']))
+            found = [length for length, _, _ in function_lengths(root / 'src' / name)]
+            if found != [90]:
+                print(f'FAIL {name}: counted {found}, expected [90]')
+                failures += 1
+    print('the count sees every layout' if not failures else f'{failures} layouts miscounted')
+    return 1 if failures else 0
+
+
 def main():
+    if sys.argv[1:] == ['--self-test']:
+        return self_test()
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('root', type=pathlib.Path, help='the repository root (holds src/ and include/)')
     parser.add_argument('--limit', type=int, default=80, help='the most lines a function may have (default 80)')
@@ -66,14 +120,17 @@ def main():
     if not files:
         print(f'error: no source files under {args.root}/src or {args.root}/include', file=sys.stderr)
         return 2
-    over = []
+    over, waived = [], []
     for path in files:
+        relative = str(path.relative_to(args.root))
         for length, line_no, first in function_lengths(path):
             if length > args.limit:
-                over.append((length, f'{path.relative_to(args.root)}:{line_no}', first[:90]))
+                (waived if relative in WAIVED else over).append((length, f'{relative}:{line_no}', first[:90]))
     for length, where, first in sorted(over, reverse=True):
         print(length, where, first)
-    print(f'{len(over)} functions over {args.limit} lines in {len(files)} files')
+    for length, where, first in sorted(waived, reverse=True):
+        print(f'waived: {length} {where} {first} ({WAIVED[where.split(":")[0]]})')
+    print(f'{len(over)} functions over {args.limit} lines in {len(files)} files ({len(waived)} waived)')
     return 1 if over else 0
 
 

@@ -33,16 +33,9 @@ struct ComplexityOptions {
 std::string count_cell(double x, TableFormat f) { return f == TableFormat::csv ? format_fixed(x, 0) : format_si(x); }
 std::string bytes_cell(double x, TableFormat f) { return f == TableFormat::csv ? format_fixed(x, 0) : format_bytes(x); }
 
-std::string complexity_text(const ComplexityReport& r, const std::optional<ScalingMeasurement>& m,
-                            TableFormat f) {
+// The FLOPs per step, and where the n^2 terms overtake the projections.
+void flops_section(const ComplexityReport& r, TableFormat f, std::string& out) {
   const bool prose = f != TableFormat::csv;
-  const ComplexityConfig& c = r.config;
-  std::string out;
-  if (prose) {
-    out += "One self-attention layer: d_model D = " + std::to_string(c.d_model) + ", heads H = " +
-           std::to_string(c.heads) + (c.causal ? ", causal" : "") + ", " + std::to_string(c.dtype_bytes) +
-           "-byte numbers, batch 1.\nConvention: " + flops_convention() + "\n\n";
-  }
   Table rows{{"n", "H n^2", "qkv_proj", "scores", "softmax", "weighted_sum", "out_proj", "total FLOPs",
               "scores (naive)", "tiled extra"}, {}};
   for (const ComplexityRow& x : r.rows) {
@@ -62,6 +55,14 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
            tokens(r.crossover.matmuls_without_out) + " without the output projection (the four steps textbooks count), n = " +
            tokens(r.crossover.with_softmax) + " with softmax counted too. The textbook \"when n > d\" is the "
            "order of magnitude; the constants move it.\n\n";
+  }
+}
+
+// The long-sequence methods at the largest n, as counts.
+void methods_section(const ComplexityReport& r, TableFormat f, std::string& out) {
+  const bool prose = f != TableFormat::csv;
+  const ComplexityConfig& c = r.config;
+  if (prose) {
     out += "Long-sequence methods (FlashAttention, sparse, linear, local), attention core only (Q K^T and P V; projections "
            "excluded), at n = " + std::to_string(r.methods.front().at.back().n) +
            (c.causal ? ", causal (each query sees only earlier keys)" : "") + ":\n";
@@ -82,6 +83,12 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
     out += "These are counts. `attn-cli tradeoff` measures the methods on this machine (time, peak memory, error "
            "against exact attention), where constants and memory traffic decide what the big-O does not.\n\n";
   }
+}
+
+// Vaswani et al.'s Table 1, computed, and what it says of self-attention against recurrence.
+void layer_types_section(const ComplexityReport& r, TableFormat f, std::string& out) {
+  const bool prose = f != TableFormat::csv;
+  const ComplexityConfig& c = r.config;
   if (prose) {
     out += "Vaswani et al. 2017, Table 1, computed for n = " + std::to_string(c.ns.back()) + ", d = " +
            std::to_string(c.d_model) + ", k = " + std::to_string(c.kernel) + ", r = " + std::to_string(c.window) +
@@ -98,6 +105,12 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
            "cheaper exactly when n < d (the paper's point for sentence-length n), with one sequential step and a path of "
            "1 where the recurrent layer needs n.\n";
   }
+}
+
+// The KV cache of each model, with the rolling buffer of a windowed one and the tutorial's slip.
+void kv_section(const ComplexityReport& r, TableFormat f, std::string& out) {
+  const bool prose = f != TableFormat::csv;
+  const ComplexityConfig& c = r.config;
   if (prose) {
     out += "\nKV cache = 2 x layers x kv_heads x head_dim x tokens x bytes (" + std::to_string(c.tokens) +
            " tokens, " + std::to_string(c.dtype_bytes) + "-byte numbers, batch 1); a model with a sliding "
@@ -123,19 +136,39 @@ std::string complexity_text(const ComplexityReport& r, const std::optional<Scali
            " layers (" + s.actual.source + "): " + std::to_string(s.actual_bytes) + " bytes (" +
            format_bytes(double(s.actual_bytes)) + ").\n";
   }
-  if (m) {
-    out += prose ? "\nMeasured: attn::sdpa (float64 reference) on one head of d = " + std::to_string(m->head_dim) +
-                       ", " + std::to_string(m->repeats) + " runs per length:\n"
-                 : "\n";
-    Table t{{"n", "median ms", "min ms"}, {}};
-    for (const TimingPoint& p : m->points)
-      t.rows.push_back({std::to_string(p.n), format_g(p.median_ms, 4), format_g(p.min_ms, 4)});
-    out += render_table(t, f);
-    if (prose) {
-      out += "Fitted exponent of time ~ n^p on log-log axes (least squares on the min times): p = " +
-             format_fixed(m->exponent, 2) + " (predicted " + format_g(m->predicted_exponent) + " for large n).\n";
-    }
+}
+
+// --measure: the timed points and the fitted exponent.
+void measured_section(const ScalingMeasurement& m, TableFormat f, std::string& out) {
+  const bool prose = f != TableFormat::csv;
+  out += prose ? "\nMeasured: attn::sdpa (float64 reference) on one head of d = " + std::to_string(m.head_dim) + ", " +
+                     std::to_string(m.repeats) + " runs per length:\n"
+               : "\n";
+  Table t{{"n", "median ms", "min ms"}, {}};
+  for (const TimingPoint& p : m.points)
+    t.rows.push_back({std::to_string(p.n), format_g(p.median_ms, 4), format_g(p.min_ms, 4)});
+  out += render_table(t, f);
+  if (prose) {
+    out += "Fitted exponent of time ~ n^p on log-log axes (least squares on the min times): p = " +
+           format_fixed(m.exponent, 2) + " (predicted " + format_g(m.predicted_exponent) + " for large n).\n";
   }
+}
+
+std::string complexity_text(const ComplexityReport& r, const std::optional<ScalingMeasurement>& m,
+                            TableFormat f) {
+  const bool prose = f != TableFormat::csv;
+  const ComplexityConfig& c = r.config;
+  std::string out;
+  if (prose) {
+    out += "One self-attention layer: d_model D = " + std::to_string(c.d_model) + ", heads H = " +
+           std::to_string(c.heads) + (c.causal ? ", causal" : "") + ", " + std::to_string(c.dtype_bytes) +
+           "-byte numbers, batch 1.\nConvention: " + flops_convention() + "\n\n";
+  }
+  flops_section(r, f, out);
+  methods_section(r, f, out);
+  layer_types_section(r, f, out);
+  kv_section(r, f, out);
+  if (m) measured_section(*m, f, out);
   return out;
 }
 

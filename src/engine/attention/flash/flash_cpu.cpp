@@ -120,6 +120,31 @@ void tile_step_finish(const Problem<T>& p, const Workspace<T>& ws, FlashTileStep
   }
 }
 
+// The tiles past key_end, which the tile loop never reaches (causality skips them by index), as
+// the observer sees them.
+template <class T>
+void observe_skipped_tiles(const Problem<T>& p, Workspace<T>& ws, std::size_t h, std::size_t i0, std::size_t rows,
+                           std::size_t key_end, FlashObserver* observer) {
+  for (std::size_t j0 = round_up(key_end, p.Bk); j0 < p.Lk; j0 += p.Bk) {
+    FlashTileStep step = tile_step_start(p, ws, h, i0, rows, j0, std::min(p.Bk, p.Lk - j0));
+    step.skipped = true;
+    step.visible.assign(rows, 0);
+    tile_step_finish(p, ws, step, /*read=*/false);
+    observer->on_tile(step);
+  }
+}
+
+// Algorithm 1, lines 13-15, for the block's rows: O_i = diag(l_i)^-1 O_i, L_i = m_i + log(l_i).
+template <class T>
+void write_block_output(const Problem<T>& p, const Workspace<T>& ws, std::size_t i0, std::size_t rows, T* out,
+                        T* lse) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T inv_l = tile::row_output_scale(ws.rows[r]);
+    for (std::size_t c = 0; c < p.dv; ++c) out[(i0 + r) * p.dv + c] = ws.o[r * p.dvp + c] * inv_l;
+    lse[i0 + r] = tile::row_lse(ws.rows[r]);
+  }
+}
+
 // One query block of one head: Algorithm 1, lines 5-15, for rows [i0, i0 + rows). With
 // kObserve, the observer sees every tile (FlashTileStep); without it the hook compiles away.
 template <class T, bool kObserve, class Products>
@@ -186,23 +211,8 @@ void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h
       observer->on_tile(step);
     }
   }
-  if constexpr (kObserve) {
-    // The tiles past key_end, which the loop above never reaches: causality skips them by index.
-    for (std::size_t j0 = round_up(key_end, p.Bk); j0 < p.Lk; j0 += p.Bk) {
-      FlashTileStep step = tile_step_start(p, ws, h, i0, rows, j0, std::min(p.Bk, p.Lk - j0));
-      step.skipped = true;
-      step.visible.assign(rows, 0);
-      tile_step_finish(p, ws, step, /*read=*/false);
-      observer->on_tile(step);
-    }
-  }
-
-  // Lines 13-15: O_i = diag(l_i)^-1 O_i, L_i = m_i + log(l_i).
-  for (std::size_t r = 0; r < rows; ++r) {
-    const T inv_l = tile::row_output_scale(ws.rows[r]);
-    for (std::size_t c = 0; c < p.dv; ++c) out[(i0 + r) * p.dv + c] = ws.o[r * p.dvp + c] * inv_l;
-    lse[i0 + r] = tile::row_lse(ws.rows[r]);
-  }
+  if constexpr (kObserve) observe_skipped_tiles(p, ws, h, i0, rows, key_end, observer);
+  write_block_output(p, ws, i0, rows, out, lse);
 }
 
 template <class T>

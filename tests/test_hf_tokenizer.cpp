@@ -254,3 +254,9 @@ TEST_CASE("hf tokenizer file: a folder with only a SentencePiece model, or no to
   std::ofstream(dir / "tokenizer.model") << "x";
   CHECK_THROWS_WITH_AS(read_folder_tokenizer(dir.path.string()), doctest::Contains("SentencePiece"), InputError);
 }
+
+TEST_CASE("hf tokenizer: a Split pattern that backtracks without end is stopped, not waited for") {
+  // (a+)+b on a run of a's with no b tries every way to split the run: 2^n of them.
+  const HfTokenizer t(spec_with({split_step("(a+)+b"), byte_level_step(false)}));
+  CHECK_THROWS_WITH_AS(t.encode(std::string(40, 'a') + "!"), doctest::Contains("backtracks without end"), InputError);
+}

@@ -55,12 +55,17 @@ std::string to_utf8(const icu::UnicodeString& text) {
   return out;
 }
 
+constexpr int32_t kRegexSteps = 1000;
+
 // Each match of `pattern` and each stretch of text between matches, in order (tokenizers'
 // SplitDelimiterBehavior::Isolated); empty pieces are dropped.
 void split_isolated(const icu::RegexPattern& pattern, const std::string& piece, std::vector<std::string>& out) {
   const icu::UnicodeString text = icu::UnicodeString::fromUTF8(piece);
   UErrorCode status = U_ZERO_ERROR;
   std::unique_ptr<icu::RegexMatcher> matcher(pattern.matcher(text, status));
+  // A pattern from a file may backtrack without end on some text: ICU stops it after about
+  // kRegexSteps of its steps (milliseconds, roughly) instead of letting it hang.
+  if (U_SUCCESS(status)) matcher->setTimeLimit(kRegexSteps, status);
   int32_t done = 0;
   while (U_SUCCESS(status) && matcher->find(status)) {
     const int32_t start = matcher->start(status), end = matcher->end(status);
@@ -68,6 +73,9 @@ void split_isolated(const icu::RegexPattern& pattern, const std::string& piece, 
     if (end > start) out.push_back(to_utf8(text.tempSubStringBetween(start, end)));
     done = end;
   }
+  if (status == U_REGEX_TIME_OUT || status == U_REGEX_STACK_OVERFLOW)
+    throw InputError("pre-tokenizer Split pattern: gave up on this text (" + std::string(u_errorName(status)) +
+                     "): the pattern backtracks without end");
   if (U_FAILURE(status)) throw RuntimeError("ICU regex failed: " + std::string(u_errorName(status)));
   if (done < text.length()) out.push_back(to_utf8(text.tempSubString(done)));
 }

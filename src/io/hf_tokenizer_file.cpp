@@ -1,5 +1,6 @@
 #include "attn/io/hf_tokenizer_file.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <map>
 

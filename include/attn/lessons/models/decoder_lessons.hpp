@@ -51,7 +51,8 @@ SinkLesson sink_lesson(const DecoderModel& model, const std::vector<std::int32_t
 struct GqaLesson {
   std::size_t heads = 0, kv_heads = 0, layers = 0, head_dim = 0;
   // [layer][h][g]: mean over query rows of the Jensen-Shannon divergence (nats, 0..ln 2) between
-  // query heads h and g's attention rows.
+  // query heads h and g's attention rows (every row up to 64 tokens; past that, 64 rows evenly
+  // spread from the first to the last).
   std::vector<std::vector<std::vector<double>>> divergence;
   // The mean of those divergences over pairs of heads that share a key/value head, and over pairs
   // that do not (NaN when there are no such pairs: MHA has no sharing pairs, MQA no others).

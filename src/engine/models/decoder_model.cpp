@@ -41,11 +41,15 @@ namespace {
 float silu(float x) { return float(double(x) / (1.0 + std::exp(-double(x)))); }
 }  // namespace
 
+Tensor3 decoder_rotated(const Tensor3& heads, std::size_t first_position, const RopeOptions& rope) {
+  std::vector<std::int64_t> positions(heads.shape(1));
+  std::iota(positions.begin(), positions.end(), std::int64_t(first_position));
+  return apply_rope(heads, positions, rope);
+}
+
 Tensor3 decoder_rotated_heads(const Tensor2& x, std::size_t heads, std::size_t first_position,
                               const RopeOptions& rope) {
-  std::vector<std::int64_t> positions(x.shape(0));
-  std::iota(positions.begin(), positions.end(), std::int64_t(first_position));
-  return apply_rope(split_heads(x, heads), positions, rope);
+  return decoder_rotated(split_heads(x, heads), first_position, rope);
 }
 
 SdpaOptions decoder_attention_options(const DecoderConfig& c, std::size_t layer) {
@@ -138,9 +142,7 @@ Tensor2 attention_branch(const detail::DecoderProjections& w, const Tensor2& h, 
   using namespace detail;
   using P = DecoderProjections;
   const Tensor3 q_raw = split_heads(w(h, P::q), c.heads), k_raw = split_heads(w(h, P::k), c.kv_heads);
-  std::vector<std::int64_t> positions(h.shape(0));
-  std::iota(positions.begin(), positions.end(), std::int64_t(0));
-  const Tensor3 q = apply_rope(q_raw, positions, rope), k = apply_rope(k_raw, positions, rope);
+  const Tensor3 q = decoder_rotated(q_raw, 0, rope), k = decoder_rotated(k_raw, 0, rope);
   const Tensor3 v = split_heads(w(h, P::v), c.kv_heads);
   SdpaResult r = attention(q, k, v, nullptr, decoder_attention_options(c, layer), decoder_backend(threads),
                            /*with_weights=*/true);

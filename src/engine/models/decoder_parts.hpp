@@ -13,6 +13,8 @@ namespace attn::detail {
 // y [L, Out] = x [L, In] W^T (+ b): torch.nn.Linear with W [Out, In], columns split across
 // threads (under OneBlasThread). b empty: no bias.
 Tensor2 decoder_project(const Tensor2& x, const Tensor2& w, const Tensor1& b, std::size_t threads);
+// q or k heads [heads, L, d], row i rotated to position first_position + i.
+Tensor3 decoder_rotated(const Tensor3& heads, std::size_t first_position, const RopeOptions& rope);
 // q or k [L, heads d] -> [heads, L, d], row i rotated to position first_position + i.
 Tensor3 decoder_rotated_heads(const Tensor2& x, std::size_t heads, std::size_t first_position,
                               const RopeOptions& rope);

@@ -99,13 +99,6 @@ void split_digits(const std::string& piece, bool individual, std::vector<std::st
   if (run_start < piece.size()) out.push_back(piece.substr(run_start));
 }
 
-bool white_space_at(std::string_view text, std::size_t at) {
-  int32_t i = int32_t(at);
-  UChar32 c;
-  U8_NEXT(text.data(), i, int32_t(text.size()), c);
-  return c >= 0 && u_isUWhiteSpace(c);
-}
-
 // Where the whitespace run that ends at `end` (exclusive) starts, not before `floor`.
 std::size_t white_space_before(std::string_view text, std::size_t end, std::size_t floor) {
   while (end > floor) {
@@ -118,11 +111,13 @@ std::size_t white_space_before(std::string_view text, std::size_t end, std::size
   return end;
 }
 
+// Where the whitespace run that starts at `at` ends.
 std::size_t white_space_after(std::string_view text, std::size_t at) {
-  while (at < text.size() && white_space_at(text, at)) {
+  while (at < text.size()) {
     int32_t i = int32_t(at);
     UChar32 c;
     U8_NEXT(text.data(), i, int32_t(text.size()), c);
+    if (c < 0 || !u_isUWhiteSpace(c)) break;
     at = std::size_t(i);
   }
   return at;

@@ -12,6 +12,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # the Intel Xeon that Debian 12's OpenBLAS does not know, on any x86-64 machine.
 "$root/scripts/install-deps.sh" qemu-user ||
   echo "test.sh: qemu-user could not be installed: the emulated-CPU BLAS test will be skipped"
+# python3-torch (~600 MB installed) for the PyTorch cross-check of the decoder reference
+# (tests: decoder_forward_*_vs_torch). Without it those tests are skipped.
+"$root/scripts/install-deps.sh" python3-torch ||
+  echo "test.sh: python3-torch could not be installed: the PyTorch cross-checks will be skipped"
 "$root/scripts/build.sh"
 cd "${BUILD_DIR:-$root/build}"
 ctest --output-on-failure --parallel "$(nproc)" "$@"

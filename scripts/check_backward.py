@@ -11,7 +11,8 @@ references, such as b_k's without RoPE, may come out of float64 as 1e-18). Per g
 naive and flash backends.
 
 attend cases: several heads, GQA/MQA, Lq != Lk, masks with fully masked rows, causal with
-Lq != Lk, custom scale and temperature, rank-2 inputs, small flash tiles.
+Lq != Lk, custom scale and temperature, the score modifiers softcap and alibi (alone and
+together, with temperature), rank-2 inputs, small flash tiles.
 mha cases: projections with any subset of biases, GQA/MQA, causal, masks with fully masked
 rows, RoPE in both conventions (rotate-half: GPT-NeoX / LLaMA-HF; interleaved pairs: GPT-J /
 RoFormer) with explicit position ids, custom scale, and cross-attention (grad_key, grad_value).
@@ -44,18 +45,41 @@ def visible(lq, lk, heads, allowed, causal):
     return ok
 
 
-def attention_with_grads(q, k, v, do, allowed, causal, scale, dtype):
+def modified_scores(x, mod, lq, lk, dtype):
+    """attend's score modifiers on x = scale q.k (before the temperature), [H, Lq, Lk]: the
+    soft-cap c tanh(x / c), then ALiBi's -m_h (p - j) with p = i + Lk - Lq, then / temperature.
+    Returns the scores and their slope d scores / dx times the temperature (1 - tanh^2(x / c))."""
+    slope = np.ones_like(x)
+    if mod.get("softcap"):
+        c = dtype(mod["softcap"])
+        t = np.tanh(x / c).astype(dtype)
+        x, slope = (c * t).astype(dtype), (1 - t * t).astype(dtype)
+    if mod.get("alibi"):
+        distance = (np.arange(lq)[:, None] + lk - lq) - np.arange(lk)[None, :]
+        x = (x - np.array(mod["alibi"], dtype=dtype)[:, None, None] * distance).astype(dtype)
+    return (x / dtype(mod.get("temperature", 1.0))).astype(dtype), slope
+
+
+def attention_with_grads(q, k, v, do, allowed, causal, scale, dtype, mod=None):
     """Forward O = softmax(scale q k^T) v and the gradients of sum(do * O), every step in dtype.
 
     q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv], do [H, Lq, dv]; query head h reads key/value
-    head h // (H / Hkv). Returns o, dq, dk, dv (dk, dv summed over each GQA group)."""
+    head h // (H / Hkv). Returns o, dq, dk, dv (dk, dv summed over each GQA group). With `mod`
+    ({"softcap", "alibi", "temperature"}), the scores are modified_scores' at scale * temperature
+    and dS is multiplied by their slope before dQ and dK."""
     q, k, v, do = (x.astype(dtype) for x in (q, k, v, do))
     heads, lq, _ = q.shape
     kv_heads, lk, _ = k.shape
     group = heads // kv_heads
     kr, vr = np.repeat(k, group, 0), np.repeat(v, group, 0)
     ok = visible(lq, lk, heads, allowed, causal)
-    s = np.where(ok, (np.einsum("hid,hjd->hij", q, kr) * dtype(scale)).astype(dtype), dtype(-np.inf))
+    slope = None
+    if mod:
+        raw = (np.einsum("hid,hjd->hij", q, kr) * dtype(scale * mod.get("temperature", 1.0))).astype(dtype)
+        s, slope = modified_scores(raw, mod, lq, lk, dtype)
+        s = np.where(ok, s, dtype(-np.inf))
+    else:
+        s = np.where(ok, (np.einsum("hid,hjd->hij", q, kr) * dtype(scale)).astype(dtype), dtype(-np.inf))
     m = s.max(-1, keepdims=True)
     dead = np.isneginf(m)  # every key masked: the row attends to nothing
     e = np.where(ok, np.exp(s - np.where(dead, dtype(0), m)), dtype(0)).astype(dtype)
@@ -66,6 +90,8 @@ def attention_with_grads(q, k, v, do, allowed, causal, scale, dtype):
     dp = np.einsum("hic,hjc->hij", do, vr).astype(dtype)
     row = (dp * p).sum(-1, keepdims=True).astype(dtype)
     ds = (p * (dp + row if SABOTAGE else dp - row)).astype(dtype)
+    if slope is not None:
+        ds = (ds * slope).astype(dtype)
     dq = (np.einsum("hij,hjd->hid", ds, kr) * dtype(scale)).astype(dtype)
     dkr = (np.einsum("hij,hid->hjd", ds, q) * dtype(scale)).astype(dtype)
     fold = lambda x: x.reshape(kv_heads, group, *x.shape[1:]).sum(1).astype(dtype)  # GQA: sum the group
@@ -163,6 +189,13 @@ def random_attend_case(rng, t):
     if t % 7 == 3:
         case["temperature"] = 1.7
         scale = scale / 1.7  # softmax(scale S / T): the temperature divides the scaled scores
+    mod = {}
+    if t % 4 == 1:  # Gemma 2's soft-cap, small enough to bend these scores
+        case["softcap"] = mod["softcap"] = [0.6, 2.5][t % 8 // 4]
+    if t % 6 == 2:
+        case["alibi"] = mod["alibi"] = [round(0.5 / (h + 1), 3) for h in range(heads)]
+    if mod and "temperature" in case:
+        mod["temperature"] = 1.7
     allowed = None
     if t % 3 == 0:
         allowed = rng.random((heads, lq, lk)) < 0.6
@@ -174,7 +207,7 @@ def random_attend_case(rng, t):
         case[name] = (x[0] if rank2 else x).tolist()
     if rank2 and allowed is not None:
         case["mask"] = allowed[0].astype(int).tolist()  # [Lq, Lk] for [Lq, d] inputs
-    return case, tensors, allowed, scale, rank2
+    return case, tensors, allowed, scale, rank2, mod
 
 
 def random_mha_case(rng, t):
@@ -262,11 +295,11 @@ def main():
     rng = np.random.default_rng(args.seed)
     score = Score(quiet=SABOTAGE)
     for t in range(args.cases):
-        case, x, allowed, scale, rank2 = random_attend_case(rng, t)
+        case, x, allowed, scale, rank2, mod = random_attend_case(rng, t)
         refs = []
         for dtype in (np.float64, np.float32):
             _, dq, dk, dv = attention_with_grads(x["q"], x["k"], x["v"], x["grad_output"], allowed,
-                                                 case["causal"], scale, dtype)
+                                                 case["causal"], scale, dtype, mod)
             refs.append({"grad_q": dq[0] if rank2 else dq, "grad_k": dk[0] if rank2 else dk,
                          "grad_v": dv[0] if rank2 else dv})
         for backend in ("naive", "flash"):

@@ -3,8 +3,10 @@
 // against the naive one over the shapes that break tiled kernels.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
+#include <vector>
 
 #include "attn/engine/attention/attention.hpp"
 #include "attn/engine/attention/backward.hpp"
@@ -56,6 +58,7 @@ struct Case {
   double temperature = 1.0;
   std::size_t block_q = 0, block_k = 0;
   std::optional<double> softcap;  // Gemma 2's c tanh(x / c) on the scaled scores
+  bool alibi = false;             // ALiBi slopes 0.6, 0.3, ... (one per query head)
 };
 
 struct Inputs {
@@ -79,6 +82,7 @@ Inputs make_inputs(const Case& c, std::uint64_t seed) {
   in.options.scale = c.scale;
   in.options.temperature = c.temperature;
   in.options.score_mod.softcap = c.softcap;
+  for (std::size_t h = 0; c.alibi && h < c.H; ++h) in.options.score_mod.alibi.push_back(0.6 / double(h + 1));
   return in;
 }
 
@@ -108,13 +112,16 @@ void check_naive_against_finite_differences(const Case& c, std::uint64_t seed) {
 void check_flash_against_naive(const Case& c, std::uint64_t seed, std::size_t threads = 2) {
   const Inputs in = make_inputs(c, seed);
   const detail::SdpaF64 f = detail::sdpa_f64(in.q, in.k, in.v, in.allowed, in.options);
-  const detail::GradsF64 naive = detail::sdpa_backward_f64(in.q, in.k, in.v, f.weights, in.grad_output, alpha_of(in));
+  const detail::GradsF64 naive = detail::sdpa_backward_f64(in.q, in.k, in.v, f.weights, in.grad_output, alpha_of(in),
+                                                           &in.options.score_mod, in.options.temperature);
   FlashOptions fo;
   fo.causal = c.causal;
   fo.scale = alpha_of(in);
   fo.block_q = c.block_q;
   fo.block_k = c.block_k;
   fo.threads = threads;
+  fo.score_mod = in.options.score_mod.any() ? &in.options.score_mod : nullptr;
+  fo.temperature = c.temperature;
   const detail::GradsF64 flash =
       detail::flash_backward_f64(in.q, in.k, in.v, in.allowed, f.output, f.lse, in.grad_output, fo);
   // Both float64: they differ only in the order of the sums.
@@ -137,6 +144,8 @@ TEST_CASE("backward: the naive reference matches central finite differences in f
       // The soft-cap, small enough that tanh bends the scores (|scale q.k| reaches 2-3 here):
       {2, 1, 3, 5, 4, 2, false, false, {}, 1.0, 0, 0, /*softcap=*/0.8},
       {2, 2, 4, 4, 3, 2, true, true, 0.9, 1.7, 0, 0, /*softcap=*/1.5},  // with causal, mask, temperature
+      {3, 1, 4, 6, 3, 2, true, false, {}, 1.0, 0, 0, {}, /*alibi=*/true},  // ALiBi, causal, Lq < Lk
+      {2, 2, 4, 5, 3, 2, false, true, 0.8, 1.4, 0, 0, 1.1, true},         // both modifiers together
   };
   std::uint64_t seed = 10;
   for (const Case& c : cases) {
@@ -174,6 +183,10 @@ TEST_CASE("backward: flash (Algorithm 2) matches the naive reference on odd shap
       {2, 2, 12, 15, 4, 3, false, true, {}, 1.0, 4, 4},                // mask, a fully masked row
       {2, 2, 12, 15, 4, 3, true, true, 0.37, 2.5, 5, 2},               // everything together
       {2, 2, 70, 130, 8, 8, true},                                     // default tiles
+      // The score modifiers, recomputed in each tile and differentiated through their slope:
+      {2, 1, 9, 13, 5, 3, false, false, {}, 1.0, 4, 3, /*softcap=*/0.7},
+      {4, 2, 11, 17, 4, 4, true, false, {}, 1.0, 3, 5, {}, /*alibi=*/true},
+      {2, 2, 12, 15, 4, 3, true, true, 0.9, 1.6, 5, 2, 1.2, true},     // both, with everything else
   };
   std::uint64_t seed = 100;
   for (const Case& c : cases) {
@@ -246,6 +259,41 @@ TEST_CASE("backward: float32 flash meets FlashAttention's accuracy rule on every
   CHECK(checked >= std::size(cases));  // at least the generic set
 }
 
+TEST_CASE("backward: float32 flash with score modifiers stays near the float64 one on every instruction set") {
+  const Case c{4, 2, 23, 29, 20, 9, true, false, 0.8, 1.3, 8, 8, /*softcap=*/1.1, /*alibi=*/true};
+  Inputs in = make_inputs(c, 77);
+  const Tensor3 q = xt::cast<float>(in.q), k = xt::cast<float>(in.k), v = xt::cast<float>(in.v);
+  const Tensor3 dO = xt::cast<float>(in.grad_output);
+  in.q = xt::cast<double>(q), in.k = xt::cast<double>(k), in.v = xt::cast<double>(v);
+  in.grad_output = xt::cast<double>(dO);
+  FlashOptions fo;
+  fo.causal = true;
+  fo.scale = alpha_of(in);
+  fo.block_q = fo.block_k = 8;
+  fo.score_mod = &in.options.score_mod;
+  fo.temperature = c.temperature;
+  const detail::SdpaF64 f = detail::sdpa_f64(in.q, in.k, in.v, nullptr, in.options);
+  const detail::GradsF64 ref = detail::flash_backward_f64(in.q, in.k, in.v, nullptr, f.output, f.lse, in.grad_output, fo);
+  std::size_t checked = 0;
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    fo.isa = isa;
+    try {
+      flash_tiling(4, 4, fo);
+    } catch (const InputError&) {
+      continue;  // not on this CPU
+    }
+    CAPTURE(isa);
+    fo.precision = FlashPrecision::float32;
+    const SdpaGradients g = flash_backward(q, k, v, nullptr, flash_attention(q, k, v, nullptr, fo), dO, fo);
+    // float32 rounding of scores near 1 and gradients near 1: a few ulps of 1e-7, summed over 29 keys.
+    CHECK(max_abs(TensorD3(xt::cast<double>(g.grad_q)), ref.dq) < 2e-5);
+    CHECK(max_abs(TensorD3(xt::cast<double>(g.grad_k)), ref.dk) < 2e-5);
+    CHECK(max_abs(TensorD3(xt::cast<double>(g.grad_v)), ref.dv) < 2e-5);
+    ++checked;
+  }
+  CHECK(checked >= 1);
+}
+
 TEST_CASE("backward: flash's result does not depend on the thread count") {
   const Inputs in = make_inputs({4, 2, 30, 40, 8, 8, true, true}, 7);
   const detail::SdpaF64 f = detail::sdpa_f64(in.q, in.k, in.v, in.allowed, in.options);
@@ -311,13 +359,52 @@ TEST_CASE("backward: what it refuses, with one InputError each") {
   SdpaOptions dropout;
   dropout.dropout_p = 0.1;
   CHECK_THROWS_AS(sdpa_backward(q, k, v, nullptr, dO, dropout), InputError);
-  SdpaOptions softcap;  // differentiated by the naive backward only
+  SdpaOptions softcap;  // differentiated on the CPU backends, refused by CUDA forward and backward
   softcap.score_mod.softcap = 5.0;
-  BackendOptions flash;
+  CHECK_THROWS_WITH_AS(attention_backward(q, k, v, nullptr, dO, softcap, cuda),
+                       "softcap: not supported by backend \"cuda\" yet (the CPU backends have it)", InputError);
+}
+
+TEST_CASE("backward: every variant through the door, flash against naive") {
+  // Window with sinks, documents and prefix-LM read by index; soft-cap and ALiBi recomputed per
+  // tile; causal, temperature and GQA on top: flash's float64 backward differs from naive's only
+  // in the order of its sums.
+  Rng rng(41);
+  auto randn = [&](std::size_t a, std::size_t b, std::size_t c) {
+    Tensor3 t = Tensor3::from_shape({a, b, c});
+    for (float& x : t) x = float(2 * rng.normal());
+    return t;
+  };
+  const std::size_t L = 19;
+  const Tensor3 q = randn(4, L, 6), k = randn(2, L, 6), v = randn(2, L, 5), dO = randn(4, L, 5);
+  std::vector<SdpaOptions> variants(4);
+  variants[0].mask_mod.window = std::array<std::size_t, 2>{4, 0};
+  variants[0].mask_mod.sinks = 2;
+  variants[0].score_mod.softcap = 1.3;
+  variants[1].mask_mod.prefix = 6;
+  variants[1].score_mod.alibi = {0.5, 0.25, 0.125, 0.0625};
+  variants[1].temperature = 1.7;
+  for (std::size_t i = 0; i < L; ++i) variants[2].mask_mod.segments_q.push_back(std::int64_t(i / 7));
+  variants[2].mask_mod.segments_k = variants[2].mask_mod.segments_q;
+  variants[2].causal = true;
+  variants[2].score_mod.softcap = 0.9;
+  variants[2].score_mod.alibi = {0.3, 0.3, 0.1, 0.1};
+  variants[3] = variants[0];
+  variants[3].causal = true;
+  variants[3].scale = 0.0;  // every score is the modifier's own: softcap(0) + the ALiBi bias
+  variants[3].score_mod.alibi = {1.0, 0.5, 0.25, 0.125};
+  BackendOptions naive, flash;
   flash.backend = Backend::flash;
-  CHECK_THROWS_WITH_AS(attention_backward(q, k, v, nullptr, dO, softcap, flash),
-                       "grad_output: with softcap the backward pass runs on backend \"naive\" only", InputError);
-  BackendOptions naive;
-  naive.backend = Backend::naive;
-  CHECK_NOTHROW(attention_backward(q, k, v, nullptr, dO, softcap, naive));
+  flash.block_q = 4;
+  flash.block_k = 5;
+  for (std::size_t n = 0; n < variants.size(); ++n) {
+    CAPTURE(n);
+    const SdpaGradients a = attention_backward(q, k, v, nullptr, dO, variants[n], naive);
+    const SdpaGradients b = attention_backward(q, k, v, nullptr, dO, variants[n], flash);
+    CHECK(xt::amax(xt::abs(a.grad_v))() > 1e-3);  // the gradients are not all zero (with scale 0
+    if (n < 3) CHECK(xt::amax(xt::abs(a.grad_q))() > 1e-3);  // no score depends on q or k)
+    CHECK(xt::allclose(b.grad_q, a.grad_q, 1e-5, 1e-6));
+    CHECK(xt::allclose(b.grad_k, a.grad_k, 1e-5, 1e-6));
+    CHECK(xt::allclose(b.grad_v, a.grad_v, 1e-5, 1e-6));
+  }
 }

@@ -109,7 +109,7 @@ SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const
 SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v, const Mask3* given,
                                  const SdpaResult& forward, const Tensor3& grad_output,
                                  const SdpaOptions& options, const BackendOptions& backend) {
-  detail::check_backward_options(options, backend);
+  detail::check_backward_options(options);
   if (backend.backend == Backend::naive) return sdpa_backward(q, k, v, forward, grad_output, options);
   FlashOptions fo = tiled_options(options, backend, q.shape(2));
   const std::optional<Mask3> kernel = kernel_mask(given, options, backend.backend, q.shape(1), k.shape(1), fo);
@@ -124,7 +124,7 @@ SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tenso
                                  const SdpaOptions& options, const BackendOptions& backend) {
   check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
   check_sdpa_options(options, q.shape(0));
-  detail::check_backward_options(options, backend);
+  detail::check_backward_options(options);
   check_grad_output_shape(shape_of(grad_output), {q.shape(0), q.shape(1), v.shape(2)});
   const TensorD3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
   // Flash's backward needs only the output and lse; naive's uses the weights it always forms.
@@ -140,7 +140,7 @@ GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD
                              const Mask3* given, const SdpaF64& forward,
                              const TensorD3& grad_output, const SdpaOptions& options,
                              const BackendOptions& backend) {
-  check_backward_options(options, backend);
+  check_backward_options(options);
   // The naive backward differentiates the forward's weights, which hold every variant.
   if (backend.backend == Backend::naive) {
     return sdpa_backward_f64(q, k, v, forward.weights, grad_output,

@@ -20,16 +20,13 @@ void check_grad_output_shape(const Shape& grad_output, const Shape& expected) {
 
 namespace detail {
 
-void check_backward_options(const SdpaOptions& options, const BackendOptions& backend) {
+void check_backward_options(const SdpaOptions& options) {
   // Dropout would need the forward's random mask: refused rather than silently differentiated
   // as something else.
   if (options.dropout_p > 0) throw InputError("grad_output: the backward pass does not support dropout");
-  // attend's variants: masks are masks to every backward; only the naive backward sees a score
-  // modifier (an ALiBi bias in its weights, the soft-cap's derivative from the scores).
-  if (options.score_mod.softcap && backend.backend != Backend::naive)
-    throw InputError("grad_output: with softcap the backward pass runs on backend \"naive\" only");
-  if (!options.score_mod.alibi.empty() && backend.backend != Backend::naive)
-    throw InputError("grad_output: with alibi the backward pass runs on backend \"naive\" only");
+  // attend's variants are differentiated by every CPU backward: masks are masks, a score
+  // modifier's slope (the soft-cap's 1 - tanh^2; ALiBi's 1) multiplies dS. CUDA refuses score
+  // modifiers in tiled_options, forward and backward alike.
 }
 
 GradsF64 sdpa_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v,
@@ -88,7 +85,7 @@ SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v
                             const SdpaOptions& options) {
   check_head_shapes(shape_of(q), shape_of(k), shape_of(v), allowed);
   check_sdpa_options(options, q.shape(0));
-  detail::check_backward_options(options, {});
+  detail::check_backward_options(options);
   check_grad_output_shape(shape_of(grad_output), {q.shape(0), q.shape(1), v.shape(2)});
   const TensorD3 qd = xt::cast<double>(q), kd = xt::cast<double>(k), vd = xt::cast<double>(v);
   const detail::SdpaF64 f = detail::sdpa_f64(qd, kd, vd, allowed, options);
@@ -103,7 +100,7 @@ SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v
                             const SdpaOptions& options) {
   check_head_shapes(shape_of(q), shape_of(k), shape_of(v), nullptr);
   check_sdpa_options(options, q.shape(0));
-  detail::check_backward_options(options, {});
+  detail::check_backward_options(options);
   check_grad_output_shape(shape_of(grad_output), {q.shape(0), q.shape(1), v.shape(2)});
   const Shape weights{q.shape(0), q.shape(1), k.shape(1)};
   if (shape_of(forward.weights) != weights) {

@@ -25,9 +25,8 @@ GradsF64 flash_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3
                             const Mask3* allowed, const TensorD3& output, const TensorD2& lse,
                             const TensorD3& grad_output, const FlashOptions& options);
 
-// InputError for what the backward does not do: dropout; ALiBi and the soft-cap other than on
-// the naive backend.
-void check_backward_options(const SdpaOptions& options, const BackendOptions& backend);
+// InputError for what the backward does not do: dropout.
+void check_backward_options(const SdpaOptions& options);
 
 // The door's backward on float64 tensors: naive from forward.weights, flash from
 // forward.output and forward.lse. `forward` is attend_f64's result for the same inputs.

@@ -61,7 +61,7 @@ ProjectionGrads backward_f64(const Tensor2& query, const Tensor2& key, const Ten
   const detail::HeadLayout l = detail::check_mha(query, key, value, w, allowed, options);
   const std::size_t Lq = query.shape(0), Lk = key.shape(0);
   check_grad_output_shape(shape_of(grad_output), {Lq, l.D});
-  detail::check_backward_options(options.attention, options.backend);
+  detail::check_backward_options(options.attention);
 
   // Forward, as mha() runs it, keeping what the backward reads.
   const TensorD2 xq = xt::cast<double>(query), xk = xt::cast<double>(key), xv = xt::cast<double>(value);

@@ -18,6 +18,10 @@ struct BackwardProblem {
   bool causal;
   const Mask3* allowed;
   const AttentionMask* rule;  // a variant mask read by its indices (FlashOptions::mask_rule); null = none
+  // A score modifier (soft-cap, ALiBi) on scale * q.k before the temperature, as the forward
+  // applies it (FlashOptions::score_mod); null = none. `temperature` is the one in `scale`.
+  const ScoreMod* score_mod;
+  double temperature;
 };
 
 // One thread's tiles, reused for every tile it processes.
@@ -25,10 +29,12 @@ template <class T>
 struct BackwardTiles {
   std::vector<T> kt, vt;  // K_j^T [d][Bc], V_j^T [dv][Bc]: products run along keys
   std::vector<T> p, ds;   // P_ij and dP_ij -> dS_ij, [Br][Bc]
+  std::vector<T> slope;   // d modified score / d score of one row, [Bc] (a soft-cap's 1 - tanh^2)
   // Causal trimming of a tile: row r sees keys [0, vis[r]); key c is seen by rows [first[c], Br).
   std::vector<std::size_t> vis, first;
   explicit BackwardTiles(const BackwardProblem& pb)
-      : kt(pb.d * pb.Bc), vt(pb.dv * pb.Bc), p(pb.Br * pb.Bc), ds(pb.Br * pb.Bc), vis(pb.Br), first(pb.Bc) {}
+      : kt(pb.d * pb.Bc), vt(pb.dv * pb.Bc), p(pb.Br * pb.Bc), ds(pb.Br * pb.Bc), slope(pb.Bc), vis(pb.Br),
+        first(pb.Bc) {}
 };
 
 // Query head h: q, dO, lse, D, dq are this head's rows; k, v its key/value head's; dk, dv this

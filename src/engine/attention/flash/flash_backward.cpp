@@ -83,6 +83,8 @@ BackwardProblem problem(const Shape& q, const Shape& k, const Shape& v, const Ma
   p.causal = options.causal;
   p.allowed = allowed;
   p.rule = options.mask_rule && options.mask_rule->any() ? options.mask_rule : nullptr;
+  p.score_mod = options.score_mod && options.score_mod->any() ? options.score_mod : nullptr;
+  p.temperature = options.temperature;
   return p;
 }
 

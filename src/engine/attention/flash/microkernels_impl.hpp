@@ -403,6 +403,21 @@ struct KernelSet {
     for (std::size_t i = 0; i < n; ++i) out[i] = T(std::bit_cast<float>(std::uint32_t(in[i]) << 16));
   }
 
+  // The score modifier on one row's first n scores, in place: S_ij (q.k) becomes the forward's
+  // score, scaled and modified (FlexAttention's score_mod, differentiated: slope[c] is its
+  // derivative, by which dS is multiplied after the softmax's backward). The same modifier,
+  // positions and order as the forward; the caller then takes P with a scale of 1.
+  static void modify_row(const BackwardProblem& p, std::size_t h, std::size_t i, std::size_t j0, std::size_t n,
+                         T* pr, T* slope) {
+    const double to_raw = p.scale * p.temperature;  // scale * q.k before the temperature
+    const long pos = long(i) + long(p.Lk) - long(p.Lq);
+    for (std::size_t c = 0; c < n; ++c) {
+      const double raw = double(pr[c]) * to_raw;
+      slope[c] = T(p.score_mod->derivative(raw));
+      pr[c] = T(p.score_mod->apply(raw, h, pos, long(j0 + c)) / p.temperature);
+    }
+  }
+
   // FlashAttention-2's backward for one query head (Algorithm 2, lines 5-19). Its products are
   // small GEMMs of a tile (32 x 32 x 16 for the toy transformer's heads), too small to pack
   // for: block_gemm keeps MR output rows in registers and shares each load of B among them.
@@ -501,6 +516,8 @@ struct KernelSet {
                             const T* lse, const T* D, T* dq, T* dk, T* dv, BackwardTiles<T>& t) {
     const std::size_t Bc = p.Bc;
     const T scale = T(p.scale);
+    BackwardProblem modified = p;  // with a score modifier, S arrives at softmax_row already scaled
+    modified.scale = 1.0;
     for (std::size_t j0 = 0; j0 < p.Lk; j0 += Bc) {  // line 5: for each key block K_j, V_j
       const std::size_t cols = std::min(Bc, p.Lk - j0);
       // Line 6: load K_j, V_j (transposed, so that S and dP below are rows along the keys).
@@ -546,10 +563,13 @@ struct KernelSet {
           // A fully masked row (lse = -inf) attends to nothing: P = 0 and no gradient. Testing
           // it here also avoids exp(-inf - (-inf)) = NaN.
           const std::size_t n = lse[i] == -INFINITY ? 0 : vis[r];
+          if (p.score_mod) modify_row(p, h, i, j0, n, pr, t.slope.data());
           // Line 11: P_ij = exp(S_ij - L_i); masked keys have P = 0.
-          softmax_row(p, h, i, j0, n, cols, lse[i], pr);
-          // Line 14: dS_ij = P_ij o (dP_ij - D_i).
+          softmax_row(p.score_mod ? modified : p, h, i, j0, n, cols, lse[i], pr);
+          // Line 14: dS_ij = P_ij o (dP_ij - D_i), then through the modifier's slope.
           for (std::size_t c = 0; c < n; ++c) dsr[c] = pr[c] * (dsr[c] - D[i]);
+          if (p.score_mod)
+            for (std::size_t c = 0; c < n; ++c) dsr[c] *= t.slope[c];
           // Zeros where a trimmed block still reads: up to GEMM_ROWS - 1 keys past the row's
           // visible ones (a block of GEMM_ROWS rows or keys advances the bound by at most that).
           for (std::size_t c = n; c < std::min(cols, vis[r] + GEMM_ROWS - 1); ++c) pr[c] = dsr[c] = T(0);

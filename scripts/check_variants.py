@@ -9,6 +9,7 @@ and decode (Lq < Lk) shapes. With p = i + Lk - Lq, query i's position:
   alibi          the score gets -m_h (p - j) added, after the soft-cap (true: the paper's slopes)
   segments       query i sees key j only when their ids are equal
   prefix P       (Lq = Lk) keys j < P visible to every query, the others only when j <= i
+  chunk C        key j visible when floor(p / C) = floor(j / C) (Llama 4's chunked attention)
   causal         key j visible when j <= p;  temperature T: the score divided by T
 
 Usage: check_variants.py ATTN_CLI [--cases N] [--corrupt-reference]
@@ -86,6 +87,8 @@ def reference(case, corrupt):
                     visible = visible and case["segments"]["q"][i] == case["segments"]["k"][j]
                 if "prefix" in case:
                     visible = visible and (j < case["prefix"] or j <= i)
+                if "chunk" in case:
+                    visible = visible and p // case["chunk"] == j // case["chunk"]
                 if case.get("causal"):
                     visible = visible and j <= p
                 s[j] = x if visible else -np.inf
@@ -109,7 +112,7 @@ def random_case(rng, n):
             "k": rng.normal(0, 1.2, (kv_heads, Lk, d)).round(4).tolist(),
             "v": rng.normal(0, 1, (kv_heads, Lk, d)).round(4).tolist()}
     # Every variant alone (cases 0-5), then random combinations.
-    names = ["window", "sinks", "softcap", "alibi", "segments", "prefix"]
+    names = ["window", "sinks", "softcap", "alibi", "segments", "prefix", "chunk"]
     chosen = [names[n]] if n < len(names) else [x for x in names if rng.random() < 0.45]
     if "prefix" in chosen and Lq != Lk:
         chosen.remove("prefix")
@@ -128,6 +131,8 @@ def random_case(rng, n):
                 case["segments"]["k"] = case["segments"]["q"]
         elif name == "prefix":
             case["prefix"] = int(rng.integers(0, Lq + 1))
+        elif name == "chunk":
+            case["chunk"] = int(rng.integers(1, 5))
     if rng.random() < 0.5 and "prefix" not in case:
         case["causal"] = True
     if rng.random() < 0.3:

@@ -47,7 +47,7 @@ TEST_CASE("alibi: sdpa adds the bias to the scaled scores before masking and sof
   const Tensor3 v = {{{1, 0}, {0, 1}, {2, 3}}};
   SdpaOptions o;
   o.causal = true;
-  o.score_mod.alibi = {0.5};
+  o.score_mod.alibi = variants::AlibiBias{{0.5}};
   const SdpaResult r = sdpa(q, k, v, nullptr, o);
   // Expected, written out: s_ij = q_i . k_j / sqrt(2) - 0.5 (i - j) for j <= i.
   for (std::size_t i = 0; i < 3; ++i) {
@@ -60,7 +60,7 @@ TEST_CASE("alibi: sdpa adds the bias to the scaled scores before masking and sof
     for (std::size_t j = 0; j < 3; ++j) CHECK(r.weights(0, i, j) == doctest::Approx(e[j] / z).epsilon(1e-6));
   }
   SdpaOptions two = o;
-  two.score_mod.alibi = {0.5, 0.25};  // one head, two slopes
+  two.score_mod.alibi = variants::AlibiBias{{0.5, 0.25}};  // one head, two slopes
   CHECK_THROWS_WITH_AS(sdpa(q, k, v, nullptr, two), doctest::Contains("alibi: expected"),
                        InputError);
 }

@@ -62,7 +62,7 @@ TEST_CASE("attention: what the tiled kernels cannot do is refused by name, backe
   CHECK_THROWS_WITH_AS(tiled_options(dropout, {Backend::flash}, 8), "dropout: not supported by backend \"flash\"",
                        InputError);
   SdpaOptions softcap;
-  softcap.score_mod.softcap = 5.0;
+  softcap.score_mod.softcap = variants::SoftCap{5.0};
   CHECK_THROWS_WITH_AS(tiled_options(softcap, {Backend::cuda}, 8),
                        "softcap: not supported by backend \"cuda\" yet (the CPU backends have it)", InputError);
   CHECK(parse_backend("flash") == Backend::flash);

@@ -81,8 +81,9 @@ Inputs make_inputs(const Case& c, std::uint64_t seed) {
   in.options.causal = c.causal;
   in.options.scale = c.scale;
   in.options.temperature = c.temperature;
-  in.options.score_mod.softcap = c.softcap;
-  for (std::size_t h = 0; c.alibi && h < c.H; ++h) in.options.score_mod.alibi.push_back(0.6 / double(h + 1));
+  if (c.softcap) in.options.score_mod.softcap = variants::SoftCap{*c.softcap};
+  if (c.alibi) in.options.score_mod.alibi = variants::AlibiBias{};
+  for (std::size_t h = 0; c.alibi && h < c.H; ++h) in.options.score_mod.alibi->slopes.push_back(0.6 / double(h + 1));
   return in;
 }
 
@@ -360,7 +361,7 @@ TEST_CASE("backward: what it refuses, with one InputError each") {
   dropout.dropout_p = 0.1;
   CHECK_THROWS_AS(sdpa_backward(q, k, v, nullptr, dO, dropout), InputError);
   SdpaOptions softcap;  // differentiated on the CPU backends, refused by CUDA forward and backward
-  softcap.score_mod.softcap = 5.0;
+  softcap.score_mod.softcap = variants::SoftCap{5.0};
   CHECK_THROWS_WITH_AS(attention_backward(q, k, v, nullptr, dO, softcap, cuda),
                        "softcap: not supported by backend \"cuda\" yet (the CPU backends have it)", InputError);
 }
@@ -378,21 +379,21 @@ TEST_CASE("backward: every variant through the door, flash against naive") {
   const std::size_t L = 19;
   const Tensor3 q = randn(4, L, 6), k = randn(2, L, 6), v = randn(2, L, 5), dO = randn(4, L, 5);
   std::vector<SdpaOptions> variants(4);
-  variants[0].mask_mod.window = std::array<std::size_t, 2>{4, 0};
-  variants[0].mask_mod.sinks = 2;
-  variants[0].score_mod.softcap = 1.3;
-  variants[1].mask_mod.prefix = 6;
-  variants[1].score_mod.alibi = {0.5, 0.25, 0.125, 0.0625};
+  variants[0].mask_mod.window = variants::SlidingWindow{4, 0, /*sinks=*/2};
+  variants[0].score_mod.softcap = variants::SoftCap{1.3};
+  variants[1].mask_mod.prefix = variants::PrefixLM{6};
+  variants[1].score_mod.alibi = variants::AlibiBias{{0.5, 0.25, 0.125, 0.0625}};
   variants[1].temperature = 1.7;
-  for (std::size_t i = 0; i < L; ++i) variants[2].mask_mod.segments_q.push_back(std::int64_t(i / 7));
-  variants[2].mask_mod.segments_k = variants[2].mask_mod.segments_q;
+  std::vector<std::int64_t> documents;
+  for (std::size_t i = 0; i < L; ++i) documents.push_back(std::int64_t(i / 7));
+  variants[2].mask_mod.segments = variants::Documents{documents, documents};
   variants[2].causal = true;
-  variants[2].score_mod.softcap = 0.9;
-  variants[2].score_mod.alibi = {0.3, 0.3, 0.1, 0.1};
+  variants[2].score_mod.softcap = variants::SoftCap{0.9};
+  variants[2].score_mod.alibi = variants::AlibiBias{{0.3, 0.3, 0.1, 0.1}};
   variants[3] = variants[0];
   variants[3].causal = true;
   variants[3].scale = 0.0;  // every score is the modifier's own: softcap(0) + the ALiBi bias
-  variants[3].score_mod.alibi = {1.0, 0.5, 0.25, 0.125};
+  variants[3].score_mod.alibi = variants::AlibiBias{{1.0, 0.5, 0.25, 0.125}};
   BackendOptions naive, flash;
   flash.backend = Backend::flash;
   flash.block_q = 4;

@@ -340,3 +340,28 @@ TEST_CASE("cli pictures: mask --tiles draws the flash kernel's block mask and co
   CHECK(DecodedPng::from_file(dir / "m-tiles.png").ok());
   check_input_error(run_cli("mask --kind causal --tiles 0", "", cwd), "--tiles");
 }
+
+TEST_CASE("cli pictures: mask --kind attend draws any variant fields from attend's own parser") {
+  TempDir dir;
+  const std::string cwd = dir.path.string();
+  // Chunks of 4, causal, 8 positions in 2 x 2 tiles: the 4 diagonal tiles are tested by index,
+  // (1,0) and (3,2) -- rows 2-3 against keys 0-1, rows 6-7 against 4-5 -- lie inside one chunk
+  // below the diagonal and run whole, the other 10 are hidden (above the diagonal, or across
+  // the chunk boundary at 4).
+  CliResult r = run_cli(R"(mask --kind attend --size 8 --variant '{"chunk": 4, "causal": true}' --tiles 2 --out c)", "", cwd);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Flash tiles: 10 of 16 skipped (never read), 4 index-tested, 2 run without the mask\n") !=
+        std::string::npos);
+  CHECK(DecodedPng::from_file(dir / "c.png").ok());
+  // The same fields as attend's: a window with a sink, and the warning for a field attend does not know.
+  r = run_cli(R"(mask --kind attend --size 6 --variant '{"window": [1, 0], "sinks": 1, "chunky": 2}' --tiles 2 --out w)", "", cwd);
+  CHECK(r.code == 0);
+  CHECK(r.err == "warning: ignoring unknown field \"chunky\"\n");
+  // Rows 2-3 keep key 0 (the sink) and their band: the tile of keys 0-1 is tested, not skipped.
+  CHECK(r.out.find("Flash tiles: 3 of 9 skipped (never read), 6 index-tested, 0 run without the mask\n") !=
+        std::string::npos);
+  check_input_error(run_cli("mask --kind attend --size 4", "", cwd), "--variant");
+  check_input_error(run_cli("mask --kind attend --size 4 --variant '{oops'", "", cwd), "--variant: not valid JSON");
+  check_input_error(run_cli(R"(mask --kind attend --size 4 --variant '{"chunk": 0}')", "", cwd), "chunk");
+}

@@ -44,7 +44,7 @@ Bf16Errors bf16_errors(const Bf16Case& c, const char* isa, std::uint64_t seed, b
     for (std::size_t j = 0; j < c.Lk; ++j) mask(0, c.Lq / 2, j) = false;  // one fully masked row
   }
   AttentionMask rule;
-  if (c.window) rule.window = std::array<std::size_t, 2>{20, 5};
+  if (c.window) rule.window = variants::SlidingWindow{20, 5};
   if (c.window) {  // the reference gets the rule as the bitmap it stands for
     const Mask2 bitmap = rule.allowed(c.Lq, c.Lk);
     mask = Mask3::from_shape({1, c.Lq, c.Lk});

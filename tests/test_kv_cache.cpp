@@ -92,7 +92,7 @@ TEST_CASE("decode: a sliding window bounds the cache, and ALiBi decodes like the
   o.num_heads = H;
   o.num_kv_heads = 1;
   o.attention.causal = true;
-  o.attention.mask_mod.window = {{window - 1, 0}};
+  o.attention.mask_mod.window = variants::SlidingWindow{window - 1, 0};
   o.rope = RopeOptions{};
   const MhaResult full = mha(x, x, x, w, nullptr, o);
   // The window descriptor is the sliding-window mask of mask.hpp (an independent path).
@@ -112,7 +112,7 @@ TEST_CASE("decode: a sliding window bounds the cache, and ALiBi decodes like the
   MhaOptions alibi = o;
   alibi.attention.mask_mod = {};
   alibi.rope.reset();
-  alibi.attention.score_mod.alibi = alibi_slopes(H);
+  alibi.attention.score_mod.alibi = variants::AlibiBias{alibi_slopes(H)};
   const MhaResult full_alibi = mha(x, x, x, w, nullptr, alibi);
   check_same_run(mha_decode(x, w, nullptr, alibi, 2).result, full_alibi);
   CHECK(max_abs_diff(flat_tensor(full_alibi.weights), flat_tensor(mha(x, x, x, w, nullptr, masked).weights)) > 1e-3);

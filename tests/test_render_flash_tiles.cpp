@@ -118,7 +118,7 @@ TEST_CASE("block mask: a tile the mask hides is skipped, one it shows whole runs
   // the diagonal tiles and the ones just below it hold both kinds of score (5 tested); the
   // others none (above the diagonal: 3; rows 4-5 against keys 0-1: 1).
   AttentionMask window;
-  window.window = {{1, 0}};
+  window.window = variants::SlidingWindow{1, 0};
   Mask2 allowed = window.allowed(6, 6) && causal_allowed(6, 6);
   std::size_t n[3] = {0, 0, 0};
   for (const FlashTile& t : flash_tiles(6, 6, teaching_options(false), &allowed)) ++n[static_cast<int>(t.kind)];
@@ -128,7 +128,7 @@ TEST_CASE("block mask: a tile the mask hides is skipped, one it shows whole runs
 
   // Documents 0,0 | 1,1,1,1 (packed sequences): every tile is all one document or none of it.
   AttentionMask docs;
-  docs.segments_q = docs.segments_k = {0, 0, 1, 1, 1, 1};
+  docs.segments = variants::Documents{{0, 0, 1, 1, 1, 1}, {0, 0, 1, 1, 1, 1}};
   allowed = docs.allowed(6, 6);
   const std::vector<FlashTile> tiles = flash_tiles(6, 6, teaching_options(false), &allowed);
   std::fill(std::begin(n), std::end(n), 0);

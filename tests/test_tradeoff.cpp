@@ -23,9 +23,9 @@ TEST_CASE("tradeoff: keys seen under a window and the strided pattern, by hand a
   // p = 7, stride 3: distances 0, 1, 2 (local) and 3, 6 (multiples): keys 7, 6, 5, 4, 1.
   CHECK(strided_keys(7, 3) == 5);
   AttentionMask strided;
-  strided.stride = 4;
+  strided.stride = variants::Strided{4};
   AttentionMask window;
-  window.window = {{4, 0}};
+  window.window = variants::SlidingWindow{4, 0};
   for (std::size_t p = 0; p < 20; ++p) {
     std::size_t s = 0, w = 0;
     for (std::size_t j = 0; j <= p; ++j) s += strided.visible(p, j, 20, 20), w += window.visible(p, j, 20, 20);
@@ -82,7 +82,7 @@ TEST_CASE("tradeoff: a small run measures every method, and its errors hold agai
   SdpaOptions causal;
   causal.causal = true;
   SdpaOptions windowed = causal;
-  windowed.mask_mod.window = {{31, 0}};
+  windowed.mask_mod.window = variants::SlidingWindow{31, 0};
   const Tensor3 exact = attention(q, k, v, nullptr, causal).output, approx = attention(q, k, v, nullptr, windowed).output;
   double diff = 0, norm = 0;
   for (std::size_t i = 0; i < exact.size(); ++i) {

@@ -25,32 +25,39 @@ std::string row(const AttentionMask& m, std::size_t i, std::size_t Lq, std::size
   return s;
 }
 
+// Document ids 0, 0, ..., 1, 1, ...: L positions in runs of `run`.
+std::vector<std::int64_t> ids_in_runs(std::size_t L, std::size_t run) {
+  std::vector<std::int64_t> ids;
+  for (std::size_t i = 0; i < L; ++i) ids.push_back(std::int64_t(i / run));
+  return ids;
+}
+
 }  // namespace
 
 TEST_CASE("variant masks: window, sinks, segments and prefix, alone and together") {
   AttentionMask window;
-  window.window = {{1, 0}};  // the key before and itself
+  window.window = variants::SlidingWindow{1, 0};  // the key before and itself
   CHECK(row(window, 0, 4, 4) == "1000");
   CHECK(row(window, 2, 4, 4) == "0110");
   // Decode shape: one query at position Lk - 1 = 4.
   CHECK(row(window, 0, 1, 5) == "00011");
   AttentionMask both = window;
-  both.window = {{0, 1}};  // itself and the key after: not causal by itself
+  both.window = variants::SlidingWindow{0, 1};  // itself and the key after: not causal by itself
   CHECK(row(both, 1, 4, 4) == "0110");
   AttentionMask sinks = window;
-  sinks.sinks = 1;  // key 0 whatever the window says
+  sinks.window->sinks = 1;  // key 0 whatever the window says
   CHECK(row(sinks, 3, 4, 4) == "1011");
   AttentionMask docs;
-  docs.segments_q = docs.segments_k = {0, 0, 1, 1};
+  docs.segments = variants::Documents{{0, 0, 1, 1}, {0, 0, 1, 1}};
   CHECK(row(docs, 1, 4, 4) == "1100");
   CHECK(row(docs, 2, 4, 4) == "0011");
   AttentionMask prefix;
-  prefix.prefix = 2;  // keys 0 and 1 for everyone, the rest causally
+  prefix.prefix = variants::PrefixLM{2};  // keys 0 and 1 for everyone, the rest causally
   CHECK(row(prefix, 0, 4, 4) == "1100");
   CHECK(row(prefix, 2, 4, 4) == "1110");
   CHECK(row(prefix, 3, 4, 4) == "1111");
   AttentionMask all = sinks;
-  all.segments_q = all.segments_k = {0, 0, 1, 1};
+  all.segments = variants::Documents{{0, 0, 1, 1}, {0, 0, 1, 1}};
   CHECK(row(all, 3, 4, 4) == "0011");  // the sink is in another document
   CHECK(all.allowed(4, 4)(3, 2));
   CHECK_FALSE(AttentionMask{}.any());
@@ -61,23 +68,49 @@ TEST_CASE("variant masks: window, sinks, segments and prefix, alone and together
   CHECK_THROWS_WITH_AS(prefix.check(1, 4), doctest::Contains("prefix-LM is self-attention"), InputError);
 }
 
+TEST_CASE("variant masks: chunked attention (Llama 4), by hand") {
+  // Chunks of 2 over 5 positions: {0, 1}, {2, 3}, {4}; a query sees its own chunk only.
+  AttentionMask chunked;
+  chunked.chunk = variants::Chunked{2};
+  CHECK(row(chunked, 0, 5, 5) == "11000");
+  CHECK(row(chunked, 1, 5, 5) == "11000");
+  CHECK(row(chunked, 2, 5, 5) == "00110");
+  CHECK(row(chunked, 4, 5, 5) == "00001");  // the first query of a chunk sees nothing before it
+  CHECK(row(chunked, 0, 1, 4) == "0011");   // decode: the query at position 3
+  // More queries than keys: query 0 sits at position -1, in chunk -1 (floor), and sees nothing.
+  CHECK(row(chunked, 0, 3, 2) == "00");
+  CHECK(row(chunked, 1, 3, 2) == "11");
+  // With a window of 2 (the key before and itself), the chunk still cuts at 2: query 2 loses key 1.
+  AttentionMask both = chunked;
+  both.window = variants::SlidingWindow{1, 0};
+  CHECK(row(both, 2, 5, 5) == "00100");
+  CHECK(row(both, 3, 5, 5) == "00110");
+  // Tiles of 2 x 2 on chunks of 3: positions 0-1 x keys 0-1 share chunk 0; 2-3 x 0-1 straddle
+  // chunks 0 and 1; 6-7 x 0-1 share none.
+  AttentionMask three;
+  three.chunk = variants::Chunked{3};
+  CHECK(int(three.cover(0, 2, 0, 2, 10, 10)) == int(tile::MaskCover::all));
+  CHECK(int(three.cover(2, 2, 0, 2, 10, 10)) == int(tile::MaskCover::some));
+  CHECK(int(three.cover(6, 2, 0, 2, 10, 10)) == int(tile::MaskCover::none));
+}
+
 TEST_CASE("score modifiers: soft-cap, then ALiBi's -m (p - j)") {
   ScoreMod cap;
-  cap.softcap = 2.0;
+  cap.softcap = variants::SoftCap{2.0};
   CHECK(cap.apply(2.0, 0, 3, 1) == doctest::Approx(2.0 * std::tanh(1.0)));  // 1.5232
   CHECK(cap.apply(100.0, 0, 3, 1) == doctest::Approx(2.0).epsilon(1e-9));   // capped
-  CHECK(cap.derivative(2.0) == doctest::Approx(1 - std::tanh(1.0) * std::tanh(1.0)));
+  CHECK(cap.derivative(2.0, 0, 3, 1) == doctest::Approx(1 - std::tanh(1.0) * std::tanh(1.0)));
   ScoreMod alibi;
-  alibi.alibi = {0.5, 0.25};
+  alibi.alibi = variants::AlibiBias{{0.5, 0.25}};
   CHECK(alibi.apply(1.0, 0, 3, 1) == doctest::Approx(0.0));    // 1 - 0.5 * 2
   CHECK(alibi.apply(1.0, 1, 3, 1) == doctest::Approx(0.5));    // 1 - 0.25 * 2
   CHECK(alibi.apply(1.0, 0, 1, 3) == doctest::Approx(2.0));    // a key after the query: + m (j - p)
   ScoreMod both = alibi;
-  both.softcap = 2.0;
+  both.softcap = variants::SoftCap{2.0};
   CHECK(both.apply(2.0, 0, 3, 1) == doctest::Approx(2.0 * std::tanh(1.0) - 1.0));  // cap first
   CHECK_THROWS_AS(alibi.check(3), InputError);
   ScoreMod zero;
-  zero.softcap = 0.0;
+  zero.softcap = variants::SoftCap{0.0};
   CHECK_THROWS_AS(zero.check(1), InputError);
 }
 
@@ -88,7 +121,7 @@ TEST_CASE("variants through attention(): a soft-capped pair by hand, the same on
   const Tensor3 q{{{1.0f}}}, k{{{4.0f}, {0.0f}}}, v{{{1.0f}, {0.0f}}};
   SdpaOptions o;
   o.scale = 1.0;
-  o.score_mod.softcap = 2.0;
+  o.score_mod.softcap = variants::SoftCap{2.0};
   for (Backend b : {Backend::naive, Backend::flash}) {
     for (FlashPrecision precision : {FlashPrecision::float64, FlashPrecision::float32}) {
       CAPTURE(backend_name(b));
@@ -103,8 +136,8 @@ TEST_CASE("variants through attention(): a soft-capped pair by hand, the same on
   }
   // A window that leaves key 0 out, with a sink that brings it back, on flash.
   SdpaOptions w;
-  w.mask_mod.window = {{0, 0}};
-  w.mask_mod.sinks = 1;
+  w.mask_mod.window = variants::SlidingWindow{0, 0};
+  w.mask_mod.window->sinks = 1;
   const Tensor3 q2{{{1.0f}, {1.0f}}}, k2{{{0.0f}, {0.0f}}}, v2{{{2.0f}, {4.0f}}};
   BackendOptions flash;
   flash.backend = Backend::flash;
@@ -152,7 +185,7 @@ TEST_CASE("methods: linear and performer in linear time give the quadratic form'
 
 TEST_CASE("sparse: Child et al.'s strided pattern is a mask") {
   AttentionMask strided;
-  strided.stride = 2;
+  strided.stride = variants::Strided{2};
   // p = 5: the last 2 keys (4, 5) and every 2nd before them (3, 1); never a later key.
   CHECK(row(strided, 5, 6, 6) == "010111");
   CHECK(row(strided, 0, 6, 6) == "100000");
@@ -212,28 +245,29 @@ TEST_CASE("flash skips the tiles a mask hides entirely, runs whole ones unmasked
     for (float& x : *t) x = float(rng.normal());
   SdpaOptions windowed;
   windowed.causal = true;
-  windowed.mask_mod.window = {{7, 0}};
-  windowed.mask_mod.sinks = 2;
-  for (std::size_t i = 0; i < L; ++i) windowed.mask_mod.segments_q.push_back(std::int64_t(i / 50));
-  windowed.mask_mod.segments_k = windowed.mask_mod.segments_q;
+  windowed.mask_mod.window = variants::SlidingWindow{7, 0};
+  windowed.mask_mod.window->sinks = 2;
+  windowed.mask_mod.segments = variants::Documents{ids_in_runs(L, 50), ids_in_runs(L, 50)};
   SdpaOptions documents;
-  for (std::size_t i = 0; i < L; ++i) documents.mask_mod.segments_q.push_back(std::int64_t(i / 48));
-  documents.mask_mod.segments_k = documents.mask_mod.segments_q;
+  documents.mask_mod.segments = variants::Documents{ids_in_runs(L, 48), ids_in_runs(L, 48)};
   // A window and its sinks alone are index rules inside the kernel (no bitmap): causal, and
   // looking ahead too (Longformer), with a few rows against many keys (a decode step's shape).
   SdpaOptions sliding;
   sliding.causal = true;
-  sliding.mask_mod.window = {{7, 0}};
-  sliding.mask_mod.sinks = 2;
+  sliding.mask_mod.window = variants::SlidingWindow{7, 0};
+  sliding.mask_mod.window->sinks = 2;
   SdpaOptions ahead;
-  ahead.mask_mod.window = {{5, 3}};
+  ahead.mask_mod.window = variants::SlidingWindow{5, 3};
   // Prefix-LM and Child et al.'s stride, index rules too since every variant is one.
   SdpaOptions prefix;
-  prefix.mask_mod.prefix = 37;
+  prefix.mask_mod.prefix = variants::PrefixLM{37};
   SdpaOptions strided;
   strided.causal = true;
-  strided.mask_mod.stride = 5;
-  for (const SdpaOptions& o : {windowed, documents, sliding, ahead, prefix, strided}) {
+  strided.mask_mod.stride = variants::Strided{5};
+  SdpaOptions chunked;  // Llama 4's chunks of 32: whole tiles inside one chunk run unmasked
+  chunked.causal = true;
+  chunked.mask_mod.chunk = variants::Chunked{32};
+  for (const SdpaOptions& o : {windowed, documents, sliding, ahead, prefix, strided, chunked}) {
     const SdpaResult ref = attention(q, k, v, nullptr, o, BackendOptions{}, false);
     BackendOptions flash;
     flash.backend = Backend::flash;
@@ -249,7 +283,7 @@ TEST_CASE("flash skips the tiles a mask hides entirely, runs whole ones unmasked
       }
     // The last 3 queries against all 200 keys, and the weights recomputed from the kernel's lse
     // (documents name one id per query: those descriptors are for the square case).
-    if (!o.mask_mod.segments_q.empty() || o.mask_mod.prefix) continue;
+    if (o.mask_mod.segments || o.mask_mod.prefix) continue;
     const Tensor3 q3 = xt::view(q, xt::all(), xt::range(L - 3, L), xt::all());
     const SdpaResult ref3 = attention(q3, k, v, nullptr, o, BackendOptions{}, true);
     BackendOptions fast;
@@ -272,38 +306,47 @@ TEST_CASE("variant masks: the block mask from the indices agrees with the bitmap
   };
   std::vector<std::pair<AttentionMask, std::size_t>> cases;  // mask, Lq
   AttentionMask m;
-  m.window = {{4, 0}};
-  m.sinks = 2;
+  m.window = variants::SlidingWindow{4, 0};
+  m.window->sinks = 2;
   cases.push_back({m, 23});
   cases.push_back({m, 5});
-  m.window = {{2, 3}};
+  m.window = variants::SlidingWindow{2, 3};
   cases.push_back({m, 23});
-  m.sinks = 0;
+  m.window->sinks = 0;
   cases.push_back({m, 23});
   cases.push_back({m, 4});
   AttentionMask s;
-  s.stride = 4;
+  s.stride = variants::Strided{4};
   cases.push_back({s, 23});
   cases.push_back({s, 6});
   AttentionMask pre;
-  pre.prefix = 9;
+  pre.prefix = variants::PrefixLM{9};
   cases.push_back({pre, 23});
   AttentionMask d;
-  d.segments_q = d.segments_k = docs(23, 6);
+  d.segments = variants::Documents{docs(23, 6), docs(23, 6)};
   cases.push_back({d, 23});
   AttentionMask all = d;
-  all.window = {{5, 0}};
-  all.sinks = 1;
-  all.stride = 3;
-  all.prefix = 4;
+  all.window = variants::SlidingWindow{5, 0};
+  all.window->sinks = 1;
+  all.stride = variants::Strided{3};
+  all.prefix = variants::PrefixLM{4};
   cases.push_back({all, 23});
+  AttentionMask chunk;
+  chunk.chunk = variants::Chunked{5};
+  cases.push_back({chunk, 23});
+  cases.push_back({chunk, 4});
+  chunk.window = variants::SlidingWindow{3, 0};
+  cases.push_back({chunk, 23});
   for (std::size_t n = 0; n < cases.size(); ++n) {
     const auto& c = cases[n];
     const AttentionMask& mask = c.first;
     CAPTURE(n);
     const std::size_t Lq = c.second, Lk = 23;
     const Mask2 bitmap = mask.allowed(Lq, Lk);
-    const bool exact = mask.segments_q.empty() && mask.sinks == 0 && mask.stride == 0;
+    // Exact: a window without sinks, prefix-LM or chunks, alone (two exact covers joined may
+    // still say "some" of a tile where the two rules never overlap).
+    const int present = std::apply([](const auto&... r) { return (int(r.has_value()) + ...); }, mask.rules());
+    const bool exact = present == 1 && ((mask.window && mask.window->sinks == 0) || mask.prefix || mask.chunk);
     for (std::size_t rows = 1; rows <= 7; ++rows)
       for (std::size_t cols = 1; cols <= 7; ++cols)
         for (std::size_t i0 = 0; i0 + rows <= Lq; i0 += rows)
@@ -330,15 +373,16 @@ TEST_CASE("the flash backward reads every variant mask by index and gives the re
   Tensor3 dout = Tensor3::from_shape({2, L, d});
   for (Tensor3* t : {&q, &k, &v, &dout})
     for (float& x : *t) x = float(rng.normal());
-  std::vector<SdpaOptions> cases(4);
+  std::vector<SdpaOptions> cases(5);
   cases[0].causal = true;
-  cases[0].mask_mod.window = {{5, 0}};
-  cases[0].mask_mod.sinks = 2;
-  for (std::size_t i = 0; i < L; ++i) cases[1].mask_mod.segments_q.push_back(std::int64_t(i / 12));
-  cases[1].mask_mod.segments_k = cases[1].mask_mod.segments_q;
-  cases[2].mask_mod.prefix = 13;
+  cases[0].mask_mod.window = variants::SlidingWindow{5, 0};
+  cases[0].mask_mod.window->sinks = 2;
+  cases[1].mask_mod.segments = variants::Documents{ids_in_runs(L, 12), ids_in_runs(L, 12)};
+  cases[2].mask_mod.prefix = variants::PrefixLM{13};
   cases[3].causal = true;
-  cases[3].mask_mod.stride = 3;
+  cases[3].mask_mod.stride = variants::Strided{3};
+  cases[4].causal = true;
+  cases[4].mask_mod.chunk = variants::Chunked{12};
   for (std::size_t n = 0; n < cases.size(); ++n) {
     CAPTURE(n);
     const SdpaGradients ref = attention_backward(q, k, v, nullptr, dout, cases[n], BackendOptions{});

@@ -141,9 +141,10 @@ void run_method(const Json& in, const AttendOptions& opts, AttentionMethod metho
 void run_attend(const AttendOptions& opts) {
   const Json in = read_json(opts.input);
   require_object(in);
-  warn_unknown_fields(in, {"q", "k", "v", "mask", "causal", "scale", "temperature", "backend", "block_size",
-                           "precision", "grad_output", "window", "sinks", "softcap", "alibi", "segments", "prefix",
-                           "method", "features", "rank", "seed", "stride"});
+  std::vector<std::string> known{"q", "k", "v", "mask", "causal", "scale", "temperature", "backend", "block_size",
+                                 "precision", "grad_output", "method", "features", "rank", "seed", "stride"};
+  known.insert(known.end(), variant_fields().begin(), variant_fields().end());
+  warn_unknown_fields(in, known);
   AttentionMethod method = AttentionMethod::softmax;
   if (in.contains("method") && !in.at("method").is_null()) {
     if (!in.at("method").is_string()) throw InputError("method: expected a string, got " + in.at("method").dump());
@@ -176,7 +177,7 @@ void run_attend(const AttendOptions& opts) {
   variants_from(in, q.shape.size() == 3 ? q.shape[0] : 1, options);
   if (method == AttentionMethod::sparse) {  // Child et al.'s strided pattern: a mask like the variants
     if (!in.contains("stride") || in.at("stride").is_null()) throw InputError("stride: method \"sparse\" needs it");
-    options.mask_mod.stride = count_field(in.at("stride"), "stride", 1, std::uint64_t(1) << 40);
+    options.mask_mod.stride = variants::Strided{count_field(in.at("stride"), "stride", 1, std::uint64_t(1) << 40)};
   }
   const Mask3 allowed = mask ? mask_from(*mask) : Mask3{};
   const Mask3* allowed_ptr = mask ? &allowed : nullptr;

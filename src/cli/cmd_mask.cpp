@@ -12,7 +12,9 @@
 #include "attn/render/views/mask_diagram.hpp"
 #include "attn/io/number_format.hpp"
 #include "commands.hpp"
+#include "common.hpp"
 #include "image_flags.hpp"
+#include "variant_fields.hpp"
 
 namespace attn::cli {
 namespace {
@@ -30,6 +32,7 @@ struct MaskOptions {
   std::size_t sinks = 1, stride = 3;
   std::optional<std::size_t> prefix;
   std::vector<std::int64_t> segments;
+  std::string variant;    // attend: the variant fields as attend's JSON takes them
   std::size_t tiles = 0;  // tile edge of the block-mask picture; 0 = none
   std::string out;  // default mask-KIND
   ImageFlags image;
@@ -58,8 +61,7 @@ void variant_mask(const MaskOptions& o, std::size_t Lq, std::size_t Lk, const st
   bool causal = true;
   if (o.kind == "sinks") {
     if (o.window < 1) throw InputError("--window: expected at least 1");
-    m.window = {{o.window - 1, 0}};
-    m.sinks = o.sinks;
+    m.window = variants::SlidingWindow{o.window - 1, 0, o.sinks};
     spec.title = "Attention sinks with a sliding window: " + count_of(o.sinks, "sink") + ", window " +
                  std::to_string(o.window);
     spec.subtitle = "StreamingLLM: the first " + count_of(o.sinks, "key") + " stay visible to every query, the rest "
@@ -70,21 +72,21 @@ void variant_mask(const MaskOptions& o, std::size_t Lq, std::size_t Lk, const st
     if (ids.empty())  // two documents packed into one row
       for (std::size_t j = 0; j < Lk; ++j) ids.push_back(j < (Lk + 1) / 2 ? 0 : 1);
     if (ids.size() != Lk) throw InputError("--segments: expected " + std::to_string(Lk) + " ids (one per position)");
-    m.segments_k = ids;
-    m.segments_q.assign(ids.end() - std::ptrdiff_t(Lq), ids.end());
+    m.segments = variants::Documents{{ids.end() - std::ptrdiff_t(Lq), ids.end()}, ids};
     spec.title = "Document masking: packed sequences attend only within their own document";
     spec.subtitle = "block-causal: query i sees key j when both are in the same document and j ≤ i (attend: "
                     "\"segments\", \"causal\": true)";
   } else if (o.kind == "prefix") {
     if (Lq != Lk) throw InputError("--queries: the prefix-LM mask is self-attention (queries = size)");
-    m.prefix = o.prefix ? *o.prefix : Lk / 2;
+    const std::size_t prefix = o.prefix ? *o.prefix : Lk / 2;
+    m.prefix = variants::PrefixLM{prefix};
     causal = false;
-    spec.title = "Prefix-LM mask, a prefix of " + count_of(*m.prefix, "position");
+    spec.title = "Prefix-LM mask, a prefix of " + count_of(prefix, "position");
     spec.subtitle = "the prefix is read bidirectionally (every query sees it), the rest causally (T5's prefix LM, "
-                    "UniLM; attend: \"prefix\": " + std::to_string(*m.prefix) + ")";
+                    "UniLM; attend: \"prefix\": " + std::to_string(prefix) + ")";
   } else {
     if (o.stride < 1) throw InputError("--stride: expected at least 1");
-    m.stride = o.stride;
+    m.stride = variants::Strided{o.stride};
     causal = false;  // the strided pattern is causal by itself
     spec.title = "Strided sparse mask, stride " + std::to_string(o.stride);
     spec.subtitle = "Child et al. 2019: query t=i sees the last " + count_of(o.stride, "key") +
@@ -95,6 +97,36 @@ void variant_mask(const MaskOptions& o, std::size_t Lq, std::size_t Lk, const st
   Mask2 allowed = m.allowed(Lq, Lk);
   if (causal) allowed = allowed && causal_allowed(Lq, Lk);
   spec.rows.push_back({allowed, query_t, {}, ""});
+}
+
+// Any mix of attend's variant fields, as attend's JSON writes them, drawn from the descriptor the
+// kernels use: a variant added to the engine is drawn here without a line of its own.
+void attend_mask(const MaskOptions& o, std::size_t Lq, std::size_t Lk, const std::vector<std::string>& query_t,
+                 MaskDiagramSpec& spec) {
+  if (o.variant.empty()) throw InputError("--variant: --kind attend needs the variant fields, e.g. '{\"window\": [2, 0]}'");
+  Json in;
+  try {
+    in = Json::parse(o.variant);
+  } catch (const Json::parse_error& e) {
+    throw InputError(std::string("--variant: not valid JSON (") + e.what() + ")");
+  }
+  if (!in.is_object()) throw InputError(std::string("--variant: expected a JSON object, got ") + in.type_name());
+  std::vector<std::string> known = variant_fields();
+  known.push_back("causal");
+  warn_unknown_fields(in, known);
+  SdpaOptions so;
+  variants_from(in, 1, so);
+  const bool causal = optional_bool(in, "causal", false);
+  so.mask_mod.check(Lq, Lk);
+  Mask2 allowed = so.mask_mod.allowed(Lq, Lk);
+  if (causal) allowed = allowed && causal_allowed(Lq, Lk);
+  spec.rows.push_back({allowed, query_t, {}, ""});
+  Json shown = Json::object();  // the fields drawn, without the ones warned about
+  for (const std::string& field : known)
+    if (in.contains(field)) shown[field] = in.at(field);
+  spec.title = "attend's mask for " + printable_text(shown.dump());
+  spec.subtitle = std::string("the keys each query may see under these fields") +
+                  (so.score_mod.any() ? "; softcap and alibi change the scores, not the mask" : "");
 }
 
 MaskDiagramSpec mask_spec(const MaskOptions& o) {
@@ -152,9 +184,11 @@ MaskDiagramSpec mask_spec(const MaskOptions& o) {
                     (o.no_self_loops ? "" : ", and to itself") + " (graph attention)";
   } else if (o.kind == "sinks" || o.kind == "document" || o.kind == "prefix" || o.kind == "sparse") {
     variant_mask(o, Lq, Lk, query_t, spec);
+  } else if (o.kind == "attend") {
+    attend_mask(o, Lq, Lk, query_t, spec);
   } else {
-    throw InputError("--kind: expected causal, padding, window, graph, sinks, document, prefix or sparse, got \"" +
-                     o.kind + "\"");
+    throw InputError("--kind: expected causal, padding, window, graph, sinks, document, prefix, sparse or attend, "
+                     "got \"" + o.kind + "\"");
   }
   // A query that may attend to no key has a softmax of 0/0: say which, and what attn-cli does.
   std::size_t empty_rows = 0;
@@ -230,7 +264,8 @@ void setup_mask(CLI::App& app) {
   auto opts = std::make_shared<MaskOptions>();
   CLI::App* cmd = app.add_subcommand("mask", "Draw an attention mask: blocked vs allowed, side by side");
   cmd->add_option("-k,--kind", opts->kind,
-                  "causal, padding, window, graph, or attend's variants: sinks, document, prefix, sparse")->required();
+                  "causal, padding, window, graph, attend's variants sinks, document, prefix, sparse, or attend "
+                  "(any --variant fields)")->required();
   cmd->add_option("-n,--size", opts->size, "positions (keys), or nodes for a graph")
       ->capture_default_str()->check(CLI::Range(1, 512));
   cmd->add_option("--queries", opts->queries, "causal/window: fewer queries than keys (the last ones)")
@@ -253,6 +288,8 @@ void setup_mask(CLI::App& app) {
       ->check(CLI::Range(0, 512));
   cmd->add_option("--stride", opts->stride, "sparse: the stride of the strided pattern")
       ->capture_default_str()->check(CLI::Range(1, 512));
+  cmd->add_option("--variant", opts->variant, "attend: attend's variant fields as JSON, e.g. "
+                  "'{\"window\": [3, 0], \"sinks\": 1, \"causal\": true}'");
   cmd->add_option("--tiles", opts->tiles, "also draw the flash kernel's block mask in tiles of this edge "
                   "(STEM-tiles.png): skipped, index-tested, run unmasked")->check(CLI::Range(1, 512));
   cmd->add_option("-o,--out", opts->out, "output path or stem (default mask-KIND)");
@@ -271,6 +308,7 @@ Examples:
   attn-cli mask --kind prefix --size 8 --prefix 3
   attn-cli mask --kind sparse --size 12 --stride 3
   attn-cli mask --kind document --size 12 --segments 0,0,0,0,1,1,1,1,1,2,2,2 --tiles 4
+  attn-cli mask --kind attend --size 12 --variant '{"chunk": 4, "causal": true}' --tiles 4
 )");
   cmd->callback([opts] { run_mask(*opts); });
 }

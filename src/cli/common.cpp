@@ -13,10 +13,10 @@ namespace attn::cli {
 
 void warn(const std::string& message) { std::cerr << "warning: " << printable_text(message) << "\n"; }
 
-void warn_unknown_fields(const Json& in, std::initializer_list<const char*> known) {
+void warn_unknown_fields(const Json& in, const std::vector<std::string>& known) {
   for (const auto& [key, value] : in.items()) {
     bool found = false;
-    for (const char* k : known) found = found || key == k;
+    for (const std::string& k : known) found = found || key == k;
     if (!found) warn("ignoring unknown field \"" + key + "\"");
   }
 }

@@ -3,6 +3,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attn/engine/attention/attention.hpp"
 #include "attn/io/json_io.hpp"
@@ -15,7 +16,7 @@ void warn(const std::string& message);
 
 // Warns once per field of `in` that is not in `known` (a typo such as "casual" would
 // otherwise be ignored silently).
-void warn_unknown_fields(const Json& in, std::initializer_list<const char*> known);
+void warn_unknown_fields(const Json& in, const std::vector<std::string>& known);
 
 // The input must be a JSON object.
 void require_object(const Json& in);

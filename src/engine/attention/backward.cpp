@@ -38,8 +38,8 @@ GradsF64 sdpa_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3&
   const int group = H / Hkv;  // query heads per key/value head (GQA)
   GradsF64 g{TensorD3::from_shape(q.shape()), xt::zeros<double>(k.shape()), xt::zeros<double>(v.shape())};
   std::vector<double> ds(std::size_t(Lq) * Lk);  // dP, then dS in place
-  const bool capped = mod && mod->softcap;
-  std::vector<double> raw(capped ? std::size_t(Lq) * Lk : 0);  // scale q.k, where the cap was taken
+  const bool modded = mod && mod->any();
+  std::vector<double> raw(modded ? std::size_t(Lq) * Lk : 0);  // scale q.k, where the modifier was taken
 
   for (int h = 0; h < H; ++h) {
     const double* qh = q.data() + std::size_t(h) * Lq * d;
@@ -63,11 +63,16 @@ GradsF64 sdpa_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3&
       for (int j = 0; j < Lk; ++j) dot += row[j] * pr[j];
       for (int j = 0; j < Lk; ++j) row[j] = pr[j] * (row[j] - dot);
     }
-    // Through the soft-cap: d(c tanh(x / c)) / dx = 1 - tanh^2(x / c), at x = scale q.k.
-    if (capped) {
+    // Through the score modifier, at x = scale q.k: the soft-cap's d(c tanh(x / c)) / dx =
+    // 1 - tanh^2(x / c); a bias's slope is 1.
+    if (modded) {
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Lk, d, alpha * temperature, qh, d, kh, d, 0.0,
                   raw.data(), Lk);
-      for (std::size_t e = 0; e < raw.size(); ++e) ds[e] *= mod->derivative(raw[e]);
+      for (int i = 0; i < Lq; ++i)
+        for (int j = 0; j < Lk; ++j) {
+          const std::size_t e = std::size_t(i) * Lk + j;
+          ds[e] *= mod->derivative(raw[e], std::size_t(h), long(i) + Lk - Lq, long(j));
+        }
     }
     // dQ = alpha dS K   [Lq, d]
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Lq, d, Lk, alpha, ds.data(), Lk, kh, d, 0.0,

@@ -204,8 +204,8 @@ namespace {
 // query and `left` keys before it (Mistral's rolling buffer keeps just those). 0 = keep every
 // token: sinks, documents, a prefix or a strided pattern still read older keys.
 std::size_t cache_window(const AttentionMask& m) {
-  const bool window_alone = m.window && m.sinks == 0 && m.segments_q.empty() && !m.prefix && m.stride == 0;
-  return window_alone ? (*m.window)[0] + 1 : 0;
+  const bool window_alone = m.window && m.window->sinks == 0 && !m.segments && !m.prefix && !m.stride;
+  return window_alone ? m.window->left + 1 : 0;
 }
 
 }  // namespace

@@ -56,8 +56,7 @@ SdpaOptions decoder_attention_options(const DecoderConfig& c, std::size_t layer)
   SdpaOptions so;
   so.causal = true;  // bottom-right aligned: a decode step's queries are the last positions; scale 1/sqrt(d)
   if (c.sliding_window > 0 && layer >= c.window_first_layer) {
-    so.mask_mod.window = {{c.sliding_window - 1, 0}};
-    so.mask_mod.sinks = c.attention_sinks;
+    so.mask_mod.window = variants::SlidingWindow{c.sliding_window - 1, 0, c.attention_sinks};
   }
   return so;
 }

@@ -67,10 +67,10 @@ ApproximationsLesson run_approximations(const Tensor3& q, const Tensor3& k, cons
   std::vector<Computed> computed;
   computed.push_back(softmax_run(q, k, v, scale, {}, "exact softmax", "exact"));
   AttentionMask window;
-  window.window = std::array<std::size_t, 2>{lesson.window - 1, 0};
+  window.window = variants::SlidingWindow{lesson.window - 1, 0};
   computed.push_back(softmax_run(q, k, v, scale, window, "window " + std::to_string(lesson.window), "window"));
   AttentionMask strided;
-  strided.stride = lesson.stride;
+  strided.stride = variants::Strided{lesson.stride};
   computed.push_back(softmax_run(q, k, v, scale, strided, "strided " + std::to_string(lesson.stride), "sparse"));
   MethodOptions o;
   o.causal = true;

@@ -70,9 +70,9 @@ void add_masked(std::vector<Method>& ms, const TradeoffConfig& c, const Inputs& 
   double window_pairs = 0, strided_pairs = 0;
   for (std::size_t p = 0; p < n; ++p) window_pairs += double(window_keys(p, c.window)), strided_pairs += double(strided_keys(p, c.stride));
   SdpaOptions window = causal_options();
-  window.mask_mod.window = {{c.window - 1, 0}};
+  window.mask_mod.window = variants::SlidingWindow{c.window - 1, 0};
   SdpaOptions sparse = causal_options();
-  sparse.mask_mod.stride = c.stride;
+  sparse.mask_mod.stride = variants::Strided{c.stride};
   const BackendOptions b = flash_backend(c, FlashPrecision::float32);
   ms.push_back({"window " + std::to_string(c.window), "window", true, 4 * d * window_pairs,
                 [&in, window, b] { return flash_run(in, window, b); }});

@@ -64,9 +64,9 @@ GenerateResult run_generate(const GenerateConfig& c) {
   o.num_heads = c.num_heads;
   o.num_kv_heads = Hkv;
   o.attention.causal = true;
-  if (c.window) o.attention.mask_mod.window = {{c.window - 1, 0}};  // the last `window` keys
+  if (c.window) o.attention.mask_mod.window = variants::SlidingWindow{c.window - 1, 0};  // the last `window` keys
   o.kv_dtype = c.kv_dtype;
-  if (c.alibi) o.attention.score_mod.alibi = alibi_slopes(c.num_heads);
+  if (c.alibi) o.attention.score_mod.alibi = variants::AlibiBias{alibi_slopes(c.num_heads)};
   if (c.rope) o.rope = RopeOptions{10000.0, *c.rope, {}, {}};
 
   r.num_kv_heads = Hkv;

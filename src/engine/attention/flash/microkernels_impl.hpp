@@ -413,7 +413,7 @@ struct KernelSet {
     const long pos = long(i) + long(p.Lk) - long(p.Lq);
     for (std::size_t c = 0; c < n; ++c) {
       const double raw = double(pr[c]) * to_raw;
-      slope[c] = T(p.score_mod->derivative(raw));
+      slope[c] = T(p.score_mod->derivative(raw, h, pos, long(j0 + c)));
       pr[c] = T(p.score_mod->apply(raw, h, pos, long(j0 + c)) / p.temperature);
     }
   }

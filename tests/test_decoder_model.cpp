@@ -107,9 +107,19 @@ TEST_CASE("decoder: generation through Hkv-head KV caches equals full forwards, 
   bool changed = false;
   for (std::size_t n = 0; n < w.steps.size(); ++n) {
     CHECK(*w.steps[n].max_diff_vs_full <= 1e-4 * w.steps[n].logit_scale);
+    // Mistral's rolling buffer: each layer keeps the last 3 tokens' K and V, however long the text.
+    CHECK(w.steps[n].cache_len == 5 + n);
+    CHECK(w.steps[n].cache_bytes == c.layers * 2 * c.kv_heads * c.head_dim * 3 * 8);
     changed = changed || w.steps[n].id != plain.steps[n].id || w.steps[n].probability != plain.steps[n].probability;
   }
   CHECK(changed);
+  // With sinks the first keys stay visible forever: no layer may drop them.
+  windowed.config.attention_sinks = 1;
+  const Gpt2Generation sunk = decoder_generate(windowed, g);
+  for (const Gpt2GenerateStep& s : sunk.steps) {
+    CHECK(*s.max_diff_vs_full <= 1e-4 * s.logit_scale);
+    CHECK(s.cache_bytes == c.layers * 2 * c.kv_heads * c.head_dim * s.cache_len * 8);
+  }
   // A bfloat16 cache: a quarter of the bytes, and only its rounding away from the full forward.
   g.kv_dtype = KvDtype::bfloat16;
   const Gpt2Generation half = decoder_generate(model, g);

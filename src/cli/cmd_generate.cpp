@@ -257,7 +257,11 @@ void run_decoder_generate(const GenerateCliOptions& opts, Gpt2GenerateConfig g) 
                        " layers x " + std::to_string(c.heads) + " query heads, head dim " + std::to_string(c.head_dim),
                    std::to_string(c.layers) + " KV caches of " + std::to_string(c.kv_heads) + " key/value heads each (" +
                        std::to_string(c.heads) + " query heads share them: " + std::to_string(c.heads / c.kv_heads) +
-                       "x less than multi-head attention would keep)");
+                       "x less than multi-head attention would keep)" +
+                       (c.sliding_window && !c.attention_sinks
+                            ? "; each layer under the sliding window keeps only its last " +
+                                  std::to_string(c.sliding_window) + " tokens (Mistral's rolling buffer)"
+                            : ""));
   print_decode_speed(result, decoder_weight_stream(model));
 }
 

@@ -25,12 +25,34 @@ void append(KvCache& cache, const Tensor3& k, const Tensor3& v) {
   }
 }
 
+// The keys (or values) a step attends to: what the cache holds, then the m new rows as the
+// cache will store them (a bfloat16 cache's rounding) -- [Hkv, held + m, d].
+Tensor3 with_cached(const KvCache& cache, const Tensor3& fresh, bool keys) {
+  const std::size_t H = fresh.shape(0), held = cache.length(), m = fresh.shape(1), d = fresh.shape(2);
+  Tensor3 out = Tensor3::from_shape({H, held + m, d});
+  for (std::size_t h = 0; h < H; ++h) {
+    const std::span<const double> rows = keys ? cache.keys(h) : cache.values(h);
+    float* o = out.data() + h * (held + m) * d;
+    for (std::size_t x = 0; x < held * d; ++x) o[x] = float(rows[x]);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t c = 0; c < d; ++c) o[(held + i) * d + c] = float(kv_stored_value(cache.dtype(), fresh(h, i, c)));
+  }
+  return out;
+}
+
+// Mistral's rolling buffer: a layer under a sliding window of W keys (and no sinks, which would
+// need the first keys forever) keeps only the last W tokens' K and V.
+std::size_t cache_window(const DecoderConfig& c, std::size_t layer) {
+  const bool windowed = c.sliding_window > 0 && layer >= c.window_first_layer && c.attention_sinks == 0;
+  return windowed ? c.sliding_window : 0;
+}
+
 }  // namespace
 
 CachedDecoder::CachedDecoder(const DecoderModel& model, KvDtype dtype)
     : model_(model), layer_(unfilled_decoder_layer(model.config)) {
   for (std::size_t l = 0; l < model.config.layers; ++l)
-    caches_.emplace_back(model.config.kv_heads, model.config.head_dim, 0, dtype);
+    caches_.emplace_back(model.config.kv_heads, model.config.head_dim, cache_window(model.config, l), dtype);
 }
 
 std::size_t CachedDecoder::cache_bytes() const {
@@ -66,10 +88,15 @@ Tensor2 CachedDecoder::feed(const std::vector<std::int32_t>& ids) {
     using P = DecoderProjections;
     const Tensor2 h = rms_norm(x, layer_.input_norm, c.rms_eps);
     const Tensor3 q = decoder_rotated_heads(w(h, P::q), c.heads, p, rope);
-    append(caches_[l], decoder_rotated_heads(w(h, P::k), c.kv_heads, p, rope), split_heads(w(h, P::v), c.kv_heads));
-    const Tensor3 k = xt::cast<float>(caches_[l].keys_tensor()), v = xt::cast<float>(caches_[l].values_tensor());
+    const Tensor3 k_new = decoder_rotated_heads(w(h, P::k), c.kv_heads, p, rope);
+    const Tensor3 v_new = split_heads(w(h, P::v), c.kv_heads);
+    // Attend before appending: a rolling cache evicts as it takes the new rows, and a prompt's
+    // first rows still need the keys the last ones push out. The window rule counts positions
+    // from the right (p = i + Lk - Lq), so the keys a rolling cache dropped are simply absent.
+    const Tensor3 k = with_cached(caches_[l], k_new, true), v = with_cached(caches_[l], v_new, false);
     const SdpaResult r =
         attention(q, k, v, nullptr, decoder_attention_options(c, l), decoder_backend(0), /*with_weights=*/false);
+    append(caches_[l], k_new, v_new);
     x += w(merge_heads(r.output), P::o);
     x += decoder_mlp(w, rms_norm(x, layer_.post_norm, c.rms_eps));
     require_finite_stream(x, "layer " + std::to_string(l));

@@ -10,6 +10,7 @@
 #include "attn/engine/core/bf16.hpp"
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/core/random.hpp"
+#include "attn/lessons/measure/tune_decode.hpp"
 #include "engine/attention/flash/flash_decode.hpp"  // private: the split a decode run makes
 #include "support.hpp"
 
@@ -147,4 +148,21 @@ TEST_CASE("decode tuning: set once, later calls run it, and out-of-range values 
   CHECK_THROWS_AS(set_decode_tuning({1, 0, 1}), InputError);
   CHECK_THROWS_AS(set_decode_tuning({1, 1, 0}), InputError);
   CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18});  // a refused setting changes nothing
+}
+
+TEST_CASE("decode tuning: the crossover is the smallest size from which all threads win at every larger size") {
+  using P = CrossoverPoint;
+  // work, one thread, all threads: all threads win from 4000 on (by more than 3 %), not at 2000.
+  const std::vector<P> ladder = {P{1, 1000, 1.0, 1.5, true}, P{2, 2000, 1.0, 0.99, true}, P{3, 4000, 1.0, 0.6, true},
+                                 P{4, 8000, 1.0, 0.55, true}};
+  CHECK(crossover_work(ladder, 2, 0.03) == 2000);  // 4000 of work on 2 threads: 2000 each
+  CHECK(crossover_work(ladder, 4, 0.03) == 1000);
+  CHECK(crossover_work(ladder, 2, 0.0) == 1000);   // with no margin 2000 wins too (0.99 < 1)
+  // A win below a loss does not count: all threads must win at every larger size too.
+  const std::vector<P> dip = {P{1, 1000, 1.0, 0.5, true}, P{2, 2000, 1.0, 1.2, true}, P{3, 4000, 1.0, 0.5, true}};
+  CHECK(crossover_work(dip, 2, 0.03) == 2000);
+  // Never a win: one thread up to the largest size measured.
+  const std::vector<P> never = {P{1, 1000, 1.0, 1.1, true}, P{2, 4000, 1.0, 1.0, true}};
+  CHECK(crossover_work(never, 2, 0.03) == 2001);
+  CHECK(threads_for_work(2, 100, 4000, crossover_work(never, 2, 0.03)) == 1);
 }

@@ -194,8 +194,10 @@ FlashTuning flash_tuning();  // as last set ("" and 0 where unset)
 struct DecodeTuning {
   std::size_t prefetch_blocks = 1;  // K and V are asked for this many 128-key blocks ahead (0 = never)
   // A decode thread must have at least this many (key, query row) pairs (keys of its KV heads
-  // x the query rows that share them); fewer threads run below it.
-  std::size_t decode_thread_work = 16384;
+  // x the query rows that share them); fewer threads run below it. 4096: on the 2-core Zen 5
+  // machine, with the pool's threads kept awake, 2 threads beat 1 by 1.3-1.6x at 8192 pairs
+  // (H = 8, 1024 keys) in every run of `attn-cli tune`, and not clearly at 4096 (docs/performance.md).
+  std::size_t decode_thread_work = 4096;
   // A tiled (prefill) thread must have at least this many multiply-adds (Lq x Lk x (d + dv)
   // per head, half that when causal); fewer threads run below it.
   std::size_t prefill_thread_work = std::size_t(1) << 20;

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "attn/engine/attention/flash.hpp"
+#include "attn/lessons/measure/tune_decode.hpp"
 #include "support.hpp"
 
 using namespace attn;
@@ -277,4 +278,114 @@ TEST_CASE("cli tune: what is at the file's path is read or replaced only when it
   EnvFor relative("XDG_CACHE_HOME", "relative/cache");
   EnvFor home("HOME", cache.dir.string());
   CHECK(doctor_tuning()["file"] == (cache.dir / ".cache" / "attn-cli" / "flash-tuning.json").string());
+}
+
+namespace {
+
+// The crossover rule as tune_decode.hpp states it, from a ladder as tune --json prints it.
+std::size_t crossover_from(const Json& ladder, std::size_t threads, double margin) {
+  std::size_t from = ladder.size();
+  while (from > 0 && ladder[from - 1]["all_threads_ms"].get<double>() <
+                         ladder[from - 1]["one_thread_ms"].get<double>() * (1 - margin))
+    --from;
+  if (from == ladder.size()) return std::size_t(ladder.back()["work"].get<double>() / double(threads)) + 1;
+  return std::max<std::size_t>(1, std::size_t(ladder[from]["work"].get<double>() / double(threads)));
+}
+
+}  // namespace
+
+TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, are saved, shown, and switched off") {
+  OwnCache cache;
+  test::check_input_error(run_cli("tune --only prefill"), "--only");
+  Json t = doctor_tuning()["decode"];
+  CHECK(t["source"] == "built-in");
+  CHECK(t["note"] == "attn-cli tune has not measured decode on this CPU");
+  const auto bench_text = run_cli("bench --mode decode --kv 256 --heads 1 --repeat 1 --no-check");
+  REQUIRE(bench_text.code == 0);
+  CHECK(bench_text.out.find("tune has not measured decode") != std::string::npos);
+
+  const auto r = run_cli("tune --only decode --heads 2 --rounds 1 --decode-kv 1024 --threads 2 --json");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const Json out = Json::parse(r.out);
+  CHECK(!out.contains("candidates"));  // the blockings were not measured
+  const Json d = out["decode"];
+  CHECK(d["all_same_bits"] == true);
+  CHECK(d["threads"] == 2);
+  const double margin = 0.03;
+  // The prefetch stage: every distance, the built-in first, the margin rule.
+  const DecodeTuning builtin = decode_tuning_builtin();
+  REQUIRE(d["prefetch"].size() == tune_prefetch_blocks().size());
+  CHECK(d["prefetch"][0]["prefetch_blocks"] == builtin.prefetch_blocks);
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < d["prefetch"].size(); ++i) {
+    CHECK(d["prefetch"][i]["same_bits"] == true);
+    if (d["prefetch"][i]["ms"].get<double>() < d["prefetch"][best]["ms"].get<double>()) best = i;
+  }
+  const bool replaced = d["prefetch"][best]["ms"].get<double>() < d["prefetch"][0]["ms"].get<double>() * (1 - margin);
+  CHECK(d["staged"]["prefetch_blocks"] == d["prefetch"][replaced ? best : 0]["prefetch_blocks"]);
+  // The crossovers, from the ladders' own times.
+  CHECK(d["decode_ladder"].size() >= 4);
+  CHECK(d["prefill_ladder"].size() >= 4);
+  CHECK(d["staged"]["decode_thread_work"] == crossover_from(d["decode_ladder"], 2, margin));
+  CHECK(d["staged"]["prefill_thread_work"] == crossover_from(d["prefill_ladder"], 2, margin));
+  // Kept only when it beat the built-in head to head where they differ.
+  if (d["staged"] != d["builtin"] && d["builtin_ms"].get<double>() > 0) {
+    const bool won = d["staged_ms"].get<double>() < d["builtin_ms"].get<double>() * (1 - margin);
+    CHECK(d["chosen"] == (won ? d["staged"] : d["builtin"]));
+  } else {
+    CHECK(d["chosen"] == d["builtin"]);
+  }
+  // Saved without blockings (none were measured or saved before); doctor runs it.
+  const Json saved = read_json(cache.file.string());
+  CHECK(!saved.contains("qk_kernel"));
+  CHECK(saved["decode"] == d["chosen"]);
+  const Json tuning = doctor_tuning();
+  CHECK(tuning["source"] == "built-in");
+  CHECK(tuning["decode"]["source"] == "tuned");
+  for (const char* field : {"prefetch_blocks", "decode_thread_work", "prefill_thread_work"})
+    CHECK(tuning["decode"][field] == d["chosen"][field]);
+
+  // A setting other than the built-in is what later commands run, and bench says so.
+  Json other = saved;
+  other["decode"] = {{"prefetch_blocks", 2}, {"decode_thread_work", 7}, {"prefill_thread_work", 9}};
+  std::ofstream(cache.file) << other.dump();
+  t = doctor_tuning()["decode"];
+  CHECK(t["source"] == "tuned");
+  CHECK(t["prefetch_blocks"] == 2);
+  CHECK(t["decode_thread_work"] == 7);
+  const auto doctor_text = run_cli("doctor");
+  CHECK(doctor_text.out.find("decode:     prefetch 2 block(s) ahead") != std::string::npos);
+  const auto bench_tuned = run_cli("bench --mode decode --kv 256 --heads 1 --repeat 1 --no-check");
+  CHECK(bench_tuned.out.find("measured here by attn-cli tune") != std::string::npos);
+  {
+    EnvFor off("ATTN_CLI_TUNING", "off");
+    t = doctor_tuning()["decode"];
+    CHECK(t["source"] == "built-in");
+    CHECK(t["prefetch_blocks"] == builtin.prefetch_blocks);
+    CHECK(t["note"] == "ATTN_CLI_TUNING=off");
+  }
+  // tune --only flash keeps the decode part; a prefetch distance tune never tries is not used.
+  REQUIRE(run_cli("tune --only flash --n 768 --heads 1 --rounds 1").code == 0);
+  const Json both = read_json(cache.file.string());
+  CHECK(both.contains("qk_kernel"));
+  CHECK(both["decode"] == other["decode"]);
+  Json bad = both;
+  bad["decode"]["prefetch_blocks"] = 3;
+  std::ofstream(cache.file) << bad.dump();
+  const auto warned = run_cli("doctor --json");
+  CHECK(warned.code == 0);
+  CHECK(warned.err.find("prefetch_blocks") != std::string::npos);
+  CHECK(Json::parse(warned.out)["flash_tuning"]["decode"]["source"] == "built-in");
+}
+
+TEST_CASE("cli tune: the decode stages' table names every stage and the bit check") {
+  OwnCache cache;
+  const auto r = run_cli("tune --only decode --heads 1 --rounds 1 --decode-kv 512 --threads 2 --no-save");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  for (const char* words : {"Prefetch distance", "blocks ahead", "Decode, one query row", "Prefill, n x n",
+                            "The stages chose: prefetch", "bit for bit"})
+    CHECK(r.out.find(words) != std::string::npos);
+  CHECK(!fs::exists(cache.file));
 }

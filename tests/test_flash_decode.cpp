@@ -165,7 +165,8 @@ TEST_CASE("decode: chunks and threads come from the work size") {
       CHECK(s.threads <= 8 * s.chunks);
     }
   CHECK(flash::decode_split(1, 500, 1, 4).threads == 1);  // too little to share
-  CHECK(flash::decode_split(8, 1024, 1, 2).threads == 1);  // 4 MiB: one thread is faster
+  CHECK(flash::decode_split(8, 256, 1, 2).threads == 1);   // 1 MiB: one thread is as fast
+  CHECK(flash::decode_split(8, 1024, 1, 2).threads == 2);  // 4 MiB: two threads are faster (a kept pool)
 }
 
 TEST_CASE("tile::row_merge: two halves of a row merge into the one-pass softmax (hand-derived)") {

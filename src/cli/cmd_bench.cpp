@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "machine_facts.hpp"
+#include "tuning_file.hpp"
 
 namespace attn::cli {
 namespace {
@@ -318,6 +319,7 @@ void run_decode_command(const BenchOptions& o) {
               o.kv_dtype == "bf16" ? "bfloat16" : "float32", flash_isa().c_str());
   if (o.kv_dtype == "bf16")
     std::printf("max |err| is against float64 on the float32 K and V: the cache's rounding and the kernel's together\n");
+  std::printf("decode tuning: %s\n", decode_tuning_line(machine_json()["flash_tuning"]).c_str());
   std::printf("KV GB/s = bytes of K and V / min time; stream = a plain read of the same bytes, same process\n\n");
   std::printf("%-7s %8s %7s %10s %9s %9s %9s %7s %9s %10s\n", "backend", "kv_len", "threads", "min ms", "KV MiB",
               "KV GB/s", "stream", "ratio", "tiled ms", "max |err|");

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "machine_facts.hpp"
+#include "tuning_file.hpp"
 
 namespace attn::cli {
 namespace {
@@ -45,7 +46,9 @@ starts itself again once with OPENBLAS_CORETYPE set to the right one. A core you
 is kept, with a warning here and in bench when it leaves the CPU's vectors unused.
 
 "flash tune" is the flash kernel's register blocking and query tile: the built-in, or what
-`attn-cli tune` measured fastest on this machine (the same bits either way).
+`attn-cli tune` measured fastest on this machine (the same bits either way). "decode" is the
+decode path's prefetch distance and the work from which decode and small prefill use a second
+thread: the built-in until `attn-cli tune` has measured this machine's (again the same bits).
 
 Examples:
   attn-cli doctor
@@ -71,6 +74,7 @@ Examples:
     else std::printf(" (built-in%s%s; attn-cli tune measures this machine's)", t.contains("note") ? ", " : "",
                      t.contains("note") ? t["note"].get<std::string>().c_str() : "");
     std::printf("\n");
+    std::printf("decode:     %s\n", decode_tuning_line(t).c_str());
     std::printf("BLAS:       %s\n", b["library"].get<std::string>().c_str());
     std::printf("BLAS core:  %s, %d thread(s)", b["core"].get<std::string>().c_str(), b["threads"].get<int>());
     if (b.contains("openblas_chose"))

@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <thread>
 
 #include "attn/engine/attention/flash.hpp"
 #include "attn/lessons/measure/tune.hpp"
+#include "attn/lessons/measure/tune_decode.hpp"
 #include "budget.hpp"
 #include "commands.hpp"
 #include "common.hpp"
@@ -21,6 +23,8 @@ namespace {
 
 struct TuneOptions {
   TuneConfig config;
+  DecodeTuneConfig decode;
+  std::string only = "all";  // all, flash (the blockings) or decode
   bool json = false, no_save = false, reset = false;
 };
 
@@ -60,7 +64,7 @@ void check_tune_budgets(const TuneConfig& c) {
                  "lower --n or --heads");
 }
 
-void print_tune_json(const TuneConfig& c, const TuneResult& r, bool all_same, const std::optional<std::string>& saved_to) {
+Json tune_json(const TuneConfig& c, const TuneResult& r, bool all_same) {
   Json candidates = Json::array();
   for (const TuneCandidate& t : r.candidates) candidates.push_back(candidate_json(t));
   Json out = {{"isa", r.isa},
@@ -76,13 +80,12 @@ void print_tune_json(const TuneConfig& c, const TuneResult& r, bool all_same, co
               {"chosen", flash_tuning_fields(r.chosen)},
               {"builtin_ms", r.builtin_ms},
               {"staged_ms", r.staged_ms},
-              {"all_same_bits", all_same},
-              {"saved_to", saved_to ? Json(*saved_to) : Json(nullptr)}};
-  std::cout << out.dump(2) << "\n";
+              {"all_same_bits", all_same}};
+  return out;
 }
 
 // Every candidate's times by stage, then what was chosen and why.
-void print_tune_table(const TuneConfig& c, const TuneResult& r, bool all_same, const std::optional<std::string>& saved_to) {
+void print_tune_table(const TuneConfig& c, const TuneResult& r, bool all_same) {
   std::printf("Tuning the float32 flash kernel (%s) on %s:\n"
               "n = %zu, H = %zu, d = %zu, %zu thread(s); each time is the best of %zu runs.\n\n",
               r.isa.c_str(), machine_json()["cpu"].get<std::string>().c_str(), c.n, c.heads, c.head_dim, r.threads,
@@ -112,9 +115,89 @@ void print_tune_table(const TuneConfig& c, const TuneResult& r, bool all_same, c
   }
   std::printf("%s\n", all_same ? "Every candidate gave the built-in's output and lse, bit for bit."
                                : "Some candidates changed the bits: a bug, please report it.");
-  if (saved_to)
-    std::printf("Saved to %s: later commands on this machine run it (attn-cli tune --reset forgets it).\n",
-                saved_to->c_str());
+}
+
+// The decode stages' runs, against the time and memory budgets, before the first.
+void check_decode_tune_budgets(const DecodeTuneConfig& c) {
+  const double cache = 2.0 * 4 * double(c.heads) * double(c.kv) * double(c.head_dim);
+  require_memory(cache + 64.0 * (1 << 20), "tune's decode cache (--decode-kv)", "lower --decode-kv or --heads");
+  // Each sample repeats its call for sample_ms, or runs it once when it is longer: the cache's
+  // read at 5 GB/s (a slow machine's memory) bounds the longest.
+  const double call_s = std::max(c.sample_ms / 1000, cache / 5e9);
+  const double samples = double(c.rounds + 1) * (tune_prefetch_blocks().size() + 2 * (6 + 8) + 8);
+  require_time(samples * call_s, "tune's decode stages with these --decode-kv, --heads and --rounds", "lower them");
+}
+
+Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
+  Json prefetch = Json::array();
+  for (const PrefetchCandidate& p : r.prefetch)
+    prefetch.push_back({{"prefetch_blocks", p.prefetch_blocks}, {"ms", p.ms}, {"same_bits", p.same_bits}});
+  auto ladder = [](const std::vector<CrossoverPoint>& points) {
+    Json out = Json::array();
+    for (const CrossoverPoint& p : points)
+      out.push_back({{"n", p.n}, {"work", p.work}, {"one_thread_ms", p.one_ms}, {"all_threads_ms", p.many_ms},
+                     {"same_bits", p.same_bits}});
+    return out;
+  };
+  return {{"shape", {{"kv", c.kv}, {"heads", c.heads}, {"head_dim", c.head_dim}}},
+          {"threads", r.threads},
+          {"score", "ms per call, the best of the rounds' samples"},
+          {"prefetch", prefetch},
+          {"decode_ladder", ladder(r.decode_ladder)},
+          {"prefill_ladder", ladder(r.prefill_ladder)},
+          {"builtin", decode_tuning_fields(r.builtin)},
+          {"staged", decode_tuning_fields(r.staged)},
+          {"chosen", decode_tuning_fields(r.chosen)},
+          {"builtin_ms", r.builtin_ms},
+          {"staged_ms", r.staged_ms},
+          {"all_same_bits", r.all_same_bits}};
+}
+
+void print_crossover(const char* title, const char* unit, const std::vector<CrossoverPoint>& points,
+                     std::size_t threads) {
+  std::printf("\n%s\n%8s %14s %12s %12s %9s\n", title, "n", unit, "1 thread", (std::to_string(threads) + " threads").c_str(),
+              "speed-up");
+  for (const CrossoverPoint& p : points)
+    std::printf("%8zu %14.0f %9.4f ms %9.4f ms %8.2fx\n", p.n, p.work, p.one_ms, p.many_ms, p.one_ms / p.many_ms);
+}
+
+void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
+  std::printf("Tuning the decode path and small prefill on %s, %zu thread(s), H = %zu, d = %zu;\n"
+              "each time is ms per call, the best of %zu samples of back-to-back calls.\n\n",
+              machine_json()["cpu"].get<std::string>().c_str(), r.threads, c.heads, c.head_dim, c.rounds);
+  std::printf("Prefetch distance (one query row against %zu keys, %.1f MiB of K and V):\n%13s %12s %9s\n", c.kv,
+              2.0 * 4 * double(c.heads * c.kv * c.head_dim) / (1 << 20), "blocks ahead", "ms", "vs first");
+  for (const PrefetchCandidate& p : r.prefetch)
+    std::printf("%13zu %9.4f ms %9.3f%s\n", p.prefetch_blocks, p.ms, p.ms / r.prefetch.front().ms,
+                p.same_bits ? "" : "  DIFFERENT BITS: never chosen");
+  if (r.threads > 1) {
+    print_crossover("Decode, one query row: 1 thread against all, by cache length", "(key,row) pairs",
+                    r.decode_ladder, r.threads);
+    print_crossover("Prefill, n x n: 1 thread against all, by sequence length", "multiply-adds", r.prefill_ladder,
+                    r.threads);
+  } else {
+    std::printf("\nOne thread: no crossover to measure.\n");
+  }
+  std::printf("\nThe stages chose: %s.\n", decode_tuning_text(r.staged).c_str());
+  if (r.staged == r.builtin) std::printf("That is the built-in: kept.\n");
+  else if (r.builtin_ms == 0) std::printf("It runs as the built-in on every shape timed: the built-in is kept.\n");
+  else
+    std::printf("Against the built-in, on the shapes where they differ, in %zu more rounds: %.4f ms against %.4f ms "
+                "(%.3fx as fast): %s.\n",
+                c.rounds, r.staged_ms, r.builtin_ms, r.builtin_ms / r.staged_ms,
+                r.chosen == r.builtin ? "the built-in is kept (not faster by the margin)" : "chosen");
+  std::printf("%s\n", r.all_same_bits ? "Every setting gave the built-in's output and lse, bit for bit."
+                                      : "Some settings changed the bits: a bug, please report it.");
+}
+
+// The stderr progress line, when stderr is a terminal.
+std::function<void(std::size_t, std::size_t)> progress_line(const char* what) {
+  if (!isatty(STDERR_FILENO)) return nullptr;
+  return [what](std::size_t done, std::size_t total) {
+    std::fprintf(stderr, "\rtune: %s %3.0f%%", what, 100.0 * double(done) / double(total));
+    if (done == total) std::fprintf(stderr, "\r%*s\r", 40, "");
+    std::fflush(stderr);
+  };
 }
 
 void run_tune(TuneOptions o) {
@@ -122,25 +205,38 @@ void run_tune(TuneOptions o) {
     reset_tuning(o.json);
     return;
   }
-  const TuneConfig& c = o.config;
-  check_tune_budgets(c);
+  const bool flash = o.only != "decode", decode = o.only != "flash";
+  o.decode.heads = o.config.heads, o.decode.head_dim = o.config.head_dim, o.decode.threads = o.config.threads;
+  o.decode.rounds = o.config.rounds, o.decode.margin = o.config.margin;
+  if (flash) check_tune_budgets(o.config);
+  if (decode) check_decode_tune_budgets(o.decode);
   if (!o.no_save) tuning_file_for_writing();  // nowhere to save: say so before measuring
 
-  if (isatty(STDERR_FILENO)) {
-    o.config.progress = [](std::size_t done, std::size_t total) {
-      std::fprintf(stderr, "\rtune: %3.0f%% of the runs", 100.0 * double(done) / double(total));
-      if (done == total) std::fprintf(stderr, "\r%*s\r", 30, "");
-      std::fflush(stderr);
-    };
-  }
-  const TuneResult r = tune_flash(o.config);
+  o.config.progress = progress_line("blockings");
+  o.decode.progress = progress_line("decode");
+  std::optional<TuneResult> r;
+  std::optional<DecodeTuneResult> d;
+  if (flash) r = tune_flash(o.config);
+  if (decode) d = tune_decode(o.decode);
   bool all_same = true;
-  for (const TuneCandidate& t : r.candidates) all_same = all_same && t.same_bits;
-  if (!o.no_save) save_flash_tuning(c, r);
+  if (r)
+    for (const TuneCandidate& t : r->candidates) all_same = all_same && t.same_bits;
+  if (!o.no_save) save_flash_tuning(o.config, r ? &*r : nullptr, o.decode, d ? &*d : nullptr);
   const auto path = tuning_file_path();
   const std::optional<std::string> saved_to = o.no_save || !path ? std::nullopt : std::optional<std::string>(*path);
-  if (o.json) print_tune_json(c, r, all_same, saved_to);
-  else print_tune_table(c, r, all_same, saved_to);
+  if (o.json) {
+    Json out = r ? tune_json(o.config, *r, all_same) : Json{{"machine", machine_json()}};
+    if (d) out["decode"] = decode_tune_json(o.decode, *d);
+    out["saved_to"] = saved_to ? Json(*saved_to) : Json(nullptr);
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  if (r) print_tune_table(o.config, *r, all_same);
+  if (r && d) std::printf("\n");
+  if (d) print_decode_tune_table(o.decode, *d);
+  if (saved_to)
+    std::printf("Saved to %s: later commands on this machine run it (attn-cli tune --reset forgets it).\n",
+                saved_to->c_str());
 }
 
 }  // namespace
@@ -158,6 +254,11 @@ void setup_tune(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(0, 1024));
   cmd->add_option("--rounds", o->config.rounds, "timed runs of each candidate (its best counts)")
       ->capture_default_str()->check(CLI::Range(1, 100));
+  cmd->add_option("--only", o->only, "what to measure: all, flash (the blockings) or decode (the decode path's "
+                  "prefetch and the thread crossovers); the saved file keeps the other part")
+      ->capture_default_str()->check(CLI::IsMember({"all", "flash", "decode"}));
+  cmd->add_option("--decode-kv", o->decode.kv, "cache length the decode prefetch stage times")
+      ->capture_default_str()->check(CLI::Range(256, 1 << 22));
   cmd->add_flag("--json", o->json, "print JSON instead of a table");
   cmd->add_flag("--no-save", o->no_save, "measure and report only; keep the saved tuning as it is");
   cmd->add_flag("--reset", o->reset, "forget the saved tuning (later commands run the built-in) and exit");
@@ -177,10 +278,20 @@ The choice is saved in $XDG_CACHE_HOME/attn-cli/flash-tuning.json (else ~/.cache
 and used by later commands on the same CPU model and attn-cli version; `attn-cli doctor` shows
 what runs. ATTN_CLI_TUNING=off runs the built-in blockings whatever the file says.
 
+Then the decode path (a few query rows against a long KV cache) and small prefill: how many
+128-key blocks ahead decode prefetches K and V (timed against a --decode-kv cache), and from
+what work size a second thread pays for waking it, measured as a crossover: each size of a
+ladder runs on one thread and on all, in alternating rounds, and all threads are used from the
+smallest size where they win by the margin there and at every larger size. What these stages
+chose must beat the built-in by the margin on the shapes where the two differ. None of it
+changes a number either: decode cuts its cache into chunks by its shape alone, never by its
+threads or tuning (the run compares every output with the built-in's, byte for byte).
+
 Examples:
   attn-cli tune
   attn-cli tune --threads 1 --n 1024 --no-save
   attn-cli tune --n 1024 --rounds 3 --json
+  attn-cli tune --only decode --decode-kv 4096
   attn-cli tune --reset)");
   cmd->callback([o] { run_tune(*o); });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/text/printable_text.hpp"
@@ -17,10 +18,12 @@ namespace fs = std::filesystem;
 namespace attn::cli {
 namespace {
 
-// What load_flash_tuning found, for tuning_json().
+// What load_flash_tuning found, for tuning_json() and for tune --only to keep the other part.
 struct Loaded {
-  bool tuned = false;
+  bool tuned = false;         // the blockings come from the file
+  bool decode_tuned = false;  // the decode path's settings come from the file
   std::string note;  // why a file was not used, or that the user turned tuning off
+  Json measured, decode_measured;  // the file's records of how each part was measured
 };
 
 Loaded& loaded() {
@@ -33,9 +36,8 @@ bool tuning_off() {
   return off && std::string(off) == "off";
 }
 
-// The file's tuning; InputError naming what is wrong when it is not one.
+// The file's blockings; InputError naming what is wrong when it is not one.
 FlashTuning parse_tuning(const Json& j) {
-  if (!j.is_object()) throw InputError("expected a JSON object");
   for (const char* field : {"qk_kernel", "pv_kernel"})
     if (!j.contains(field) || !j[field].is_string()) throw InputError(std::string(field) + ": expected a string");
   const std::vector<std::size_t> tiles = tune_block_qs();  // what tune writes, nothing else
@@ -43,6 +45,36 @@ FlashTuning parse_tuning(const Json& j) {
       std::find(tiles.begin(), tiles.end(), j["block_q"].get<std::size_t>()) == tiles.end())
     throw InputError("block_q: expected one of the query tiles attn-cli tune tries");
   return {j["qk_kernel"].get<std::string>(), j["pv_kernel"].get<std::string>(), j["block_q"].get<std::size_t>()};
+}
+
+// The file's "decode" object; InputError naming what is wrong when it is not one.
+DecodeTuning parse_decode_tuning(const Json& d) {
+  if (!d.is_object()) throw InputError("decode: expected a JSON object");
+  const std::vector<std::size_t> distances = tune_prefetch_blocks();
+  if (!d.contains("prefetch_blocks") || !d["prefetch_blocks"].is_number_unsigned() ||
+      std::find(distances.begin(), distances.end(), d["prefetch_blocks"].get<std::size_t>()) == distances.end())
+    throw InputError("decode.prefetch_blocks: expected one of the distances attn-cli tune tries");
+  DecodeTuning t;
+  t.prefetch_blocks = d["prefetch_blocks"].get<std::size_t>();
+  for (auto [field, value] : {std::pair{"decode_thread_work", &t.decode_thread_work},
+                              std::pair{"prefill_thread_work", &t.prefill_thread_work}}) {
+    if (!d.contains(field) || !d[field].is_number_unsigned() || d[field].get<std::size_t>() < 1 ||
+        d[field].get<std::size_t>() > (std::size_t(1) << 50))
+      throw InputError(std::string("decode.") + field + ": expected a whole number from 1 to 2^50");
+    *value = d[field].get<std::size_t>();
+  }
+  return t;
+}
+
+// Both parts of the file: the blockings when it has them, the decode settings when it has them,
+// at least one of the two.
+std::pair<std::optional<FlashTuning>, std::optional<DecodeTuning>> parse_tuning_file(const Json& j) {
+  if (!j.is_object()) throw InputError("expected a JSON object");
+  std::optional<FlashTuning> flash;
+  std::optional<DecodeTuning> decode;
+  if (j.contains("qk_kernel") || !j.contains("decode")) flash = parse_tuning(j);
+  if (j.contains("decode")) decode = parse_decode_tuning(j["decode"]);
+  return {flash, decode};
 }
 
 std::string field_or_empty(const Json& j, const char* field) {
@@ -75,7 +107,7 @@ void load_flash_tuning() {
     // Only a file is read: a named pipe there would block every command.
     if (!fs::is_regular_file(fs::status(*path, ec))) throw InputError("not a regular file");
     const Json j = Json::parse(read_input(*path, std::size_t(1) << 16));
-    const FlashTuning tuning = parse_tuning(j);
+    const auto [tuning, decode] = parse_tuning_file(j);
     if (field_or_empty(j, "cpu") != cpu_facts().model || field_or_empty(j, "flash_isa") != flash_isa()) {
       state.note = "not used: measured on another CPU (" + printable_text(field_or_empty(j, "cpu")) + ")";
       return;
@@ -84,8 +116,12 @@ void load_flash_tuning() {
       state.note = "not used: measured by attn-cli " + printable_text(field_or_empty(j, "attn_cli"));
       return;
     }
-    set_flash_tuning(tuning);  // InputError for a blocking this build does not offer
-    state.tuned = true;
+    if (tuning) set_flash_tuning(*tuning);  // InputError for a blocking this build does not offer
+    if (decode) set_decode_tuning(*decode);
+    state.tuned = tuning.has_value();
+    state.decode_tuned = decode.has_value();
+    if (j.contains("measured")) state.measured = j["measured"];
+    if (j.contains("decode_measured")) state.decode_measured = j["decode_measured"];
   } catch (const std::exception& e) {  // a broken cache must not stop every command
     state.note = "not used: " + printable_text(e.what());  // the file's text may be in it
     warn("ignoring " + *path + " (" + e.what() + "); attn-cli tune measures this machine again");
@@ -94,6 +130,27 @@ void load_flash_tuning() {
 
 Json flash_tuning_fields(const FlashTuning& t) {
   return {{"qk_kernel", t.qk_kernel}, {"pv_kernel", t.pv_kernel}, {"block_q", t.block_q}};
+}
+
+Json decode_tuning_fields(const DecodeTuning& t) {
+  return {{"prefetch_blocks", t.prefetch_blocks},
+          {"decode_thread_work", t.decode_thread_work},
+          {"prefill_thread_work", t.prefill_thread_work}};
+}
+
+std::string decode_tuning_text(const DecodeTuning& t) {
+  return "prefetch " + std::to_string(t.prefetch_blocks) + " block(s) ahead; a second thread from " +
+         std::to_string(t.decode_thread_work) + " (key, row) pairs a thread (decode), " +
+         std::to_string(t.prefill_thread_work) + " multiply-adds a thread (prefill)";
+}
+
+std::string decode_tuning_line(const Json& t) {
+  const Json& d = t["decode"];
+  const std::string line = decode_tuning_text({d["prefetch_blocks"].get<std::size_t>(),
+                                               d["decode_thread_work"].get<std::size_t>(),
+                                               d["prefill_thread_work"].get<std::size_t>()});
+  if (d["source"] == "tuned") return line + " (measured here by attn-cli tune)";
+  return line + " (built-in" + (d.contains("note") ? ": " + d["note"].get<std::string>() : std::string()) + ")";
 }
 
 Json tuning_json() {
@@ -105,6 +162,11 @@ Json tuning_json() {
   j["source"] = loaded().tuned ? "tuned" : "built-in";
   if (const auto path = tuning_file_path()) j["file"] = *path;
   if (!loaded().note.empty()) j["note"] = loaded().note;
+  Json d = decode_tuning_fields(decode_tuning());
+  d["source"] = loaded().decode_tuned ? "tuned" : "built-in";
+  if (!loaded().decode_tuned)  // why: turned off, a file that was not used, or never measured
+    d["note"] = !loaded().note.empty() ? loaded().note : "attn-cli tune has not measured decode on this CPU";
+  j["decode"] = d;
   return j;
 }
 
@@ -121,14 +183,31 @@ std::string tuning_file_for_writing() {
   return *path;
 }
 
-void save_flash_tuning(const TuneConfig& config, const TuneResult& r) {
+void save_flash_tuning(const TuneConfig& config, const TuneResult* flash, const DecodeTuneConfig& dc,
+                       const DecodeTuneResult* decode) {
   const std::string path = tuning_file_for_writing();
-  Json j = flash_tuning_fields(r.chosen);
+  Json j = Json::object();
+  if (flash) {
+    j = flash_tuning_fields(flash->chosen);
+    j["measured"] = {{"n", config.n},         {"heads", config.heads},         {"head_dim", config.head_dim},
+                     {"threads", flash->threads}, {"builtin_ms", flash->builtin_ms}, {"staged_ms", flash->staged_ms}};
+  } else if (loaded().tuned) {  // tune --only decode keeps the blockings the file gave
+    j = flash_tuning_fields(flash_tuning());
+    if (!loaded().measured.is_null()) j["measured"] = loaded().measured;
+  }
+  if (decode) {
+    j["decode"] = decode_tuning_fields(decode->chosen);
+    j["decode_measured"] = {{"kv", dc.kv},           {"heads", dc.heads},
+                            {"head_dim", dc.head_dim}, {"threads", decode->threads},
+                            {"builtin_ms", decode->builtin_ms}, {"staged_ms", decode->staged_ms}};
+  } else if (loaded().decode_tuned) {  // tune --only flash keeps the decode settings the file gave
+    j["decode"] = decode_tuning_fields(decode_tuning());
+    if (!loaded().decode_measured.is_null()) j["decode_measured"] = loaded().decode_measured;
+  }
+  if (!j.contains("qk_kernel") && !j.contains("decode")) return;  // nothing measured, nothing kept
   j["attn_cli"] = kVersion;
   j["cpu"] = cpu_facts().model;
-  j["flash_isa"] = r.isa;
-  j["measured"] = {{"n", config.n},         {"heads", config.heads},         {"head_dim", config.head_dim},
-                   {"threads", r.threads}, {"builtin_ms", r.builtin_ms}, {"staged_ms", r.staged_ms}};
+  j["flash_isa"] = flash ? flash->isa : flash_isa();
   write_file_atomically(path, j.dump(2) + "\n");
 }
 

@@ -9,6 +9,7 @@
 
 #include "attn/io/json_io.hpp"
 #include "attn/lessons/measure/tune.hpp"
+#include "attn/lessons/measure/tune_decode.hpp"
 
 namespace attn::cli {
 
@@ -20,19 +21,30 @@ std::optional<std::string> tuning_file_path();
 // is ignored quietly (doctor says so).
 void load_flash_tuning();
 
-// {qk_kernel, pv_kernel, block_q, source: "built-in" | "tuned", file, note}: what the flash
-// kernel runs and why, for doctor and bench --json.
+// {qk_kernel, pv_kernel, block_q, source: "built-in" | "tuned", file, note, decode: {prefetch_blocks,
+// decode_thread_work, prefill_thread_work, source, note}}: what the flash kernel runs and why,
+// for doctor and bench --json. decode's note says when tune has not measured it here.
 Json tuning_json();
 
 // {qk_kernel, pv_kernel, block_q}: a tuning as the file, tune --json and doctor write it.
 Json flash_tuning_fields(const FlashTuning& tuning);
+// {prefetch_blocks, decode_thread_work, prefill_thread_work}: the same for DecodeTuning.
+Json decode_tuning_fields(const DecodeTuning& tuning);
+
+// What the decode path and small prefill run, in words; and that with where it came from (the
+// tuning_json() object: measured by tune here, or built-in and why), for bench and doctor.
+std::string decode_tuning_text(const DecodeTuning& tuning);
+std::string decode_tuning_line(const Json& tuning);
 
 // Makes the file's folder and returns the file's path: InputError when no cache folder is known
 // or it cannot be made (tune calls it before it measures anything).
 std::string tuning_file_for_writing();
 
-// Writes the file (atomically: a reader never sees half of it).
-void save_flash_tuning(const TuneConfig& config, const TuneResult& result);
+// Writes the file (atomically: a reader never sees half of it): what this run measured (a null
+// pointer: that part was not measured), and for the part it did not, what the file held and
+// this process runs.
+void save_flash_tuning(const TuneConfig& config, const TuneResult* flash, const DecodeTuneConfig& decode_config,
+                       const DecodeTuneResult* decode);
 
 // Removes the file; false when there was none.
 bool remove_flash_tuning();

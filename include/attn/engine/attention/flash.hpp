@@ -54,6 +54,8 @@ class FlashObserver {
   virtual void on_tile(const FlashTileStep& step) = 0;
 };
 
+struct DecodeTuning;  // below
+
 struct FlashOptions {
   bool causal = false;
   std::optional<double> scale;  // default 1/sqrt(d)
@@ -79,6 +81,10 @@ struct FlashOptions {
   // visible). Joined with `allowed` when both are given. Null = none. With one, the one-query
   // decode path is not taken.
   const AttentionMask* mask_rule = nullptr;
+  // The decode path's prefetch distance and the thread crossovers of decode and small prefill
+  // (DecodeTuning below). Null = set_decode_tuning's choice, else the built-in. `tune` and the
+  // tests set it to run one candidate.
+  const DecodeTuning* decode_tuning = nullptr;
 };
 
 struct FlashResult {
@@ -177,6 +183,34 @@ FlashBlockings flash_blockings(const std::string& isa = "");
 // InputError for a blocking the best ISA does not offer or a block_q over 65536.
 void set_flash_tuning(const FlashTuning& tuning);
 FlashTuning flash_tuning();  // as last set ("" and 0 where unset)
+
+// The machine-dependent choices of the decode path (a few query rows against a long KV cache)
+// and of small prefill: how far ahead the decode path prefetches K and V, and from what work
+// size a second thread pays for waking it (below it one thread is faster: the work is shorter
+// than the hand-over). `attn-cli tune` measures them as it measures the blockings. None of them
+// changes a number: the decode path's chunks (its split-KV merge points) come from the shape
+// alone, never from the thread count or the tuning, and each tiled work item is computed the
+// same whichever thread runs it (tests/test_decode_tuning.cpp compares the bytes).
+struct DecodeTuning {
+  std::size_t prefetch_blocks = 1;  // K and V are asked for this many 128-key blocks ahead (0 = never)
+  // A decode thread must have at least this many (key, query row) pairs (keys of its KV heads
+  // x the query rows that share them); fewer threads run below it. 4096: on the 2-core Zen 5
+  // machine, with the pool's threads kept awake, 2 threads beat 1 by 1.3-1.6x at 8192 pairs
+  // (H = 8, 1024 keys) in every run of `attn-cli tune`, and not clearly at 4096 (docs/performance.md).
+  std::size_t decode_thread_work = 4096;
+  // A tiled (prefill) thread must have at least this many multiply-adds (Lq x Lk x (d + dv)
+  // per head, half that when causal); fewer threads run below it.
+  std::size_t prefill_thread_work = std::size_t(1) << 20;
+  bool operator==(const DecodeTuning&) const = default;
+};
+// The built-in values, measured on the machine the kernel was written on (docs/performance.md).
+DecodeTuning decode_tuning_builtin();
+// InputError for a value outside what tune tries (prefetch_blocks over 16, a work of 0).
+void set_decode_tuning(const DecodeTuning& tuning);
+DecodeTuning decode_tuning();  // as last set, else the built-in
+// Threads a run of this work uses: `requested` (0 = all hardware threads), at most `items`, and
+// no more than work / min_work_per_thread (at least 1).
+std::size_t threads_for_work(std::size_t requested, std::size_t items, double work, std::size_t min_work_per_thread);
 
 // The tiled forward kernel (float32 and float64; not the decode path or the backward) keeps the
 // memory of its packed K/V and tile workspaces from one call for the next, at most 64 MiB per

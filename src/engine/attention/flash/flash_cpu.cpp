@@ -215,6 +215,11 @@ void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h
   write_block_output(p, ws, i0, rows, out, lse);
 }
 
+// The decode path's prefetch distance and the thread crossovers: the options', else the tuning.
+DecodeTuning tuning_of(const FlashOptions& options) {
+  return options.decode_tuning ? *options.decode_tuning : decode_tuning();
+}
+
 template <class T>
 const Microkernels<T>& kernels_for(const FlashOptions& options) {
   return flash::microkernels_for<T>(options.isa);
@@ -407,7 +412,7 @@ void flash_forward(Products prod, const std::array<std::size_t, 6>& dims, const 
     if (!options.observer && !options.score_mod && !options.mask_rule &&
         flash::decode_path_applies(Lq, Lk, options.block_q, options.block_k)) {  // one query vs a cache
       flash::flash_decode(prod.mk, {dims[0], Lq, dims[2], dims[3], Lk, dims[5], scale, options.causal, allowed,
-                                    options.threads},
+                                    options.threads, tuning_of(options)},
                           prod.q, prod.k, prod.v, out, lse);
       return;
     }
@@ -424,7 +429,11 @@ void flash_forward(Products prod, const std::array<std::size_t, 6>& dims, const 
   std::unique_ptr<PackedHead<T>[]> packed(new PackedHead<T>[p.Hkv]);
   for (std::size_t g = 0; g < p.Hkv; ++g) packed[g].blocks_left = p.group * nqb;
 
-  const std::size_t threads = detail::thread_count(options.threads, items.size());
+  // Small prefill: waking a second thread costs more than it saves below prefill_thread_work
+  // multiply-adds a thread (Q K^T and P V: d + dv per score; causal visits about half).
+  const double work = double(p.H) * double(p.Lq) * double(p.Lk) * double(p.d + p.dv) * (p.causal ? 0.5 : 1.0);
+  const std::size_t threads =
+      threads_for_work(options.threads, items.size(), work, tuning_of(options).prefill_thread_work);
   // Workspaces are allocated here, so that running out of memory is an exception in the
   // caller's thread; what a worker throws (packing allocates too) is rethrown after the join.
   std::vector<Workspace<T>> workspaces;
@@ -505,7 +514,7 @@ FlashResult flash_decode_bf16(const Tensor3& q, const Bf16Tensor3& k, const Bf16
   FlashResult r{Tensor3::from_shape({dims[0], dims[1], dims[5]}), Tensor2::from_shape({dims[0], dims[1]}), {}};
   const flash::Microkernels<float>& mk = kernels_for<float>(options);
   flash::flash_decode(mk, {dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], scale, options.causal, allowed,
-                           options.threads},
+                           options.threads, tuning_of(options)},
                       q.data(), k.bits.data(), v.bits.data(), r.output.data(), r.lse.data());
   return r;
 }

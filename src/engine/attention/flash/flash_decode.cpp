@@ -26,7 +26,10 @@ constexpr std::size_t kBlockKeys = 128;
 // A chunk is at least this many keys, so a task's start-up and its merge stay small next to
 // the bytes it streams (at d = 64, float32: 512 KiB of K and V).
 constexpr std::size_t kMinChunkKeys = 1024;
-constexpr std::size_t kMinThreadWork = 16384;
+// Chunks are cut so that there are this many tasks (KV heads x chunks) where the chunk length
+// allows: enough for 16 threads, whatever the machine, since the chunks set the merge points
+// and so the bits, and must not depend on the machine or its thread count.
+constexpr std::size_t kTargetTasks = 16;
 
 std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
 
@@ -73,9 +76,13 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
     const char* b = reinterpret_cast<const char*>(from);
     for (std::size_t off = 0; off < count * sizeof(KV); off += 64) __builtin_prefetch(b + off, 0, 2);
   };
+  // `ahead` blocks ahead (1, the built-in: this block's V during its scores, the next block's K
+  // during P V; 0: never, the hardware prefetcher alone).
+  const std::size_t ahead = p.tuning.prefetch_blocks;
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb);
-    prefetch(v + jb * dv, nb * dv);
+    if (const std::size_t jv = jb + (ahead - 1) * kBlockKeys; ahead && jv < j1)
+      prefetch(v + jv * dv, std::min(kBlockKeys, j1 - jv) * dv);
     if constexpr (widen)  // K read in place, bfloat16 widened in registers
       mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);
     else  // K read in place
@@ -93,7 +100,8 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
       }
       ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
     }
-    if (jb + kBlockKeys < j1) prefetch(k + (jb + kBlockKeys) * d, std::min(kBlockKeys, j1 - jb - kBlockKeys) * d);
+    if (const std::size_t jk = jb + ahead * kBlockKeys; ahead && jk < j1)
+      prefetch(k + jk * d, std::min(kBlockKeys, j1 - jk) * d);
     // P V for the task's rows only (padding rows would be FMAs on zeros). V rows whose length
     // is a whole number of registers are read in place (bfloat16 widened in registers); others
     // are first copied or widened into padded rows.
@@ -123,20 +131,18 @@ bool decode_path_applies(std::size_t Lq, std::size_t Lk, std::size_t block_q, st
   return Lq >= 1 && Lq <= kMaxQueries && Lk >= kMinKeys && block_q == 0 && block_k == 0;
 }
 
-DecodeSplit decode_split(std::size_t Hkv, std::size_t Lk, std::size_t rows_per_task, std::size_t threads) {
-  const std::size_t wanted = detail::thread_count(threads, std::size_t(-1));
-  // Enough tasks for every thread twice over (so a slow one does not hold up the rest), but
-  // never chunks shorter than kMinChunkKeys; fewer threads when there is too little to share.
+DecodeSplit decode_split(std::size_t Hkv, std::size_t Lk, std::size_t rows_per_task, std::size_t threads,
+                         std::size_t min_thread_work) {
+  // Enough tasks for 16 threads (so that a slow one does not hold up the rest), but never
+  // chunks shorter than kMinChunkKeys.
   const std::size_t max_chunks = std::max<std::size_t>(1, Lk / kMinChunkKeys);
-  const std::size_t chunks = std::clamp<std::size_t>((2 * wanted + Hkv - 1) / Hkv, 1, max_chunks);
+  const std::size_t chunks = std::clamp<std::size_t>((kTargetTasks + Hkv - 1) / Hkv, 1, max_chunks);
   const std::size_t chunk_keys = round_up((Lk + chunks - 1) / chunks, kBlockKeys);
   const std::size_t real_chunks = (Lk + chunk_keys - 1) / chunk_keys;
-  // A thread costs tens of microseconds to start: each must have at least kMinThreadWork
-  // (key, query row) pairs (4 MiB of K and V at d = 64), so a second thread never slows a
-  // small cache down.
-  const std::size_t work = Hkv * Lk * std::max<std::size_t>(1, rows_per_task);
-  const std::size_t useful_threads = std::max<std::size_t>(1, work / kMinThreadWork);
-  return {chunk_keys, real_chunks, std::min({wanted, Hkv * real_chunks, useful_threads})};
+  // Waking a thread and handing it work costs microseconds: each must have at least
+  // min_thread_work (key, query row) pairs, so a second thread never slows a small cache down.
+  const double work = double(Hkv) * double(Lk) * double(std::max<std::size_t>(1, rows_per_task));
+  return {chunk_keys, real_chunks, threads_for_work(threads, Hkv * real_chunks, work, min_thread_work)};
 }
 
 template <class T, class KV>
@@ -144,7 +150,7 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
                   T* out, T* lse) {
   const std::size_t group = p.H / p.Hkv, row_align = std::lcm(mk.qk_rows, mk.pv_rows);
   const Rows rows{group * p.Lq, round_up(group * p.Lq, row_align), group};
-  const DecodeSplit split = decode_split(p.Hkv, p.Lk, rows.count, p.threads);
+  const DecodeSplit split = decode_split(p.Hkv, p.Lk, rows.count, p.threads, p.tuning.decode_thread_work);
   const std::size_t dvp = round_up(p.dv, mk.lanes), lds = kBlockKeys;
 
   std::vector<Workspace<T>> workspaces(split.threads);

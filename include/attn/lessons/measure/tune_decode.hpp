@@ -1,0 +1,68 @@
+#pragma once
+// Choosing the decode path's prefetch distance and the thread crossovers of decode and small
+// prefill for this machine by measurement (`attn-cli tune`, after the blockings). How far
+// ahead a prefetch must ask depends on the memory's latency and the core's hardware
+// prefetcher; from what size a second thread pays for being woken depends on the cores, the
+// hypervisor and the memory. None of these changes a number (DecodeTuning, flash.hpp), and
+// the run checks that too: every timed run's bytes are compared with the built-in's.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "attn/engine/attention/flash.hpp"
+
+namespace attn {
+
+struct DecodeTuneConfig {
+  std::size_t kv = 16384;                // the cache length the prefetch stage times (one query row)
+  std::size_t heads = 8, head_dim = 64;  // the shapes timed (key/value heads = heads)
+  std::size_t threads = 0;               // 0 = all hardware threads
+  std::size_t rounds = 5;                // timed samples of each setting, in alternating rounds
+  double margin = 0.03;                  // as TuneConfig's: a choice must be faster by more than this
+  double sample_ms = 1.0;                // a sample repeats its call until this long, then averages
+  std::uint64_t seed = 42;
+  std::function<void(std::size_t done, std::size_t total)> progress;  // after each round
+};
+
+// One prefetch distance as timed at the prefetch stage's shape: ms per call, its best sample.
+struct PrefetchCandidate {
+  std::size_t prefetch_blocks = 0;
+  double ms = 0;
+  bool same_bits = false;
+};
+
+// One size of a crossover ladder: the same call on one thread and on all of them.
+struct CrossoverPoint {
+  std::size_t n = 0;  // the cache length (decode) or sequence length (prefill)
+  double work = 0;    // what the crossover counts: (key, query row) pairs, or multiply-adds
+  double one_ms = 0, many_ms = 0;
+  bool same_bits = false;  // all threads gave one thread's bytes
+};
+
+struct DecodeTuneResult {
+  std::size_t threads = 0;  // as resolved
+  DecodeTuning builtin, staged, chosen;
+  std::vector<PrefetchCandidate> prefetch;  // the built-in first
+  // The crossovers: the smallest size from which all threads beat one by the margin, at it and
+  // every larger size, sets the work a thread needs (its work / threads). Empty on one thread.
+  std::vector<CrossoverPoint> decode_ladder, prefill_ladder;
+  // The built-in against `staged`, head to head, summed over the shapes where they differ
+  // (0 and 0 when they never do).
+  double builtin_ms = 0, staged_ms = 0;
+  bool all_same_bits = true;
+};
+
+// Three stages: the prefetch distance (tune_prefetch_blocks), the decode crossover, the small
+// prefill crossover; what they chose is kept only if it then beats the built-in by the margin
+// in rounds of its own, on the shapes where the two run differently.
+DecodeTuneResult tune_decode(const DecodeTuneConfig& config);
+
+// The prefetch distances tune tries, the built-in first. A saved tuning must hold one.
+std::vector<std::size_t> tune_prefetch_blocks();
+
+// The crossover a ladder measured: work / threads at the smallest point from which `many_ms`
+// beats `one_ms` by the margin at every larger point; when it never does, just over the
+// largest point's work / threads (one thread throughout the ladder).
+std::size_t crossover_work(const std::vector<CrossoverPoint>& ladder, std::size_t threads, double margin);
+
+}  // namespace attn

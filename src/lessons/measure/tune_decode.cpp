@@ -1,0 +1,235 @@
+// attn-cli tune, after the blockings: the decode path's prefetch distance and the thread
+// crossovers of decode and small prefill, chosen by timing them here.
+#include "attn/lessons/measure/tune_decode.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "attn/engine/core/error.hpp"
+#include "attn/lessons/measure/memory_policy.hpp"
+#include "attn/lessons/measure/tune.hpp"
+#include "bench_timing.hpp"
+
+namespace attn {
+namespace {
+
+using bench_detail::Clock;
+using bench_detail::ms_since;
+
+// One shape's inputs.
+struct Call {
+  Tensor3 q, k, v;
+};
+
+FlashResult run(const Call& c, const DecodeTuning& t, std::size_t threads) {
+  FlashOptions fo;
+  fo.threads = threads;
+  fo.decode_tuning = &t;
+  return flash_attention(c.q, c.k, c.v, nullptr, fo);
+}
+
+// The same bytes: -0 is not +0, and a NaN equals the same NaN (== says neither).
+bool same_bytes(const FlashResult& a, const FlashResult& b) {
+  auto same = [](const auto& x, const auto& y) {
+    return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(*x.data())) == 0;
+  };
+  return same(a.output, b.output) && same(a.lse, b.lse);
+}
+
+// A decode step or a small prefill takes microseconds: one sample repeats the call, back to back
+// as a generation loop makes them (so the pool's threads are awake, as they would be there),
+// until sample_ms has passed, and gives the time per call.
+double per_call_ms(const Call& c, const DecodeTuning& t, std::size_t threads, double sample_ms) {
+  const auto t0 = Clock::now();
+  std::size_t calls = 0;
+  double ms = 0;
+  do {
+    run(c, t, threads);
+    ++calls;
+    ms = ms_since(t0);
+  } while (ms < sample_ms);
+  return ms / double(calls);
+}
+
+// One setting to time: a shape, a tuning, a thread count, and the bytes it must give.
+struct Setting {
+  const Call* call;
+  DecodeTuning tuning;
+  std::size_t threads;
+  const FlashResult* reference;
+};
+
+struct Timed {
+  double ms = std::numeric_limits<double>::infinity();
+  bool same_bits = true;
+};
+
+// Every setting's best sample over `rounds` rounds, a round visiting each in turn and starting
+// one further along each round (no setting always runs just after the same other one). One
+// untimed run first warms each up and checks its bytes.
+std::vector<Timed> time_settings(const std::vector<Setting>& settings, const DecodeTuneConfig& c) {
+  std::vector<Timed> timed(settings.size());
+  for (std::size_t i = 0; i < settings.size(); ++i)
+    timed[i].same_bits = same_bytes(run(*settings[i].call, settings[i].tuning, settings[i].threads), *settings[i].reference);
+  for (std::size_t round = 0; round < c.rounds; ++round) {
+    for (std::size_t step = 0; step < settings.size(); ++step) {
+      const std::size_t i = (round + step) % settings.size();
+      const Setting& s = settings[i];
+      timed[i].ms = std::min(timed[i].ms, per_call_ms(*s.call, s.tuning, s.threads, c.sample_ms));
+    }
+    if (c.progress) c.progress(round + 1, c.rounds);
+  }
+  return timed;
+}
+
+Call random_call(Rng& rng, std::size_t heads, std::size_t queries, std::size_t keys, std::size_t d) {
+  return {bench_detail::random_tensor(rng, heads, queries, d), bench_detail::random_tensor(rng, heads, keys, d),
+          bench_detail::random_tensor(rng, heads, keys, d)};
+}
+
+// A ladder's shapes: decode (one query row against n keys) or prefill (n x n), and the work
+// each means to the crossover that the kernel applies.
+struct Ladder {
+  std::vector<std::size_t> n;
+  std::vector<double> work;
+  std::vector<Call> calls;
+};
+
+Ladder decode_ladder(Rng& rng, const DecodeTuneConfig& c) {
+  Ladder l;
+  // (key, query row) pairs from 2^11 to 2^16: 1 to 32 MiB of float32 K and V at d = 64.
+  for (std::size_t pairs = 2048; pairs <= 65536; pairs *= 2) {
+    const std::size_t keys = std::max<std::size_t>(256, pairs / c.heads);  // the decode path's least
+    if (!l.n.empty() && keys == l.n.back()) continue;
+    l.n.push_back(keys);
+    l.work.push_back(double(c.heads) * double(keys));
+    l.calls.push_back(random_call(rng, c.heads, 1, keys, c.head_dim));
+  }
+  return l;
+}
+
+Ladder prefill_ladder(Rng& rng, const DecodeTuneConfig& c) {
+  Ladder l;
+  for (std::size_t n : {16, 32, 64, 96, 128, 192, 256, 384}) {
+    l.n.push_back(n);
+    l.work.push_back(double(c.heads) * double(n) * double(n) * double(2 * c.head_dim));
+    l.calls.push_back(random_call(rng, c.heads, n, n, c.head_dim));
+  }
+  return l;
+}
+
+// Times every ladder point on one thread and on all, with `forced` (a crossover of 1: every
+// thread asked for works) and returns the points.
+std::vector<CrossoverPoint> time_ladder(const Ladder& l, const DecodeTuning& forced, std::size_t threads,
+                                        const DecodeTuneConfig& c, std::vector<FlashResult>& references) {
+  references.clear();
+  for (const Call& call : l.calls) references.push_back(run(call, decode_tuning_builtin(), 1));
+  std::vector<Setting> settings;
+  for (std::size_t i = 0; i < l.calls.size(); ++i)
+    for (std::size_t t : {std::size_t(1), threads}) settings.push_back({&l.calls[i], forced, t, &references[i]});
+  const std::vector<Timed> timed = time_settings(settings, c);
+  std::vector<CrossoverPoint> points;
+  for (std::size_t i = 0; i < l.calls.size(); ++i)
+    points.push_back({l.n[i], l.work[i], timed[2 * i].ms, timed[2 * i + 1].ms,
+                      timed[2 * i].same_bits && timed[2 * i + 1].same_bits});
+  return points;
+}
+
+void check_decode_tune_config(const DecodeTuneConfig& c) {
+  if (c.heads < 1 || c.head_dim < 1) throw InputError("tune: heads and head_dim must be at least 1");
+  if (c.kv < 256) throw InputError("decode-kv: expected at least 256 keys (the decode path's shortest cache)");
+  if (c.rounds < 1 || c.rounds > 1000) throw InputError("rounds: expected 1 to 1000");
+  if (!std::isfinite(c.margin) || c.margin < 0 || c.margin >= 1)
+    throw InputError("margin: expected a fraction in [0, 1)");
+}
+
+// The built-in against what the stages chose, on the shapes where the two run differently: the
+// prefetch shape when the distances differ, each ladder point where the thread counts do.
+void head_to_head(DecodeTuneResult& r, const Call& prefetch_call, const FlashResult& prefetch_ref, const Ladder& dl,
+                  const Ladder& pl, const std::vector<FlashResult>& dref, const std::vector<FlashResult>& pref,
+                  const DecodeTuneConfig& c) {
+  std::vector<Setting> settings;
+  auto both = [&](const Call& call, const FlashResult& ref) {
+    settings.push_back({&call, r.builtin, r.threads, &ref});
+    settings.push_back({&call, r.staged, r.threads, &ref});
+  };
+  if (r.staged.prefetch_blocks != r.builtin.prefetch_blocks) both(prefetch_call, prefetch_ref);
+  const std::size_t any = std::numeric_limits<std::size_t>::max();
+  for (std::size_t i = 0; i < dl.calls.size(); ++i)
+    if (threads_for_work(r.threads, any, dl.work[i], r.builtin.decode_thread_work) !=
+        threads_for_work(r.threads, any, dl.work[i], r.staged.decode_thread_work))
+      both(dl.calls[i], dref[i]);
+  for (std::size_t i = 0; i < pl.calls.size(); ++i)
+    if (threads_for_work(r.threads, any, pl.work[i], r.builtin.prefill_thread_work) !=
+        threads_for_work(r.threads, any, pl.work[i], r.staged.prefill_thread_work))
+      both(pl.calls[i], pref[i]);
+  if (settings.empty()) return;  // they never run differently here: the built-in stays
+  const std::vector<Timed> timed = time_settings(settings, c);
+  for (std::size_t i = 0; i < timed.size(); i += 2) {
+    r.builtin_ms += timed[i].ms;
+    r.staged_ms += timed[i + 1].ms;
+    r.all_same_bits = r.all_same_bits && timed[i].same_bits && timed[i + 1].same_bits;
+  }
+  if (pick_faster({r.builtin_ms, r.staged_ms}, 0, c.margin) == 1) r.chosen = r.staged;
+}
+
+}  // namespace
+
+std::vector<std::size_t> tune_prefetch_blocks() { return {decode_tuning_builtin().prefetch_blocks, 0, 2, 4}; }
+
+std::size_t crossover_work(const std::vector<CrossoverPoint>& ladder, std::size_t threads, double margin) {
+  if (ladder.empty() || threads < 2) return decode_tuning_builtin().decode_thread_work;
+  std::size_t from = ladder.size();
+  while (from > 0 && ladder[from - 1].many_ms < ladder[from - 1].one_ms * (1 - margin)) --from;
+  if (from == ladder.size()) return std::size_t(ladder.back().work / double(threads)) + 1;
+  return std::max<std::size_t>(1, std::size_t(ladder[from].work / double(threads)));
+}
+
+DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
+  check_decode_tune_config(c);
+  reuse_freed_memory();
+  DecodeTuneResult r;
+  r.threads = c.threads ? c.threads : std::max(1u, std::thread::hardware_concurrency());
+  r.builtin = r.staged = r.chosen = decode_tuning_builtin();
+  Rng rng(c.seed);
+
+  // Stage 1, the prefetch distance: one query row against a cache of c.kv keys, all threads.
+  const Call prefetch_call = random_call(rng, c.heads, 1, c.kv, c.head_dim);
+  const FlashResult prefetch_ref = run(prefetch_call, r.builtin, r.threads);
+  std::vector<Setting> settings;
+  for (std::size_t pb : tune_prefetch_blocks()) {
+    DecodeTuning t = r.builtin;
+    t.prefetch_blocks = pb;
+    settings.push_back({&prefetch_call, t, r.threads, &prefetch_ref});
+  }
+  const std::vector<Timed> timed = time_settings(settings, c);
+  std::vector<double> scores;
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    r.prefetch.push_back({settings[i].tuning.prefetch_blocks, timed[i].ms, timed[i].same_bits});
+    scores.push_back(timed[i].same_bits ? timed[i].ms : std::numeric_limits<double>::infinity());
+    r.all_same_bits = r.all_same_bits && timed[i].same_bits;
+  }
+  r.staged.prefetch_blocks = r.prefetch[pick_faster(scores, 0, c.margin)].prefetch_blocks;
+
+  // Stages 2 and 3, the crossovers: each ladder point on one thread and on all.
+  const Ladder dl = r.threads > 1 ? decode_ladder(rng, c) : Ladder{}, pl = r.threads > 1 ? prefill_ladder(rng, c) : Ladder{};
+  std::vector<FlashResult> dref, pref;
+  if (r.threads > 1) {
+    DecodeTuning forced = r.staged;
+    forced.decode_thread_work = forced.prefill_thread_work = 1;
+    r.decode_ladder = time_ladder(dl, forced, r.threads, c, dref);
+    r.prefill_ladder = time_ladder(pl, forced, r.threads, c, pref);
+    for (const auto* ladder : {&r.decode_ladder, &r.prefill_ladder})
+      for (const CrossoverPoint& p : *ladder) r.all_same_bits = r.all_same_bits && p.same_bits;
+    r.staged.decode_thread_work = crossover_work(r.decode_ladder, r.threads, c.margin);
+    r.staged.prefill_thread_work = crossover_work(r.prefill_ladder, r.threads, c.margin);
+  }
+  if (!r.all_same_bits) r.staged = r.builtin;  // a setting that changed the bits is never chosen
+  if (r.staged != r.builtin) head_to_head(r, prefetch_call, prefetch_ref, dl, pl, dref, pref, c);
+  return r;
+}
+
+}  // namespace attn

@@ -1,0 +1,168 @@
+// The decode path's prefetch distance and the thread crossovers of decode and small prefill
+// (DecodeTuning, flash.hpp): every setting `attn-cli tune` may choose, and every thread count,
+// gives the built-in's bytes; the thread count follows the work size.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "attn/engine/attention/flash.hpp"
+#include "attn/engine/core/bf16.hpp"
+#include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
+#include "attn/lessons/measure/tune_decode.hpp"
+#include "engine/attention/flash/flash_decode.hpp"  // private: the split a decode run makes
+#include "support.hpp"
+
+using namespace attn;
+using test::randn;
+
+namespace {
+
+// The same bytes (== would call -0 and +0 equal).
+bool same_result_bytes(const FlashResult& a, const FlashResult& b) {
+  auto same = [](const auto& x, const auto& y) {
+    return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(*x.data())) == 0;
+  };
+  return same(a.output, b.output) && same(a.lse, b.lse);
+}
+
+// Settings tune may choose: each prefetch distance it tries, crossovers that force every
+// thread to work (1) or keep one thread (huge).
+std::vector<DecodeTuning> tuning_candidates() {
+  std::vector<DecodeTuning> out;
+  for (std::size_t prefetch : {0, 1, 2, 4})
+    for (std::size_t work : {std::size_t(1), std::size_t(1) << 40}) out.push_back({prefetch, work, work});
+  return out;
+}
+
+struct DecodeShape {
+  std::size_t H, Hkv, Lq, Lk, d, dv;
+  bool causal, masked;
+};
+
+// Runs one shape under every setting and thread count; each must give the first run's bytes.
+void check_same_bytes_every_setting(const DecodeShape& c, bool bf16_cache) {
+  CAPTURE(c.H);
+  CAPTURE(c.Hkv);
+  CAPTURE(c.Lq);
+  CAPTURE(c.Lk);
+  CAPTURE(bf16_cache);
+  Rng rng(c.Lk + c.H);
+  const Tensor3 q = randn(rng, c.H, c.Lq, c.d), k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
+  const Bf16Tensor3 kb = to_bf16(k), vb = to_bf16(v);
+  Mask3 mask = Mask3::from_shape({c.H, c.Lq, c.Lk});
+  for (bool& b : mask) b = rng.uniform() < 0.8;
+  auto run = [&](const DecodeTuning* t, std::size_t threads) {
+    FlashOptions fo;
+    fo.causal = c.causal;
+    fo.threads = threads;
+    fo.decode_tuning = t;
+    return bf16_cache ? flash_decode_bf16(q, kb, vb, c.masked ? &mask : nullptr, fo)
+                      : flash_attention(q, k, v, c.masked ? &mask : nullptr, fo);
+  };
+  const FlashResult builtin = run(nullptr, 1);
+  for (const DecodeTuning& t : tuning_candidates())
+    for (std::size_t threads : {1, 2, 3, 4}) {
+      CAPTURE(t.prefetch_blocks);
+      CAPTURE(t.decode_thread_work);
+      CAPTURE(threads);
+      CHECK(same_result_bytes(run(&t, threads), builtin));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("decode tuning: every prefetch distance, crossover and thread count gives the built-in's bytes") {
+  // MQA (one KV head: the cache is cut into up to 16 chunks, merged), GQA, MHA; causal and a
+  // mask; Lk not a multiple of a block or a chunk; d and dv not multiples of a register.
+  for (const DecodeShape& c : {DecodeShape{8, 1, 1, 5000, 64, 64, false, false},
+                               DecodeShape{8, 2, 2, 4500, 64, 64, true, false},
+                               DecodeShape{4, 4, 1, 2100, 40, 24, false, true},
+                               DecodeShape{2, 1, 7, 9000, 67, 19, true, true}}) {
+    REQUIRE(flash::decode_path_applies(c.Lq, c.Lk, 0, 0));
+    check_same_bytes_every_setting(c, false);
+    check_same_bytes_every_setting(c, true);
+  }
+}
+
+TEST_CASE("decode tuning: small prefill gives the same bytes on one thread as on many") {
+  Rng rng(3);
+  for (std::size_t n : {40, 200, 500}) {
+    CAPTURE(n);
+    const Tensor3 q = randn(rng, 4, n, 64), k = randn(rng, 2, n, 64), v = randn(rng, 2, n, 64);
+    FlashOptions fo;
+    fo.causal = n != 200;
+    fo.threads = 1;
+    const FlashResult one = flash_attention(q, k, v, nullptr, fo);
+    for (const DecodeTuning& t : tuning_candidates())
+      for (std::size_t threads : {2, 4}) {
+        fo.decode_tuning = &t;
+        fo.threads = threads;
+        CHECK(same_result_bytes(flash_attention(q, k, v, nullptr, fo), one));
+      }
+  }
+}
+
+TEST_CASE("decode tuning: the chunks come from the shape alone, the threads from the work size") {
+  for (std::size_t Hkv : {1, 2, 8})
+    for (std::size_t Lk : {256, 1000, 4096, 16384, 100000}) {
+      CAPTURE(Hkv);
+      CAPTURE(Lk);
+      const flash::DecodeSplit one = flash::decode_split(Hkv, Lk, 1, 1);
+      for (std::size_t threads : {2, 4, 64})
+        for (std::size_t work : {std::size_t(1), std::size_t(4096), std::size_t(1) << 40}) {
+          const flash::DecodeSplit s = flash::decode_split(Hkv, Lk, 1, threads, work);
+          CHECK(s.chunk_keys == one.chunk_keys);  // the merge points: the bits
+          CHECK(s.chunks == one.chunks);
+          CHECK(s.threads <= threads);
+          CHECK(s.threads <= Hkv * s.chunks);
+          if (work == 1) CHECK(s.threads == std::min(threads, Hkv * s.chunks));  // all it may
+          if (work == std::size_t(1) << 40) CHECK(s.threads == 1);
+        }
+    }
+  // The crossover: Hkv x Lk x rows pairs, at least `work` a thread.
+  CHECK(flash::decode_split(8, 1024, 1, 2, 4096).threads == 2);   // 8192 pairs: two of 4096
+  CHECK(flash::decode_split(8, 1024, 1, 2, 4097).threads == 1);
+  CHECK(flash::decode_split(1, 4096, 8, 4, 8192).threads == 4);   // GQA 8:1: 8 rows a key
+  CHECK(flash::decode_split(1, 4096, 8, 4, 16384).threads == 2);
+}
+
+TEST_CASE("decode tuning: threads_for_work never exceeds the request or the items, never drops below 1") {
+  CHECK(threads_for_work(4, 100, 1e9, 1000) == 4);
+  CHECK(threads_for_work(4, 3, 1e9, 1000) == 3);
+  CHECK(threads_for_work(4, 100, 2500, 1000) == 2);
+  CHECK(threads_for_work(4, 100, 10, 1000) == 1);
+  CHECK(threads_for_work(4, 0, 1e9, 1) == 1);
+  CHECK(threads_for_work(1, 100, 1e18, 1) == 1);
+}
+
+TEST_CASE("decode tuning: set once, later calls run it, and out-of-range values are input errors") {
+  struct Restore {
+    ~Restore() { set_decode_tuning(decode_tuning_builtin()); }
+  } restore;
+  CHECK(decode_tuning() == decode_tuning_builtin());
+  set_decode_tuning({2, 4096, 1 << 18});
+  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18});
+  CHECK_THROWS_AS(set_decode_tuning({17, 4096, 1}), InputError);
+  CHECK_THROWS_AS(set_decode_tuning({1, 0, 1}), InputError);
+  CHECK_THROWS_AS(set_decode_tuning({1, 1, 0}), InputError);
+  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18});  // a refused setting changes nothing
+}
+
+TEST_CASE("decode tuning: the crossover is the smallest size from which all threads win at every larger size") {
+  using P = CrossoverPoint;
+  // work, one thread, all threads: all threads win from 4000 on (by more than 3 %), not at 2000.
+  const std::vector<P> ladder = {P{1, 1000, 1.0, 1.5, true}, P{2, 2000, 1.0, 0.99, true}, P{3, 4000, 1.0, 0.6, true},
+                                 P{4, 8000, 1.0, 0.55, true}};
+  CHECK(crossover_work(ladder, 2, 0.03) == 2000);  // 4000 of work on 2 threads: 2000 each
+  CHECK(crossover_work(ladder, 4, 0.03) == 1000);
+  CHECK(crossover_work(ladder, 2, 0.0) == 1000);   // with no margin 2000 wins too (0.99 < 1)
+  // A win below a loss does not count: all threads must win at every larger size too.
+  const std::vector<P> dip = {P{1, 1000, 1.0, 0.5, true}, P{2, 2000, 1.0, 1.2, true}, P{3, 4000, 1.0, 0.5, true}};
+  CHECK(crossover_work(dip, 2, 0.03) == 2000);
+  // Never a win: one thread up to the largest size measured.
+  const std::vector<P> never = {P{1, 1000, 1.0, 1.1, true}, P{2, 4000, 1.0, 1.0, true}};
+  CHECK(crossover_work(never, 2, 0.03) == 2001);
+  CHECK(threads_for_work(2, 100, 4000, crossover_work(never, 2, 0.03)) == 1);
+}

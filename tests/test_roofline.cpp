@@ -62,6 +62,34 @@ TEST_CASE("roofline: a small measured run puts every point under its roof's rule
   CHECK_THROWS_AS(run_roofline(c), InputError);
 }
 
+TEST_CASE("roofline --bf16: each prefill length again with bfloat16 products, the same FLOPs and bytes") {
+  RooflineConfig c;
+  c.prefill_ns = {64, 128};
+  c.kv_lens = {512};
+  c.sgemm_n = 256;
+  c.repeat = 1;
+  c.bf16 = true;
+  // The budget: sgemm and, per length, the float32 point, the bf16 point and the float32 run
+  // beside it, each repeat + 1 = 2 times.
+  const double prefill = prefill_point(64, 8, 64).flops + prefill_point(128, 8, 64).flops;
+  CHECK(roofline_flops(c) == doctest::Approx((2.0 * 256 * 256 * 256 + 3 * prefill) * 2));
+  const RooflineResult r = run_roofline(c);
+  REQUIRE(r.points.size() == 6);  // 64, 64 bf16, 128, 128 bf16, decode MHA and GQA
+  for (std::size_t k : {0, 2}) {
+    const RooflinePoint &f32 = r.points[k], &bf16 = r.points[k + 1];
+    CAPTURE(bf16.label);
+    CHECK(f32.dtype == "f32");
+    CHECK(bf16.dtype == "bf16");
+    CHECK(bf16.label == f32.label + " bf16");
+    CHECK(bf16.flops == f32.flops);
+    CHECK(bf16.bytes == f32.bytes);
+    CHECK(bf16.gflops == doctest::Approx(bf16.flops / (bf16.min_ms * 1e6)));
+  }
+  const Json j = roofline_json(r);
+  CHECK(j["points"][1]["dtype"] == "bf16");
+  CHECK(j["points"][4]["dtype"] == "f32");  // decode
+}
+
 TEST_CASE("cli roofline: JSON with every point and the picture in --plots") {
   TempDir dir;
   const CliResult r = run_cli("roofline --n 64,128 --kv 512 --repeat 1 --format json --plots p", "", dir.path.string());
@@ -104,6 +132,16 @@ TEST_CASE("roofline caption: each point's side of the ridge and its share of the
   r.points[1] = at(prefill_point(2048, 8, 64), 120);
   c = roofline_caption(r);
   CHECK(c.find("1 compute-bound point runs above the sgemm roof") != std::string::npos);
+  // A bfloat16 point over the float32 roof is not evidence against the sgemm measured: it is said apart.
+  RooflineResult b = r;
+  RooflinePoint bf16 = at(prefill_point(2048, 8, 64), 170);
+  bf16.dtype = "bf16";
+  b.points = {bf16, bf16};
+  const std::string cb = roofline_caption(b);
+  CAPTURE(cb);
+  CHECK(cb.find("2 bfloat16 points run above the float32 sgemm roof") != std::string::npos);
+  CHECK(cb.find("bound them.") != std::string::npos);
+  CHECK(cb.find("understates") == std::string::npos);
   const Figure f = roofline_figure(r);
   CHECK(f.subtitle == c);
 

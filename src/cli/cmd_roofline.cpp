@@ -37,7 +37,8 @@ std::string roofline_text(const RooflineResult& r, TableFormat format) {
   }
   if (format == TableFormat::csv) return render_table(t, format);
   const RooflineConfig& c = r.config;
-  std::string out = "Roofline of this machine, " + count_of(c.threads, "thread") + ": float32 attention, H = " +
+  std::string out = "Roofline of this machine, " + count_of(c.threads, "thread") + ": float32 attention" +
+                    (c.bf16 ? " (and bfloat16 products, marked bf16)" : "") + ", H = " +
                     std::to_string(c.heads) + ", d = " + std::to_string(c.head_dim) + ".\n" +
                     "  compute roof: OpenBLAS sgemm " + std::to_string(c.sgemm_n) + "^3 = " +
                     format_g(r.peak_gflops, 4) + " GFLOP/s\n" + "  memory roof:  a streaming read of " +
@@ -85,6 +86,8 @@ void setup_roofline(CLI::App& app) {
   cmd->add_option("--gqa-kv-heads", c.gqa_kv_heads, "KV heads of the GQA decode points (= --heads: MHA only)")
       ->capture_default_str()->check(CLI::Range(1, 256));
   cmd->add_option("--threads", c.threads, "threads")->capture_default_str()->check(CLI::Range(1, 256));
+  cmd->add_flag("--bf16", c.bf16, "also each prefill length with bfloat16 products (bench --dtype bf16), against "
+                "the same roofs");
   cmd->add_option("--repeat", c.repeat, "timed runs per point (the best is kept)")
       ->capture_default_str()->check(CLI::Range(1, 100));
   add_time_flag(cmd);
@@ -94,13 +97,16 @@ void setup_roofline(CLI::App& app) {
 streaming read of the largest KV cache (the memory bandwidth). Each point is the engine's
 float32 flash kernel: prefill does 4 H n^2 d FLOPs on 4 H n d floats (intensity n/4 FLOP per
 byte), decode 4 H L d FLOPs on the 2 Hkv L d floats of K and V (0.5 FLOP/byte for MHA, times
-H/Hkv for GQA). Picture written into --plots DIR: roofline (log-log, the ridge point marked,
+H/Hkv for GQA). --bf16 adds each prefill length with bfloat16 products (the same FLOPs and
+float32 bytes; AVX512-BF16 does two multiply-adds per 32-bit lane, so it may pass the float32
+sgemm roof, and the caption says so). Picture written into --plots DIR: roofline (log-log, the ridge point marked,
 each point labelled with its GFLOP/s). JSON: every number, the rules, and the machine.
 
 Examples:
   attn-cli roofline
   attn-cli roofline --n 256,1024 --kv 1024,16384 --threads 2 --format json
   attn-cli roofline --n 512 --kv 4096 --repeat 1 --plots roofline-plots
+  attn-cli roofline --n 256 --kv 1024 --repeat 1 --bf16
 )");
   cmd->callback([opts] {
     reuse_freed_memory();  // its points are bench runs (cmd_bench.cpp)

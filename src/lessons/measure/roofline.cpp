@@ -48,7 +48,8 @@ RooflinePoint decode_point(std::size_t L, std::size_t H, std::size_t Hkv, std::s
 
 double roofline_flops(const RooflineConfig& c) {
   double f = 2.0 * std::pow(double(c.sgemm_n), 3);
-  for (std::size_t n : c.prefill_ns) f += prefill_point(n, c.heads, c.head_dim).flops;
+  // A bfloat16 point times the float32 kernel beside it again (bench --dtype bf16): 3 runs a length.
+  for (std::size_t n : c.prefill_ns) f += prefill_point(n, c.heads, c.head_dim).flops * (c.bf16 ? 3 : 1);
   return f * double(c.repeat + 1);
 }
 
@@ -114,20 +115,26 @@ RooflineResult run_roofline(const RooflineConfig& c) {
   r.ridge = r.peak_gflops / r.bandwidth_gbps;
 
   for (std::size_t n : c.prefill_ns) {
-    RooflinePoint p = prefill_point(n, c.heads, c.head_dim);
-    say("prefill " + p.label);
-    BenchConfig bc;
-    bc.backend = "flash";
-    bc.n = n;
-    bc.heads = c.heads;
-    bc.head_dim = c.head_dim;
-    bc.threads = c.threads;
-    bc.repeat = c.repeat;
-    bc.check = false;
-    bc.seed = c.seed;
-    p.min_ms = run_bench(bc).min_ms;
-    finish(p, r);
-    r.points.push_back(p);
+    for (const char* dtype : {"f32", "bf16"}) {
+      if (dtype == std::string("bf16") && !c.bf16) continue;
+      RooflinePoint p = prefill_point(n, c.heads, c.head_dim);
+      p.dtype = dtype;
+      if (p.dtype == "bf16") p.label += " bf16";  // the same FLOPs and float32 bytes in and out
+      say("prefill " + p.label);
+      BenchConfig bc;
+      bc.backend = "flash";
+      bc.dtype = dtype;
+      bc.n = n;
+      bc.heads = c.heads;
+      bc.head_dim = c.head_dim;
+      bc.threads = c.threads;
+      bc.repeat = c.repeat;
+      bc.check = false;
+      bc.seed = c.seed;
+      p.min_ms = run_bench(bc).min_ms;
+      finish(p, r);
+      r.points.push_back(p);
+    }
   }
   for (RooflinePoint& p : decode) {
     finish(p, r);
@@ -158,10 +165,11 @@ std::string roofline_caption(const RooflineResult& r) {
   if (!memory.empty())
     s += " Left of it, memory-bound (roof: " + format_g(r.bandwidth_gbps, 3) + " GB/s × intensity): " + memory +
          " of the roof.";
-  std::size_t far_below = 0, above_peak = 0, above_bandwidth = 0;
+  std::size_t far_below = 0, above_peak = 0, above_bandwidth = 0, bf16_above = 0;
   for (const RooflinePoint& p : r.points) {
     if (p.gflops < 0.5 * p.roof_gflops) ++far_below;
-    if (p.gflops > p.roof_gflops) (p.memory_bound ? above_bandwidth : above_peak) += 1;
+    if (p.gflops > p.roof_gflops && p.dtype == "bf16" && !p.memory_bound) ++bf16_above;
+    else if (p.gflops > p.roof_gflops) (p.memory_bound ? above_bandwidth : above_peak) += 1;
   }
   if (far_below > 0) {
     s += " " + count_of(far_below, "point") +
@@ -172,6 +180,12 @@ std::string roofline_caption(const RooflineResult& r) {
     s += " " + count_of(above_peak, "compute-bound point") + (above_peak == 1 ? " runs" : " run") +
          " above the sgemm roof: the BLAS sgemm measured here ran slower than this kernel, so it understates the "
          "CPU's peak.";
+  }
+  if (bf16_above > 0) {
+    s += " " + count_of(bf16_above, "bfloat16 point") + (bf16_above == 1 ? " runs" : " run") +
+         " above the float32 sgemm roof: bfloat16's dot-product instruction (AVX512-BF16's vdpbf16ps) does two "
+         "multiply-adds per 32-bit lane, a rate float32 arithmetic cannot reach, so that roof does not bound " +
+         (bf16_above == 1 ? "it." : "them.");
   }
   if (above_bandwidth > 0) {
     s += " " + count_of(above_bandwidth, "memory-bound point") + (above_bandwidth == 1 ? " runs" : " run") +
@@ -185,7 +199,7 @@ std::string roofline_caption(const RooflineResult& r) {
 Json roofline_json(const RooflineResult& r) {
   Json points = Json::array();
   for (const RooflinePoint& p : r.points) {
-    points.push_back({{"kind", p.kind}, {"label", p.label}, {p.kind == "prefill" ? "n" : "kv_len", p.size},
+    points.push_back({{"kind", p.kind}, {"label", p.label}, {"dtype", p.dtype}, {p.kind == "prefill" ? "n" : "kv_len", p.size},
                       {"kv_heads", p.kv_heads}, {"flops", p.flops}, {"bytes", p.bytes},
                       {"intensity_flop_per_byte", p.intensity}, {"min_ms", p.min_ms}, {"gflops", p.gflops},
                       {"roof_gflops", p.roof_gflops}, {"fraction_of_roof", p.gflops / p.roof_gflops},
@@ -193,7 +207,8 @@ Json roofline_json(const RooflineResult& r) {
   }
   const RooflineConfig& c = r.config;
   return {{"rules",
-           {{"prefill", "flops = 4 H n^2 d; bytes = 4 x H n d x 4 (Q, K, V read and O written once, float32)"},
+           {{"prefill", "flops = 4 H n^2 d; bytes = 4 x H n d x 4 (Q, K, V read and O written once, float32; "
+                        "a bf16 point reads the same float32 inputs and rounds them once)"},
             {"decode", "flops = 4 H L d; bytes = (2 Hkv L d + 2 H d) x 4 (K and V, then q and o)"},
             {"roof", "min(peak_gflops, bandwidth_gbps x intensity); ridge = peak_gflops / bandwidth_gbps"},
             {"peak", "OpenBLAS sgemm " + std::to_string(c.sgemm_n) + "^3, best of the repeats"},

@@ -219,7 +219,10 @@ Figure roofline_figure(const RooflineResult& r) {
     bool (*take)(const RooflinePoint&);
   };
   const Group groups[] = {
-      {"prefill (flash, n queries x n keys)", Marker::circle, [](const RooflinePoint& p) { return p.kind == "prefill"; }},
+      {"prefill (flash, n queries x n keys)", Marker::circle,
+       [](const RooflinePoint& p) { return p.kind == "prefill" && p.dtype != "bf16"; }},
+      {"prefill, bfloat16 products", Marker::diamond,
+       [](const RooflinePoint& p) { return p.kind == "prefill" && p.dtype == "bf16"; }},
       {"decode, MHA (1 query x L keys)", Marker::square,
        [](const RooflinePoint& p) { return p.kind == "decode" && p.label.find("MHA") != std::string::npos; }},
       {"decode, GQA (K, V shared by query heads)", Marker::triangle,

@@ -6,7 +6,7 @@
 //
 // Both ceilings are measured in this run: the peak is OpenBLAS's sgemm (2048^3, bench.hpp), the
 // bandwidth a plain streaming read of the largest KV cache (bench_decode.hpp). The points are
-// the engine's own float32 flash kernel: prefill (n queries against n keys: I grows with n, so
+// the engine's own float32 flash kernel (and, asked for, its bfloat16 one): prefill (n queries against n keys: I grows with n, so
 // it is compute-bound) and decode (one query against a KV cache of L positions: every key and
 // value is read for 4 d FLOPs, I = 0.5 FLOP/byte for MHA, and GQA's shared K/V multiply it by
 // the query heads per KV head -- fewer bytes, not fewer FLOPs).
@@ -25,13 +25,15 @@ struct RooflineConfig {
   std::size_t heads = 8, head_dim = 64, gqa_kv_heads = 1;  // decode runs MHA and GQA heads:gqa_kv_heads
   std::size_t sgemm_n = 2048;
   std::size_t threads = 1, repeat = 3;
+  bool bf16 = false;  // also each prefill length with bfloat16 products (bench --dtype bf16)
   std::uint64_t seed = 42;
   std::function<void(const std::string&)> progress;  // called before each measurement
 };
 
 struct RooflinePoint {
   std::string kind;   // "prefill" | "decode"
-  std::string label;  // "n = 512", "L = 4096 MHA", "L = 4096 GQA 8:1"
+  std::string label;  // "n = 512", "n = 512 bf16", "L = 4096 MHA", "L = 4096 GQA 8:1"
+  std::string dtype = "f32";  // the products' type: "f32", or "bf16" (prefill with --bf16)
   std::size_t size = 0, kv_heads = 0;
   double flops = 0, bytes = 0, intensity = 0;  // FLOP, byte, FLOP/byte
   double min_ms = 0, gflops = 0;

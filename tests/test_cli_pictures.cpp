@@ -364,4 +364,8 @@ TEST_CASE("cli pictures: mask --kind attend draws any variant fields from attend
   check_input_error(run_cli("mask --kind attend --size 4", "", cwd), "--variant");
   check_input_error(run_cli("mask --kind attend --size 4 --variant '{oops'", "", cwd), "--variant: not valid JSON");
   check_input_error(run_cli(R"(mask --kind attend --size 4 --variant '{"chunk": 0}')", "", cwd), "chunk");
+  // Score modifiers leave the mask alone, and any number of ALiBi slopes is accepted.
+  r = run_cli(R"(mask --kind attend --size 4 --variant '{"alibi": [0.5, 0.25, 0.1], "softcap": 5}' --out s)", "", cwd);
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
 }

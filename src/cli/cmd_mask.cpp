@@ -115,7 +115,10 @@ void attend_mask(const MaskOptions& o, std::size_t Lq, std::size_t Lk, const std
   known.push_back("causal");
   warn_unknown_fields(in, known);
   SdpaOptions so;
-  variants_from(in, 1, so);
+  // The picture has no heads: ALiBi's slopes, which change scores and not the mask, are taken
+  // as one per head of however many were given.
+  const bool slopes = in.contains("alibi") && in.at("alibi").is_array() && !in.at("alibi").empty();
+  variants_from(in, slopes ? in.at("alibi").size() : 1, so);
   const bool causal = optional_bool(in, "causal", false);
   so.mask_mod.check(Lq, Lk);
   Mask2 allowed = so.mask_mod.allowed(Lq, Lk);

@@ -114,9 +114,10 @@ RooflineResult run_roofline(const RooflineConfig& c) {
   }
   r.ridge = r.peak_gflops / r.bandwidth_gbps;
 
+  std::vector<std::string> dtypes{"f32"};
+  if (c.bf16) dtypes.push_back("bf16");
   for (std::size_t n : c.prefill_ns) {
-    for (const char* dtype : {"f32", "bf16"}) {
-      if (dtype == std::string("bf16") && !c.bf16) continue;
+    for (const std::string& dtype : dtypes) {
       RooflinePoint p = prefill_point(n, c.heads, c.head_dim);
       p.dtype = dtype;
       if (p.dtype == "bf16") p.label += " bf16";  // the same FLOPs and float32 bytes in and out

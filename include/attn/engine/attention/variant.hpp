@@ -77,17 +77,22 @@ struct ScoreMod {
     std::apply([&](const auto&... m) { ((x = m ? m->apply(x, h, p, j) : x), ...); }, modifiers());
     return x;
   }
-  // d apply / dx, by the chain rule through the modifiers in order.
-  double derivative(double x, std::size_t h, long p, long j) const {
-    double slope = 1.0;
+  // apply(x) and d apply / dx together (the chain rule through the modifiers in order needs
+  // each one's input, so the two come out of one pass).
+  struct Sloped {
+    double score, slope;
+  };
+  Sloped apply_with_slope(double x, std::size_t h, long p, long j) const {
+    Sloped out{x, 1.0};
     auto step = [&](const auto& m) {
       if (!m) return;
-      slope *= m->derivative(x, h, p, j);
-      x = m->apply(x, h, p, j);
+      out.slope *= m->derivative(out.score, h, p, j);
+      out.score = m->apply(out.score, h, p, j);
     };
     std::apply([&](const auto&... m) { (step(m), ...); }, modifiers());
-    return slope;
+    return out;
   }
+  double derivative(double x, std::size_t h, long p, long j) const { return apply_with_slope(x, h, p, j).slope; }
   // InputError for a modifier that does not fit (a cap not finite and > 0, slopes not one per
   // head or not finite).
   void check(std::size_t num_heads) const;

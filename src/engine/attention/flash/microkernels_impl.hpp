@@ -412,9 +412,9 @@ struct KernelSet {
     const double to_raw = p.scale * p.temperature;  // scale * q.k before the temperature
     const long pos = long(i) + long(p.Lk) - long(p.Lq);
     for (std::size_t c = 0; c < n; ++c) {
-      const double raw = double(pr[c]) * to_raw;
-      slope[c] = T(p.score_mod->derivative(raw, h, pos, long(j0 + c)));
-      pr[c] = T(p.score_mod->apply(raw, h, pos, long(j0 + c)) / p.temperature);
+      const ScoreMod::Sloped m = p.score_mod->apply_with_slope(double(pr[c]) * to_raw, h, pos, long(j0 + c));
+      slope[c] = T(m.slope);
+      pr[c] = T(m.score / p.temperature);
     }
   }
 

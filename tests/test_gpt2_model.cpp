@@ -95,9 +95,18 @@ Gpt2Model wide_random_gpt2() {
 class CountingStore final : public Gpt2StoredWeights {
  public:
   explicit CountingStore(Gpt2Model model) : model_(std::move(model)) {}
-  void widen_block(std::size_t layer, Gpt2Block& out) const override {
+  void widen_block(std::size_t layer, Gpt2Block& out) const override { out = model_.blocks.at(layer); }
+  Gpt2BlockMatrices block_matrices(std::size_t layer, Gpt2Block& vectors) const override {
     ++blocks;
-    out = model_.blocks.at(layer);
+    Gpt2Block& b = const_cast<Gpt2Block&>(model_.blocks.at(layer));  // read only: the parameter list wants it
+    const std::vector<Gpt2Parameter> from = gpt2_block_parameters(b, layer), to = gpt2_block_parameters(vectors, layer);
+    for (std::size_t i = 0; i < from.size(); ++i)
+      if (from[i].shape.size() == 1) std::copy_n(from[i].data, from[i].shape[0], to[i].data);
+    auto f32 = [](const Tensor2& w) { return StoredMatrix{w.data(), StoredType::f32, w.shape(0), w.shape(1)}; };
+    return {f32(b.attn_weight), f32(b.attn_proj_weight), f32(b.fc_weight), f32(b.mlp_proj_weight)};
+  }
+  [[noreturn]] void non_finite(const std::string& parameter) const override {
+    throw InputError("the store's " + parameter + " is not finite");
   }
   void widen_wte_rows(std::size_t first, std::size_t count, float* out) const override {
     ++wte_rows_widened;

@@ -70,12 +70,6 @@ void check_finite(const Located& t, const std::string& name) {
                  buffer.data());
 }
 
-StoredMatrix stored_matrix(const Located& t) {
-  const StoredType type = t.entry.dtype == "F32" ? StoredType::f32 : t.entry.dtype == "BF16" ? StoredType::bf16
-                                                                                            : StoredType::f16;
-  return {t.entry.data, type, t.entry.shape.at(0), t.entry.shape.at(1)};
-}
-
 // The layers, the embedding and lm_head left in their mapped files.
 class MappedDecoderWeights final : public DecoderStoredWeights {
  public:
@@ -96,7 +90,7 @@ class MappedDecoderWeights final : public DecoderStoredWeights {
     for (std::size_t i = 0; i < 7; ++i) {
       const std::string name = prefix + kLayerMatrices[i];
       if (!checked_.at(layer)) check_finite(tensors_.at(name), name);
-      m[i] = stored_matrix(tensors_.at(name));
+      m[i] = stored_matrix(tensors_.at(name).entry);
     }
     checked_[layer] = true;
     return {m[0], m[1], m[2], m[3], m[4], m[5], m[6]};
@@ -105,7 +99,7 @@ class MappedDecoderWeights final : public DecoderStoredWeights {
     const std::string name = config_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     if (!checked_.back()) check_finite(tensors_.at(name), name);
     checked_.back() = true;
-    return stored_matrix(tensors_.at(name));
+    return stored_matrix(tensors_.at(name).entry);
   }
   void widen_embed_rows(std::size_t first, std::size_t count, float* out) const override {
     widen_rows("model.embed_tokens.weight", first, count, out);

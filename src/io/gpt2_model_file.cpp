@@ -125,9 +125,25 @@ class MappedGpt2Weights final : public Gpt2StoredWeights {
     }
   }
 
+  Gpt2BlockMatrices block_matrices(std::size_t layer, Gpt2Block& vectors) const override {
+    for (const Gpt2Parameter& p : gpt2_block_parameters(vectors, layer))
+      if (p.shape.size() == 1) {
+        const NamedEntry& e = entries_.at(p.name);
+        widen_finite(e.entry, e.name, p.data, source_);
+      }
+    const std::string h = "h." + std::to_string(layer) + ".";
+    auto matrix = [&](const char* name) { return stored_matrix(entries_.at(h + name).entry); };
+    return {matrix("attn.c_attn.weight"), matrix("attn.c_proj.weight"), matrix("mlp.c_fc.weight"),
+            matrix("mlp.c_proj.weight")};
+  }
+
   void widen_wte_rows(std::size_t first, std::size_t count, float* out) const override {
     const NamedEntry& e = entries_.at("wte.weight");
     widen_finite(slice_entry(e.entry, first * n_embd_, count * n_embd_), e.name, out, source_);
+  }
+
+  [[noreturn]] void non_finite(const std::string& parameter) const override {
+    throw InputError(source_ + ": tensor \"" + entries_.at(parameter).name + "\" holds a non-finite value");
   }
 
  private:

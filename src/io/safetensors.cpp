@@ -231,6 +231,11 @@ SafetensorsEntry slice_entry(const SafetensorsEntry& e, std::size_t first, std::
 
 std::size_t entry_bytes(const SafetensorsEntry& e) { return e.count * dtype_bytes(e.dtype); }
 
+StoredMatrix stored_matrix(const SafetensorsEntry& e) {
+  const StoredType type = e.dtype == "F32" ? StoredType::f32 : e.dtype == "BF16" ? StoredType::bf16 : StoredType::f16;
+  return {e.data, type, e.shape.at(0), e.shape.at(1)};
+}
+
 bool widen_to_float(const SafetensorsEntry& e, float* out) {
   if (e.count == 0) return true;  // an empty tensor's out may be null
   // Large tensors on every core: into fresh memory the kernel's zeroing of its pages is most of

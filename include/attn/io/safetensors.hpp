@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/engine/core/stored_matrix.hpp"
 #include "attn/engine/core/tensor.hpp"
 
 namespace attn {
@@ -31,6 +32,9 @@ std::map<std::string, SafetensorsEntry> index_safetensors(std::string_view bytes
 // entry's values take.
 SafetensorsEntry slice_entry(const SafetensorsEntry& e, std::size_t first, std::size_t count);
 std::size_t entry_bytes(const SafetensorsEntry& e);
+
+// A two-dimensional entry as the engine reads a matrix in place (stored_matrix.hpp).
+StoredMatrix stored_matrix(const SafetensorsEntry& e);
 
 // out[0..e.count) = the entry's values as float; F16 and BF16 are widened exactly (F16 with
 // the CPU's F16C conversion instructions when it has them). Returns false when a value is not

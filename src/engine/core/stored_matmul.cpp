@@ -61,6 +61,12 @@ void rows_generic(const float* x, std::size_t m, const StoredMatrix& w, std::siz
     }
 }
 
+bool widen_generic(const StoredMatrix& w, std::size_t row, std::size_t col, std::size_t n, float* out) {
+  bool finite = true;
+  for (std::size_t k = 0; k < n; ++k) finite &= std::isfinite(out[k] = stored_value(w, row, col + k));
+  return finite;
+}
+
 StoredRowsKernel best_kernel() {
   static const StoredRowsKernel kernel = [] {
     const StoredRowsKernel avx512 = stored_rows_avx512();
@@ -72,6 +78,7 @@ StoredRowsKernel best_kernel() {
 }  // namespace
 
 StoredRowsKernel stored_rows_generic() { return rows_generic; }
+StoredWidenKernel stored_widen_generic() { return widen_generic; }
 
 }  // namespace detail
 

@@ -13,4 +13,12 @@ using StoredRowsKernel = void (*)(const float* x, std::size_t m, const StoredMat
 StoredRowsKernel stored_rows_generic();
 StoredRowsKernel stored_rows_avx512();  // null when not compiled in
 
+// out[0..n) = W[row, col .. col + n) widened to float32 exactly; false when one of them is not
+// finite (stored_gemm's panels).
+using StoredWidenKernel = bool (*)(const StoredMatrix& w, std::size_t row, std::size_t col, std::size_t n,
+                                   float* out);
+
+StoredWidenKernel stored_widen_generic();
+StoredWidenKernel stored_widen_avx512();  // null when not compiled in
+
 }  // namespace attn::detail

@@ -106,18 +106,47 @@ void rows_avx512(const float* x, std::size_t m, const StoredMatrix& w, std::size
   }
 }
 
-}  // namespace
+// 16 weights at a time, the last ones masked; a float is not finite when its exponent bits are
+// all ones, whatever the stored type it came from (widening is exact).
+template <StoredType T>
+bool widen_typed(const unsigned char* row, std::size_t n, float* out) {
+  const __m512i exponent = _mm512_set1_epi32(0x7f800000);
+  __mmask16 bad = 0;
+  for (std::size_t k = 0; k < n; k += kStoredLanes) {
+    const __mmask16 mask = n - k >= kStoredLanes ? __mmask16(0xffff) : __mmask16((1u << (n - k)) - 1);
+    const __m512 v = widen16<T>(row, k, mask);
+    _mm512_mask_storeu_ps(out + k, mask, v);
+    bad |= _mm512_mask_cmpeq_epi32_mask(mask, _mm512_and_si512(_mm512_castps_si512(v), exponent), exponent);
+  }
+  return bad == 0;
+}
 
-StoredRowsKernel stored_rows_avx512() {
+bool widen_avx512(const StoredMatrix& w, std::size_t row, std::size_t col, std::size_t n, float* out) {
+  const auto* at = static_cast<const unsigned char*>(w.data) + (row * w.cols + col) * w.element_bytes();
+  switch (w.type) {
+    case StoredType::f32: return widen_typed<StoredType::f32>(at, n, out);
+    case StoredType::bf16: return widen_typed<StoredType::bf16>(at, n, out);
+    case StoredType::f16: return widen_typed<StoredType::f16>(at, n, out);
+  }
+  return false;
+}
+
+bool avx512_supported() {
   static const bool supported = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl");
   }();
-  return supported ? rows_avx512 : nullptr;
+  return supported;
 }
+
+}  // namespace
+
+StoredRowsKernel stored_rows_avx512() { return avx512_supported() ? rows_avx512 : nullptr; }
+StoredWidenKernel stored_widen_avx512() { return avx512_supported() ? widen_avx512 : nullptr; }
 
 }  // namespace attn::detail
 #else
 attn::detail::StoredRowsKernel attn::detail::stored_rows_avx512() { return nullptr; }
+attn::detail::StoredWidenKernel attn::detail::stored_widen_avx512() { return nullptr; }
 #endif

@@ -62,9 +62,10 @@ Tensor2 Gpt2Decoder::feed(const std::vector<std::int32_t>& ids) {
   Tensor2 x = gpt2_embed(model_, ids, p);
   std::vector<double> k(D), v(D);  // one token's [H, d] keys and values, head-major as the cache wants
   for (std::size_t l = 0; l < c.n_layer; ++l) {
-    const Gpt2Block& b = gpt2_block(model_, l, scratch_);
-    const Tensor2 qkv = detail::gpt2_conv1d(layer_norm(x, b.ln_1_weight, b.ln_1_bias, c.layer_norm_epsilon),
-                                            b.attn_weight, b.attn_bias, /*threads=*/0);
+    const detail::Gpt2PassBlock b = detail::gpt2_pass_block(model_, l, scratch_);
+    const Gpt2Block& vb = b.vectors;
+    const Tensor2 qkv = detail::gpt2_conv1d(layer_norm(x, vb.ln_1_weight, vb.ln_1_bias, c.layer_norm_epsilon), b,
+                                            &Gpt2BlockMatrices::attn, vb.attn_bias, /*threads=*/0);
     for (std::size_t i = 0; i < m; ++i) {
       for (std::size_t j = 0; j < D; ++j) {  // head h owns columns h*d .. h*d + d of the k and v parts
         k[j] = qkv(i, D + j);
@@ -72,8 +73,9 @@ Tensor2 Gpt2Decoder::feed(const std::vector<std::int32_t>& ids) {
       }
       caches_[l].append(k, v);
     }
-    x += detail::gpt2_conv1d(cached_attention(qkv, caches_[l], p, H), b.attn_proj_weight, b.attn_proj_bias, 0);
-    x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon), 0);
+    x += detail::gpt2_conv1d(cached_attention(qkv, caches_[l], p, H), b, &Gpt2BlockMatrices::attn_proj,
+                             vb.attn_proj_bias, 0);
+    x += detail::gpt2_mlp_branch(b, layer_norm(x, vb.ln_2_weight, vb.ln_2_bias, c.layer_norm_epsilon), 0);
     detail::require_finite_stream(x, "layer " + std::to_string(l));
   }
   length_ += m;

@@ -38,9 +38,9 @@ void split_qkv(const Tensor2& qkv, std::size_t H, Tensor3& q, Tensor3& k, Tensor
 }
 
 // Attention is the only part of a block that mixes information across positions.
-Tensor2 attention_branch(const Gpt2Block& b, const Tensor2& x, std::size_t H, std::size_t threads,
+Tensor2 attention_branch(const detail::Gpt2PassBlock& b, const Tensor2& x, std::size_t H, std::size_t threads,
                          Tensor3& weights, Tensor3& q, Tensor3& k, Tensor3& v) {
-  split_qkv(detail::gpt2_conv1d(x, b.attn_weight, b.attn_bias, threads), H, q, k, v);
+  split_qkv(detail::gpt2_conv1d(x, b, &Gpt2BlockMatrices::attn, b.vectors.attn_bias, threads), H, q, k, v);
   SdpaOptions so;
   so.causal = true;  // scale 1/sqrt(d), the default
   BackendOptions bo;
@@ -49,7 +49,19 @@ Tensor2 attention_branch(const Gpt2Block& b, const Tensor2& x, std::size_t H, st
   bo.threads = threads;
   SdpaResult r = attention(q, k, v, nullptr, so, bo, /*with_weights=*/true);
   weights = std::move(r.weights);
-  return detail::gpt2_conv1d(merge_heads(r.output), b.attn_proj_weight, b.attn_proj_bias, threads);
+  return detail::gpt2_conv1d(merge_heads(r.output), b, &Gpt2BlockMatrices::attn_proj, b.vectors.attn_proj_bias,
+                             threads);
+}
+
+// A held float32 matrix as the stored kind stored_gemm reads.
+StoredMatrix held(const Tensor2& w) { return {w.data(), StoredType::f32, w.shape(0), w.shape(1)}; }
+
+// The parameter name of block matrix `which` ("attn.c_attn.weight", ...).
+const char* matrix_name(StoredMatrix Gpt2BlockMatrices::*which) {
+  if (which == &Gpt2BlockMatrices::attn) return "attn.c_attn.weight";
+  if (which == &Gpt2BlockMatrices::attn_proj) return "attn.c_proj.weight";
+  if (which == &Gpt2BlockMatrices::fc) return "mlp.c_fc.weight";
+  return "mlp.c_proj.weight";
 }
 
 }  // namespace
@@ -81,25 +93,39 @@ void column_slices(std::size_t columns, std::size_t threads,
   });
 }
 
-Tensor2 gpt2_conv1d(const Tensor2& x, const Tensor2& w, const Tensor1& b, std::size_t threads,
-                    float (*activation)(float)) {
-  const std::size_t L = x.shape(0), In = x.shape(1), Out = w.shape(1);
-  Tensor2 y = Tensor2::from_shape({L, Out});
-  column_slices(Out, threads, [&](std::size_t first, std::size_t count) {
-    for (std::size_t i = 0; i < L; ++i) std::copy_n(b.data() + first, count, y.data() + i * Out + first);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(L), int(count), int(In), 1.0f, x.data(), int(In),
-                w.data() + first, int(Out), 1.0f, y.data() + first, int(Out));
-    if (activation)
-      for (std::size_t i = 0; i < L; ++i)
-        for (float& v : std::span<float>(y.data() + i * Out + first, count)) v = activation(v);
-  });
+Gpt2PassBlock gpt2_pass_block(const Gpt2Model& model, std::size_t layer, Gpt2Block& scratch) {
+  if (!model.stored) {
+    const Gpt2Block& b = model.blocks.at(layer);
+    return {b, {held(b.attn_weight), held(b.attn_proj_weight), held(b.fc_weight), held(b.mlp_proj_weight)}, layer,
+            nullptr};
+  }
+  const std::size_t D = model.config.n_embd;
+  if (scratch.ln_1_weight.size() != D) {  // the vectors only: the matrices stay in the file
+    for (Tensor1* t : {&scratch.ln_1_weight, &scratch.ln_1_bias, &scratch.attn_proj_bias, &scratch.ln_2_weight,
+                       &scratch.ln_2_bias, &scratch.mlp_proj_bias})
+      *t = Tensor1::from_shape({D});
+    scratch.attn_bias = Tensor1::from_shape({3 * D});
+    scratch.fc_bias = Tensor1::from_shape({4 * D});
+  }
+  return {scratch, model.stored->block_matrices(layer, scratch), layer, model.stored.get()};
+}
+
+Tensor2 gpt2_conv1d(const Tensor2& x, const Gpt2PassBlock& b, StoredMatrix Gpt2BlockMatrices::*which,
+                    const Tensor1& bias, std::size_t threads, float (*activation)(float)) {
+  const StoredMatrix& w = b.matrices.*which;
+  Tensor2 y = Tensor2::from_shape({x.shape(0), w.cols});
+  if (!stored_gemm(x.data(), x.shape(0), w, bias.data(), y.data(), w.cols, threads, activation)) {
+    const std::string name = "h." + std::to_string(b.layer) + "." + matrix_name(which);
+    if (b.store) b.store->non_finite(name);
+    throw InputError("tensor \"" + name + "\" holds a non-finite value");
+  }
   return y;
 }
 
 // The MLP works on each position alone: widen to 4D, GELU, project back.
-Tensor2 gpt2_mlp_branch(const Gpt2Block& b, const Tensor2& x, std::size_t threads) {
-  const Tensor2 hidden = gpt2_conv1d(x, b.fc_weight, b.fc_bias, threads, gelu_new);
-  return gpt2_conv1d(hidden, b.mlp_proj_weight, b.mlp_proj_bias, threads);
+Tensor2 gpt2_mlp_branch(const Gpt2PassBlock& b, const Tensor2& x, std::size_t threads) {
+  const Tensor2 hidden = gpt2_conv1d(x, b, &Gpt2BlockMatrices::fc, b.vectors.fc_bias, threads, gelu_new);
+  return gpt2_conv1d(hidden, b, &Gpt2BlockMatrices::mlp_proj, b.vectors.mlp_proj_bias, threads);
 }
 
 OneBlasThread::OneBlasThread() : before_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
@@ -269,10 +295,11 @@ Gpt2Forward gpt2_forward(const Gpt2Model& model, const std::vector<std::int32_t>
   out.v.resize(c.n_layer);
   Gpt2Block scratch;
   for (std::size_t l = 0; l < c.n_layer; ++l) {
-    const Gpt2Block& b = gpt2_block(model, l, scratch);
-    x += attention_branch(b, layer_norm(x, b.ln_1_weight, b.ln_1_bias, c.layer_norm_epsilon), c.n_head, threads,
+    const detail::Gpt2PassBlock b = detail::gpt2_pass_block(model, l, scratch);
+    const Gpt2Block& v = b.vectors;
+    x += attention_branch(b, layer_norm(x, v.ln_1_weight, v.ln_1_bias, c.layer_norm_epsilon), c.n_head, threads,
                           out.attention[l], out.q[l], out.k[l], out.v[l]);
-    x += detail::gpt2_mlp_branch(b, layer_norm(x, b.ln_2_weight, b.ln_2_bias, c.layer_norm_epsilon), threads);
+    x += detail::gpt2_mlp_branch(b, layer_norm(x, v.ln_2_weight, v.ln_2_bias, c.layer_norm_epsilon), threads);
     detail::require_finite_stream(x, "layer " + std::to_string(l));
   }
   out.logits = gpt2_unembed(model, layer_norm(x, model.ln_f_weight, model.ln_f_bias, c.layer_norm_epsilon), threads);

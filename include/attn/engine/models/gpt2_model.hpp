@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/engine/core/stored_matrix.hpp"
 #include "attn/engine/core/tensor.hpp"
 
 namespace attn {
@@ -39,14 +40,27 @@ struct Gpt2Block {
   Tensor1 mlp_proj_bias;  // mlp.c_proj.bias [D]
 };
 
+// A block's four matrices as they are stored, [in, out], read in place by a pass
+// (stored_gemm widens them a panel at a time).
+struct Gpt2BlockMatrices {
+  StoredMatrix attn, attn_proj, fc, mlp_proj;  // c_attn, attn's c_proj, c_fc, mlp's c_proj
+};
+
 // The weights a model leaves in its file: each block, and wte's rows, widened to float32 when a
 // pass reaches them, into tensors the caller owns and reuses (already shaped). InputError
 // naming the tensor when a value is not finite.
 class Gpt2StoredWeights {
  public:
   virtual ~Gpt2StoredWeights() = default;
+  // The whole block, matrices included.
   virtual void widen_block(std::size_t layer, Gpt2Block& out) const = 0;
+  // The block's LayerNorms and biases widened into `vectors` (those tensors already shaped;
+  // its matrices are left alone), and its matrices where they are stored.
+  virtual Gpt2BlockMatrices block_matrices(std::size_t layer, Gpt2Block& vectors) const = 0;
   virtual void widen_wte_rows(std::size_t first, std::size_t count, float* out) const = 0;
+  // The InputError for a stored parameter ("h.3.mlp.c_fc.weight") that a pass found not
+  // finite, naming it as it is stored.
+  [[noreturn]] virtual void non_finite(const std::string& parameter) const = 0;
 };
 
 struct Gpt2Model {

@@ -148,6 +148,23 @@ TEST_CASE("flash: weights recomputed from the kernel's lse equal the naive weigh
   CHECK(xt::allclose(recompute_weights(q, k, xt::cast<double>(f.lse), nullptr, true, std::nullopt), ref.weights, 1e-5, 1e-6));
 }
 
+TEST_CASE("flash: recomputed weights are the same bits on 1 and 3 threads, with GQA, a mask and a score modifier") {
+  Rng rng(10);
+  const Tensor3 q = randn(rng, 6, 9, 8), k = randn(rng, 2, 11, 8);
+  Mask3 allowed = xt::ones<bool>({std::size_t(1), std::size_t(9), std::size_t(11)});
+  allowed(0, 4, 2) = false;
+  ScoreMod mod;
+  mod.softcap = variants::SoftCap{5.0};
+  xt::xtensor<double, 2> lse = xt::zeros<double>({std::size_t(6), std::size_t(9)});
+  lse(3, 1) = -INFINITY;  // a row the kernel found fully masked stays zero
+  const Tensor3 one = recompute_weights(q, k, lse, &allowed, true, std::nullopt, &mod, 0.7, 1);
+  const Tensor3 three = recompute_weights(q, k, lse, &allowed, true, std::nullopt, &mod, 0.7, 3);
+  CHECK(one == three);
+  CHECK(xt::sum(xt::view(one, 3, 1))() == 0.0f);
+  CHECK(one(0, 4, 2) == 0.0f);
+  CHECK(double(xt::sum(xt::view(one, 5, 8))()) == doctest::Approx(1.0).epsilon(1e-6));
+}
+
 TEST_CASE("tile math: the online softmax over tiles equals one softmax over the row") {
   const float scores[] = {0.5f, -1.0f, 3.0f, 2.0f, -INFINITY, 7.0f, 1.0f};
   // Two tiles: [0, 3) and [3, 7), in base 2 as the kernels use.

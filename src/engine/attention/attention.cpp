@@ -98,7 +98,7 @@ SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const
     std::optional<Mask3> storage;
     const Mask3* mask = weights_mask(given, options.mask_mod, q.shape(1), k.shape(1), fo, allowed, storage);
     const xt::xtensor<double, 2> lse = f.lse64.size() ? f.lse64 : xt::xtensor<double, 2>(xt::cast<double>(f.lse));
-    r.weights = recompute_weights(q, k, lse, mask, fo.causal, fo.scale, fo.score_mod, fo.temperature);
+    r.weights = recompute_weights(q, k, lse, mask, fo.causal, fo.scale, fo.score_mod, fo.temperature, fo.threads);
   }
   r.output = std::move(f.output);
   r.lse = std::move(f.lse);

@@ -19,10 +19,12 @@ namespace {
 
 // Rows of W per widened chunk: 128 x 64 floats (AVX-512's panel) = 32 KiB, in L1 while every
 // row of x passes it. Rows of x per work item: enough that widening (once per item) is a small
-// part of the multiply-adds, few enough that a chunk of x stays in L2.
-constexpr std::size_t kDepth = 128, kRowBlocks = 32;
-// Panels per work item: about 4 x 64 columns, so that two threads share a 768-wide matrix evenly.
-constexpr std::size_t kPanelsPerItem = 4;
+// part of the multiply-adds, few enough that a chunk of x stays in L2. Panels per work item: at
+// most 4, so that a chunk of them (128 KiB) stays in L2 and each row of W is read 4 panels wide
+// (on its own, one 128-byte piece of a float16 row every few KiB left the reads waiting on memory).
+constexpr std::size_t kDepth = 128, kRowBlocks = 32, kMaxPanelsPerItem = 4;
+// Rows of W ahead of the one being widened that are asked for in advance.
+constexpr std::size_t kPrefetchRows = 8;
 
 detail::StoredWidenKernel widen_kernel() {
   static const detail::StoredWidenKernel kernel = [] {
@@ -42,41 +44,76 @@ struct Problem {
   float (*activation)(float);
 };
 
-// One worker's buffers: the widened chunk [kDepth][panel], the item's outputs [rows][panel],
-// and the item's last rows of x, zero-padded to a whole register block.
+// One worker's buffers: the widened chunk [panels][kDepth][panel], the item's outputs
+// [panels][rows][panel], and the item's last rows of x, zero-padded to a whole register block.
 struct Buffers {
   std::vector<float> chunk, out, tail;
 };
 
-// Rows r0 .. r0 + rows of y, the columns of panel p. Returns false when a weight was not finite.
-bool run_panel(const Problem& pb, const flash::Microkernels<float>& mk, std::size_t r0, std::size_t rows,
-               std::size_t p, Buffers& buf) {
-  const std::size_t K = pb.w.rows, N = pb.w.cols, PW = mk.key_panel, MR = mk.qk_rows;
-  const std::size_t j0 = p * PW, width = std::min(PW, N - j0), main = rows / MR * MR;
-  const std::size_t padded = (rows + MR - 1) / MR * MR;
-  for (std::size_t r = 0; r < padded; ++r) {
-    float* o = buf.out.data() + r * PW;
-    if (pb.bias) std::copy_n(pb.bias + j0, width, o); else std::fill_n(o, width, 0.0f);
-    std::fill(o + width, o + PW, 0.0f);
-  }
-  bool finite = true;
+// One work item: rows [r0, r0 + rows) of x (`padded` rounded up to the kernel's row block) and
+// panels [p0, p1) of W's columns.
+struct Item {
+  std::size_t r0, rows, padded, p0, p1;
+};
+
+// Rows k0 .. k0 + depth of W, the item's columns, widened into the chunk's panels (zero past the
+// last column). Returns false when a weight was not finite.
+bool widen_chunk(const Problem& pb, std::size_t PW, const Item& it, std::size_t k0, std::size_t depth,
+                 float* chunk) {
+  const StoredMatrix& w = pb.w;
+  const std::size_t N = w.cols, bytes = w.element_bytes(), first = it.p0 * PW, last = std::min(N, it.p1 * PW);
+  const auto* base = static_cast<const unsigned char*>(w.data);
   const detail::StoredWidenKernel widen = widen_kernel();
-  for (std::size_t k0 = 0; k0 < K; k0 += kDepth) {
-    const std::size_t depth = std::min(kDepth, K - k0);
-    for (std::size_t k = 0; k < depth; ++k) {
-      float* row = buf.chunk.data() + k * PW;
-      finite &= widen(pb.w, k0 + k, j0, width, row);
+  bool finite = true;
+  for (std::size_t k = 0; k < depth; ++k) {
+    if (k0 + k + kPrefetchRows < w.rows) {
+      const unsigned char* ahead = base + ((k0 + k + kPrefetchRows) * N + first) * bytes;
+      for (std::size_t b = 0; b < (last - first) * bytes; b += 64) __builtin_prefetch(ahead + b);
+    }
+    for (std::size_t p = it.p0; p < it.p1; ++p) {
+      const std::size_t width = std::min(PW, N - p * PW);
+      float* row = chunk + ((p - it.p0) * depth + k) * PW;
+      finite &= widen(w, k0 + k, p * PW, width, row);
       std::fill(row + width, row + PW, 0.0f);
     }
-    if (main) mk.gemm(pb.x + r0 * K + k0, K, 1, depth, main, buf.chunk.data(), 1, buf.out.data(), PW, true);
-    if (main < rows)
-      mk.gemm(buf.tail.data() + k0, K, 1, depth, MR, buf.chunk.data(), 1, buf.out.data() + main * PW, PW, true);
   }
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* o = buf.out.data() + r * PW;
-    if (pb.activation)
-      for (std::size_t t = 0; t < width; ++t) o[t] = pb.activation(o[t]);
-    std::copy_n(o, width, pb.y + (r0 + r) * pb.ldy + j0);
+  return finite;
+}
+
+// The item's outputs, each starting from its bias, then every chunk of W added by the kernel,
+// then the activation, copied into y. Returns false when a weight was not finite.
+bool run_item(const Problem& pb, const flash::Microkernels<float>& mk, const Item& it, Buffers& buf) {
+  const std::size_t K = pb.w.rows, N = pb.w.cols, PW = mk.key_panel, MR = mk.qk_rows;
+  const std::size_t main = it.rows / MR * MR, panels = it.p1 - it.p0;
+  buf.chunk.resize(panels * kDepth * PW);
+  buf.out.resize(panels * it.padded * PW);
+  for (std::size_t p = it.p0; p < it.p1; ++p) {
+    const std::size_t width = std::min(PW, N - p * PW);
+    for (std::size_t r = 0; r < it.padded; ++r) {
+      float* o = buf.out.data() + ((p - it.p0) * it.padded + r) * PW;
+      if (pb.bias) std::copy_n(pb.bias + p * PW, width, o); else std::fill_n(o, width, 0.0f);
+      std::fill(o + width, o + PW, 0.0f);
+    }
+  }
+  bool finite = true;
+  for (std::size_t k0 = 0; k0 < K; k0 += kDepth) {
+    const std::size_t depth = std::min(kDepth, K - k0);
+    finite &= widen_chunk(pb, PW, it, k0, depth, buf.chunk.data());
+    for (std::size_t p = 0; p < panels; ++p) {
+      const float* panel = buf.chunk.data() + p * depth * PW;
+      float* out = buf.out.data() + p * it.padded * PW;
+      if (main) mk.gemm(pb.x + it.r0 * K + k0, K, 1, depth, main, panel, 1, out, PW, true);
+      if (main < it.rows) mk.gemm(buf.tail.data() + k0, K, 1, depth, MR, panel, 1, out + main * PW, PW, true);
+    }
+  }
+  for (std::size_t p = it.p0; p < it.p1; ++p) {
+    const std::size_t width = std::min(PW, N - p * PW);
+    for (std::size_t r = 0; r < it.rows; ++r) {
+      float* o = buf.out.data() + ((p - it.p0) * it.padded + r) * PW;
+      if (pb.activation)
+        for (std::size_t t = 0; t < width; ++t) o[t] = pb.activation(o[t]);
+      std::copy_n(o, width, pb.y + (it.r0 + r) * pb.ldy + p * PW);
+    }
   }
   return finite;
 }
@@ -88,25 +125,25 @@ bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, const flo
   if (m == 0 || w.cols == 0) return true;
   const flash::Microkernels<float>& mk = flash::best_microkernels<float>();
   const std::size_t K = w.rows, PW = mk.key_panel, MR = mk.qk_rows, group = kRowBlocks * MR;
-  const std::size_t panels = (w.cols + PW - 1) / PW, panel_items = (panels + kPanelsPerItem - 1) / kPanelsPerItem;
-  const std::size_t row_items = (m + group - 1) / group, items = row_items * panel_items;
-  const std::size_t workers = detail::thread_count(threads, items);
+  const std::size_t panels = (w.cols + PW - 1) / PW, row_items = (m + group - 1) / group;
+  // Column items in whole rounds of the workers, each at most kMaxPanelsPerItem wide, so that
+  // the threads get equal shares (12 panels on 2 threads: 4 items of 3, not 3 of 4).
+  const std::size_t workers = detail::thread_count(threads, row_items * panels);
+  const std::size_t rounds = (panels + workers * kMaxPanelsPerItem - 1) / (workers * kMaxPanelsPerItem);
+  const std::size_t column_items = std::min(panels, workers * rounds), items = row_items * column_items;
   std::vector<Buffers> buffers(workers);
   std::vector<char> finite(workers, 1);
   const Problem pb{x, m, w, bias, y, ldy, activation};
-  detail::parallel_items(items, workers, [&](std::size_t worker, std::size_t item) {
+  detail::parallel_items(items, workers, [&](std::size_t worker, std::size_t index) {
     Buffers& buf = buffers[worker];
-    const std::size_t r0 = item / panel_items * group, rows = std::min(group, m - r0);
-    const std::size_t p0 = item % panel_items * kPanelsPerItem, p1 = std::min(panels, p0 + kPanelsPerItem);
-    buf.chunk.resize(kDepth * PW);
-    buf.out.resize((rows + MR - 1) / MR * MR * PW);
+    const std::size_t r0 = index / column_items * group, rows = std::min(group, m - r0), c = index % column_items;
+    const Item it{r0, rows, (rows + MR - 1) / MR * MR, c * panels / column_items, (c + 1) * panels / column_items};
     const std::size_t main = rows / MR * MR;
     if (main < rows) {  // the last rows of x, contiguous and zero-padded to MR rows
       buf.tail.assign(MR * K, 0.0f);
       std::copy_n(x + (r0 + main) * K, (rows - main) * K, buf.tail.data());
     }
-    for (std::size_t p = p0; p < p1; ++p)
-      if (!run_panel(pb, mk, r0, rows, p, buf)) finite[worker] = 0;
+    if (!run_item(pb, mk, it, buf)) finite[worker] = 0;
   });
   return std::all_of(finite.begin(), finite.end(), [](char f) { return f != 0; });
 }

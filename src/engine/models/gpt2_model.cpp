@@ -278,8 +278,11 @@ Tensor2 layer_norm(const Tensor2& x, const Tensor1& gamma, const Tensor1& beta, 
 float gelu_new(float x) {
   // 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)): one exp instead of a tanh, and no cancellation in
   // 1 + tanh(u) far to the left (exp overflows to inf there, and x / inf is the 0 it should be).
-  const double u = std::sqrt(2.0 / std::numbers::pi) * (double(x) + 0.044715 * double(x) * x * x);
-  return float(double(x) / (1.0 + std::exp(-2.0 * u)));
+  // In float: a few units in the last place, as much as the float32 product before it rounds,
+  // at a third of the cost of the double exp (which took 6 % of GPT-2 small's pass).
+  constexpr float k = float(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
+  const float u = k * (x + 0.044715f * x * x * x);
+  return x / (1.0f + std::exp(-2.0f * u));
 }
 
 Gpt2Forward gpt2_forward(const Gpt2Model& model, const std::vector<std::int32_t>& ids, std::size_t threads) {

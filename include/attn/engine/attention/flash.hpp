@@ -117,10 +117,11 @@ FlashResult flash_decode_bf16(const Tensor3& q, const Bf16Tensor3& k, const Bf16
 // in float64 from q and k (as FlashAttention's backward pass recomputes them). The lse only
 // says which rows the kernel found fully masked (-inf): those stay zero; every other row is
 // the softmax of its visible scores, normalised by its own sum.
-// score_mod and temperature as FlashOptions has them.
+// score_mod and temperature as FlashOptions has them; heads split across `threads` (0 = all),
+// the same bits whatever their number.
 Tensor3 recompute_weights(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
                           const Mask3* allowed, bool causal, std::optional<double> scale,
-                          const ScoreMod* score_mod = nullptr, double temperature = 1.0);
+                          const ScoreMod* score_mod = nullptr, double temperature = 1.0, std::size_t threads = 1);
 
 // The tile sizes a run with these options uses (block_q query rows x block_k keys; the key
 // tile is rounded up to whole packed panels of the micro-kernel), and the ISA it runs on.

@@ -8,6 +8,7 @@
 #include "attn/engine/attention/flash.hpp"
 #include "attn/engine/attention/softmax.hpp"
 #include "attn/engine/attention/tile_math.hpp"
+#include "platform/parallel.hpp"
 
 namespace attn {
 namespace {
@@ -19,29 +20,36 @@ namespace {
 // every weight of its row by as much.
 template <class T>
 xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xtensor<T, 3>& k,
-                                            const xt::xtensor<double, 2>& lse, const Mask3* allowed,
-                                            bool causal, double scale, const ScoreMod* mod, double temperature) {
+                                      const xt::xtensor<double, 2>& lse, const Mask3* allowed, bool causal,
+                                      double scale, const ScoreMod* mod, double temperature, std::size_t threads) {
   const std::size_t H = q.shape(0), Lq = q.shape(1), d = q.shape(2), Lk = k.shape(1);
   const std::size_t group = H / k.shape(0);
+  const bool modded = mod && mod->any();  // on scale * q.k, before the temperature (variant.hpp)
   xt::xtensor<double, 3> w = xt::zeros<double>({H, Lq, Lk});
-  std::vector<double> row(Lk);
-  for (std::size_t h = 0; h < H; ++h)
+  // One head per work item: each row is computed alone, so the bits do not depend on the threads.
+  detail::parallel_items(H, detail::thread_count(threads, H), [&](std::size_t, std::size_t h) {
+    std::vector<double> row(Lk);
     for (std::size_t i = 0; i < Lq; ++i) {
       if (lse(h, i) == -INFINITY) continue;  // fully masked row: all zero
+      const T* qi = q.data() + (h * Lq + i) * d;
       for (std::size_t j = 0; j < Lk; ++j) {
         const bool visible =
             (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
             (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
+        if (!visible) {
+          row[j] = -INFINITY;
+          continue;
+        }
+        const T* kj = k.data() + (h / group * Lk + j) * d;
         double s = 0;
-        for (std::size_t c = 0; visible && c < d; ++c) s += double(q(h, i, c)) * double(k(h / group, j, c));
-        const bool modded = mod && mod->any();  // on scale * q.k, before the temperature (variant.hpp)
-        row[j] = !visible ? -INFINITY
-                 : modded ? mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature
-                          : s * scale;
+        for (std::size_t c = 0; c < d; ++c) s += double(qi[c]) * double(kj[c]);
+        row[j] = modded ? mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature
+                        : s * scale;
       }
       softmax_row_inplace(row.data(), Lk);
-      for (std::size_t j = 0; j < Lk; ++j) w(h, i, j) = row[j];
+      std::copy(row.begin(), row.end(), w.data() + (h * Lq + i) * Lk);
     }
+  });
   return w;
 }
 
@@ -52,16 +60,16 @@ namespace detail {
 TensorD3 recompute_weights_f64(const TensorD3& q, const TensorD3& k, const TensorD2& lse,
                                const Mask3* allowed, bool causal, double scale, const ScoreMod* score_mod,
                                double temperature) {
-  return recompute_rows<double>(q, k, lse, allowed, causal, scale, score_mod, temperature);
+  return recompute_rows<double>(q, k, lse, allowed, causal, scale, score_mod, temperature, 1);
 }
 
 }  // namespace detail
 
 Tensor3 recompute_weights(const Tensor3& q, const Tensor3& k, const xt::xtensor<double, 2>& lse,
                           const Mask3* allowed, bool causal, std::optional<double> scale,
-                          const ScoreMod* score_mod, double temperature) {
+                          const ScoreMod* score_mod, double temperature, std::size_t threads) {
   return xt::cast<float>(recompute_rows(q, k, lse, allowed, causal, resolved_scale(scale, q.shape(2)), score_mod,
-                                        temperature));
+                                        temperature, threads));
 }
 
 }  // namespace attn

@@ -18,6 +18,18 @@ namespace {
 // normalised by the row's own sum; rows the kernel found fully masked (lse = -inf) are zero.
 // The row's own sum, not exp(s - lse): a float32 lse of 1e4 is off by 1e-3 and would skew
 // every weight of its row by as much.
+// q . k in float64, in four interleaved partial sums (c mod 4) added pairwise at the end: one
+// running sum waits on every previous addition (4 cycles each), four keep the adder busy.
+template <class T>
+double dot(const T* q, const T* k, std::size_t d) {
+  double part[4] = {0, 0, 0, 0};
+  std::size_t c = 0;
+  for (; c + 4 <= d; c += 4)
+    for (std::size_t p = 0; p < 4; ++p) part[p] += double(q[c + p]) * double(k[c + p]);
+  for (; c < d; ++c) part[c % 4] += double(q[c]) * double(k[c]);
+  return (part[0] + part[1]) + (part[2] + part[3]);
+}
+
 template <class T>
 xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xtensor<T, 3>& k,
                                       const xt::xtensor<double, 2>& lse, const Mask3* allowed, bool causal,
@@ -40,9 +52,7 @@ xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xten
           row[j] = -INFINITY;
           continue;
         }
-        const T* kj = k.data() + (h / group * Lk + j) * d;
-        double s = 0;
-        for (std::size_t c = 0; c < d; ++c) s += double(qi[c]) * double(kj[c]);
+        const double s = dot(qi, k.data() + (h / group * Lk + j) * d, d);
         row[j] = modded ? mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature
                         : s * scale;
       }

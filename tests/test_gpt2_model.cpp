@@ -109,11 +109,14 @@ class CountingStore final : public Gpt2StoredWeights {
     throw InputError("the store's " + parameter + " is not finite");
   }
   void widen_wte_rows(std::size_t first, std::size_t count, float* out) const override {
-    ++wte_rows_widened;
     const std::size_t D = model_.config.n_embd;
     std::copy_n(model_.wte.data() + first * D, count * D, out);
   }
-  mutable std::size_t blocks = 0, wte_rows_widened = 0;
+  StoredMatrix stored_wte() const override {
+    ++wte_read_in_place;
+    return {model_.wte.data(), StoredType::f32, model_.wte.shape(0), model_.wte.shape(1)};
+  }
+  mutable std::size_t blocks = 0, wte_read_in_place = 0;
 
  private:
   Gpt2Model model_;
@@ -127,7 +130,7 @@ double max_difference(const Tensor2& a, const Tensor2& b) {
 
 }  // namespace
 
-TEST_CASE("gpt2_unembed: split across threads and wte slices, x wte^T as a plain float64 loop gives it") {
+TEST_CASE("gpt2_unembed: split across threads, wte read in place, x wte^T as a plain float64 loop gives it") {
   const Gpt2Model m = wide_random_gpt2();
   const std::size_t L = 3, D = m.config.n_embd, V = m.config.vocab_size;
   Rng rng(3);
@@ -138,19 +141,26 @@ TEST_CASE("gpt2_unembed: split across threads and wte slices, x wte^T as a plain
   stored.wte = Tensor2();
   stored.blocks.clear();
   stored.stored = store;
+  const Tensor2 first = gpt2_unembed(m, x, 1);
   for (std::size_t threads : {1, 2, 3}) {
     const Tensor2 held = gpt2_unembed(m, x, threads), streamed = gpt2_unembed(stored, x, threads);
+    CHECK(held == first);  // the same bits whatever the threads
+    CHECK(streamed == first);
     double worst = 0;
     for (std::size_t i = 0; i < L; ++i) {
       for (std::size_t v = 0; v < V; ++v) {
         double expected = 0;
         for (std::size_t j = 0; j < D; ++j) expected += double(x(i, j)) * double(m.wte(v, j));
-        worst = std::max({worst, std::fabs(held(i, v) - expected), std::fabs(streamed(i, v) - expected)});
+        worst = std::max(worst, std::fabs(held(i, v) - expected));
       }
     }
     CHECK(worst < 1e-4);  // a float32 dot product of 256 terms of size ~0.1
   }
-  CHECK(store->wte_rows_widened >= 3 * 3);  // 1100 rows: at least 3 slices of at most 512 per call
+  CHECK(store->wte_read_in_place == 3);
+  Gpt2Model poisoned = m;  // a held wte with a NaN is named
+  poisoned.wte(1000, 7) = NAN;
+  CHECK_THROWS_WITH_AS(gpt2_unembed(poisoned, x, 2), doctest::Contains("\"wte.weight\" holds a non-finite value"),
+                       InputError);
 }
 
 TEST_CASE("gpt2_forward: weights left in a store give the held model's pass, widening each block once") {

@@ -132,20 +132,29 @@ TEST_CASE("stored matmul: the AVX-512 and portable kernels, and 1 or 2 threads, 
 
 namespace {
 
-// y = x W + bias for W stored [in, out], in float64 on the widened values, with the magnitude
-// of its terms (for the float32 error bound).
+// W's weight on input k for output j, laid out as `layout` says.
+double weight(const StoredTestMatrix& w, StoredLayout layout, std::size_t k, std::size_t j) {
+  return layout == StoredLayout::in_out ? w.values[k * w.view.cols + j] : w.values[j * w.view.cols + k];
+}
+
+// A K x N product's matrix stored as `layout` lays it out.
+StoredTestMatrix make_weights(StoredType type, StoredLayout layout, std::size_t K, std::size_t N, std::mt19937& rng) {
+  return layout == StoredLayout::in_out ? make_stored(type, K, N, rng) : make_stored(type, N, K, rng);
+}
+
+// y = x W + bias in float64 on the widened values, with the magnitude of its terms (for the
+// float32 error bound).
 struct GemmReference {
   std::vector<double> exact, magnitude;
 };
-GemmReference gemm_reference(const std::vector<float>& x, std::size_t m, const StoredTestMatrix& w,
-                             const float* bias) {
-  const std::size_t K = w.view.rows, N = w.view.cols;
+GemmReference gemm_reference(const std::vector<float>& x, std::size_t m, std::size_t K, std::size_t N,
+                             const StoredTestMatrix& w, StoredLayout layout, const float* bias) {
   GemmReference r{std::vector<double>(m * N), std::vector<double>(m * N)};
   for (std::size_t i = 0; i < m; ++i)
     for (std::size_t j = 0; j < N; ++j) {
       double exact = bias ? bias[j] : 0, magnitude = std::fabs(exact);
       for (std::size_t k = 0; k < K; ++k) {
-        const double term = double(x[i * K + k]) * w.values[k * N + j];
+        const double term = double(x[i * K + k]) * weight(w, layout, k, j);
         exact += term;
         magnitude += std::fabs(term);
       }
@@ -157,95 +166,125 @@ GemmReference gemm_reference(const std::vector<float>& x, std::size_t m, const S
 
 float doubled_plus_one(float v) { return 2.0f * v + 1.0f; }
 
+constexpr StoredLayout kLayouts[] = {StoredLayout::in_out, StoredLayout::out_in};
+
 }  // namespace
 
-TEST_CASE("stored gemm: x W + bias for W stored [in, out], every type against float64, off every block edge") {
+TEST_CASE("stored gemm: x W + bias, W stored [in, out] or [out, in], every type against float64, off every block edge") {
   std::mt19937 rng(5);
-  // m around the kernel's 6-row blocks, K around the 128-row widened chunks, N around the
-  // 64-column panels and the 4-panel work items.
-  for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16})
-    for (auto [m, K, N] : {std::array<std::size_t, 3>{1, 1, 1}, {5, 7, 3}, {6, 128, 64}, {7, 129, 65},
-                           {13, 300, 257}, {64, 200, 520}, {200, 33, 70}}) {
-      const StoredTestMatrix w = make_stored(type, K, N, rng);
-      const std::vector<float> x = random_rows(m, K, rng), bias = random_rows(1, N, rng);
-      for (bool with_bias : {false, true}) {
-        const std::size_t ldy = N + 2;
-        std::vector<float> y(m * ldy, -1.0f);  // ldy > N: the gap must stay untouched
-        CHECK(stored_gemm(x.data(), m, w.view, with_bias ? bias.data() : nullptr, y.data(), ldy, 0));
-        const GemmReference ref = gemm_reference(x, m, w, with_bias ? bias.data() : nullptr);
-        bool within = true, gap_kept = true;
-        for (std::size_t i = 0; i < m; ++i) {
-          for (std::size_t j = 0; j < N; ++j)  // K float32 fused multiply-adds: within (K + 1) 2^-24 of the magnitude
-            within &= std::fabs(y[i * ldy + j] - ref.exact[i * N + j]) <=
-                      double(K + 1) * 0x1.0p-24 * ref.magnitude[i * N + j] + 1e-30;
-          gap_kept &= y[i * ldy + N] == -1.0f && y[i * ldy + N + 1] == -1.0f;
-        }
+  // m around the kernel's 6-row blocks, K around the 128-row widened chunks and the 16 x 16
+  // transposed blocks, N around the 64-column panels and the 4-panel work items.
+  for (StoredLayout layout : kLayouts)
+    for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16})
+      for (auto [m, K, N] : {std::array<std::size_t, 3>{1, 1, 1}, {5, 7, 3}, {6, 128, 64}, {7, 129, 65},
+                             {13, 300, 257}, {64, 200, 520}, {200, 33, 70}}) {
+        const StoredTestMatrix w = make_weights(type, layout, K, N, rng);
+        const std::vector<float> x = random_rows(m, K, rng), bias = random_rows(1, N, rng);
+        CAPTURE(int(layout));
         CAPTURE(m);
         CAPTURE(K);
         CAPTURE(N);
-        CHECK(within);
-        CHECK(gap_kept);
+        for (bool with_bias : {false, true}) {
+          const std::size_t ldy = N + 2;
+          std::vector<float> y(m * ldy, -1.0f);  // ldy > N: the gap must stay untouched
+          CHECK(stored_gemm(x.data(), m, w.view, layout, with_bias ? bias.data() : nullptr, y.data(), ldy, 0));
+          const GemmReference ref = gemm_reference(x, m, K, N, w, layout, with_bias ? bias.data() : nullptr);
+          bool within = true, gap_kept = true;
+          for (std::size_t i = 0; i < m; ++i) {
+            for (std::size_t j = 0; j < N; ++j)  // K float32 fused multiply-adds: within (K + 1) 2^-24 of the magnitude
+              within &= std::fabs(y[i * ldy + j] - ref.exact[i * N + j]) <=
+                        double(K + 1) * 0x1.0p-24 * ref.magnitude[i * N + j] + 1e-30;
+            gap_kept &= y[i * ldy + N] == -1.0f && y[i * ldy + N + 1] == -1.0f;
+          }
+          CHECK(within);
+          CHECK(gap_kept);
+        }
+        std::vector<float> y(m * N);
+        REQUIRE(stored_gemm(x.data(), m, w.view, layout, bias.data(), y.data(), N, 2, doubled_plus_one));
+        const GemmReference ref = gemm_reference(x, m, K, N, w, layout, bias.data());
+        bool within = true;
+        for (std::size_t i = 0; i < m * N; ++i)
+          within &= std::fabs(y[i] - (2.0 * ref.exact[i] + 1.0)) <= 2.0 * double(K + 2) * 0x1.0p-24 * ref.magnitude[i] + 1e-6;
+        CHECK(within);  // the activation is applied to every output, once
       }
-      std::vector<float> y(m * N);
-      REQUIRE(stored_gemm(x.data(), m, w.view, bias.data(), y.data(), N, 2, doubled_plus_one));
-      const GemmReference ref = gemm_reference(x, m, w, bias.data());
-      bool within = true;
-      for (std::size_t i = 0; i < m * N; ++i)
-        within &= std::fabs(y[i] - (2.0 * ref.exact[i] + 1.0)) <= 2.0 * double(K + 2) * 0x1.0p-24 * ref.magnitude[i] + 1e-6;
-      CHECK(within);  // the activation is applied to every output, once
-    }
 }
 
 TEST_CASE("stored gemm: each output is its bias then its terms fused in k order, whatever the threads or rows") {
   std::mt19937 rng(9);
   const std::size_t m = 37, K = 300, N = 200;
-  const StoredTestMatrix w = make_stored(StoredType::f16, K, N, rng);
-  const std::vector<float> x = random_rows(m, K, rng), bias = random_rows(1, N, rng);
-  std::vector<float> one(m * N), three(m * N), row(N);
-  REQUIRE(stored_gemm(x.data(), m, w.view, bias.data(), one.data(), N, 1));
-  REQUIRE(stored_gemm(x.data(), m, w.view, bias.data(), three.data(), N, 3));
-  CHECK(std::memcmp(one.data(), three.data(), one.size() * 4) == 0);
-  bool rows_alone = true;  // row i computed alone (m = 1, a decode step) gives the same bits
-  for (std::size_t i = 0; i < m; i += 6) {
-    REQUIRE(stored_gemm(x.data() + i * K, 1, w.view, bias.data(), row.data(), N, 2));
-    rows_alone &= std::memcmp(row.data(), one.data() + i * N, N * 4) == 0;
-  }
-  CHECK(rows_alone);
-  // Where the kernel's multiply-add is fused (every vector ISA), the bits are those of the plain
-  // loop below; the portable build may round each product separately.
-  if (std::string(flash::best_microkernels<float>().isa) == "generic") return;
-  bool exact = true;
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < N; ++j) {
-      float acc = bias[j];
-      for (std::size_t k = 0; k < K; ++k) acc = std::fma(x[i * K + k], float(w.values[k * N + j]), acc);
-      exact &= acc == one[i * N + j];
+  for (StoredLayout layout : kLayouts) {
+    const StoredTestMatrix w = make_weights(StoredType::f16, layout, K, N, rng);
+    const std::vector<float> x = random_rows(m, K, rng), bias = random_rows(1, N, rng);
+    std::vector<float> one(m * N), three(m * N), row(N);
+    REQUIRE(stored_gemm(x.data(), m, w.view, layout, bias.data(), one.data(), N, 1));
+    REQUIRE(stored_gemm(x.data(), m, w.view, layout, bias.data(), three.data(), N, 3));
+    CHECK(std::memcmp(one.data(), three.data(), one.size() * 4) == 0);
+    bool rows_alone = true;  // row i computed alone (m = 1, a decode step) gives the same bits
+    for (std::size_t i = 0; i < m; i += 6) {
+      REQUIRE(stored_gemm(x.data() + i * K, 1, w.view, layout, bias.data(), row.data(), N, 2));
+      rows_alone &= std::memcmp(row.data(), one.data() + i * N, N * 4) == 0;
     }
-  CHECK(exact);
+    CHECK(rows_alone);
+    // Where the kernel's multiply-add is fused (every vector ISA), the bits are those of the
+    // plain loop below; the portable build may round each product separately.
+    if (std::string(flash::best_microkernels<float>().isa) == "generic") continue;
+    bool exact = true;
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        float acc = bias[j];
+        for (std::size_t k = 0; k < K; ++k) acc = std::fma(x[i * K + k], float(weight(w, layout, k, j)), acc);
+        exact &= acc == one[i * N + j];
+      }
+    CHECK(exact);
+  }
 }
 
-TEST_CASE("stored gemm: a weight that is not finite is reported, wherever it is, in every type") {
+TEST_CASE("stored gemm: the AVX-512 and portable widenings, straight and transposed, give the same floats") {
+  std::mt19937 rng(17);
+  const detail::StoredWidenTransposedKernel avx512 = detail::stored_widen_transposed_avx512();
+  const detail::StoredWidenTransposedKernel generic = detail::stored_widen_transposed_generic();
+  for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16}) {
+    const StoredTestMatrix w = make_stored(type, 70, 45, rng);
+    for (auto [row, rows, col, depth] : {std::array<std::size_t, 4>{0, 70, 0, 45}, {3, 17, 5, 33}, {64, 6, 40, 5},
+                                         {0, 16, 0, 16}, {69, 1, 44, 1}}) {
+      const std::size_t ldo = 80;
+      std::vector<float> a(depth * ldo, -7.0f), b(depth * ldo, -7.0f);
+      CHECK(generic(w.view, row, rows, col, depth, a.data(), ldo));
+      bool values = true;  // the transposition, by the test's own decoding
+      for (std::size_t c = 0; c < depth; ++c)
+        for (std::size_t t = 0; t < ldo; ++t)
+          values &= t < rows ? a[c * ldo + t] == float(w.values[(row + t) * 45 + col + c]) : a[c * ldo + t] == -7.0f;
+      CHECK(values);
+      if (!avx512) continue;  // not compiled in, or this CPU lacks AVX-512
+      CHECK(avx512(w.view, row, rows, col, depth, b.data(), ldo));
+      CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);  // and nothing outside the block written
+    }
+  }
+}
+
+TEST_CASE("stored gemm: a weight that is not finite is reported, wherever it is, in every type and layout") {
   std::mt19937 rng(13);
   const std::size_t m = 3, K = 130, N = 70;
   const std::vector<float> x = random_rows(m, K, rng);
   std::vector<float> y(m * N);
-  for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16}) {
-    StoredTestMatrix w = make_stored(type, K, N, rng);
-    CHECK(stored_gemm(x.data(), m, w.view, nullptr, y.data(), N, 2));
-    const std::size_t width = type == StoredType::f32 ? 4 : 2;
-    // +infinity, then a NaN, in each type's bits.
-    const std::uint32_t f32_bits[2] = {0x7f800000u, 0x7fc00000u};
-    const std::uint16_t bf16_bits[2] = {0x7f80, 0x7fc0}, f16_bits[2] = {0x7c00, 0x7e00};
-    for (std::size_t at : {std::size_t(0), N - 1, 64 * N + 65, K * N - 1})  // first, a row's last, a tail panel, last
-      for (int which = 0; which < 2; ++which) {
-        unsigned char* p = const_cast<unsigned char*>(static_cast<const unsigned char*>(w.view.data)) + at * width;
-        std::vector<unsigned char> saved(p, p + width);
-        if (type == StoredType::f32) std::memcpy(p, &f32_bits[which], 4);
-        else std::memcpy(p, type == StoredType::bf16 ? &bf16_bits[which] : &f16_bits[which], 2);
-        CAPTURE(at);
-        CHECK_FALSE(stored_gemm(x.data(), m, w.view, nullptr, y.data(), N, 2));
-        std::memcpy(p, saved.data(), width);
-      }
-    CHECK(stored_gemm(x.data(), m, w.view, nullptr, y.data(), N, 2));
-  }
+  for (StoredLayout layout : kLayouts)
+    for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16}) {
+      StoredTestMatrix w = make_weights(type, layout, K, N, rng);
+      CHECK(stored_gemm(x.data(), m, w.view, layout, nullptr, y.data(), N, 2));
+      const std::size_t width = type == StoredType::f32 ? 4 : 2;
+      // +infinity, then a NaN, in each type's bits.
+      const std::uint32_t f32_bits[2] = {0x7f800000u, 0x7fc00000u};
+      const std::uint16_t bf16_bits[2] = {0x7f80, 0x7fc0}, f16_bits[2] = {0x7c00, 0x7e00};
+      for (std::size_t at : {std::size_t(0), w.view.cols - 1, 64 * w.view.cols + 65, K * N - 1})
+        for (int which = 0; which < 2; ++which) {  // first, a row's last, past the first panel or chunk, last
+          unsigned char* p = const_cast<unsigned char*>(static_cast<const unsigned char*>(w.view.data)) + at * width;
+          std::vector<unsigned char> saved(p, p + width);
+          if (type == StoredType::f32) std::memcpy(p, &f32_bits[which], 4);
+          else std::memcpy(p, type == StoredType::bf16 ? &bf16_bits[which] : &f16_bits[which], 2);
+          CAPTURE(at);
+          CHECK_FALSE(stored_gemm(x.data(), m, w.view, layout, nullptr, y.data(), N, 2));
+          std::memcpy(p, saved.data(), width);
+        }
+      CHECK(stored_gemm(x.data(), m, w.view, layout, nullptr, y.data(), N, 2));
+    }
 }

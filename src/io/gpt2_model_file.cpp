@@ -142,6 +142,8 @@ class MappedGpt2Weights final : public Gpt2StoredWeights {
     widen_finite(slice_entry(e.entry, first * n_embd_, count * n_embd_), e.name, out, source_);
   }
 
+  StoredMatrix stored_wte() const override { return stored_matrix(entries_.at("wte.weight").entry); }
+
   [[noreturn]] void non_finite(const std::string& parameter) const override {
     throw InputError(source_ + ": tensor \"" + entries_.at(parameter).name + "\" holds a non-finite value");
   }

@@ -1,5 +1,6 @@
-// stored_gemm (stored_matrix.hpp): W [in, out] widened one panel of columns at a time into a
-// buffer that stays in L1, and multiplied by the flash kernel's general product
+// stored_gemm (stored_matrix.hpp): W widened one panel of output columns at a time into a
+// buffer that stays in L1 (rows of a [in, out] matrix as they are, rows of a [out, in] one
+// transposed 16 x 16 in registers), and multiplied by the flash kernel's general product
 // (microkernels_impl.hpp: key_panel columns x qk_rows rows of accumulators in registers).
 //
 // A pass over a model with weights stored as float16 used to widen each matrix into a float32
@@ -34,10 +35,20 @@ detail::StoredWidenKernel widen_kernel() {
   return kernel;
 }
 
+detail::StoredWidenTransposedKernel widen_transposed_kernel() {
+  static const detail::StoredWidenTransposedKernel kernel = [] {
+    const detail::StoredWidenTransposedKernel avx512 = detail::stored_widen_transposed_avx512();
+    return avx512 ? avx512 : detail::stored_widen_transposed_generic();
+  }();
+  return kernel;
+}
+
 struct Problem {
   const float* x;
   std::size_t m;
   const StoredMatrix& w;
+  StoredLayout layout;
+  std::size_t K, N;  // x [m, K] . W -> y [m, N]
   const float* bias;
   float* y;
   std::size_t ldy;
@@ -56,20 +67,36 @@ struct Item {
   std::size_t r0, rows, padded, p0, p1;
 };
 
-// Rows k0 .. k0 + depth of W, the item's columns, widened into the chunk's panels (zero past the
-// last column). Returns false when a weight was not finite.
+// The prefetch hint for `bytes` bytes from p, one per cache line.
+void prefetch(const unsigned char* p, std::size_t bytes) {
+  for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+}
+
+// Inputs k0 .. k0 + depth of the item's output columns, widened into the chunk's panels [depth][PW]
+// (zero past the last column). Returns false when a weight was not finite.
 bool widen_chunk(const Problem& pb, std::size_t PW, const Item& it, std::size_t k0, std::size_t depth,
                  float* chunk) {
   const StoredMatrix& w = pb.w;
-  const std::size_t N = w.cols, bytes = w.element_bytes(), first = it.p0 * PW, last = std::min(N, it.p1 * PW);
+  const std::size_t N = pb.N, bytes = w.element_bytes(), first = it.p0 * PW, last = std::min(N, it.p1 * PW);
   const auto* base = static_cast<const unsigned char*>(w.data);
-  const detail::StoredWidenKernel widen = widen_kernel();
   bool finite = true;
-  for (std::size_t k = 0; k < depth; ++k) {
-    if (k0 + k + kPrefetchRows < w.rows) {
-      const unsigned char* ahead = base + ((k0 + k + kPrefetchRows) * N + first) * bytes;
-      for (std::size_t b = 0; b < (last - first) * bytes; b += 64) __builtin_prefetch(ahead + b);
+  if (pb.layout == StoredLayout::out_in) {  // output column j is row j of W: 16 x 16 blocks transposed
+    const detail::StoredWidenTransposedKernel widen = widen_transposed_kernel();
+    for (std::size_t p = it.p0; p < it.p1; ++p) {
+      const std::size_t width = std::min(PW, N - p * PW);
+      if (k0 + depth < pb.K)  // the same rows' next inputs, while these are widened
+        for (std::size_t t = 0; t < width; ++t)
+          prefetch(base + ((p * PW + t) * pb.K + k0 + depth) * bytes, std::min(depth, pb.K - k0 - depth) * bytes);
+      float* panel = chunk + (p - it.p0) * depth * PW;
+      finite &= widen(w, p * PW, width, k0, depth, panel, PW);
+      if (width < PW)
+        for (std::size_t k = 0; k < depth; ++k) std::fill(panel + k * PW + width, panel + (k + 1) * PW, 0.0f);
     }
+    return finite;
+  }
+  const detail::StoredWidenKernel widen = widen_kernel();
+  for (std::size_t k = 0; k < depth; ++k) {  // input k is row k of W, the item's columns side by side
+    if (k0 + k + kPrefetchRows < pb.K) prefetch(base + ((k0 + k + kPrefetchRows) * N + first) * bytes, (last - first) * bytes);
     for (std::size_t p = it.p0; p < it.p1; ++p) {
       const std::size_t width = std::min(PW, N - p * PW);
       float* row = chunk + ((p - it.p0) * depth + k) * PW;
@@ -83,7 +110,7 @@ bool widen_chunk(const Problem& pb, std::size_t PW, const Item& it, std::size_t 
 // The item's outputs, each starting from its bias, then every chunk of W added by the kernel,
 // then the activation, copied into y. Returns false when a weight was not finite.
 bool run_item(const Problem& pb, const flash::Microkernels<float>& mk, const Item& it, Buffers& buf) {
-  const std::size_t K = pb.w.rows, N = pb.w.cols, PW = mk.key_panel, MR = mk.qk_rows;
+  const std::size_t K = pb.K, N = pb.N, PW = mk.key_panel, MR = mk.qk_rows;
   const std::size_t main = it.rows / MR * MR, panels = it.p1 - it.p0;
   buf.chunk.resize(panels * kDepth * PW);
   buf.out.resize(panels * it.padded * PW);
@@ -120,12 +147,14 @@ bool run_item(const Problem& pb, const flash::Microkernels<float>& mk, const Ite
 
 }  // namespace
 
-bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, const float* bias, float* y, std::size_t ldy,
-                 std::size_t threads, float (*activation)(float)) {
-  if (m == 0 || w.cols == 0) return true;
+bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLayout layout, const float* bias,
+                 float* y, std::size_t ldy, std::size_t threads, float (*activation)(float)) {
+  const bool in_out = layout == StoredLayout::in_out;
+  const std::size_t K = in_out ? w.rows : w.cols, N = in_out ? w.cols : w.rows;
+  if (m == 0 || N == 0) return true;
   const flash::Microkernels<float>& mk = flash::best_microkernels<float>();
-  const std::size_t K = w.rows, PW = mk.key_panel, MR = mk.qk_rows, group = kRowBlocks * MR;
-  const std::size_t panels = (w.cols + PW - 1) / PW, row_items = (m + group - 1) / group;
+  const std::size_t PW = mk.key_panel, MR = mk.qk_rows, group = kRowBlocks * MR;
+  const std::size_t panels = (N + PW - 1) / PW, row_items = (m + group - 1) / group;
   // Column items in whole rounds of the workers, each at most kMaxPanelsPerItem wide, so that
   // the threads get equal shares (12 panels on 2 threads: 4 items of 3, not 3 of 4).
   const std::size_t workers = detail::thread_count(threads, row_items * panels);
@@ -133,7 +162,7 @@ bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, const flo
   const std::size_t column_items = std::min(panels, workers * rounds), items = row_items * column_items;
   std::vector<Buffers> buffers(workers);
   std::vector<char> finite(workers, 1);
-  const Problem pb{x, m, w, bias, y, ldy, activation};
+  const Problem pb{x, m, w, layout, K, N, bias, y, ldy, activation};
   detail::parallel_items(items, workers, [&](std::size_t worker, std::size_t index) {
     Buffers& buf = buffers[worker];
     const std::size_t r0 = index / column_items * group, rows = std::min(group, m - r0), c = index % column_items;

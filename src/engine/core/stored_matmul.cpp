@@ -67,6 +67,14 @@ bool widen_generic(const StoredMatrix& w, std::size_t row, std::size_t col, std:
   return finite;
 }
 
+bool widen_transposed_generic(const StoredMatrix& w, std::size_t row, std::size_t rows, std::size_t col,
+                              std::size_t depth, float* out, std::size_t ldo) {
+  bool finite = true;
+  for (std::size_t t = 0; t < rows; ++t)
+    for (std::size_t c = 0; c < depth; ++c) finite &= std::isfinite(out[c * ldo + t] = stored_value(w, row + t, col + c));
+  return finite;
+}
+
 StoredRowsKernel best_kernel() {
   static const StoredRowsKernel kernel = [] {
     const StoredRowsKernel avx512 = stored_rows_avx512();
@@ -79,6 +87,7 @@ StoredRowsKernel best_kernel() {
 
 StoredRowsKernel stored_rows_generic() { return rows_generic; }
 StoredWidenKernel stored_widen_generic() { return widen_generic; }
+StoredWidenTransposedKernel stored_widen_transposed_generic() { return widen_transposed_generic; }
 
 }  // namespace detail
 

@@ -21,4 +21,13 @@ using StoredWidenKernel = bool (*)(const StoredMatrix& w, std::size_t row, std::
 StoredWidenKernel stored_widen_generic();
 StoredWidenKernel stored_widen_avx512();  // null when not compiled in
 
+// The same, transposed: out[c * ldo + t] = W[row + t, col + c] for t < rows, c < depth (rows of W
+// become columns of out: stored_gemm's panels of a matrix stored [out, in]). out is not written
+// elsewhere.
+using StoredWidenTransposedKernel = bool (*)(const StoredMatrix& w, std::size_t row, std::size_t rows,
+                                             std::size_t col, std::size_t depth, float* out, std::size_t ldo);
+
+StoredWidenTransposedKernel stored_widen_transposed_generic();
+StoredWidenTransposedKernel stored_widen_transposed_avx512();  // null when not compiled in
+
 }  // namespace attn::detail

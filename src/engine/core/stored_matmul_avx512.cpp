@@ -5,6 +5,7 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "stored_lanes.hpp"
@@ -131,6 +132,71 @@ bool widen_avx512(const StoredMatrix& w, std::size_t row, std::size_t col, std::
   return false;
 }
 
+// r[j] <- column j of the 16 x 16 block whose rows r holds: 32-bit, then 64-bit interleaves
+// within 128-bit lanes, then two rounds of 128-bit lane shuffles.
+void transpose16(__m512 (&r)[16]) {
+  __m512 a[16], b[16];
+  for (std::size_t i = 0; i < 8; ++i) {  // lane L: rows 2i, 2i+1 at columns 4L, 4L+1 (lo) or 4L+2, 4L+3 (hi)
+    a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (std::size_t i = 0; i < 4; ++i) {  // b[4i + c], lane L: rows 4i .. 4i+3 at column 4L + c
+    const __m512d lo0 = _mm512_castps_pd(a[4 * i]), lo1 = _mm512_castps_pd(a[4 * i + 2]);
+    const __m512d hi0 = _mm512_castps_pd(a[4 * i + 1]), hi1 = _mm512_castps_pd(a[4 * i + 3]);
+    b[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo0, lo1));
+    b[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo0, lo1));
+    b[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi0, hi1));
+    b[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi0, hi1));
+  }
+  for (std::size_t c = 0; c < 4; ++c) {  // column 4L + c gathers lane L of b[c], b[4+c], b[8+c], b[12+c]
+    const __m512 e0 = _mm512_shuffle_f32x4(b[c], b[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 e1 = _mm512_shuffle_f32x4(b[c], b[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512 f0 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 f1 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
+    r[c] = _mm512_shuffle_f32x4(e0, f0, _MM_SHUFFLE(2, 0, 2, 0));
+    r[4 + c] = _mm512_shuffle_f32x4(e1, f1, _MM_SHUFFLE(2, 0, 2, 0));
+    r[8 + c] = _mm512_shuffle_f32x4(e0, f0, _MM_SHUFFLE(3, 1, 3, 1));
+    r[12 + c] = _mm512_shuffle_f32x4(e1, f1, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// 16 x 16 blocks: up to 16 rows of W widened (rows past `rows` are 0), transposed in registers,
+// stored as up to 16 rows of out (masked to `rows` lanes).
+template <StoredType T>
+bool widen_transposed_typed(const StoredMatrix& w, std::size_t row, std::size_t rows, std::size_t col,
+                            std::size_t depth, float* out, std::size_t ldo) {
+  const __m512i exponent = _mm512_set1_epi32(0x7f800000);
+  const std::size_t row_bytes = w.cols * w.element_bytes();
+  const auto* base = static_cast<const unsigned char*>(w.data) + row * row_bytes;
+  __mmask16 bad = 0;
+  for (std::size_t t0 = 0; t0 < rows; t0 += kStoredLanes) {
+    const std::size_t n = std::min(kStoredLanes, rows - t0);
+    const __mmask16 lanes = n == kStoredLanes ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    for (std::size_t c0 = 0; c0 < depth; c0 += kStoredLanes) {
+      const std::size_t m = std::min(kStoredLanes, depth - c0);
+      const __mmask16 mask = m == kStoredLanes ? __mmask16(0xffff) : __mmask16((1u << m) - 1);
+      __m512 r[16];
+      for (std::size_t t = 0; t < kStoredLanes; ++t) {
+        r[t] = t < n ? widen16<T>(base + (t0 + t) * row_bytes, col + c0, mask) : _mm512_setzero_ps();
+        bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(r[t]), exponent), exponent);
+      }
+      transpose16(r);
+      for (std::size_t c = 0; c < m; ++c) _mm512_mask_storeu_ps(out + (c0 + c) * ldo + t0, lanes, r[c]);
+    }
+  }
+  return bad == 0;
+}
+
+bool widen_transposed_avx512(const StoredMatrix& w, std::size_t row, std::size_t rows, std::size_t col,
+                             std::size_t depth, float* out, std::size_t ldo) {
+  switch (w.type) {
+    case StoredType::f32: return widen_transposed_typed<StoredType::f32>(w, row, rows, col, depth, out, ldo);
+    case StoredType::bf16: return widen_transposed_typed<StoredType::bf16>(w, row, rows, col, depth, out, ldo);
+    case StoredType::f16: return widen_transposed_typed<StoredType::f16>(w, row, rows, col, depth, out, ldo);
+  }
+  return false;
+}
+
 bool avx512_supported() {
   static const bool supported = [] {
     __builtin_cpu_init();
@@ -144,9 +210,13 @@ bool avx512_supported() {
 
 StoredRowsKernel stored_rows_avx512() { return avx512_supported() ? rows_avx512 : nullptr; }
 StoredWidenKernel stored_widen_avx512() { return avx512_supported() ? widen_avx512 : nullptr; }
+StoredWidenTransposedKernel stored_widen_transposed_avx512() {
+  return avx512_supported() ? widen_transposed_avx512 : nullptr;
+}
 
 }  // namespace attn::detail
 #else
 attn::detail::StoredRowsKernel attn::detail::stored_rows_avx512() { return nullptr; }
 attn::detail::StoredWidenKernel attn::detail::stored_widen_avx512() { return nullptr; }
+attn::detail::StoredWidenTransposedKernel attn::detail::stored_widen_transposed_avx512() { return nullptr; }
 #endif

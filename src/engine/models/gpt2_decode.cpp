@@ -58,7 +58,6 @@ Tensor2 Gpt2Decoder::feed(const std::vector<std::int32_t>& ids) {
   const Gpt2Config& c = model_.config;
   const std::size_t m = ids.size(), D = c.n_embd, H = c.n_head, p = length_;
   if (m == 0) throw InputError("tokens: expected at least one token to feed");
-  const detail::OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
   Tensor2 x = gpt2_embed(model_, ids, p);
   std::vector<double> k(D), v(D);  // one token's [H, d] keys and values, head-major as the cache wants
   for (std::size_t l = 0; l < c.n_layer; ++l) {

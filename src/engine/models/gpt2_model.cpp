@@ -114,7 +114,7 @@ Tensor2 gpt2_conv1d(const Tensor2& x, const Gpt2PassBlock& b, StoredMatrix Gpt2B
                     const Tensor1& bias, std::size_t threads, float (*activation)(float)) {
   const StoredMatrix& w = b.matrices.*which;
   Tensor2 y = Tensor2::from_shape({x.shape(0), w.cols});
-  if (!stored_gemm(x.data(), x.shape(0), w, bias.data(), y.data(), w.cols, threads, activation)) {
+  if (!stored_gemm(x.data(), x.shape(0), w, StoredLayout::in_out, bias.data(), y.data(), w.cols, threads, activation)) {
     const std::string name = "h." + std::to_string(b.layer) + "." + matrix_name(which);
     if (b.store) b.store->non_finite(name);
     throw InputError("tensor \"" + name + "\" holds a non-finite value");
@@ -192,28 +192,13 @@ Tensor2 gpt2_embed(const Gpt2Model& model, const std::vector<std::int32_t>& ids,
 }
 
 Tensor2 gpt2_unembed(const Gpt2Model& model, const Tensor2& x, std::size_t threads) {
-  const std::size_t L = x.shape(0), D = model.config.n_embd, V = model.config.vocab_size;
+  const std::size_t L = x.shape(0), V = model.config.vocab_size;
+  const StoredMatrix wte = model.stored ? model.stored->stored_wte() : held(model.wte);
   Tensor2 logits = Tensor2::from_shape({L, V});
-  // Each thread its own columns (rows of wte), a slice of rows at a time; stored weights through
-  // a buffer per thread. Held weights take the same slices, so that a stored model's logits are
-  // the held one's bits: OpenBLAS's SkylakeX and Cooperlake cores round a column differently when
-  // the call's shape differs (6 x 1100 x 256 in one call against slices of 512 columns: 413 of
-  // 6600 outputs differ; its Haswell core gives the same bits).
-  detail::column_slices(V, threads, [&](std::size_t first, std::size_t count) {
-    constexpr std::size_t kRows = 512;  // 1.5 MiB of GPT-2 small's rows: stays in cache for the GEMM
-    const auto rows = std::make_unique_for_overwrite<float[]>(model.stored ? std::min(kRows, count) * D : 0);
-    for (std::size_t done = 0; done < count;) {
-      const std::size_t n = std::min(kRows, count - done);
-      const float* w = rows.get();  // a held model's wte is read in place; a stored one is empty
-      if (model.stored)
-        model.stored->widen_wte_rows(first + done, n, rows.get());
-      else
-        w = model.wte.data() + (first + done) * D;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(L), int(n), int(D), 1.0f, x.data(), int(D), w, int(D),
-                  0.0f, logits.data() + first + done, int(V));
-      done += n;
-    }
-  });
+  if (!stored_gemm(x.data(), L, wte, StoredLayout::out_in, nullptr, logits.data(), V, threads)) {
+    if (model.stored) model.stored->non_finite("wte.weight");
+    throw InputError("tensor \"wte.weight\" holds a non-finite value");
+  }
   return logits;
 }
 
@@ -288,7 +273,6 @@ float gelu_new(float x) {
 Gpt2Forward gpt2_forward(const Gpt2Model& model, const std::vector<std::int32_t>& ids, std::size_t threads) {
   const Gpt2Config& c = model.config;
   if (ids.empty()) throw InputError("tokens: expected at least one token");
-  const detail::OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
   Tensor2 x = gpt2_embed(model, ids, 0);
   Gpt2Forward out;
   out.embedded = x;

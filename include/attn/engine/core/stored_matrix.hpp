@@ -32,17 +32,21 @@ struct StoredMatrix {
 void stored_matmul(const float* x, std::size_t m, const StoredMatrix& w, const float* bias, float* y,
                    std::size_t ldy, std::size_t threads);
 
-// y [m, W.cols] (row stride ldy) = activation(x [m, W.rows] . W + bias): W used as it is stored,
-// [in, out] (Hugging Face's Conv1D; stored_matmul takes torch.nn.Linear's [out, in]); bias
-// [W.cols] and activation when not null. Best for many rows of x (a whole prompt): W is widened
-// to float32 a panel of columns at a time into a buffer that stays in the core's cache, so it
-// is read once from memory and never written back, and multiplied by the flash kernel's
+// How a stored matrix multiplies a row of activations: as it is stored, [in, out] (Hugging
+// Face's Conv1D: y = x W), or transposed, [out, in] (torch.nn.Linear: y = x W^T).
+enum class StoredLayout { in_out, out_in };
+
+// y [m, out] (row stride ldy) = activation(x [m, in] . W + bias), W laid out as `layout` says;
+// bias [out] and activation when not null. Best for many rows of x (a whole prompt), where
+// stored_matmul suits a few: W is widened to float32 a panel of output columns at a time into a
+// buffer that stays in the core's cache (transposed in registers for out_in), so it is read
+// once from memory and never written back, and multiplied by the flash kernel's
 // register-blocked product. Columns are split across `threads` (0 = all); each output starts
 // from its bias and adds its terms in the order of k by fused multiply-adds, so its bits
 // depend neither on the thread count nor on m. Returns false when a weight it widened was not
 // finite (y is then unspecified); the caller names the tensor.
-bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, const float* bias, float* y, std::size_t ldy,
-                 std::size_t threads, float (*activation)(float) = nullptr);
+bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLayout layout, const float* bias,
+                 float* y, std::size_t ldy, std::size_t threads, float (*activation)(float) = nullptr);
 
 // The instruction set stored_matmul dispatched to on this CPU: "avx512" or "generic".
 const char* stored_matmul_isa();

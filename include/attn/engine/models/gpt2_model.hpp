@@ -58,6 +58,8 @@ class Gpt2StoredWeights {
   // its matrices are left alone), and its matrices where they are stored.
   virtual Gpt2BlockMatrices block_matrices(std::size_t layer, Gpt2Block& vectors) const = 0;
   virtual void widen_wte_rows(std::size_t first, std::size_t count, float* out) const = 0;
+  // wte where it is stored, [vocab, D] (the unembedding reads it in place).
+  virtual StoredMatrix stored_wte() const = 0;
   // The InputError for a stored parameter ("h.3.mlp.c_fc.weight") that a pass found not
   // finite, naming it as it is stored.
   [[noreturn]] virtual void non_finite(const std::string& parameter) const = 0;
@@ -85,7 +87,8 @@ Gpt2Block unfilled_gpt2_block(std::size_t n_embd);
 // vocabulary or a position past n_positions.
 Tensor2 gpt2_embed(const Gpt2Model& model, const std::vector<std::int32_t>& ids, std::size_t first_position);
 // logits [L, vocab] = x [L, D] wte^T: the unembedding is the token embedding, transposed. On up
-// to `threads` threads (0 = every hardware thread), each calling OpenBLAS.
+// to `threads` threads (0 = every hardware thread), wte read where it is (stored_gemm).
+// InputError naming wte when one of its values is not finite.
 Tensor2 gpt2_unembed(const Gpt2Model& model, const Tensor2& x, std::size_t threads = 0);
 
 // InputError naming the field unless every size is >= 1 and within what a CPU can hold

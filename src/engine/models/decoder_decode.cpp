@@ -1,18 +1,13 @@
 // A Llama-family decoder through one KV cache per layer (decoder_decode.hpp).
 #include "attn/engine/models/decoder_decode.hpp"
 
-#include <optional>
-
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/core/linear.hpp"
 #include "core/finite_stream.hpp"
 #include "decoder_parts.hpp"
-#include "gpt2_parts.hpp"
 
 namespace attn {
 namespace {
-
-constexpr std::size_t kInPlaceRows = 8;
 
 // Appends the m new tokens' k, v ([Hkv, m, d]) to the cache, token by token.
 void append(KvCache& cache, const Tensor3& k, const Tensor3& v) {
@@ -50,7 +45,7 @@ std::size_t cache_window(const DecoderConfig& c, std::size_t layer) {
 }  // namespace
 
 CachedDecoder::CachedDecoder(const DecoderModel& model, KvDtype dtype)
-    : model_(model), layer_(unfilled_decoder_layer(model.config)) {
+    : model_(model), layer_(unfilled_decoder_vectors(model.config)) {
   for (std::size_t l = 0; l < model.config.layers; ++l)
     caches_.emplace_back(model.config.kv_heads, model.config.head_dim, cache_window(model.config, l), dtype);
 }
@@ -69,22 +64,13 @@ Tensor2 CachedDecoder::feed(const std::vector<std::int32_t>& ids) {
   if (m > c.max_positions - p)
     throw InputError("tokens: " + std::to_string(p + m) + " in all is more than the model's max_position_embeddings " +
                      std::to_string(c.max_positions));
-  const OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
   RopeOptions rope;
   rope.frequencies = decoder_rope_frequencies(c);
-  // A decode step's few rows read each matrix in place, once (the step is bound by reading the
-  // weights); a prompt's many rows widen each layer and run sgemm (bound by arithmetic).
-  const bool in_place = m <= kInPlaceRows;
   Tensor2 x = decoder_embed(model_, ids);
   for (std::size_t l = 0; l < c.layers; ++l) {
-    std::optional<DecoderStoredLayer> stored;
-    if (in_place) {
-      model_.stored->widen_layer_vectors(l, layer_);
-      stored = model_.stored->stored_layer(l);
-    } else {
-      model_.stored->widen_layer(l, layer_);
-    }
-    const DecoderProjections w = in_place ? DecoderProjections(layer_, *stored, 0) : DecoderProjections(layer_, 0);
+    model_.stored->widen_layer_vectors(l, layer_);
+    const DecoderStoredLayer stored = model_.stored->stored_layer(l);
+    const DecoderProjections w(layer_, stored, 0);
     using P = DecoderProjections;
     const Tensor2 h = rms_norm(x, layer_.input_norm, c.rms_eps);
     const Tensor3 q = decoder_rotated_heads(w(h, P::q), c.heads, p, rope);
@@ -103,9 +89,7 @@ Tensor2 CachedDecoder::feed(const std::vector<std::int32_t>& ids) {
   }
   length_ += m;
   const Tensor2 last = rms_norm(x, model_.norm, c.rms_eps);
-  Tensor2 logits = Tensor2::from_shape({m, c.vocab});
-  if (in_place) stored_matmul(last.data(), m, model_.stored->stored_lm_head(), nullptr, logits.data(), c.vocab, 0);
-  else logits = decoder_unembed(model_, last, 0);
+  Tensor2 logits = decoder_unembed(model_, last, 0);
   require_finite_stream(logits, "the unembedding (the logits)");
   return logits;
 }

@@ -1,8 +1,6 @@
 // A Llama-family decoder's forward pass (decoder_model.hpp), top-down: embed, layers, norm, logits.
 #include "attn/engine/models/decoder_model.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -16,26 +14,9 @@
 #include "attn/engine/positions/rope.hpp"
 #include "core/finite_stream.hpp"
 #include "decoder_parts.hpp"
-#include "gpt2_parts.hpp"
 
 namespace attn {
 namespace detail {
-
-// y [L, Out] = x [L, In] W^T (+ b): torch.nn.Linear with W [Out, In], columns split across
-// threads (under OneBlasThread).
-Tensor2 decoder_project(const Tensor2& x, const Tensor2& w, const Tensor1& b, std::size_t threads) {
-  const std::size_t L = x.shape(0), In = x.shape(1), Out = w.shape(0);
-  Tensor2 y = Tensor2::from_shape({L, Out});
-  detail::column_slices(Out, threads, [&](std::size_t first, std::size_t count) {
-    const float beta = b.size() ? 1.0f : 0.0f;
-    if (b.size())
-      for (std::size_t i = 0; i < L; ++i) std::copy_n(b.data() + first, count, y.data() + i * Out + first);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(L), int(count), int(In), 1.0f, x.data(), int(In),
-                w.data() + first * In, int(In), beta, y.data() + first, int(Out));
-  });
-  return y;
-}
-
 
 namespace {
 float silu(float x) { return float(double(x) / (1.0 + std::exp(-double(x)))); }
@@ -70,18 +51,17 @@ BackendOptions decoder_backend(std::size_t threads) {
 }
 
 Tensor2 DecoderProjections::operator()(const Tensor2& x, Matrix which) const {
-  static constexpr Tensor2 DecoderLayer::*kWidened[] = {&DecoderLayer::w_q,    &DecoderLayer::w_k,  &DecoderLayer::w_v,
-                                                        &DecoderLayer::w_o,    &DecoderLayer::w_gate,
-                                                        &DecoderLayer::w_up,   &DecoderLayer::w_down};
   static constexpr StoredMatrix DecoderStoredLayer::*kStored[] = {
       &DecoderStoredLayer::w_q,    &DecoderStoredLayer::w_k,  &DecoderStoredLayer::w_v,   &DecoderStoredLayer::w_o,
       &DecoderStoredLayer::w_gate, &DecoderStoredLayer::w_up, &DecoderStoredLayer::w_down};
   const Tensor1 none;
   const Tensor1& bias = which == q ? w_.b_q : which == k ? w_.b_k : which == v ? w_.b_v : none;
-  if (!stored_) return decoder_project(x, w_.*kWidened[which], bias, threads_);
-  const StoredMatrix& m = stored_->*kStored[which];
-  Tensor2 y = Tensor2::from_shape({x.shape(0), m.rows});
-  stored_matmul(x.data(), x.shape(0), m, bias.size() ? bias.data() : nullptr, y.data(), m.rows, threads_);
+  const StoredMatrix& m = stored_.*kStored[which];
+  const std::size_t L = x.shape(0);
+  Tensor2 y = Tensor2::from_shape({L, m.rows});
+  const float* b = bias.size() ? bias.data() : nullptr;
+  if (L <= kInPlaceRows) stored_matmul(x.data(), L, m, b, y.data(), m.rows, threads_);
+  else stored_gemm(x.data(), L, m, StoredLayout::out_in, b, y.data(), m.rows, threads_);  // checked when handed out
   return y;
 }
 
@@ -105,19 +85,11 @@ Tensor2 decoder_embed(const DecoderModel& model, const std::vector<std::int32_t>
 }
 
 Tensor2 decoder_unembed(const DecoderModel& model, const Tensor2& x, std::size_t threads) {
-  const std::size_t L = x.shape(0), D = model.config.hidden, V = model.config.vocab;
+  const std::size_t L = x.shape(0), V = model.config.vocab;
+  const StoredMatrix head = model.stored->stored_lm_head();  // checked when handed out
   Tensor2 logits = Tensor2::from_shape({L, V});
-  detail::column_slices(V, threads, [&](std::size_t first, std::size_t count) {
-    constexpr std::size_t kRows = 512;
-    const auto rows = std::make_unique_for_overwrite<float[]>(std::min(kRows, count) * D);
-    for (std::size_t done = 0; done < count;) {
-      const std::size_t n = std::min(kRows, count - done);
-      model.stored->widen_lm_head_rows(first + done, n, rows.get());
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(L), int(n), int(D), 1.0f, x.data(), int(D), rows.get(),
-                  int(D), 0.0f, logits.data() + first + done, int(V));
-      done += n;
-    }
-  });
+  if (L <= kInPlaceRows) stored_matmul(x.data(), L, head, nullptr, logits.data(), V, threads);
+  else stored_gemm(x.data(), L, head, StoredLayout::out_in, nullptr, logits.data(), V, threads);
   return logits;
 }
 
@@ -178,6 +150,19 @@ DecoderLayer unfilled_decoder_layer(const DecoderConfig& c) {
   return w;
 }
 
+DecoderLayer unfilled_decoder_vectors(const DecoderConfig& c) {
+  const std::size_t D = c.hidden, Q = c.heads * c.head_dim, KV = c.kv_heads * c.head_dim;
+  DecoderLayer w;
+  w.input_norm = Tensor1::from_shape({D});
+  w.post_norm = Tensor1::from_shape({D});
+  if (c.qkv_bias) {
+    w.b_q = Tensor1::from_shape({Q});
+    w.b_k = Tensor1::from_shape({KV});
+    w.b_v = Tensor1::from_shape({KV});
+  }
+  return w;
+}
+
 std::vector<double> decoder_rope_frequencies(const DecoderConfig& c) {
   std::vector<double> theta = rope_frequencies(c.head_dim, c.rope_theta);
   const RopeScaling& s = c.rope_scaling;
@@ -233,16 +218,16 @@ DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std:
   if (ids.size() > c.max_positions)
     throw InputError("tokens: " + std::to_string(ids.size()) + " is more than the model's max_position_embeddings " +
                      std::to_string(c.max_positions));
-  const detail::OneBlasThread one_blas_thread;  // the GEMMs are split across threads here
   RopeOptions rope;
   rope.frequencies = decoder_rope_frequencies(c);
   Tensor2 x = detail::decoder_embed(model, ids);
   DecoderForward out;
   out.attention.resize(c.layers);
-  DecoderLayer w = unfilled_decoder_layer(c);
+  DecoderLayer w = unfilled_decoder_vectors(c);
   for (std::size_t l = 0; l < c.layers; ++l) {
-    model.stored->widen_layer(l, w);
-    const detail::DecoderProjections p(w, threads);
+    model.stored->widen_layer_vectors(l, w);
+    const DecoderStoredLayer stored = model.stored->stored_layer(l);
+    const detail::DecoderProjections p(w, stored, threads);
     const Tensor2 h = rms_norm(x, w.input_norm, c.rms_eps);
     x += attention_branch(p, h, c, l, rope, threads, out, keep_qkv);
     x += detail::decoder_mlp(p, rms_norm(x, w.post_norm, c.rms_eps));

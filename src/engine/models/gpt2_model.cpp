@@ -1,21 +1,15 @@
 // GPT-2's forward pass (gpt2_model.hpp), top-down: embed, blocks, final LayerNorm, logits.
 #include "attn/engine/models/gpt2_model.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <memory>
 #include <numbers>
-#include <span>
 
 #include "attn/engine/attention/attention.hpp"
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/core/linear.hpp"
 #include "core/finite_stream.hpp"
 #include "gpt2_parts.hpp"
-#include "platform/parallel.hpp"
 
 namespace attn {
 namespace {
@@ -82,17 +76,6 @@ void check_gpt2_config(const Gpt2Config& c) {
 
 namespace detail {
 
-void column_slices(std::size_t columns, std::size_t threads,
-                   const std::function<void(std::size_t first, std::size_t count)>& slice) {
-  constexpr std::size_t kMinColumns = 256, kAlign = 16;  // below this a thread costs more than it saves
-  const std::size_t parts = thread_count(threads, std::max<std::size_t>(1, columns / kMinColumns));
-  const std::size_t width = (columns + parts - 1) / parts, step = (width + kAlign - 1) / kAlign * kAlign;
-  parallel_items((columns + step - 1) / step, parts, [&](std::size_t, std::size_t part) {
-    const std::size_t first = part * step;
-    slice(first, std::min(step, columns - first));
-  });
-}
-
 Gpt2PassBlock gpt2_pass_block(const Gpt2Model& model, std::size_t layer, Gpt2Block& scratch) {
   if (!model.stored) {
     const Gpt2Block& b = model.blocks.at(layer);
@@ -127,9 +110,6 @@ Tensor2 gpt2_mlp_branch(const Gpt2PassBlock& b, const Tensor2& x, std::size_t th
   const Tensor2 hidden = gpt2_conv1d(x, b, &Gpt2BlockMatrices::fc, b.vectors.fc_bias, threads, gelu_new);
   return gpt2_conv1d(hidden, b, &Gpt2BlockMatrices::mlp_proj, b.vectors.mlp_proj_bias, threads);
 }
-
-OneBlasThread::OneBlasThread() : before_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
-OneBlasThread::~OneBlasThread() { openblas_set_num_threads(before_); }
 
 }  // namespace detail
 

@@ -34,7 +34,7 @@ class CachedDecoder {
 
  private:
   const DecoderModel& model_;
-  DecoderLayer layer_;  // the layer being run, widened from the files
+  DecoderLayer layer_;  // the norms and biases of the layer being run (its matrices stay in the files)
   std::vector<KvCache> caches_;
   std::size_t length_ = 0;
 };

@@ -68,6 +68,8 @@ struct DecoderModel {
 
 // A layer of this shape with every tensor shaped and its values unset.
 DecoderLayer unfilled_decoder_layer(const DecoderConfig& config);
+// The same with only its norms and biases shaped (a pass reads the matrices where they are stored).
+DecoderLayer unfilled_decoder_vectors(const DecoderConfig& config);
 
 // theta_i (i < head_dim / 2) of the config's RoPE: theta^(-2i/d), then scaled: "linear" divides
 // each by factor; "llama3" divides those of wavelength past original_max / low_freq_factor by

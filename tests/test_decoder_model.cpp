@@ -4,7 +4,12 @@
 // scripts/check_decoder_forward.py (tests/CMakeLists.txt).
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <numbers>
 
 #include "attn/engine/core/error.hpp"
@@ -129,4 +134,41 @@ TEST_CASE("decoder: generation through Hkv-head KV caches equals full forwards, 
   // Past max_position_embeddings: refused before anything runs.
   g.new_tokens = c.max_positions;
   CHECK_THROWS_AS(decoder_generate(model, g), InputError);
+}
+
+namespace {
+
+// data/llama_tiny copied to a temporary folder, with one bfloat16 weight of `tensor` set to a
+// NaN's bits (element `at` of its values).
+std::string poisoned_llama_tiny(const std::string& tensor, std::size_t at) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("attn-cli-llama-nan-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(attn::test::data_path("llama_tiny"), dir, fs::copy_options::recursive);
+  std::string bytes = attn::test::read_text((dir / "model.safetensors").string());
+  std::uint64_t n;
+  std::memcpy(&n, bytes.data(), 8);
+  const Json header = Json::parse(bytes.substr(8, n));
+  REQUIRE(header.at(tensor).at("dtype") == "BF16");
+  const std::size_t offset = 8 + n + header.at(tensor).at("data_offsets")[0].get<std::size_t>() + 2 * at;
+  const std::uint16_t nan = 0x7fc0;
+  std::memcpy(bytes.data() + offset, &nan, 2);
+  std::ofstream((dir / "model.safetensors").string(), std::ios::binary) << bytes;
+  return dir.string();
+}
+
+}  // namespace
+
+TEST_CASE("decoder: a weight that is not finite is named, by a prompt's products and by a decode step's") {
+  const std::vector<std::int32_t> prompt{5, 9, 1, 3, 7, 2, 8, 4, 6, 10, 11, 12}, step{5, 9, 1};  // 12 rows, 3 rows
+  for (const char* tensor : {"model.layers.1.mlp.down_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                             "lm_head.weight"}) {
+    const std::string dir = poisoned_llama_tiny(tensor, 37);
+    const std::string expected = std::string("tensor \"") + tensor + "\" holds a non-finite value";
+    CAPTURE(tensor);
+    // Read again for each pass: a layer that passed its check is not read again.
+    CHECK_THROWS_WITH_AS(decoder_forward(read_decoder_model(dir), prompt, 2), doctest::Contains(expected.c_str()), InputError);
+    CHECK_THROWS_WITH_AS(decoder_forward(read_decoder_model(dir), step, 2), doctest::Contains(expected.c_str()), InputError);
+    std::filesystem::remove_all(dir);
+  }
 }

@@ -62,7 +62,7 @@ void widen_finite(const Located& t, const std::string& name, float* out) {
 }
 
 // The same check without keeping the values: a block at a time through a small buffer.
-void check_finite(const Located& t, const std::string& name) {
+void check_entry_finite(const Located& t, const std::string& name) {
   constexpr std::size_t kBlock = 1 << 14;
   std::vector<float> buffer(std::min(kBlock, t.entry.count));
   for (std::size_t done = 0; done < t.entry.count; done += kBlock)
@@ -85,30 +85,37 @@ class MappedDecoderWeights final : public DecoderStoredWeights {
       if (p.shape.size() == 1) widen_finite(tensors_.at(p.name), p.name, p.data);
   }
   DecoderStoredLayer stored_layer(std::size_t layer) const override {
-    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
     StoredMatrix m[7];
-    for (std::size_t i = 0; i < 7; ++i) {
-      const std::string name = prefix + kLayerMatrices[i];
-      if (!checked_.at(layer)) check_finite(tensors_.at(name), name);
-      m[i] = stored_matrix(tensors_.at(name).entry);
-    }
-    checked_[layer] = true;
+    for (std::size_t i = 0; i < 7; ++i) m[i] = stored_matrix(tensors_.at(matrix_name(layer, i)).entry);
     return {m[0], m[1], m[2], m[3], m[4], m[5], m[6]};
   }
-  StoredMatrix stored_lm_head() const override {
-    const std::string name = config_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-    if (!checked_.back()) check_finite(tensors_.at(name), name);
-    checked_.back() = true;
-    return stored_matrix(tensors_.at(name).entry);
+  StoredMatrix stored_lm_head() const override { return stored_matrix(tensors_.at(lm_head_name()).entry); }
+  void check_finite(std::size_t layer) const override {
+    if (checked_.at(layer)) return;
+    if (layer == config_.layers) {
+      check_entry_finite(tensors_.at(lm_head_name()), lm_head_name());
+    } else {
+      for (std::size_t i = 0; i < 7; ++i) check_entry_finite(tensors_.at(matrix_name(layer, i)), matrix_name(layer, i));
+    }
+    checked_[layer] = true;
+  }
+  [[noreturn]] void non_finite(std::size_t layer, std::size_t which) const override {
+    const std::string name = layer == config_.layers ? lm_head_name() : matrix_name(layer, which);
+    throw InputError(tensors_.at(name).file + ": tensor \"" + name + "\" holds a non-finite value");
   }
   void widen_embed_rows(std::size_t first, std::size_t count, float* out) const override {
     widen_rows("model.embed_tokens.weight", first, count, out);
   }
   void widen_lm_head_rows(std::size_t first, std::size_t count, float* out) const override {
-    widen_rows(config_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight", first, count, out);
+    widen_rows(lm_head_name(), first, count, out);
   }
 
  private:
+  static std::string matrix_name(std::size_t layer, std::size_t which) {
+    return "model.layers." + std::to_string(layer) + "." + kLayerMatrices[which];
+  }
+  std::string lm_head_name() const { return config_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"; }
+
   void widen_rows(const std::string& name, std::size_t first, std::size_t count, float* out) const {
     const Located& t = tensors_.at(name);
     const std::size_t D = config_.hidden;
@@ -118,7 +125,7 @@ class MappedDecoderWeights final : public DecoderStoredWeights {
   std::vector<std::shared_ptr<const MappedSafetensors>> files_;  // the mappings the entries point into
   Tensors tensors_;
   DecoderConfig config_;
-  mutable std::vector<char> checked_;  // [layers + 1]: whose matrices stored_* has checked (the last: lm_head)
+  mutable std::vector<char> checked_;  // [layers + 1]: whose matrices check_finite has read (the last: lm_head)
 };
 
 // The shard files an index names, each a plain file name inside the folder.

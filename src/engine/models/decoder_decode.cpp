@@ -69,8 +69,7 @@ Tensor2 CachedDecoder::feed(const std::vector<std::int32_t>& ids) {
   Tensor2 x = decoder_embed(model_, ids);
   for (std::size_t l = 0; l < c.layers; ++l) {
     model_.stored->widen_layer_vectors(l, layer_);
-    const DecoderStoredLayer stored = model_.stored->stored_layer(l);
-    const DecoderProjections w(layer_, stored, 0);
+    const DecoderProjections w(layer_, *model_.stored, l, 0);
     using P = DecoderProjections;
     const Tensor2 h = rms_norm(x, layer_.input_norm, c.rms_eps);
     const Tensor3 q = decoder_rotated_heads(w(h, P::q), c.heads, p, rope);

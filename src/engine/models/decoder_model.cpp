@@ -50,19 +50,27 @@ BackendOptions decoder_backend(std::size_t threads) {
   return bo;
 }
 
+Tensor2 decoder_product(const Tensor2& x, const StoredMatrix& m, const float* bias, const DecoderStoredWeights& store,
+                        std::size_t layer, std::size_t which, std::size_t threads) {
+  const std::size_t L = x.shape(0);
+  Tensor2 y = Tensor2::from_shape({L, m.rows});
+  if (L <= kInPlaceRows) {
+    store.check_finite(layer);
+    stored_matmul(x.data(), L, m, bias, y.data(), m.rows, threads);
+  } else if (!stored_gemm(x.data(), L, m, StoredLayout::out_in, bias, y.data(), m.rows, threads)) {
+    store.non_finite(layer, which);
+  }
+  return y;
+}
+
 Tensor2 DecoderProjections::operator()(const Tensor2& x, Matrix which) const {
   static constexpr StoredMatrix DecoderStoredLayer::*kStored[] = {
       &DecoderStoredLayer::w_q,    &DecoderStoredLayer::w_k,  &DecoderStoredLayer::w_v,   &DecoderStoredLayer::w_o,
       &DecoderStoredLayer::w_gate, &DecoderStoredLayer::w_up, &DecoderStoredLayer::w_down};
   const Tensor1 none;
   const Tensor1& bias = which == q ? w_.b_q : which == k ? w_.b_k : which == v ? w_.b_v : none;
-  const StoredMatrix& m = stored_.*kStored[which];
-  const std::size_t L = x.shape(0);
-  Tensor2 y = Tensor2::from_shape({L, m.rows});
-  const float* b = bias.size() ? bias.data() : nullptr;
-  if (L <= kInPlaceRows) stored_matmul(x.data(), L, m, b, y.data(), m.rows, threads_);
-  else stored_gemm(x.data(), L, m, StoredLayout::out_in, b, y.data(), m.rows, threads_);  // checked when handed out
-  return y;
+  return decoder_product(x, stored_.*kStored[which], bias.size() ? bias.data() : nullptr, store_, layer_,
+                         std::size_t(which), threads_);
 }
 
 Tensor2 decoder_mlp(const DecoderProjections& w, const Tensor2& h) {
@@ -85,12 +93,7 @@ Tensor2 decoder_embed(const DecoderModel& model, const std::vector<std::int32_t>
 }
 
 Tensor2 decoder_unembed(const DecoderModel& model, const Tensor2& x, std::size_t threads) {
-  const std::size_t L = x.shape(0), V = model.config.vocab;
-  const StoredMatrix head = model.stored->stored_lm_head();  // checked when handed out
-  Tensor2 logits = Tensor2::from_shape({L, V});
-  if (L <= kInPlaceRows) stored_matmul(x.data(), L, head, nullptr, logits.data(), V, threads);
-  else stored_gemm(x.data(), L, head, StoredLayout::out_in, nullptr, logits.data(), V, threads);
-  return logits;
+  return decoder_product(x, model.stored->stored_lm_head(), nullptr, *model.stored, model.config.layers, 0, threads);
 }
 
 }  // namespace detail
@@ -226,8 +229,7 @@ DecoderForward decoder_forward(const DecoderModel& model, const std::vector<std:
   DecoderLayer w = unfilled_decoder_vectors(c);
   for (std::size_t l = 0; l < c.layers; ++l) {
     model.stored->widen_layer_vectors(l, w);
-    const DecoderStoredLayer stored = model.stored->stored_layer(l);
-    const detail::DecoderProjections p(w, stored, threads);
+    const detail::DecoderProjections p(w, *model.stored, l, threads);
     const Tensor2 h = rms_norm(x, w.input_norm, c.rms_eps);
     x += attention_branch(p, h, c, l, rope, threads, out, keep_qkv);
     x += detail::decoder_mlp(p, rms_norm(x, w.post_norm, c.rms_eps));

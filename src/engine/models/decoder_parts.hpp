@@ -26,21 +26,29 @@ BackendOptions decoder_backend(std::size_t threads);
 inline constexpr std::size_t kInPlaceRows = 8;
 
 // A layer's seven matrices for one pass, read where they are stored; norms and biases come
-// from `vectors`.
+// from `vectors`. A weight that is not finite is an InputError naming its matrix (store.non_finite).
 class DecoderProjections {
  public:
-  enum Matrix { q, k, v, o, gate, up, down };
-  DecoderProjections(const DecoderLayer& vectors, const DecoderStoredLayer& stored, std::size_t threads)
-      : w_(vectors), stored_(stored), threads_(threads) {}
+  enum Matrix { q, k, v, o, gate, up, down };  // DecoderStoredLayer's order
+  DecoderProjections(const DecoderLayer& vectors, const DecoderStoredWeights& store, std::size_t layer,
+                     std::size_t threads)
+      : w_(vectors), store_(store), stored_(store.stored_layer(layer)), layer_(layer), threads_(threads) {}
   // x [L, In] W^T, plus the bias of q, k and v when the model has them.
   Tensor2 operator()(const Tensor2& x, Matrix which) const;
   const DecoderLayer& vectors() const { return w_; }
 
  private:
   const DecoderLayer& w_;
-  const DecoderStoredLayer& stored_;
-  std::size_t threads_;
+  const DecoderStoredWeights& store_;
+  DecoderStoredLayer stored_;
+  std::size_t layer_, threads_;
 };
+
+// y [L, m.rows] = x [L, m.cols] m^T + bias: stored_matmul for up to kInPlaceRows rows (after
+// the store's check_finite of `layer`), stored_gemm beyond (which checks as it widens; then
+// the store's non_finite names matrix `which`).
+Tensor2 decoder_product(const Tensor2& x, const StoredMatrix& m, const float* bias, const DecoderStoredWeights& store,
+                        std::size_t layer, std::size_t which, std::size_t threads);
 
 // SwiGLU on h = rms_norm(x) * post_attention_layernorm.
 Tensor2 decoder_mlp(const DecoderProjections& w, const Tensor2& h);

@@ -52,10 +52,17 @@ class DecoderStoredWeights {
   virtual void widen_embed_rows(std::size_t first, std::size_t count, float* out) const = 0;
   // lm_head's rows (embed's when tied).
   virtual void widen_lm_head_rows(std::size_t first, std::size_t count, float* out) const = 0;
-  // The matrices in place (each checked for non-finite values the first time it is handed out:
-  // InputError naming it).
+  // The matrices in place, as stored: not yet checked for non-finite values. stored_gemm checks
+  // each weight as it widens it (then non_finite names the matrix); stored_matmul does not, so
+  // its callers ask check_finite first.
   virtual DecoderStoredLayer stored_layer(std::size_t layer) const = 0;
   virtual StoredMatrix stored_lm_head() const = 0;
+  // InputError naming the first matrix of `layer` (layer == layers: lm_head) that holds a
+  // non-finite value; each layer is read once, the first time it is asked for.
+  virtual void check_finite(std::size_t layer) const = 0;
+  // The InputError naming matrix `which` (DecoderStoredLayer's order: q, k, v, o, gate, up, down)
+  // of `layer`, or lm_head for layer == layers, that a pass found not finite.
+  [[noreturn]] virtual void non_finite(std::size_t layer, std::size_t which) const = 0;
 };
 
 struct DecoderModel {

@@ -111,6 +111,7 @@ class CountingStore final : public Gpt2StoredWeights {
   void widen_wte_rows(std::size_t first, std::size_t count, float* out) const override {
     const std::size_t D = model_.config.n_embd;
     std::copy_n(model_.wte.data() + first * D, count * D, out);
+    if (!std::all_of(out, out + count * D, [](float v) { return std::isfinite(v); })) non_finite("wte.weight");
   }
   StoredMatrix stored_wte() const override {
     ++wte_read_in_place;
@@ -157,10 +158,19 @@ TEST_CASE("gpt2_unembed: split across threads, wte read in place, x wte^T as a p
     CHECK(worst < 1e-4);  // a float32 dot product of 256 terms of size ~0.1
   }
   CHECK(store->wte_read_in_place == 3);
-  Gpt2Model poisoned = m;  // a held wte with a NaN is named
+  // A held or stored wte with a NaN is named, by a decode step's few rows (stored_matmul, then a
+  // second look) and by a prompt's (stored_gemm, as it widens).
+  Gpt2Model poisoned = m;
   poisoned.wte(1000, 7) = NAN;
-  CHECK_THROWS_WITH_AS(gpt2_unembed(poisoned, x, 2), doctest::Contains("\"wte.weight\" holds a non-finite value"),
-                       InputError);
+  Gpt2Model poisoned_stored = stored;
+  poisoned_stored.stored = std::make_shared<CountingStore>(poisoned);
+  Tensor2 prompt = Tensor2::from_shape({12, D});
+  for (float& v : prompt) v = float(rng.normal());
+  for (const Tensor2* rows : {&x, &prompt}) {
+    CHECK_THROWS_WITH_AS(gpt2_unembed(poisoned, *rows, 2), doctest::Contains("\"wte.weight\" holds a non-finite value"),
+                         InputError);
+    CHECK_THROWS_WITH_AS(gpt2_unembed(poisoned_stored, *rows, 2), doctest::Contains("wte.weight"), InputError);
+  }
 }
 
 TEST_CASE("gpt2_forward: weights left in a store give the held model's pass, widening each block once") {

@@ -26,6 +26,13 @@ namespace {
 constexpr std::size_t kDepth = 128, kRowBlocks = 32, kMaxPanelsPerItem = 4;
 // Rows of W ahead of the one being widened that are asked for in advance.
 constexpr std::size_t kPrefetchRows = 8;
+// Rows of x up to which a [in, out] matrix is streamed row by row into outputs kept in L1
+// (stored_stream: a decode step, bound by reading W once) instead of widened into panels for
+// the register-blocked kernel, whose rows come in blocks of 6. Columns per work item there: at
+// least 4096, so a matrix up to that wide is read by one thread from start to end. On this
+// project's 2-core machine one thread reads at the memory's full rate (20 GB/s), and two
+// threads each reading half of every row got 9.4 GB/s together.
+constexpr std::size_t kStreamRows = 4, kStreamColumns = 4096;
 
 detail::StoredWidenKernel widen_kernel() {
   static const detail::StoredWidenKernel kernel = [] {
@@ -33,6 +40,34 @@ detail::StoredWidenKernel widen_kernel() {
     return avx512 ? avx512 : detail::stored_widen_generic();
   }();
   return kernel;
+}
+
+detail::StoredStreamKernel stream_kernel() {
+  static const detail::StoredStreamKernel kernel = [] {
+    const detail::StoredStreamKernel avx512 = detail::stored_stream_avx512();
+    return avx512 ? avx512 : detail::stored_stream_generic();
+  }();
+  return kernel;
+}
+
+// The few rows of x against a [in, out] W: column ranges split evenly across the workers, each
+// at most kStreamColumns wide (its outputs then stay in L1), each streamed by stored_stream,
+// then the activation.
+bool stream_rows(const float* x, std::size_t m, const StoredMatrix& w, const float* bias, float* y, std::size_t ldy,
+                 std::size_t threads, float (*activation)(float)) {
+  const std::size_t N = w.cols, workers = detail::thread_count(threads, (N + 63) / 64);
+  const std::size_t rounds = (N + workers * kStreamColumns - 1) / (workers * kStreamColumns);
+  const std::size_t items = std::min((N + 63) / 64, workers * rounds);
+  std::vector<char> finite(workers, 1);
+  const detail::StoredStreamKernel stream = stream_kernel();
+  detail::parallel_items(items, workers, [&](std::size_t worker, std::size_t item) {
+    const std::size_t j0 = item * N / items / 16 * 16, j1 = item + 1 == items ? N : (item + 1) * N / items / 16 * 16;
+    if (!stream(x, m, w, j0, j1, bias, y, ldy)) finite[worker] = 0;
+    if (activation)
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = j0; j < j1; ++j) y[i * ldy + j] = activation(y[i * ldy + j]);
+  });
+  return std::all_of(finite.begin(), finite.end(), [](char f) { return f != 0; });
 }
 
 detail::StoredWidenTransposedKernel widen_transposed_kernel() {
@@ -152,6 +187,7 @@ bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLay
   const bool in_out = layout == StoredLayout::in_out;
   const std::size_t K = in_out ? w.rows : w.cols, N = in_out ? w.cols : w.rows;
   if (m == 0 || N == 0) return true;
+  if (in_out && m <= kStreamRows) return stream_rows(x, m, w, bias, y, ldy, threads, activation);
   const flash::Microkernels<float>& mk = flash::best_microkernels<float>();
   const std::size_t PW = mk.key_panel, MR = mk.qk_rows, group = kRowBlocks * MR;
   const std::size_t panels = (N + PW - 1) / PW, row_items = (m + group - 1) / group;

@@ -75,6 +75,20 @@ bool widen_transposed_generic(const StoredMatrix& w, std::size_t row, std::size_
   return finite;
 }
 
+bool stream_generic(const float* x, std::size_t m, const StoredMatrix& w, std::size_t j0, std::size_t j1,
+                    const float* bias, float* y, std::size_t ldy) {
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = j0; j < j1; ++j) y[i * ldy + j] = bias ? bias[j] : 0.0f;
+  bool finite = true;
+  for (std::size_t k = 0; k < w.rows; ++k)
+    for (std::size_t j = j0; j < j1; ++j) {
+      const float v = stored_value(w, k, j);
+      finite &= std::isfinite(v);
+      for (std::size_t i = 0; i < m; ++i) y[i * ldy + j] = std::fma(x[i * w.rows + k], v, y[i * ldy + j]);
+    }
+  return finite;
+}
+
 StoredRowsKernel best_kernel() {
   static const StoredRowsKernel kernel = [] {
     const StoredRowsKernel avx512 = stored_rows_avx512();
@@ -88,6 +102,7 @@ StoredRowsKernel best_kernel() {
 StoredRowsKernel stored_rows_generic() { return rows_generic; }
 StoredWidenKernel stored_widen_generic() { return widen_generic; }
 StoredWidenTransposedKernel stored_widen_transposed_generic() { return widen_transposed_generic; }
+StoredStreamKernel stored_stream_generic() { return stream_generic; }
 
 }  // namespace detail
 

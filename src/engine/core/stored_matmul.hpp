@@ -30,4 +30,15 @@ using StoredWidenTransposedKernel = bool (*)(const StoredMatrix& w, std::size_t 
 StoredWidenTransposedKernel stored_widen_transposed_generic();
 StoredWidenTransposedKernel stored_widen_transposed_avx512();  // null when not compiled in
 
+// y[i, j] for j in [j0, j1), i < m, W stored [K, N] (in, out): y starts from bias (or 0) and adds
+// x[i, k] W[k, j] for k = 0, 1, ... by fused multiply-adds, so each output has the bits of
+// stored_gemm's. Streams each row of W once, in order, accumulating in y (rows of x few enough
+// that y's columns stay in L1): a decode step's few rows. Returns false when a weight was not
+// finite.
+using StoredStreamKernel = bool (*)(const float* x, std::size_t m, const StoredMatrix& w, std::size_t j0,
+                                    std::size_t j1, const float* bias, float* y, std::size_t ldy);
+
+StoredStreamKernel stored_stream_generic();
+StoredStreamKernel stored_stream_avx512();  // null when not compiled in
+
 }  // namespace attn::detail

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "attn/engine/attention/attention.hpp"
 #include "attn/engine/core/error.hpp"
@@ -46,6 +47,10 @@ Tensor2 attention_branch(const detail::Gpt2PassBlock& b, const Tensor2& x, std::
   return detail::gpt2_conv1d(merge_heads(r.output), b, &Gpt2BlockMatrices::attn_proj, b.vectors.attn_proj_bias,
                              threads);
 }
+
+// Rows of x up to which the unembedding reads wte by stored_matmul (a decode step) rather than
+// stored_gemm (a prompt): as the Llama family's (decoder_parts.hpp).
+constexpr std::size_t kStepRows = 8;
 
 // A held float32 matrix as the stored kind stored_gemm reads.
 StoredMatrix held(const Tensor2& w) { return {w.data(), StoredType::f32, w.shape(0), w.shape(1)}; }
@@ -175,11 +180,29 @@ Tensor2 gpt2_unembed(const Gpt2Model& model, const Tensor2& x, std::size_t threa
   const std::size_t L = x.shape(0), V = model.config.vocab_size;
   const StoredMatrix wte = model.stored ? model.stored->stored_wte() : held(model.wte);
   Tensor2 logits = Tensor2::from_shape({L, V});
-  if (!stored_gemm(x.data(), L, wte, StoredLayout::out_in, nullptr, logits.data(), V, threads)) {
-    if (model.stored) model.stored->non_finite("wte.weight");
-    throw InputError("tensor \"wte.weight\" holds a non-finite value");
+  if (L > kStepRows) {
+    if (!stored_gemm(x.data(), L, wte, StoredLayout::out_in, nullptr, logits.data(), V, threads)) {
+      if (model.stored) model.stored->non_finite("wte.weight");
+      throw InputError("tensor \"wte.weight\" holds a non-finite value");
+    }
+    return logits;
   }
-  return logits;
+  // A decode step's few rows read wte once, row by row (stored_matmul), which does not look at
+  // the values; x is finite, so a weight that is not finite shows as a logit that is not, and
+  // only then is wte read again to name it.
+  stored_matmul(x.data(), L, wte, nullptr, logits.data(), V, threads);
+  if (std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); })) return logits;
+  if (!model.stored) {
+    if (!std::all_of(model.wte.begin(), model.wte.end(), [](float v) { return std::isfinite(v); }))
+      throw InputError("tensor \"wte.weight\" holds a non-finite value");
+    return logits;
+  }
+  constexpr std::size_t kRows = 512;
+  const std::size_t D = model.config.n_embd;
+  std::vector<float> rows(kRows * D);
+  for (std::size_t first = 0; first < V; first += kRows)  // throws naming wte at a non-finite value
+    model.stored->widen_wte_rows(first, std::min(kRows, V - first), rows.data());
+  return logits;  // finite weights: the logits overflowed, which the caller reports
 }
 
 Gpt2Model zero_gpt2_model(const Gpt2Config& c) {

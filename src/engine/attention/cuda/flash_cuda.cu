@@ -50,6 +50,17 @@ __device__ inline bool key_visible(int i, int j, int h, int Lq, int Lk, bool cau
   return !allowed || allowed[(size_t(mask_heads == 1 ? 0 : h) * Lq + i) * Lk + j] != 0;
 }
 
+// key_visible's fixed arguments, for the kernels' pieces: vis(i, j, h).
+struct Visibility {
+  int Lq, Lk;
+  bool causal;
+  const unsigned char* allowed;
+  int mask_heads;
+  __device__ bool operator()(int i, int j, int h) const {
+    return key_visible(i, j, h, Lq, Lk, causal, allowed, mask_heads);
+  }
+};
+
 // ---------------------------------------------------------------------------------------------
 // float32 kernel
 
@@ -64,7 +75,102 @@ std::size_t f32_shared_bytes(int d, int dv) {
 }
 
 // DVT = output columns per lane (dv <= 32 * DVT), so each lane's accumulators are a fixed-size
-// register array indexed by compile-time constants only.
+// register array indexed by compile-time constants only. The pieces below are the kernel's steps
+// in order, each inlined into it; the kernel's arithmetic and its order are theirs.
+
+// The block's query rows [i0, i0 + kF32Br) of head h into q_tile [kF32Br][d]; rows past Lq are zeros.
+__device__ __forceinline__ void f32_load_q(float* q_tile, const float* q, int h, int i0, int Lq, int d) {
+  for (int x = threadIdx.x; x < kF32Br * d; x += blockDim.x) {
+    const int i = i0 + x / d;
+    q_tile[x] = i < Lq ? q[(size_t(h) * Lq + i) * d + x % d] : 0.0f;
+  }
+}
+
+// Keys [j0, j0 + cols) of KV head g into k_tile [kF32Bc][d + 1] and v_tile [kF32Bc][dv]; the
+// tile's rows past `cols` are zeros.
+__device__ __forceinline__ void f32_load_kv(float* k_tile, float* v_tile, const float* k, const float* v, int g,
+                                            int Lk, int d, int dv, int j0, int cols) {
+  const int kd = d + 1;
+  for (int x = threadIdx.x; x < kF32Bc * d; x += blockDim.x) {
+    const int jj = x / d, c = x % d;
+    k_tile[jj * kd + c] = jj < cols ? k[(size_t(g) * Lk + j0 + jj) * d + c] : 0.0f;
+  }
+  for (int x = threadIdx.x; x < kF32Bc * dv; x += blockDim.x) {
+    const int jj = x / dv;
+    v_tile[x] = jj < cols ? v[(size_t(g) * Lk + j0 + jj) * dv + x % dv] : 0.0f;
+  }
+}
+
+// Scores: lane j scores key j0 + j (row j of k_tile) against the warp's rows, s[r] = q.k.
+__device__ __forceinline__ void f32_scores(float (&s)[kF32RowsPerWarp], const float* q_tile, const float* k_tile,
+                                           int warp, int lane, int d) {
+  const int kd = d + 1;
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = 0.0f;
+  for (int c = 0; c < d; ++c) {
+    const float kc = k_tile[lane * kd + c];
+#pragma unroll
+    for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = fmaf(q_tile[(warp * kF32RowsPerWarp + r) * d + c], kc, s[r]);
+  }
+}
+
+// Online softmax (Algorithm 1, lines 9-11): mask and scale this lane's score of each row, the
+// row max over the warp, the rescale factor alpha, and P into p_rows [kF32RowsPerWarp][kF32Bc].
+__device__ __forceinline__ void f32_softmax_tile(tile::RowState<float> (&st)[kF32RowsPerWarp],
+                                                 float (&alpha)[kF32RowsPerWarp], const float (&s)[kF32RowsPerWarp],
+                                                 float* p_rows, const Visibility& vis, int h, int row0, int j0,
+                                                 int cols, int lane, float scale_log2) {
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r) {
+    const bool visible = lane < cols && vis(row0 + r, j0 + lane, h);
+    const float sr = visible ? s[r] * scale_log2 : -INFINITY;
+    alpha[r] = tile::row_rescale(st[r], warp_max(sr, 32));
+    const float p = st[r].m == -INFINITY ? 0.0f : exp2f(sr - st[r].m);
+    st[r].l += p;  // this lane's share of the row sum; the shares are added at the end
+    p_rows[r * kF32Bc + lane] = p;
+  }
+}
+
+// Line 12: O = alpha O + P V, each lane its own output columns (lane, lane + 32, ...).
+template <int DVT>
+__device__ __forceinline__ void f32_accumulate_pv(float (&o)[kF32RowsPerWarp][DVT],
+                                                  const float (&alpha)[kF32RowsPerWarp], const float* p_rows,
+                                                  const float* v_tile, int cols, int dv, int lane) {
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r)
+#pragma unroll
+    for (int u = 0; u < DVT; ++u) o[r][u] *= alpha[r];
+  for (int jj = 0; jj < cols; ++jj) {
+    float vv[DVT];
+#pragma unroll
+    for (int u = 0; u < DVT; ++u) vv[u] = lane + 32 * u < dv ? v_tile[jj * dv + lane + 32 * u] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < kF32RowsPerWarp; ++r) {
+      const float p = p_rows[r * kF32Bc + jj];
+#pragma unroll
+      for (int u = 0; u < DVT; ++u) o[r][u] = fmaf(p, vv[u], o[r][u]);
+    }
+  }
+}
+
+// Lines 13-15: O / l and the lse of the warp's rows (the row sums' lane shares added first).
+template <int DVT>
+__device__ __forceinline__ void f32_write_rows(tile::RowState<float> (&st)[kF32RowsPerWarp],
+                                               const float (&o)[kF32RowsPerWarp][DVT], float* out, float* lse,
+                                               int h, int row0, int Lq, int dv, int lane) {
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r) {
+    st[r].l = warp_sum(st[r].l, 32);
+    const int i = row0 + r;
+    if (i >= Lq) continue;
+    const float inv_l = tile::row_output_scale(st[r]);
+#pragma unroll
+    for (int u = 0; u < DVT; ++u)
+      if (lane + 32 * u < dv) out[(size_t(h) * Lq + i) * dv + lane + 32 * u] = o[r][u] * inv_l;
+    if (lane == 0) lse[size_t(h) * Lq + i] = tile::row_lse(st[r]);
+  }
+}
+
 template <int DVT>
 __global__ void __launch_bounds__(kF32Warps * 32)
     flash_f32_kernel(const float* q, const float* k, const float* v, const unsigned char* allowed,
@@ -81,11 +187,9 @@ __global__ void __launch_bounds__(kF32Warps * 32)
   const int i0 = (gridDim.x - 1 - blockIdx.x) * kF32Br;  // last rows first: see flash_tc_kernel
   const int row0 = i0 + warp * kF32RowsPerWarp;  // this warp's first query row
   float* p_rows = p_tile + warp * kF32RowsPerWarp * kF32Bc;
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
 
-  for (int x = threadIdx.x; x < kF32Br * d; x += blockDim.x) {
-    const int i = i0 + x / d;
-    q_tile[x] = i < Lq ? q[(size_t(h) * Lq + i) * d + x % d] : 0.0f;
-  }
+  f32_load_q(q_tile, q, h, i0, Lq, d);
   float o[kF32RowsPerWarp][DVT];
   tile::RowState<float> st[kF32RowsPerWarp];
 #pragma unroll
@@ -100,66 +204,15 @@ __global__ void __launch_bounds__(kF32Warps * 32)
   for (int j0 = 0; j0 < key_end; j0 += kF32Bc) {
     const int cols = min(kF32Bc, key_end - j0);
     __syncthreads();  // the last tile is consumed by every warp (and q_tile is written)
-    for (int x = threadIdx.x; x < kF32Bc * d; x += blockDim.x) {
-      const int jj = x / d, c = x % d;
-      k_tile[jj * kd + c] = jj < cols ? k[(size_t(g) * Lk + j0 + jj) * d + c] : 0.0f;
-    }
-    for (int x = threadIdx.x; x < kF32Bc * dv; x += blockDim.x) {
-      const int jj = x / dv;
-      v_tile[x] = jj < cols ? v[(size_t(g) * Lk + j0 + jj) * dv + x % dv] : 0.0f;
-    }
+    f32_load_kv(k_tile, v_tile, k, v, g, Lk, d, dv, j0, cols);
     __syncthreads();
-
-    // Scores: lane j scores key j0 + j against the warp's rows.
-    float s[kF32RowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = 0.0f;
-    for (int c = 0; c < d; ++c) {
-      const float kc = k_tile[lane * kd + c];
-#pragma unroll
-      for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = fmaf(q_tile[(warp * kF32RowsPerWarp + r) * d + c], kc, s[r]);
-    }
-    // Online softmax (Algorithm 1, lines 9-11): the row max over the warp, rescale, P.
-    float alpha[kF32RowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kF32RowsPerWarp; ++r) {
-      const bool visible = lane < cols && key_visible(row0 + r, j0 + lane, h, Lq, Lk, causal, allowed, mask_heads);
-      const float sr = visible ? s[r] * scale_log2 : -INFINITY;
-      alpha[r] = tile::row_rescale(st[r], warp_max(sr, 32));
-      const float p = st[r].m == -INFINITY ? 0.0f : exp2f(sr - st[r].m);
-      st[r].l += p;  // this lane's share of the row sum; the shares are added at the end
-      p_rows[r * kF32Bc + lane] = p;
-    }
+    float s[kF32RowsPerWarp], alpha[kF32RowsPerWarp];
+    f32_scores(s, q_tile, k_tile, warp, lane, d);
+    f32_softmax_tile(st, alpha, s, p_rows, vis, h, row0, j0, cols, lane, scale_log2);
     __syncwarp();
-    // Line 12: O = alpha O + P V, each lane its own output columns.
-#pragma unroll
-    for (int r = 0; r < kF32RowsPerWarp; ++r)
-#pragma unroll
-      for (int u = 0; u < DVT; ++u) o[r][u] *= alpha[r];
-    for (int jj = 0; jj < cols; ++jj) {
-      float vv[DVT];
-#pragma unroll
-      for (int u = 0; u < DVT; ++u) vv[u] = lane + 32 * u < dv ? v_tile[jj * dv + lane + 32 * u] : 0.0f;
-#pragma unroll
-      for (int r = 0; r < kF32RowsPerWarp; ++r) {
-        const float p = p_rows[r * kF32Bc + jj];
-#pragma unroll
-        for (int u = 0; u < DVT; ++u) o[r][u] = fmaf(p, vv[u], o[r][u]);
-      }
-    }
+    f32_accumulate_pv<DVT>(o, alpha, p_rows, v_tile, cols, dv, lane);
   }
-  // Lines 13-15: O / l and the lse.
-#pragma unroll
-  for (int r = 0; r < kF32RowsPerWarp; ++r) {
-    st[r].l = warp_sum(st[r].l, 32);
-    const int i = row0 + r;
-    if (i >= Lq) continue;
-    const float inv_l = tile::row_output_scale(st[r]);
-#pragma unroll
-    for (int u = 0; u < DVT; ++u)
-      if (lane + 32 * u < dv) out[(size_t(h) * Lq + i) * dv + lane + 32 * u] = o[r][u] * inv_l;
-    if (lane == 0) lse[size_t(h) * Lq + i] = tile::row_lse(st[r]);
-  }
+  f32_write_rows<DVT>(st, o, out, lse, h, row0, Lq, dv, lane);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -252,11 +305,128 @@ __device__ void load_tile_async(E* tile, const E* src, int row0, int rows_total)
   }
 }
 
+// The tensor-core kernel's steps, in order, each inlined into it (its arithmetic and its order are
+// theirs). A lane holds two rows of its warp's 16 (gid and gid + 8) and, per n8 score tile or
+// output tile, the accumulator fragment's columns 2 tig and 2 tig + 1 of each.
+
+// S = Q K^T for the warp's 16 rows and the tile's BC keys: K's rows are the columns of the B
+// operand, read straight (no transpose).
+template <class E, int D, int BC>
+__device__ __forceinline__ void tc_scores(float (&s)[BC / 8][4], const uint32_t (&qf)[D / 16][4], const E* k_tile,
+                                          int lane) {
+  using TC = TensorCore<E>;
+  constexpr int P = kTcPitch<D>;
+#pragma unroll
+  for (int nt = 0; nt < BC / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks)
+#pragma unroll
+    for (int nb = 0; nb < BC / 16; ++nb) {
+      uint32_t kb[4];  // keys 16 nb .. + 7 and + 8 .. + 15, d columns 16 ks .. + 15
+      ldmatrix_x4(kb, k_tile + (nb * 16 + (lane / 16) * 8 + lane % 8) * P + ks * 16 + ((lane / 8) % 2) * 8);
+      TC::mma(s[2 * nb], qf[ks], kb[0], kb[1]);
+      TC::mma(s[2 * nb + 1], qf[ks], kb[2], kb[3]);
+    }
+}
+
+// Mask, base-2 scale and each row's max; a row's scores lie in the 4 lanes of its group.
+// Keys are tested one by one only where some may be hidden: a mask, the last partial tile,
+// or a causal tile that crosses this warp's part of the diagonal.
+template <int BC>
+__device__ __forceinline__ void tc_mask_scale(float (&s)[BC / 8][4], float (&mx)[2], const Visibility& vis,
+                                              const int (&rows)[2], int h, int warp_i0, int j0, int tig,
+                                              float scale_log2) {
+  const bool test_keys = vis.allowed || j0 + BC > vis.Lk ||
+                         (vis.causal && !tile::causal_tile_full(warp_i0, j0 + BC, vis.Lq, vis.Lk));
+  mx[0] = mx[1] = -INFINITY;
+#pragma unroll
+  for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const bool visible = !test_keys || vis(rows[e / 2], j0 + nt * 8 + tig * 2 + e % 2, h);
+      s[nt][e] = visible ? s[nt][e] * scale_log2 : -INFINITY;
+      mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
+    }
+}
+
+// Lines 10-11 of Algorithm 1 for the lane's two rows: the new max over the row's 4 lanes, and O
+// rescaled by alpha.
+template <int D>
+__device__ __forceinline__ void tc_rescale(float (&o)[D / 8][4], tile::RowState<float> (&st)[2],
+                                           const float (&mx)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float alpha = tile::row_rescale(st[r], warp_max(mx[r], 4));
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      o[dt][2 * r] *= alpha;
+      o[dt][2 * r + 1] *= alpha;
+    }
+  }
+}
+
+// P = exp2(S - m) in float32 for l, rounded to E for P V. Two adjacent n8 score tiles are
+// laid out exactly as one k16 A fragment, so P goes from accumulators to operand in place.
+template <class E, int BC>
+__device__ __forceinline__ void tc_probabilities(uint32_t (&pf)[BC / 16][4], float (&s)[BC / 8][4],
+                                                 tile::RowState<float> (&st)[2]) {
+  using TC = TensorCore<E>;
+#pragma unroll
+  for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const tile::RowState<float>& row = st[e / 2];
+      s[nt][e] = row.m == -INFINITY ? 0.0f : fast_exp2(s[nt][e] - row.m);
+      st[e / 2].l += s[nt][e];
+    }
+#pragma unroll
+  for (int kk = 0; kk < BC / 16; ++kk) {
+    pf[kk][0] = TC::pack(s[2 * kk][0], s[2 * kk][1]);
+    pf[kk][1] = TC::pack(s[2 * kk][2], s[2 * kk][3]);
+    pf[kk][2] = TC::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    pf[kk][3] = TC::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
+
+// O += P V: V's rows are the B operand's k dimension, so it is read transposed.
+template <class E, int D, int BC>
+__device__ __forceinline__ void tc_accumulate_pv(float (&o)[D / 8][4], const uint32_t (&pf)[BC / 16][4],
+                                                 const E* v_tile, int lane) {
+  using TC = TensorCore<E>;
+  constexpr int P = kTcPitch<D>;
+#pragma unroll
+  for (int kk = 0; kk < BC / 16; ++kk)
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      uint32_t vb[4];  // keys 16 kk .. + 15, output columns 16 dp .. + 7 and + 8 .. + 15
+      ldmatrix_x4_trans(vb, v_tile + (kk * 16 + lane % 16) * P + dp * 16 + (lane / 16) * 8);
+      TC::mma(o[2 * dp], pf[kk], vb[0], vb[1]);
+      TC::mma(o[2 * dp + 1], pf[kk], vb[2], vb[3]);
+    }
+}
+
+// Lines 13-15 for the lane's two rows: O / l (two adjacent columns per store) and the lse.
+template <int D>
+__device__ __forceinline__ void tc_write_rows(tile::RowState<float> (&st)[2], const float (&o)[D / 8][4], float* out,
+                                              float* lse, const int (&rows)[2], int h, int Lq, int tig) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    st[r].l = warp_sum(st[r].l, 4);
+    const int i = rows[r];
+    if (i >= Lq) continue;
+    const float inv_l = tile::row_output_scale(st[r]);
+    float* orow = out + (size_t(h) * Lq + i) * D;
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt)
+      *reinterpret_cast<float2*>(orow + dt * 8 + tig * 2) = make_float2(o[dt][2 * r] * inv_l, o[dt][2 * r + 1] * inv_l);
+    if (tig == 0) lse[size_t(h) * Lq + i] = tile::row_lse(st[r]);
+  }
+}
+
 template <class E, int D, int WARPS, int BC>
 __global__ void __launch_bounds__(WARPS * 32)
     flash_tc_kernel(const E* q, const E* k, const E* v, const unsigned char* allowed, int mask_heads,
                     int H, int Hkv, int Lq, int Lk, bool causal, float scale_log2, float* out, float* lse) {
-  using TC = TensorCore<E>;
   constexpr int P = kTcPitch<D>;
   extern __shared__ __align__(16) unsigned char tc_smem[];
   constexpr int kTcBr = 16 * WARPS, kTcBc = BC;
@@ -275,6 +445,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int rows_end = min(i0 + kTcBr, Lq);
   const int key_end = causal ? int(tile::causal_key_end(rows_end, Lq, Lk)) : Lk;
   const int tiles = (key_end + kTcBc - 1) / kTcBc;
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
 
   load_tile_async<E, D, kTcBr>(q_tile, q + size_t(h) * Lq * D, i0, Lq);
   if (tiles > 0) load_tile_async<E, D, kTcBc>(k_tile, kh, 0, Lk);
@@ -288,8 +459,6 @@ __global__ void __launch_bounds__(WARPS * 32)
   for (int ks = 0; ks < D / 16; ++ks)
     ldmatrix_x4(qf[ks], q_tile + (warp * 16 + lane % 16) * P + ks * 16 + (lane / 16) * 8);
 
-  // Each lane holds two rows of the warp's 16 (gid and gid + 8): their state, and the
-  // accumulator fragments of O (columns 8 dt + 2 tig, + 1).
   const int rows[2] = {warp_i0 + gid, warp_i0 + gid + 8};
   tile::RowState<float> st[2] = {tile::row_start<float>(), tile::row_start<float>()};
   float o[D / 8][4];
@@ -300,93 +469,22 @@ __global__ void __launch_bounds__(WARPS * 32)
     const int j0 = t * kTcBc;
     load_tile_async<E, D, kTcBc>(v_tile, vh, j0, Lk);  // V streams in while S is computed
     cp_async_commit();
-
-    // S = Q K^T: K's rows are the columns of the B operand, read straight (no transpose).
-    float s[kTcBc / 8][4];
-#pragma unroll
-    for (int nt = 0; nt < kTcBc / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks)
-#pragma unroll
-      for (int nb = 0; nb < kTcBc / 16; ++nb) {
-        uint32_t kb[4];  // keys 16 nb .. + 7 and + 8 .. + 15, d columns 16 ks .. + 15
-        ldmatrix_x4(kb, k_tile + (nb * 16 + (lane / 16) * 8 + lane % 8) * P + ks * 16 + ((lane / 8) % 2) * 8);
-        TC::mma(s[2 * nb], qf[ks], kb[0], kb[1]);
-        TC::mma(s[2 * nb + 1], qf[ks], kb[2], kb[3]);
-      }
+    float s[kTcBc / 8][4], mx[2];
+    tc_scores<E, D, kTcBc>(s, qf, k_tile, lane);
     __syncthreads();  // every warp is done with k_tile
     if (t + 1 < tiles) load_tile_async<E, D, kTcBc>(k_tile, kh, j0 + kTcBc, Lk);  // next K, behind softmax and P V
     cp_async_commit();
-
-    // Mask, base-2 scale and each row's max; a row's scores lie in the 4 lanes of its group.
-    // Keys are tested one by one only where some may be hidden: a mask, the last partial tile,
-    // or a causal tile that crosses this warp's part of the diagonal.
-    const bool test_keys = allowed || j0 + kTcBc > Lk || (causal && !tile::causal_tile_full(warp_i0, j0 + kTcBc, Lq, Lk));
-    float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int nt = 0; nt < kTcBc / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool visible = !test_keys || key_visible(rows[e / 2], j0 + nt * 8 + tig * 2 + e % 2, h, Lq, Lk,
-                                                       causal, allowed, mask_heads);
-        s[nt][e] = visible ? s[nt][e] * scale_log2 : -INFINITY;
-        mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
-      }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float alpha = tile::row_rescale(st[r], warp_max(mx[r], 4));
-#pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        o[dt][2 * r] *= alpha;
-        o[dt][2 * r + 1] *= alpha;
-      }
-    }
-    // P = exp2(S - m) in float32 for l, rounded to E for P V. Two adjacent n8 score tiles are
-    // laid out exactly as one k16 A fragment, so P goes from accumulators to operand in place.
+    tc_mask_scale<kTcBc>(s, mx, vis, rows, h, warp_i0, j0, tig, scale_log2);
+    tc_rescale<D>(o, st, mx);
     uint32_t pf[kTcBc / 16][4];
-#pragma unroll
-    for (int nt = 0; nt < kTcBc / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const tile::RowState<float>& row = st[e / 2];
-        s[nt][e] = row.m == -INFINITY ? 0.0f : fast_exp2(s[nt][e] - row.m);
-        st[e / 2].l += s[nt][e];
-      }
-#pragma unroll
-    for (int kk = 0; kk < kTcBc / 16; ++kk) {
-      pf[kk][0] = TC::pack(s[2 * kk][0], s[2 * kk][1]);
-      pf[kk][1] = TC::pack(s[2 * kk][2], s[2 * kk][3]);
-      pf[kk][2] = TC::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pf[kk][3] = TC::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
+    tc_probabilities<E, kTcBc>(pf, s, st);
     cp_async_wait<1>();  // this tile's V has landed (the next K may still be in flight)
     __syncthreads();
-    // O += P V: V's rows are the B operand's k dimension, so it is read transposed.
-#pragma unroll
-    for (int kk = 0; kk < kTcBc / 16; ++kk)
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        uint32_t vb[4];  // keys 16 kk .. + 15, output columns 16 dp .. + 7 and + 8 .. + 15
-        ldmatrix_x4_trans(vb, v_tile + (kk * 16 + lane % 16) * P + dp * 16 + (lane / 16) * 8);
-        TC::mma(o[2 * dp], pf[kk], vb[0], vb[1]);
-        TC::mma(o[2 * dp + 1], pf[kk], vb[2], vb[3]);
-      }
+    tc_accumulate_pv<E, D, kTcBc>(o, pf, v_tile, lane);
     cp_async_wait<0>();  // the next K has landed ...
     __syncthreads();     // ... for every thread, and every warp is done with v_tile
   }
-
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    st[r].l = warp_sum(st[r].l, 4);
-    const int i = rows[r];
-    if (i >= Lq) continue;
-    const float inv_l = tile::row_output_scale(st[r]);
-    float* orow = out + (size_t(h) * Lq + i) * D;
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt)
-      *reinterpret_cast<float2*>(orow + dt * 8 + tig * 2) = make_float2(o[dt][2 * r] * inv_l, o[dt][2 * r + 1] * inv_l);
-    if (tig == 0) lse[size_t(h) * Lq + i] = tile::row_lse(st[r]);
-  }
+  tc_write_rows<D>(st, o, out, lse, rows, h, Lq, tig);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -418,6 +516,66 @@ __device__ inline void bwd_pair(bool visible, float s, float dp, float scale, fl
   ds = p * (dp - delta_i);
 }
 
+// The block's own rows [first, first + kBwdBlock) of head `head` of a [.., total, n] matrix into
+// tile [kBwdBlock][n]: query rows (dq) or keys (dkdv); rows past `total` are zeros.
+__device__ __forceinline__ void bwd_load_block(float* tile, const float* src, int head, int first, int total, int n) {
+  for (int x = threadIdx.x; x < kBwdBlock * n; x += blockDim.x) {
+    const int i = first + x / n;
+    tile[x] = i < total ? src[(size_t(head) * total + i) * n + x % n] : 0.0f;
+  }
+}
+
+// Rows [first, first + count) of head `head` of a [.., total, n] matrix into tile
+// [kBwdTile][n + 1] (padded: lane i reads row i from its own bank); the tile's rows past
+// `count` are zeros.
+__device__ __forceinline__ void bwd_load_tile(float* tile, const float* src, int head, int first, int count,
+                                              int total, int n) {
+  for (int x = threadIdx.x; x < kBwdTile * n; x += blockDim.x) {
+    const int jj = x / n;
+    tile[jj * (n + 1) + x % n] = jj < count ? src[(size_t(head) * total + first + jj) * n + x % n] : 0.0f;
+  }
+}
+
+// acc[r][u] += w[r][jj] x[jj][lane + 32 u] over the tile's `count` rows jj: dq_acc += dS K
+// (flash_dq_kernel), dv_acc += P^T dO and dk_acc += dS^T Q (flash_dkdv_kernel, two at once).
+template <int T>
+__device__ __forceinline__ void bwd_accumulate(float (&acc)[kBwdRowsPerWarp][T], const float* w_rows,
+                                               const float* x_tile, int count, int n, int lane) {
+  for (int jj = 0; jj < count; ++jj) {
+    float xv[T];
+#pragma unroll
+    for (int u = 0; u < T; ++u) xv[u] = lane + 32 * u < n ? x_tile[jj * (n + 1) + lane + 32 * u] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+      const float w = w_rows[r * kBwdTile + jj];
+#pragma unroll
+      for (int u = 0; u < T; ++u) acc[r][u] = fmaf(w, xv[u], acc[r][u]);
+    }
+  }
+}
+
+// flash_dq_kernel's step for one key tile: lane j's dS of key j0 + j against each of the warp's
+// rows, into ds_rows [kBwdRowsPerWarp][kBwdTile].
+__device__ __forceinline__ void dq_tile_ds(float* ds_rows, const float* q_tile, const float* do_tile,
+                                           const float* k_tile, const float* v_tile,
+                                           const float (&lse_r)[kBwdRowsPerWarp],
+                                           const float (&delta_r)[kBwdRowsPerWarp], const Visibility& vis, int h,
+                                           int row0, int j0, int cols, int warp, int lane, int d, int dv,
+                                           float scale) {
+#pragma unroll
+  for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+    const float* qr = q_tile + (warp * kBwdRowsPerWarp + r) * d;
+    const float* dor = do_tile + (warp * kBwdRowsPerWarp + r) * dv;
+    float s = 0.0f, dp = 0.0f;
+    for (int c = 0; c < d; ++c) s = fmaf(qr[c], k_tile[lane * (d + 1) + c], s);
+    for (int c = 0; c < dv; ++c) dp = fmaf(dor[c], v_tile[lane * (dv + 1) + c], dp);
+    const bool visible = lane < cols && vis(row0 + r, j0 + lane, h);
+    float p, ds;
+    bwd_pair(visible, s, dp, scale, lse_r[r], delta_r[r], p, ds);
+    ds_rows[r * kBwdTile + lane] = ds;
+  }
+}
+
 template <int T>  // output columns per lane: d and dv <= 32 T
 __global__ void __launch_bounds__(kBwdWarps * 32)
     flash_dq_kernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
@@ -433,14 +591,9 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   const int h = blockIdx.y, g = h / (H / Hkv);
   const int i0 = (gridDim.x - 1 - blockIdx.x) * kBwdBlock, row0 = i0 + warp * kBwdRowsPerWarp;
   float* ds_rows = ds_tile + warp * kBwdRowsPerWarp * kBwdTile;
-  for (int x = threadIdx.x; x < kBwdBlock * d; x += blockDim.x) {
-    const int i = i0 + x / d;
-    q_tile[x] = i < Lq ? q[(size_t(h) * Lq + i) * d + x % d] : 0.0f;
-  }
-  for (int x = threadIdx.x; x < kBwdBlock * dv; x += blockDim.x) {
-    const int i = i0 + x / dv;
-    do_tile[x] = i < Lq ? dout[(size_t(h) * Lq + i) * dv + x % dv] : 0.0f;
-  }
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  bwd_load_block(q_tile, q, h, i0, Lq, d);
+  bwd_load_block(do_tile, dout, h, i0, Lq, dv);
   float lse_r[kBwdRowsPerWarp], delta_r[kBwdRowsPerWarp], acc[kBwdRowsPerWarp][T];
 #pragma unroll
   for (int r = 0; r < kBwdRowsPerWarp; ++r) {
@@ -454,39 +607,13 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   for (int j0 = 0; j0 < key_end; j0 += kBwdTile) {
     const int cols = min(kBwdTile, key_end - j0);
     __syncthreads();
-    for (int x = threadIdx.x; x < kBwdTile * d; x += blockDim.x) {
-      const int jj = x / d;
-      k_tile[jj * (d + 1) + x % d] = jj < cols ? k[(size_t(g) * Lk + j0 + jj) * d + x % d] : 0.0f;
-    }
-    for (int x = threadIdx.x; x < kBwdTile * dv; x += blockDim.x) {
-      const int jj = x / dv;
-      v_tile[jj * (dv + 1) + x % dv] = jj < cols ? v[(size_t(g) * Lk + j0 + jj) * dv + x % dv] : 0.0f;
-    }
+    bwd_load_tile(k_tile, k, g, j0, cols, Lk, d);
+    bwd_load_tile(v_tile, v, g, j0, cols, Lk, dv);
     __syncthreads();
-#pragma unroll
-    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-      const float* qr = q_tile + (warp * kBwdRowsPerWarp + r) * d;
-      const float* dor = do_tile + (warp * kBwdRowsPerWarp + r) * dv;
-      float s = 0.0f, dp = 0.0f;
-      for (int c = 0; c < d; ++c) s = fmaf(qr[c], k_tile[lane * (d + 1) + c], s);
-      for (int c = 0; c < dv; ++c) dp = fmaf(dor[c], v_tile[lane * (dv + 1) + c], dp);
-      const bool visible = lane < cols && key_visible(row0 + r, j0 + lane, h, Lq, Lk, causal, allowed, mask_heads);
-      float p, ds;
-      bwd_pair(visible, s, dp, scale, lse_r[r], delta_r[r], p, ds);
-      ds_rows[r * kBwdTile + lane] = ds;
-    }
+    dq_tile_ds(ds_rows, q_tile, do_tile, k_tile, v_tile, lse_r, delta_r, vis, h, row0, j0, cols, warp, lane, d, dv,
+               scale);
     __syncwarp();
-    for (int jj = 0; jj < cols; ++jj) {
-      float kv[T];
-#pragma unroll
-      for (int u = 0; u < T; ++u) kv[u] = lane + 32 * u < d ? k_tile[jj * (d + 1) + lane + 32 * u] : 0.0f;
-#pragma unroll
-      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-        const float ds = ds_rows[r * kBwdTile + jj];
-#pragma unroll
-        for (int u = 0; u < T; ++u) acc[r][u] = fmaf(ds, kv[u], acc[r][u]);
-      }
-    }
+    bwd_accumulate<T>(acc, ds_rows, k_tile, cols, d, lane);  // dQ += dS K
     __syncwarp();
   }
 #pragma unroll
@@ -496,6 +623,53 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
 #pragma unroll
     for (int u = 0; u < T; ++u)
       if (lane + 32 * u < d) dq[(size_t(h) * Lq + i) * d + lane + 32 * u] = acc[r][u] * scale;
+  }
+}
+
+// flash_dkdv_kernel's step for one tile of query rows of head h: lane i's P and dS of query row
+// t0 + i against each of the warp's keys, into p_rows and ds_rows [kBwdRowsPerWarp][kBwdTile].
+__device__ __forceinline__ void dkdv_tile_pds(float* p_rows, float* ds_rows, const float* k_tile, const float* v_tile,
+                                              const float* q_tile, const float* do_tile, const float* lse_tile,
+                                              const float* delta_tile, const Visibility& vis, int h, int t0,
+                                              int rows, int key0, int warp, int lane, int d, int dv, float scale) {
+#pragma unroll
+  for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+    const float* kr = k_tile + (warp * kBwdRowsPerWarp + r) * d;
+    const float* vr = v_tile + (warp * kBwdRowsPerWarp + r) * dv;
+    float s = 0.0f, dp = 0.0f;
+    for (int c = 0; c < d; ++c) s = fmaf(q_tile[lane * (d + 1) + c], kr[c], s);
+    for (int c = 0; c < dv; ++c) dp = fmaf(do_tile[lane * (dv + 1) + c], vr[c], dp);
+    const bool visible = lane < rows && vis(t0 + lane, key0 + r, h);
+    float p, ds;
+    bwd_pair(visible, s, dp, scale, lse_tile[lane], delta_tile[lane], p, ds);
+    p_rows[r * kBwdTile + lane] = p;
+    ds_rows[r * kBwdTile + lane] = ds;
+  }
+}
+
+// dV += P^T dO and dK += dS^T Q over the tile's `rows` query rows, each lane its own columns.
+template <int T>
+__device__ __forceinline__ void dkdv_accumulate(float (&dk_acc)[kBwdRowsPerWarp][T],
+                                                float (&dv_acc)[kBwdRowsPerWarp][T], const float* p_rows,
+                                                const float* ds_rows, const float* q_tile, const float* do_tile,
+                                                int rows, int d, int dv, int lane) {
+  for (int ii = 0; ii < rows; ++ii) {
+    float qv[T], dov[T];
+#pragma unroll
+    for (int u = 0; u < T; ++u) {
+      const int c = lane + 32 * u;
+      qv[u] = c < d ? q_tile[ii * (d + 1) + c] : 0.0f;
+      dov[u] = c < dv ? do_tile[ii * (dv + 1) + c] : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+      const float p = p_rows[r * kBwdTile + ii], ds = ds_rows[r * kBwdTile + ii];
+#pragma unroll
+      for (int u = 0; u < T; ++u) {
+        dv_acc[r][u] = fmaf(p, dov[u], dv_acc[r][u]);
+        dk_acc[r][u] = fmaf(ds, qv[u], dk_acc[r][u]);
+      }
+    }
   }
 }
 
@@ -518,14 +692,9 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   const int j0 = blockIdx.x * kBwdBlock, key0 = j0 + warp * kBwdRowsPerWarp;
   float* p_rows = p_tile + warp * kBwdRowsPerWarp * kBwdTile;
   float* ds_rows = ds_tile + warp * kBwdRowsPerWarp * kBwdTile;
-  for (int x = threadIdx.x; x < kBwdBlock * d; x += blockDim.x) {
-    const int j = j0 + x / d;
-    k_tile[x] = j < Lk ? k[(size_t(g) * Lk + j) * d + x % d] : 0.0f;
-  }
-  for (int x = threadIdx.x; x < kBwdBlock * dv; x += blockDim.x) {
-    const int j = j0 + x / dv;
-    v_tile[x] = j < Lk ? v[(size_t(g) * Lk + j) * dv + x % dv] : 0.0f;
-  }
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  bwd_load_block(k_tile, k, g, j0, Lk, d);
+  bwd_load_block(v_tile, v, g, j0, Lk, dv);
   float dk_acc[kBwdRowsPerWarp][T], dv_acc[kBwdRowsPerWarp][T];
 #pragma unroll
   for (int r = 0; r < kBwdRowsPerWarp; ++r)
@@ -537,52 +706,17 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
     for (int t0 = i_begin; t0 < Lq; t0 += kBwdTile) {
       const int rows = min(kBwdTile, Lq - t0);
       __syncthreads();
-      for (int x = threadIdx.x; x < kBwdTile * d; x += blockDim.x) {
-        const int ii = x / d;
-        q_tile[ii * (d + 1) + x % d] = ii < rows ? q[(size_t(h) * Lq + t0 + ii) * d + x % d] : 0.0f;
-      }
-      for (int x = threadIdx.x; x < kBwdTile * dv; x += blockDim.x) {
-        const int ii = x / dv;
-        do_tile[ii * (dv + 1) + x % dv] = ii < rows ? dout[(size_t(h) * Lq + t0 + ii) * dv + x % dv] : 0.0f;
-      }
+      bwd_load_tile(q_tile, q, h, t0, rows, Lq, d);
+      bwd_load_tile(do_tile, dout, h, t0, rows, Lq, dv);
       for (int ii = threadIdx.x; ii < kBwdTile; ii += blockDim.x) {
         lse_tile[ii] = ii < rows ? lse[size_t(h) * Lq + t0 + ii] : -INFINITY;
         delta_tile[ii] = ii < rows ? delta[size_t(h) * Lq + t0 + ii] : 0.0f;
       }
       __syncthreads();
-      // Lane i: query row t0 + i against each of the warp's keys.
-#pragma unroll
-      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-        const float* kr = k_tile + (warp * kBwdRowsPerWarp + r) * d;
-        const float* vr = v_tile + (warp * kBwdRowsPerWarp + r) * dv;
-        float s = 0.0f, dp = 0.0f;
-        for (int c = 0; c < d; ++c) s = fmaf(q_tile[lane * (d + 1) + c], kr[c], s);
-        for (int c = 0; c < dv; ++c) dp = fmaf(do_tile[lane * (dv + 1) + c], vr[c], dp);
-        const bool visible = lane < rows && key_visible(t0 + lane, key0 + r, h, Lq, Lk, causal, allowed, mask_heads);
-        float p, ds;
-        bwd_pair(visible, s, dp, scale, lse_tile[lane], delta_tile[lane], p, ds);
-        p_rows[r * kBwdTile + lane] = p;
-        ds_rows[r * kBwdTile + lane] = ds;
-      }
+      dkdv_tile_pds(p_rows, ds_rows, k_tile, v_tile, q_tile, do_tile, lse_tile, delta_tile, vis, h, t0, rows, key0,
+                    warp, lane, d, dv, scale);
       __syncwarp();
-      for (int ii = 0; ii < rows; ++ii) {
-        float qv[T], dov[T];
-#pragma unroll
-        for (int u = 0; u < T; ++u) {
-          const int c = lane + 32 * u;
-          qv[u] = c < d ? q_tile[ii * (d + 1) + c] : 0.0f;
-          dov[u] = c < dv ? do_tile[ii * (dv + 1) + c] : 0.0f;
-        }
-#pragma unroll
-        for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-          const float p = p_rows[r * kBwdTile + ii], ds = ds_rows[r * kBwdTile + ii];
-#pragma unroll
-          for (int u = 0; u < T; ++u) {
-            dv_acc[r][u] = fmaf(p, dov[u], dv_acc[r][u]);
-            dk_acc[r][u] = fmaf(ds, qv[u], dk_acc[r][u]);
-          }
-        }
-      }
+      dkdv_accumulate<T>(dk_acc, dv_acc, p_rows, ds_rows, q_tile, do_tile, rows, d, dv, lane);
       __syncwarp();
     }
 #pragma unroll

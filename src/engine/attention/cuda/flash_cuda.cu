@@ -14,7 +14,9 @@
 //                     of P V, as FlashAttention-2 does, so P never touches shared memory.
 // Causal tiles above the diagonal are skipped by index (the key loop ends at the last key the
 // block's last row sees); masks and fully masked rows behave as on the CPU: a row that sees no
-// key gets output 0 and lse -inf.
+// key gets output 0 and lse -inf. The score modifiers (soft-cap, ALiBi) are applied to each
+// visible score before the online softmax, as sdpa.cpp orders them (score_mod_math.hpp), and the
+// backward multiplies dS by their slope; each kernel is compiled with and without them.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -24,6 +26,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "attn/engine/attention/score_mod_math.hpp"
 #include "attn/engine/attention/tile_math.hpp"
 #include "flash_cuda.hpp"
 
@@ -60,6 +63,41 @@ struct Visibility {
     return key_visible(i, j, h, Lq, Lk, causal, allowed, mask_heads);
   }
 };
+
+// The score modifiers (flash_cuda.hpp's ScoreMods) as a kernel takes them, by value. Every
+// kernel is compiled twice, with and without them (template argument MODS), so a run without
+// modifiers runs exactly the arithmetic it ran before they existed.
+struct KernelMods {
+  float cap;            // soft-cap c; 0 = none
+  const float* slopes;  // ALiBi [H] in device memory; null = none
+  float to_raw;         // q.k -> x = scale * T * q.k, the score the modifiers take (sdpa.cpp's)
+  float from_raw;       // mod(x) -> the kernel's units: log2(e) / T (forward), 1 / T (backward)
+};
+
+// One query head's share of them: its ALiBi slope (0: none).
+struct HeadMods {
+  float cap, slope, to_raw, from_raw;
+};
+__device__ __forceinline__ HeadMods head_mods(const KernelMods& m, int h) {
+  return {m.cap, m.slopes ? m.slopes[h] : 0.0f, m.to_raw, m.from_raw};
+}
+
+// Query row i's position minus key j's: rows are bottom-right aligned (p = i + Lk - Lq).
+__device__ __forceinline__ long alibi_distance(int i, int j, int Lq, int Lk) {
+  return long(i) + long(Lk) - long(Lq) - long(j);
+}
+
+// A visible score q.k of query row i and key j in the kernel's units: q.k times `scale` (the
+// temperature folded in; log2(e) too in the forward) without modifiers, and with them
+// mod(scale T q.k) / T, the modifier on the score before the temperature as sdpa.cpp applies it.
+template <bool MODS>
+__device__ __forceinline__ float kernel_score(float dot, float scale, const HeadMods& hm, int i, int j, int Lq,
+                                              int Lk) {
+  if constexpr (MODS)
+    return tile::modify_score(dot * hm.to_raw, hm.cap, hm.slope, alibi_distance(i, j, Lq, Lk)).score * hm.from_raw;
+  else
+    return dot * scale;
+}
 
 // ---------------------------------------------------------------------------------------------
 // float32 kernel
@@ -114,16 +152,19 @@ __device__ __forceinline__ void f32_scores(float (&s)[kF32RowsPerWarp], const fl
   }
 }
 
-// Online softmax (Algorithm 1, lines 9-11): mask and scale this lane's score of each row, the
-// row max over the warp, the rescale factor alpha, and P into p_rows [kF32RowsPerWarp][kF32Bc].
+// Online softmax (Algorithm 1, lines 9-11): mask, scale (and modify) this lane's score of each
+// row, the row max over the warp, the rescale factor alpha, and P into p_rows
+// [kF32RowsPerWarp][kF32Bc].
+template <bool MODS>
 __device__ __forceinline__ void f32_softmax_tile(tile::RowState<float> (&st)[kF32RowsPerWarp],
                                                  float (&alpha)[kF32RowsPerWarp], const float (&s)[kF32RowsPerWarp],
-                                                 float* p_rows, const Visibility& vis, int h, int row0, int j0,
-                                                 int cols, int lane, float scale_log2) {
+                                                 float* p_rows, const Visibility& vis, const HeadMods& hm, int h,
+                                                 int row0, int j0, int cols, int lane, float scale_log2) {
 #pragma unroll
   for (int r = 0; r < kF32RowsPerWarp; ++r) {
     const bool visible = lane < cols && vis(row0 + r, j0 + lane, h);
-    const float sr = visible ? s[r] * scale_log2 : -INFINITY;
+    const float sr =
+        visible ? kernel_score<MODS>(s[r], scale_log2, hm, row0 + r, j0 + lane, vis.Lq, vis.Lk) : -INFINITY;
     alpha[r] = tile::row_rescale(st[r], warp_max(sr, 32));
     const float p = st[r].m == -INFINITY ? 0.0f : exp2f(sr - st[r].m);
     st[r].l += p;  // this lane's share of the row sum; the shares are added at the end
@@ -171,11 +212,11 @@ __device__ __forceinline__ void f32_write_rows(tile::RowState<float> (&st)[kF32R
   }
 }
 
-template <int DVT>
+template <bool MODS, int DVT>
 __global__ void __launch_bounds__(kF32Warps * 32)
     flash_f32_kernel(const float* q, const float* k, const float* v, const unsigned char* allowed,
                      int mask_heads, int H, int Hkv, int Lq, int Lk, int d, int dv, bool causal,
-                     float scale_log2, float* out, float* lse) {
+                     float scale_log2, KernelMods mods, float* out, float* lse) {
   extern __shared__ float f32_smem[];
   const int kd = d + 1;  // K rows padded by one float: the 32 lanes read 32 different banks
   float* q_tile = f32_smem;                   // [kF32Br][d]
@@ -188,6 +229,7 @@ __global__ void __launch_bounds__(kF32Warps * 32)
   const int row0 = i0 + warp * kF32RowsPerWarp;  // this warp's first query row
   float* p_rows = p_tile + warp * kF32RowsPerWarp * kF32Bc;
   const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
 
   f32_load_q(q_tile, q, h, i0, Lq, d);
   float o[kF32RowsPerWarp][DVT];
@@ -208,7 +250,7 @@ __global__ void __launch_bounds__(kF32Warps * 32)
     __syncthreads();
     float s[kF32RowsPerWarp], alpha[kF32RowsPerWarp];
     f32_scores(s, q_tile, k_tile, warp, lane, d);
-    f32_softmax_tile(st, alpha, s, p_rows, vis, h, row0, j0, cols, lane, scale_log2);
+    f32_softmax_tile<MODS>(st, alpha, s, p_rows, vis, hm, h, row0, j0, cols, lane, scale_log2);
     __syncwarp();
     f32_accumulate_pv<DVT>(o, alpha, p_rows, v_tile, cols, dv, lane);
   }
@@ -329,13 +371,14 @@ __device__ __forceinline__ void tc_scores(float (&s)[BC / 8][4], const uint32_t 
     }
 }
 
-// Mask, base-2 scale and each row's max; a row's scores lie in the 4 lanes of its group.
+// Mask, base-2 scale (and modifiers) and each row's max; a row's scores lie in the 4 lanes of
+// its group.
 // Keys are tested one by one only where some may be hidden: a mask, the last partial tile,
 // or a causal tile that crosses this warp's part of the diagonal.
-template <int BC>
+template <bool MODS, int BC>
 __device__ __forceinline__ void tc_mask_scale(float (&s)[BC / 8][4], float (&mx)[2], const Visibility& vis,
-                                              const int (&rows)[2], int h, int warp_i0, int j0, int tig,
-                                              float scale_log2) {
+                                              const HeadMods& hm, const int (&rows)[2], int h, int warp_i0, int j0,
+                                              int tig, float scale_log2) {
   const bool test_keys = vis.allowed || j0 + BC > vis.Lk ||
                          (vis.causal && !tile::causal_tile_full(warp_i0, j0 + BC, vis.Lq, vis.Lk));
   mx[0] = mx[1] = -INFINITY;
@@ -343,8 +386,9 @@ __device__ __forceinline__ void tc_mask_scale(float (&s)[BC / 8][4], float (&mx)
   for (int nt = 0; nt < BC / 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const bool visible = !test_keys || vis(rows[e / 2], j0 + nt * 8 + tig * 2 + e % 2, h);
-      s[nt][e] = visible ? s[nt][e] * scale_log2 : -INFINITY;
+      const int j = j0 + nt * 8 + tig * 2 + e % 2;
+      const bool visible = !test_keys || vis(rows[e / 2], j, h);
+      s[nt][e] = visible ? kernel_score<MODS>(s[nt][e], scale_log2, hm, rows[e / 2], j, vis.Lq, vis.Lk) : -INFINITY;
       mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
     }
 }
@@ -423,10 +467,11 @@ __device__ __forceinline__ void tc_write_rows(tile::RowState<float> (&st)[2], co
   }
 }
 
-template <class E, int D, int WARPS, int BC>
+template <bool MODS, class E, int D, int WARPS, int BC>
 __global__ void __launch_bounds__(WARPS * 32)
     flash_tc_kernel(const E* q, const E* k, const E* v, const unsigned char* allowed, int mask_heads,
-                    int H, int Hkv, int Lq, int Lk, bool causal, float scale_log2, float* out, float* lse) {
+                    int H, int Hkv, int Lq, int Lk, bool causal, float scale_log2, KernelMods mods, float* out,
+                    float* lse) {
   constexpr int P = kTcPitch<D>;
   extern __shared__ __align__(16) unsigned char tc_smem[];
   constexpr int kTcBr = 16 * WARPS, kTcBc = BC;
@@ -446,6 +491,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int key_end = causal ? int(tile::causal_key_end(rows_end, Lq, Lk)) : Lk;
   const int tiles = (key_end + kTcBc - 1) / kTcBc;
   const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
 
   load_tile_async<E, D, kTcBr>(q_tile, q + size_t(h) * Lq * D, i0, Lq);
   if (tiles > 0) load_tile_async<E, D, kTcBc>(k_tile, kh, 0, Lk);
@@ -474,7 +520,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     __syncthreads();  // every warp is done with k_tile
     if (t + 1 < tiles) load_tile_async<E, D, kTcBc>(k_tile, kh, j0 + kTcBc, Lk);  // next K, behind softmax and P V
     cp_async_commit();
-    tc_mask_scale<kTcBc>(s, mx, vis, rows, h, warp_i0, j0, tig, scale_log2);
+    tc_mask_scale<MODS, kTcBc>(s, mx, vis, hm, rows, h, warp_i0, j0, tig, scale_log2);
     tc_rescale<D>(o, st, mx);
     uint32_t pf[kTcBc / 16][4];
     tc_probabilities<E, kTcBc>(pf, s, st);
@@ -509,11 +555,22 @@ std::size_t bwd_shared_bytes(int d, int dv) {
                           2 * std::size_t(kBwdBlock) * kBwdTile + 2 * std::size_t(kBwdTile));
 }
 
-// P and dS of one (query i, key j) pair, given s = q.k, dp = dO.v, the row's lse and D.
-__device__ inline void bwd_pair(bool visible, float s, float dp, float scale, float lse_i, float delta_i,
-                                float& p, float& ds) {
-  p = visible && lse_i != -INFINITY ? expf(s * scale - lse_i) : 0.0f;
-  ds = p * (dp - delta_i);
+// P and dS of one (query i, key j) pair, given s = q.k, dp = dO.v, the row's lse and D. With
+// score modifiers, P is taken from the modified score as the forward took it, and dS is
+// multiplied by the modifiers' slope d mod / dx at x = scale T q.k (the chain rule; the scale
+// itself is applied to dQ and dK at the end, as without).
+template <bool MODS>
+__device__ __forceinline__ void bwd_pair(bool visible, float s, float dp, float scale, const HeadMods& hm, int i,
+                                         int j, int Lq, int Lk, float lse_i, float delta_i, float& p, float& ds) {
+  if constexpr (MODS) {
+    const tile::ModifiedScore<float> m =
+        tile::modify_score(s * hm.to_raw, hm.cap, hm.slope, alibi_distance(i, j, Lq, Lk));
+    p = visible && lse_i != -INFINITY ? expf(m.score * hm.from_raw - lse_i) : 0.0f;
+    ds = p * (dp - delta_i) * m.slope;
+  } else {
+    p = visible && lse_i != -INFINITY ? expf(s * scale - lse_i) : 0.0f;
+    ds = p * (dp - delta_i);
+  }
 }
 
 // The block's own rows [first, first + kBwdBlock) of head `head` of a [.., total, n] matrix into
@@ -556,12 +613,13 @@ __device__ __forceinline__ void bwd_accumulate(float (&acc)[kBwdRowsPerWarp][T],
 
 // flash_dq_kernel's step for one key tile: lane j's dS of key j0 + j against each of the warp's
 // rows, into ds_rows [kBwdRowsPerWarp][kBwdTile].
+template <bool MODS>
 __device__ __forceinline__ void dq_tile_ds(float* ds_rows, const float* q_tile, const float* do_tile,
                                            const float* k_tile, const float* v_tile,
                                            const float (&lse_r)[kBwdRowsPerWarp],
-                                           const float (&delta_r)[kBwdRowsPerWarp], const Visibility& vis, int h,
-                                           int row0, int j0, int cols, int warp, int lane, int d, int dv,
-                                           float scale) {
+                                           const float (&delta_r)[kBwdRowsPerWarp], const Visibility& vis,
+                                           const HeadMods& hm, int h, int row0, int j0, int cols, int warp, int lane,
+                                           int d, int dv, float scale) {
 #pragma unroll
   for (int r = 0; r < kBwdRowsPerWarp; ++r) {
     const float* qr = q_tile + (warp * kBwdRowsPerWarp + r) * d;
@@ -571,16 +629,16 @@ __device__ __forceinline__ void dq_tile_ds(float* ds_rows, const float* q_tile, 
     for (int c = 0; c < dv; ++c) dp = fmaf(dor[c], v_tile[lane * (dv + 1) + c], dp);
     const bool visible = lane < cols && vis(row0 + r, j0 + lane, h);
     float p, ds;
-    bwd_pair(visible, s, dp, scale, lse_r[r], delta_r[r], p, ds);
+    bwd_pair<MODS>(visible, s, dp, scale, hm, row0 + r, j0 + lane, vis.Lq, vis.Lk, lse_r[r], delta_r[r], p, ds);
     ds_rows[r * kBwdTile + lane] = ds;
   }
 }
 
-template <int T>  // output columns per lane: d and dv <= 32 T
+template <bool MODS, int T>  // output columns per lane: d and dv <= 32 T
 __global__ void __launch_bounds__(kBwdWarps * 32)
     flash_dq_kernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
                     const float* delta, const unsigned char* allowed, int mask_heads, int H, int Hkv, int Lq,
-                    int Lk, int d, int dv, bool causal, float scale, float* dq) {
+                    int Lk, int d, int dv, bool causal, float scale, KernelMods mods, float* dq) {
   extern __shared__ float bwd_smem[];
   float* q_tile = bwd_smem;                     // [kBwdBlock][d]
   float* do_tile = q_tile + kBwdBlock * d;      // [kBwdBlock][dv]
@@ -592,6 +650,7 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   const int i0 = (gridDim.x - 1 - blockIdx.x) * kBwdBlock, row0 = i0 + warp * kBwdRowsPerWarp;
   float* ds_rows = ds_tile + warp * kBwdRowsPerWarp * kBwdTile;
   const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
   bwd_load_block(q_tile, q, h, i0, Lq, d);
   bwd_load_block(do_tile, dout, h, i0, Lq, dv);
   float lse_r[kBwdRowsPerWarp], delta_r[kBwdRowsPerWarp], acc[kBwdRowsPerWarp][T];
@@ -610,8 +669,8 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
     bwd_load_tile(k_tile, k, g, j0, cols, Lk, d);
     bwd_load_tile(v_tile, v, g, j0, cols, Lk, dv);
     __syncthreads();
-    dq_tile_ds(ds_rows, q_tile, do_tile, k_tile, v_tile, lse_r, delta_r, vis, h, row0, j0, cols, warp, lane, d, dv,
-               scale);
+    dq_tile_ds<MODS>(ds_rows, q_tile, do_tile, k_tile, v_tile, lse_r, delta_r, vis, hm, h, row0, j0, cols, warp, lane,
+                     d, dv, scale);
     __syncwarp();
     bwd_accumulate<T>(acc, ds_rows, k_tile, cols, d, lane);  // dQ += dS K
     __syncwarp();
@@ -628,10 +687,12 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
 
 // flash_dkdv_kernel's step for one tile of query rows of head h: lane i's P and dS of query row
 // t0 + i against each of the warp's keys, into p_rows and ds_rows [kBwdRowsPerWarp][kBwdTile].
+template <bool MODS>
 __device__ __forceinline__ void dkdv_tile_pds(float* p_rows, float* ds_rows, const float* k_tile, const float* v_tile,
                                               const float* q_tile, const float* do_tile, const float* lse_tile,
-                                              const float* delta_tile, const Visibility& vis, int h, int t0,
-                                              int rows, int key0, int warp, int lane, int d, int dv, float scale) {
+                                              const float* delta_tile, const Visibility& vis, const HeadMods& hm, int h,
+                                              int t0, int rows, int key0, int warp, int lane, int d, int dv,
+                                              float scale) {
 #pragma unroll
   for (int r = 0; r < kBwdRowsPerWarp; ++r) {
     const float* kr = k_tile + (warp * kBwdRowsPerWarp + r) * d;
@@ -641,7 +702,8 @@ __device__ __forceinline__ void dkdv_tile_pds(float* p_rows, float* ds_rows, con
     for (int c = 0; c < dv; ++c) dp = fmaf(do_tile[lane * (dv + 1) + c], vr[c], dp);
     const bool visible = lane < rows && vis(t0 + lane, key0 + r, h);
     float p, ds;
-    bwd_pair(visible, s, dp, scale, lse_tile[lane], delta_tile[lane], p, ds);
+    bwd_pair<MODS>(visible, s, dp, scale, hm, t0 + lane, key0 + r, vis.Lq, vis.Lk, lse_tile[lane], delta_tile[lane], p,
+                   ds);
     p_rows[r * kBwdTile + lane] = p;
     ds_rows[r * kBwdTile + lane] = ds;
   }
@@ -673,11 +735,11 @@ __device__ __forceinline__ void dkdv_accumulate(float (&dk_acc)[kBwdRowsPerWarp]
   }
 }
 
-template <int T>
+template <bool MODS, int T>
 __global__ void __launch_bounds__(kBwdWarps * 32)
     flash_dkdv_kernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
                       const float* delta, const unsigned char* allowed, int mask_heads, int H, int Hkv, int Lq,
-                      int Lk, int d, int dv, bool causal, float scale, float* dk, float* dvout) {
+                      int Lk, int d, int dv, bool causal, float scale, KernelMods mods, float* dk, float* dvout) {
   extern __shared__ float bwd_smem[];
   float* k_tile = bwd_smem;                      // [kBwdBlock][d]   this block's keys
   float* v_tile = k_tile + kBwdBlock * d;        // [kBwdBlock][dv]
@@ -704,6 +766,7 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   const int i_begin = causal ? max(0, j0 - (Lk - Lq)) / kBwdTile * kBwdTile : 0;
   for (int h = g * group; h < (g + 1) * group; ++h)
     for (int t0 = i_begin; t0 < Lq; t0 += kBwdTile) {
+      const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
       const int rows = min(kBwdTile, Lq - t0);
       __syncthreads();
       bwd_load_tile(q_tile, q, h, t0, rows, Lq, d);
@@ -713,8 +776,8 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
         delta_tile[ii] = ii < rows ? delta[size_t(h) * Lq + t0 + ii] : 0.0f;
       }
       __syncthreads();
-      dkdv_tile_pds(p_rows, ds_rows, k_tile, v_tile, q_tile, do_tile, lse_tile, delta_tile, vis, h, t0, rows, key0,
-                    warp, lane, d, dv, scale);
+      dkdv_tile_pds<MODS>(p_rows, ds_rows, k_tile, v_tile, q_tile, do_tile, lse_tile, delta_tile, vis, hm, h, t0, rows,
+                          key0, warp, lane, d, dv, scale);
       __syncwarp();
       dkdv_accumulate<T>(dk_acc, dv_acc, p_rows, ds_rows, q_tile, do_tile, rows, d, dv, lane);
       __syncwarp();
@@ -792,46 +855,65 @@ struct Launch {
   FlashDims dims;
   bool causal;
   float scale_log2;
+  KernelMods mods;
+  bool modded;  // any score modifier: the kernels' MODS instantiation
   float *out, *lse;
 };
 
-template <int DVT>
+// The score modifiers for a launch: `slopes` holds the ALiBi slopes on the device (when there
+// are any); `unit` is what a modified score is multiplied by besides 1 / T: log2(e) for the
+// forward's base-2 scores, 1 for the backward. `scale` has 1 / T folded in.
+KernelMods kernel_mods(const ScoreMods& m, float scale, double unit, const DeviceBuffer& slopes) {
+  return {m.softcap > 0 ? m.softcap : 0.0f, m.alibi_slopes ? slopes.as<float>() : nullptr,
+          float(double(scale) * double(m.temperature)), float(unit / double(m.temperature))};
+}
+
+template <bool MODS, int DVT>
 cudaError_t launch_f32(const Launch& a) {
   const std::size_t shared = f32_shared_bytes(int(a.dims.d), int(a.dims.dv));
-  if (const cudaError_t err = allow_shared(flash_f32_kernel<DVT>, shared); err != cudaSuccess) return err;
+  if (const cudaError_t err = allow_shared(flash_f32_kernel<MODS, DVT>, shared); err != cudaSuccess) return err;
   const dim3 grid(unsigned((a.dims.Lq + kF32Br - 1) / kF32Br), unsigned(a.dims.H));
-  flash_f32_kernel<DVT><<<grid, kF32Warps * 32, shared>>>(
+  flash_f32_kernel<MODS, DVT><<<grid, kF32Warps * 32, shared>>>(
       static_cast<const float*>(a.q), static_cast<const float*>(a.k), static_cast<const float*>(a.v), a.allowed,
       a.mask_heads, int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), int(a.dims.d), int(a.dims.dv),
-      a.causal, a.scale_log2, a.out, a.lse);
+      a.causal, a.scale_log2, a.mods, a.out, a.lse);
   return cudaGetLastError();
 }
 
-template <class E, int D, int WARPS, int BC>
+template <bool MODS, class E, int D, int WARPS, int BC>
 cudaError_t launch_tc(const Launch& a) {
   const std::size_t shared = tc_shared_bytes<D, WARPS, BC>();
-  if (const cudaError_t err = allow_shared(flash_tc_kernel<E, D, WARPS, BC>, shared); err != cudaSuccess) return err;
+  if (const cudaError_t err = allow_shared(flash_tc_kernel<MODS, E, D, WARPS, BC>, shared); err != cudaSuccess)
+    return err;
   const dim3 grid(unsigned((a.dims.Lq + 16 * WARPS - 1) / (16 * WARPS)), unsigned(a.dims.H));
-  flash_tc_kernel<E, D, WARPS, BC><<<grid, WARPS * 32, shared>>>(
+  flash_tc_kernel<MODS, E, D, WARPS, BC><<<grid, WARPS * 32, shared>>>(
       static_cast<const E*>(a.q), static_cast<const E*>(a.k), static_cast<const E*>(a.v), a.allowed, a.mask_heads,
-      int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), a.causal, a.scale_log2, a.out, a.lse);
+      int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), a.causal, a.scale_log2, a.mods, a.out, a.lse);
   return cudaGetLastError();
 }
 
-template <class E>
+template <bool MODS, class E>
 cudaError_t launch_tc_for_dim(const Launch& a) {
-  return a.dims.d == 64 ? launch_tc<E, 64, kTcWarps, kTcKeys>(a) : launch_tc<E, 128, kTcWarps, kTcKeys>(a);
+  return a.dims.d == 64 ? launch_tc<MODS, E, 64, kTcWarps, kTcKeys>(a) : launch_tc<MODS, E, 128, kTcWarps, kTcKeys>(a);
+}
+
+template <bool MODS>
+cudaError_t launch_kernel(const Launch& a, Dtype dtype) {
+  switch (dtype) {
+    case Dtype::float16: return launch_tc_for_dim<MODS, __half>(a);
+    case Dtype::bfloat16: return launch_tc_for_dim<MODS, __nv_bfloat16>(a);
+    case Dtype::float32: break;
+  }
+  const std::size_t dv = a.dims.dv;
+  return dv <= 32   ? launch_f32<MODS, 1>(a)
+         : dv <= 64  ? launch_f32<MODS, 2>(a)
+         : dv <= 128 ? launch_f32<MODS, 4>(a)
+                     : launch_f32<MODS, 8>(a);
 }
 
 cudaError_t launch(const Launch& a, Dtype dtype) {
   if (a.dims.H == 0 || a.dims.Lq == 0) return cudaSuccess;  // no rows: nothing to launch
-  switch (dtype) {
-    case Dtype::float16: return launch_tc_for_dim<__half>(a);
-    case Dtype::bfloat16: return launch_tc_for_dim<__nv_bfloat16>(a);
-    case Dtype::float32: break;
-  }
-  const std::size_t dv = a.dims.dv;
-  return dv <= 32 ? launch_f32<1>(a) : dv <= 64 ? launch_f32<2>(a) : dv <= 128 ? launch_f32<4>(a) : launch_f32<8>(a);
+  return a.modded ? launch_kernel<true>(a, dtype) : launch_kernel<false>(a, dtype);
 }
 
 template <class E>
@@ -849,34 +931,43 @@ struct BwdLaunch {
   FlashDims dims;
   bool causal;
   float scale;
+  KernelMods mods;
+  bool modded;
   float *dq, *dk, *dv;
 };
 
-template <int T>
+template <bool MODS, int T>
 cudaError_t launch_backward_t(const BwdLaunch& a) {
   const std::size_t shared = bwd_shared_bytes(int(a.dims.d), int(a.dims.dv));
-  if (cudaError_t err = allow_shared(flash_dq_kernel<T>, shared); err != cudaSuccess) return err;
-  if (cudaError_t err = allow_shared(flash_dkdv_kernel<T>, shared); err != cudaSuccess) return err;
+  if (cudaError_t err = allow_shared(flash_dq_kernel<MODS, T>, shared); err != cudaSuccess) return err;
+  if (cudaError_t err = allow_shared(flash_dkdv_kernel<MODS, T>, shared); err != cudaSuccess) return err;
   const FlashDims& m = a.dims;
   if (m.Lq > 0) {
-    flash_dq_kernel<T><<<dim3(unsigned((m.Lq + kBwdBlock - 1) / kBwdBlock), unsigned(m.H)), kBwdWarps * 32, shared>>>(
-        a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H), int(m.Hkv), int(m.Lq), int(m.Lk),
-        int(m.d), int(m.dv), a.causal, a.scale, a.dq);
+    flash_dq_kernel<MODS, T><<<dim3(unsigned((m.Lq + kBwdBlock - 1) / kBwdBlock), unsigned(m.H)), kBwdWarps * 32,
+                               shared>>>(a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H),
+                                         int(m.Hkv), int(m.Lq), int(m.Lk), int(m.d), int(m.dv), a.causal, a.scale,
+                                         a.mods, a.dq);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   }
   if (m.Lk > 0) {
-    flash_dkdv_kernel<T><<<dim3(unsigned((m.Lk + kBwdBlock - 1) / kBwdBlock), unsigned(m.Hkv)), kBwdWarps * 32, shared>>>(
-        a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H), int(m.Hkv), int(m.Lq), int(m.Lk),
-        int(m.d), int(m.dv), a.causal, a.scale, a.dk, a.dv);
+    flash_dkdv_kernel<MODS, T><<<dim3(unsigned((m.Lk + kBwdBlock - 1) / kBwdBlock), unsigned(m.Hkv)), kBwdWarps * 32,
+                                 shared>>>(a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H),
+                                           int(m.Hkv), int(m.Lq), int(m.Lk), int(m.d), int(m.dv), a.causal, a.scale,
+                                           a.mods, a.dk, a.dv);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   }
   return cudaSuccess;
 }
 
-cudaError_t launch_backward(const BwdLaunch& a) {
+template <bool MODS>
+cudaError_t launch_backward_kernels(const BwdLaunch& a) {
   const std::size_t widest = std::max(a.dims.d, a.dims.dv);
-  return widest <= 32 ? launch_backward_t<1>(a) : widest <= 64 ? launch_backward_t<2>(a)
-       : widest <= 128 ? launch_backward_t<4>(a) : launch_backward_t<8>(a);
+  return widest <= 32 ? launch_backward_t<MODS, 1>(a) : widest <= 64 ? launch_backward_t<MODS, 2>(a)
+       : widest <= 128 ? launch_backward_t<MODS, 4>(a) : launch_backward_t<MODS, 8>(a);
+}
+
+cudaError_t launch_backward(const BwdLaunch& a) {
+  return a.modded ? launch_backward_kernels<true>(a) : launch_backward_kernels<false>(a);
 }
 
 }  // namespace
@@ -913,13 +1004,13 @@ bool device_usable(std::string& reason) {
 
 std::string flash_forward(const float* q, const float* k, const float* v,
                           const unsigned char* allowed, std::size_t mask_heads,
-                          const FlashDims& dims, bool causal, float scale, Dtype dtype,
-                          float* out, float* lse, std::size_t timed_runs,
+                          const FlashDims& dims, bool causal, float scale, const ScoreMods& mods,
+                          Dtype dtype, float* out, float* lse, std::size_t timed_runs,
                           std::vector<double>* kernel_ms) {
   const std::size_t nq = dims.H * dims.Lq * dims.d, nk = dims.Hkv * dims.Lk * dims.d,
                     nv = dims.Hkv * dims.Lk * dims.dv, no = dims.H * dims.Lq * dims.dv,
                     nl = dims.H * dims.Lq, nm = allowed ? mask_heads * dims.Lq * dims.Lk : 0;
-  DeviceBuffer dq, dk, dv, dm, dout, dlse, eq, ek, ev;
+  DeviceBuffer dq, dk, dv, dm, dslopes, dout, dlse, eq, ek, ev;
   cudaError_t err = cudaSuccess;
   auto alloc_copy = [&](DeviceBuffer& b, const void* host, std::size_t bytes) {
     if (err == cudaSuccess) err = b.allocate(bytes);
@@ -929,12 +1020,14 @@ std::string flash_forward(const float* q, const float* k, const float* v,
   alloc_copy(dk, k, nk * sizeof(float));
   alloc_copy(dv, v, nv * sizeof(float));
   alloc_copy(dm, allowed, nm);
+  alloc_copy(dslopes, mods.alibi_slopes, mods.alibi_slopes ? dims.H * sizeof(float) : 0);
   alloc_copy(dout, nullptr, no * sizeof(float));
   alloc_copy(dlse, nullptr, nl * sizeof(float));
   if (err != cudaSuccess) return cudaGetErrorString(err);
 
   Launch a{dq.as<void>(), dk.as<void>(), dv.as<void>(), allowed ? dm.as<unsigned char>() : nullptr,
-           int(mask_heads), dims, causal, scale * float(tile::kLog2ed), dout.as<float>(), dlse.as<float>()};
+           int(mask_heads), dims, causal, scale * float(tile::kLog2ed),
+           kernel_mods(mods, scale, tile::kLog2ed, dslopes), mods.any(), dout.as<float>(), dlse.as<float>()};
   if (dtype != Dtype::float32) {  // round Q, K, V once on the device; the kernel reads only those
     auto round_all = [&](auto tag) {
       using E = decltype(tag);
@@ -977,12 +1070,12 @@ std::string flash_forward(const float* q, const float* k, const float* v,
 
 std::string flash_backward(const float* q, const float* k, const float* v, const unsigned char* allowed,
                            std::size_t mask_heads, const FlashDims& dims, bool causal, float scale,
-                           const float* dout, const float* lse, const float* delta, float* dq, float* dk,
-                           float* dv) {
+                           const ScoreMods& mods, const float* dout, const float* lse, const float* delta, float* dq,
+                           float* dk, float* dv) {
   const std::size_t nq = dims.H * dims.Lq * dims.d, nk = dims.Hkv * dims.Lk * dims.d,
                     nv = dims.Hkv * dims.Lk * dims.dv, no = dims.H * dims.Lq * dims.dv,
                     nl = dims.H * dims.Lq, nm = allowed ? mask_heads * dims.Lq * dims.Lk : 0;
-  DeviceBuffer bq, bk, bv, bm, bdo, blse, bdelta, bdq, bdk, bdv;
+  DeviceBuffer bq, bk, bv, bm, bslopes, bdo, blse, bdelta, bdq, bdk, bdv;
   cudaError_t err = cudaSuccess;
   auto alloc_copy = [&](DeviceBuffer& b, const void* host, std::size_t bytes) {
     if (err == cudaSuccess) err = b.allocate(bytes);
@@ -993,6 +1086,7 @@ std::string flash_backward(const float* q, const float* k, const float* v, const
   alloc_copy(bk, k, nk * sizeof(float));
   alloc_copy(bv, v, nv * sizeof(float));
   alloc_copy(bm, allowed, nm);
+  alloc_copy(bslopes, mods.alibi_slopes, mods.alibi_slopes ? dims.H * sizeof(float) : 0);
   alloc_copy(bdo, dout, no * sizeof(float));
   alloc_copy(blse, lse, nl * sizeof(float));
   alloc_copy(bdelta, delta, nl * sizeof(float));
@@ -1003,7 +1097,8 @@ std::string flash_backward(const float* q, const float* k, const float* v, const
   if (dims.H > 0) {
     err = launch_backward({bq.as<float>(), bk.as<float>(), bv.as<float>(), bdo.as<float>(), blse.as<float>(),
                            bdelta.as<float>(), allowed ? bm.as<unsigned char>() : nullptr, int(mask_heads), dims,
-                           causal, scale, bdq.as<float>(), bdk.as<float>(), bdv.as<float>()});
+                           causal, scale, kernel_mods(mods, scale, 1.0, bslopes), mods.any(), bdq.as<float>(),
+                           bdk.as<float>(), bdv.as<float>()});
   }
   if (err == cudaSuccess) err = cudaMemcpy(dq, bdq.as<void>(), nq * sizeof(float), cudaMemcpyDeviceToHost);
   if (err == cudaSuccess) err = cudaMemcpy(dk, bdk.as<void>(), nk * sizeof(float), cudaMemcpyDeviceToHost);

@@ -61,10 +61,16 @@ TEST_CASE("attention: what the tiled kernels cannot do is refused by name, backe
   dropout.dropout_p = 0.1;
   CHECK_THROWS_WITH_AS(tiled_options(dropout, {Backend::flash}, 8), "dropout: not supported by backend \"flash\"",
                        InputError);
+  CHECK_THROWS_WITH_AS(tiled_options(dropout, {Backend::cuda}, 8), "dropout: not supported by backend \"cuda\"",
+                       InputError);
+  // Every tiled backend takes the score modifiers, CUDA too (tests/cuda/ and the GPU check kit
+  // run them there), with the temperature they must undo.
   SdpaOptions softcap;
   softcap.score_mod.softcap = variants::SoftCap{5.0};
-  CHECK_THROWS_WITH_AS(tiled_options(softcap, {Backend::cuda}, 8),
-                       "softcap: not supported by backend \"cuda\" yet (the CPU backends have it)", InputError);
+  softcap.temperature = 2.0;
+  const FlashOptions fo = tiled_options(softcap, {Backend::cuda}, 16);
+  CHECK(fo.score_mod == &softcap.score_mod);
+  CHECK(fo.temperature == 2.0);
   CHECK(parse_backend("flash") == Backend::flash);
   CHECK(std::string(backend_name(Backend::cuda)) == "cuda");
   CHECK_THROWS_AS(parse_backend("fast"), InputError);

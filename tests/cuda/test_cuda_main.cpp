@@ -141,6 +141,68 @@ void check_backward_case(const Case& c, Rng& rng) {
   report(ok, line);
 }
 
+// The score modifiers of the kit's variant cases (soft-cap, ALiBi, a temperature, over causal
+// and a sliding window) through the engine as attend reaches the GPU: tiled_options, the window
+// as a bitmap, cuda_backend.cpp's float32 modifiers. float32 forward and backward through the
+// door (attention, attention_backward), float16 / bfloat16 through flash_attention_cuda; each
+// against the naive float64 oracle under FlashAttention's rule, the plain computation with the
+// same modifiers (fa_rule.hpp).
+void check_variant_case(const kit::VariantCase& vc, CudaDtype dtype, Rng& rng) {
+  const Case& c = vc.shape;
+  Tensor3 q = randn(rng, c.H, c.Lq, c.d), k = randn(rng, c.Hkv, c.Lk, c.d), v = randn(rng, c.Hkv, c.Lk, c.dv);
+  for (Tensor3* t : {&q, &k, &v})
+    for (float& x : *t) x = round_to(dtype, x);
+  SdpaOptions so;
+  so.causal = c.causal;
+  so.temperature = vc.mods.temperature;
+  if (vc.mods.softcap > 0) so.score_mod.softcap = variants::SoftCap{vc.mods.softcap};
+  if (vc.mods.alibi) {
+    const std::vector<float> m = kit::alibi_slopes(c.H);
+    so.score_mod.alibi = variants::AlibiBias{std::vector<double>(m.begin(), m.end())};
+  }
+  Mask3 window = Mask3::from_shape({1, c.Lq, c.Lk});  // the plain computations read the bitmap
+  for (std::size_t i = 0; i < c.Lq; ++i)
+    for (std::size_t j = 0; j < c.Lk; ++j) window(0, i, j) = kit::KitWindow::visible(i, j, c.Lq, c.Lk);
+  const bool windowed = c.mask == MaskKind::window;
+  if (windowed) so.mask_mod.window = variants::SlidingWindow{kit::KitWindow::left, kit::KitWindow::right, kit::KitWindow::sinks};
+  const Mask3* plain_mask = windowed ? &window : nullptr;
+  const float scale = float(1.0 / std::sqrt(double(c.d)) / so.temperature);
+  const SdpaResult ref = sdpa(q, k, v, nullptr, so);
+  const BackendOptions gpu{Backend::cuda};
+  Tensor3 got;
+  if (dtype == CudaDtype::float32) {
+    got = attention(q, k, v, nullptr, so, gpu, false).output;
+  } else {
+    CudaOptions co;
+    co.dtype = dtype;
+    got = flash_attention_cuda(q, k, v, plain_mask, tiled_options(so, gpu, c.d), co).output;
+  }
+  const Tensor3 plain = test::plain_16bit_output(
+      q, k, v, plain_mask, c.causal, scale, [dtype](float x) { return round_to(dtype, x); }, &so.score_mod,
+      float(so.temperature));
+  const double err = max_abs_diff(got, ref.output), err_plain = max_abs_diff(plain, ref.output);
+  bool ok = err <= 2 * err_plain + 1e-6;
+  char line[320];
+  int n = std::snprintf(line, sizeof line, "%-4s H=%zu Hkv=%zu Lq=%zu Lk=%zu causal=%d mask=%s softcap=%g alibi=%d T=%g "
+                        "max|err|=%.2e (plain %.2e)", cuda_dtype_name(dtype), c.H, c.Hkv, c.Lq, c.Lk, int(c.causal),
+                        mask_name(c.mask), double(vc.mods.softcap), int(vc.mods.alibi), double(vc.mods.temperature), err,
+                        err_plain);
+  if (dtype == CudaDtype::float32) {  // the backward through the door, from its own float64 forward
+    const Tensor3 dO = randn(rng, c.H, c.Lq, c.dv);
+    const SdpaGradients r = sdpa_backward(q, k, v, nullptr, dO, so);
+    const SdpaGradients g = attention_backward(q, k, v, nullptr, dO, so, gpu);
+    const test::PlainGrads pg = test::plain_float32_backward(q, k, v, plain_mask, c.causal, scale, dO, &so.score_mod,
+                                                             float(so.temperature));
+    const double eq = max_abs_diff(g.grad_q, r.grad_q), ek = max_abs_diff(g.grad_k, r.grad_k),
+                 ev = max_abs_diff(g.grad_v, r.grad_v);
+    const double pq = max_abs_diff(pg.dq, r.grad_q), pk = max_abs_diff(pg.dk, r.grad_k), pv = max_abs_diff(pg.dv, r.grad_v);
+    ok = ok && eq <= 2 * pq + 1e-6 && ek <= 2 * pk + 1e-6 && ev <= 2 * pv + 1e-6;
+    std::snprintf(line + n, sizeof line - std::size_t(n), "; bwd dq %.1e dk %.1e dv %.1e (plain %.1e %.1e %.1e)", eq, ek,
+                  ev, pq, pk, pv);
+  }
+  report(ok, line);
+}
+
 // The backend option as mha and attend use it: output, lse and recomputed weights.
 void check_backend_option(Rng& rng) {
   const std::size_t D = 64, H = 4, Hkv = 2, L = 37;
@@ -207,6 +269,11 @@ int main() {
   // both ways), and one long causal run.
   for (const Case& c : f32_cases) check_backward_case(c, rng);
   if (!quick) check_backward_case(kit::kLongBackward, rng);
+  for (const kit::VariantCase& vc : kit::f32_variant_cases())
+    if (!quick || vc.quick) check_variant_case(vc, CudaDtype::float32, rng);
+  for (CudaDtype dtype : {CudaDtype::float16, CudaDtype::bfloat16})
+    for (const kit::VariantCase& vc : kit::tensor_core_variant_cases())
+      if (!quick || vc.quick) check_variant_case(vc, dtype, rng);
   check_backend_option(rng);
 
   // Timed launches: one time per launch, each positive.
@@ -225,6 +292,12 @@ int main() {
     CudaOptions co;
     co.dtype = CudaDtype::float16;
     flash_attention_cuda(q, q, q, nullptr, FlashOptions{}, co);
+  });
+  expect_input_error("a soft-cap float32 cannot hold", [&] {
+    const Tensor3 q = randn(rng, 1, 4, 8);
+    SdpaOptions so;
+    so.score_mod.softcap = variants::SoftCap{1e-50};
+    attention(q, q, q, nullptr, so, BackendOptions{Backend::cuda});
   });
   expect_input_error("f16 with a value past 65504", [&] {
     Tensor3 q = randn(rng, 1, 4, 64);

@@ -27,9 +27,6 @@ FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& b
                            std::size_t head_dim) {
   const std::string name = backend_name(backend.backend);
   if (attention.dropout_p > 0) throw InputError("dropout: not supported by backend \"" + name + "\"");
-  if (backend.backend == Backend::cuda && attention.score_mod.any())
-    throw InputError(std::string(attention.score_mod.softcap ? "softcap" : "alibi") +
-                     ": not supported by backend \"cuda\" yet (the CPU backends have it)");
   FlashOptions fo;
   fo.score_mod = attention.score_mod.any() ? &attention.score_mod : nullptr;
   fo.temperature = attention.temperature;

@@ -24,9 +24,9 @@ void check_backward_options(const SdpaOptions& options) {
   // Dropout would need the forward's random mask: refused rather than silently differentiated
   // as something else.
   if (options.dropout_p > 0) throw InputError("grad_output: the backward pass does not support dropout");
-  // attend's variants are differentiated by every CPU backward: masks are masks, a score
-  // modifier's slope (the soft-cap's 1 - tanh^2; ALiBi's 1) multiplies dS. CUDA refuses score
-  // modifiers in tiled_options, forward and backward alike.
+  // attend's variants are differentiated by every backward: masks are masks, a score modifier's
+  // slope (the soft-cap's 1 - tanh^2; ALiBi's 1) multiplies dS, on the CPU and in CUDA's float32
+  // backward alike.
 }
 
 GradsF64 sdpa_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD3& v,

@@ -2,6 +2,8 @@
 // compiles xtensor.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "attn/engine/attention/cuda.hpp"
 #include "attn/engine/core/error.hpp"
@@ -55,6 +57,36 @@ CheckedCall check_cuda_call(const Tensor3& q, const Tensor3& k, const Tensor3& v
   return {dims, scale};
 }
 
+// The score modifiers (FlashOptions::score_mod, on scale * q.k before the temperature folded into
+// options.scale) as the kernels take them: float32 numbers, one ALiBi slope per query head in
+// `slopes` (which must outlive the call). InputError for a cap, slope or temperature that
+// float32 cannot hold (the double ones were checked by ScoreMod::check and check_sdpa_options).
+cuda::ScoreMods cuda_score_mods(const FlashOptions& options, std::size_t num_heads, std::vector<float>& slopes) {
+  // A modifier added to ScoreMod would be dropped here without a word: give it its arithmetic in
+  // score_mod_math.hpp and its field in cuda::ScoreMods (or refuse it for CUDA) first.
+  static_assert(std::tuple_size_v<decltype(std::declval<ScoreMod>().modifiers())> == 2,
+                "the CUDA kernels know the soft-cap and ALiBi only");
+  cuda::ScoreMods mods;
+  const ScoreMod* mod = options.score_mod;
+  if (!mod || !mod->any()) return mods;
+  mod->check(num_heads);
+  auto as_float = [](double x, const char* what) {
+    const float f = float(x);
+    if (!std::isfinite(f) || (x != 0 && f == 0))
+      throw InputError(std::string(what) + ": " + std::to_string(x) +
+                       " is outside float32's range, which the CUDA kernels compute in");
+    return f;
+  };
+  if (mod->softcap) mods.softcap = as_float(mod->softcap->cap, "softcap");
+  if (mod->alibi) {
+    slopes.clear();
+    for (double m : mod->alibi->slopes) slopes.push_back(as_float(m, "alibi"));
+    mods.alibi_slopes = slopes.data();
+  }
+  mods.temperature = as_float(options.temperature, "temperature");
+  return mods;
+}
+
 }  // namespace
 
 CudaDtype parse_cuda_dtype(std::string_view name) {
@@ -94,10 +126,12 @@ FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tenso
   const cuda::Dtype dtype = cuda.dtype == CudaDtype::float16    ? cuda::Dtype::float16
                             : cuda.dtype == CudaDtype::bfloat16 ? cuda::Dtype::bfloat16
                                                                 : cuda::Dtype::float32;
+  std::vector<float> slopes;
+  const cuda::ScoreMods mods = cuda_score_mods(options, dims.H, slopes);
   FlashResult r{Tensor3::from_shape({dims.H, dims.Lq, dims.dv}), Tensor2::from_shape({dims.H, dims.Lq}), {}};
   const std::string err = cuda::flash_forward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
                                               allowed ? allowed->shape(0) : 0, dims, options.causal,
-                                              float(scale), dtype, r.output.data(), r.lse.data(),
+                                              float(scale), mods, dtype, r.output.data(), r.lse.data(),
                                               cuda.timed_runs, kernel_ms);
   if (!err.empty()) throw RuntimeError("CUDA: " + err);
   return r;
@@ -118,10 +152,12 @@ SdpaGradients flash_backward_cuda(const Tensor3& q, const Tensor3& k, const Tens
   }
   std::vector<unsigned char> mask;
   if (allowed) mask.assign(allowed->begin(), allowed->end());
+  std::vector<float> slopes;
+  const cuda::ScoreMods mods = cuda_score_mods(options, dims.H, slopes);
   SdpaGradients g{Tensor3::from_shape(q.shape()), Tensor3::from_shape(k.shape()), Tensor3::from_shape(v.shape())};
   const std::string err = cuda::flash_backward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
                                                allowed ? allowed->shape(0) : 0, dims, options.causal, float(scale),
-                                               grad_output.data(), lse.data(), delta.data(), g.grad_q.data(),
+                                               mods, grad_output.data(), lse.data(), delta.data(), g.grad_q.data(),
                                                g.grad_k.data(), g.grad_v.data());
   if (!err.empty()) throw RuntimeError("CUDA: " + err);
   return g;

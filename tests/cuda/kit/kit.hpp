@@ -5,7 +5,9 @@
 // with nvcc and nothing else builds it.
 //
 //   - the cases: the CUDA test's shapes (every mask kind, rows with no visible key, causal with
-//     Lq != Lk, GQA/MQA, head dims 1-256, lengths off every tile), per dtype and pass;
+//     Lq != Lk, GQA/MQA, head dims 1-256, lengths off every tile), per dtype and pass, and the
+//     score modifiers (soft-cap, ALiBi, both, with a temperature) over causal and a sliding
+//     window;
 //   - their inputs, made from a seed with integer arithmetic only, so both machines make the
 //     same bits whatever their libm (a hash of the inputs is stored and checked);
 //   - the case file: the float64 reference outputs and the error of plain attention in the
@@ -29,7 +31,9 @@ struct KitError : std::runtime_error {
 };
 
 enum class Dtype : std::uint64_t { f32 = 0, f16 = 1, bf16 = 2 };
-enum class MaskKind : std::uint64_t { none = 0, per_head = 1, shared = 2, empty_rows = 3 };
+// window: kit_window's sliding window with sinks as a bitmap (the engine's reference takes it as
+// the variant: variants/sliding_window.hpp).
+enum class MaskKind : std::uint64_t { none = 0, per_head = 1, shared = 2, empty_rows = 3, window = 4 };
 enum class Pass : std::uint64_t { forward = 0, backward = 1 };
 
 inline const char* dtype_name(Dtype t) { return t == Dtype::f16 ? "f16" : t == Dtype::bf16 ? "bf16" : "f32"; }
@@ -39,6 +43,7 @@ inline const char* mask_name(MaskKind m) {
     case MaskKind::per_head: return "per-head";
     case MaskKind::shared: return "shared";
     case MaskKind::empty_rows: return "empty-rows";
+    case MaskKind::window: return "window";
   }
   return "?";
 }
@@ -49,6 +54,31 @@ struct Shape {
   bool causal;
   MaskKind mask;
 };
+
+// The window of MaskKind::window: query position p = i + Lk - Lq sees keys p - 24 .. p + 4 and
+// the first 2 keys (attend's "window": [24, 4], "sinks": 2).
+struct KitWindow {
+  static constexpr std::size_t left = 24, right = 4, sinks = 2;
+  static bool visible(std::size_t i, std::size_t j, std::size_t Lq, std::size_t Lk) {
+    const long p = long(i) + long(Lk) - long(Lq), jj = long(j);
+    return j < sinks || (jj >= p - long(left) && jj <= p + long(right));
+  }
+};
+
+// The score modifiers of a case (variant.hpp's ScoreMod, on scale * q.k before the temperature):
+// a soft-cap c (0 = none), ALiBi with alibi_slopes(H), and the temperature.
+struct Mods {
+  float softcap = 0;
+  bool alibi = false;
+  float temperature = 1;
+  bool any() const { return softcap > 0 || alibi; }
+};
+// Head h's ALiBi slope: 2^-(2 + h % 6), exact in float32 and float64 alike.
+inline std::vector<float> alibi_slopes(std::size_t H) {
+  std::vector<float> m(H);
+  for (std::size_t h = 0; h < H; ++h) m[h] = std::ldexp(1.0f, -int(2 + h % 6));
+  return m;
+}
 
 // float32: any head dims up to 256, d != dv, lengths not a multiple of 32, causal with Lq < Lk
 // and Lq > Lk (the first Lq - Lk rows see no key), GQA and MQA, every mask kind.
@@ -81,19 +111,50 @@ inline const std::vector<Shape>& large_shapes() {
 // The backward (float32): the float32 shapes, and one long causal GQA run (not quick).
 inline const Shape kLongBackward{8, 2, 700, 900, 64, 64, true, MaskKind::none};
 
+// The score modifiers: a shape and its modifiers, and whether compute-sanitizer runs it (one per
+// kernel; the modifiers read one slope per head and change no memory access).
+struct VariantCase {
+  Shape shape;
+  Mods mods;
+  bool quick;
+};
+// float32 forward and backward: the soft-cap over causal rows with Lq < Lk, ALiBi with Lq > Lk
+// (positions bottom-right aligned; the first rows see no key) and GQA, both with a temperature
+// over the sliding window (MQA, Lq < Lk, d != dv), and both over causal and the window.
+inline const std::vector<VariantCase>& f32_variant_cases() {
+  using M = MaskKind;
+  static const std::vector<VariantCase> c = {
+      {{2, 2, 70, 90, 64, 64, true, M::none}, {2.0f, false, 1.0f}, true},
+      {{4, 2, 100, 37, 64, 64, true, M::none}, {0.0f, true, 1.0f}, false},
+      {{2, 1, 33, 300, 96, 80, false, M::window}, {2.0f, true, 0.5f}, false},
+      {{3, 3, 129, 129, 128, 128, true, M::window}, {5.0f, true, 1.0f}, false}};
+  return c;
+}
+// float16 / bfloat16 forward: the same, with d = dv = 64 or 128.
+inline const std::vector<VariantCase>& tensor_core_variant_cases() {
+  using M = MaskKind;
+  static const std::vector<VariantCase> c = {
+      {{2, 2, 130, 64, 64, 64, true, M::none}, {2.0f, false, 1.0f}, true},
+      {{4, 2, 100, 37, 64, 64, true, M::none}, {0.0f, true, 1.0f}, false},
+      {{2, 1, 33, 300, 128, 128, false, M::window}, {2.0f, true, 0.5f}, false},
+      {{3, 3, 129, 129, 128, 128, true, M::window}, {5.0f, true, 1.0f}, false}};
+  return c;
+}
+
 struct CaseSpec {
   Pass pass;
   Dtype dtype;
   Shape shape;
   bool quick;          // in the subset compute-sanitizer runs
   std::uint64_t seed;  // of the inputs (make_inputs)
+  Mods mods = {};
 };
 
 // Every case of the kit, in a fixed order; the seed is the case's index.
 inline std::vector<CaseSpec> all_cases() {
   std::vector<CaseSpec> cases;
-  auto add = [&](Pass p, Dtype t, const Shape& s, bool quick) {
-    cases.push_back({p, t, s, quick, 1000 + cases.size()});
+  auto add = [&](Pass p, Dtype t, const Shape& s, bool quick, const Mods& mods = {}) {
+    cases.push_back({p, t, s, quick, 1000 + cases.size(), mods});
   };
   for (const Shape& s : f32_shapes()) add(Pass::forward, Dtype::f32, s, true);
   for (Dtype t : {Dtype::f16, Dtype::bf16})
@@ -102,15 +163,23 @@ inline std::vector<CaseSpec> all_cases() {
     for (const Shape& s : large_shapes()) add(Pass::forward, t, s, false);
   for (const Shape& s : f32_shapes()) add(Pass::backward, Dtype::f32, s, true);
   add(Pass::backward, Dtype::f32, kLongBackward, false);
+  // The score modifiers, after the cases above so that those keep their seeds and names.
+  for (const VariantCase& v : f32_variant_cases()) add(Pass::forward, Dtype::f32, v.shape, v.quick, v.mods);
+  for (Dtype t : {Dtype::f16, Dtype::bf16})
+    for (const VariantCase& v : tensor_core_variant_cases()) add(Pass::forward, t, v.shape, v.quick, v.mods);
+  for (const VariantCase& v : f32_variant_cases()) add(Pass::backward, Dtype::f32, v.shape, v.quick, v.mods);
   return cases;
 }
 
 inline std::string case_name(std::size_t index, const CaseSpec& c) {
   const Shape& s = c.shape;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%03zu-%s-%s-H%zu-Hkv%zu-Lq%zu-Lk%zu-d%zu-dv%zu-%s-%s", index,
-                c.pass == Pass::forward ? "fwd" : "bwd", dtype_name(c.dtype), s.H, s.Hkv, s.Lq, s.Lk, s.d, s.dv,
-                s.causal ? "causal" : "full", mask_name(s.mask));
+  char buf[200];
+  int n = std::snprintf(buf, sizeof buf, "%03zu-%s-%s-H%zu-Hkv%zu-Lq%zu-Lk%zu-d%zu-dv%zu-%s-%s", index,
+                        c.pass == Pass::forward ? "fwd" : "bwd", dtype_name(c.dtype), s.H, s.Hkv, s.Lq, s.Lk, s.d,
+                        s.dv, s.causal ? "causal" : "full", mask_name(s.mask));
+  if (c.mods.softcap > 0) n += std::snprintf(buf + n, sizeof buf - std::size_t(n), "-softcap%g", double(c.mods.softcap));
+  if (c.mods.alibi) n += std::snprintf(buf + n, sizeof buf - std::size_t(n), "-alibi");
+  if (c.mods.temperature != 1) std::snprintf(buf + n, sizeof buf - std::size_t(n), "-T%g", double(c.mods.temperature));
   return buf;
 }
 
@@ -161,7 +230,8 @@ struct SplitMix64 {
 
 // A case's inputs, row-major, rounded to its dtype: the reference sees exactly what the kernel
 // multiplies. mask [mask_heads, Lq, Lk] of 0/1 (empty when the case has no mask), 70 % of keys
-// visible; with empty_rows, rows 0 and Lq / 2 see none. dout [H, Lq, dv] for the backward.
+// visible; with empty_rows, rows 0 and Lq / 2 see none; window: KitWindow's, one for every head.
+// dout [H, Lq, dv] for the backward.
 struct Inputs {
   std::vector<float> q, k, v, dout;
   std::vector<unsigned char> mask;
@@ -179,7 +249,12 @@ inline Inputs make_inputs(const CaseSpec& c) {
   fill(in.q, s.H * s.Lq * s.d);
   fill(in.k, s.Hkv * s.Lk * s.d);
   fill(in.v, s.Hkv * s.Lk * s.dv);
-  if (s.mask != MaskKind::none) {
+  if (s.mask == MaskKind::window) {
+    in.mask_heads = 1;
+    in.mask.resize(s.Lq * s.Lk);
+    for (std::size_t i = 0; i < s.Lq; ++i)
+      for (std::size_t j = 0; j < s.Lk; ++j) in.mask[i * s.Lk + j] = KitWindow::visible(i, j, s.Lq, s.Lk);
+  } else if (s.mask != MaskKind::none) {
     in.mask_heads = s.mask == MaskKind::shared ? 1 : s.H;
     in.mask.resize(in.mask_heads * s.Lq * s.Lk);
     for (unsigned char& b : in.mask) b = rng.chance_70_percent();
@@ -220,19 +295,33 @@ inline std::size_t ref_size(const CaseSpec& c, int i) {
   return i == 0 ? s.H * s.Lq * s.d : i == 1 ? s.Hkv * s.Lk * s.d : s.Hkv * s.Lk * s.dv;
 }
 
-// The file: "ATTNKIT1", 14 uint64 (pass, dtype, H, Hkv, Lq, Lk, d, dv, causal, mask, quick,
-// seed, input hash, 0), 3 float64 plain errors, then the references as float64, little-endian
-// as both machines are (x86-64). Its length must be exactly what the header implies.
-inline constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'K', 'I', 'T', '1'};
-inline constexpr std::size_t kHeaderWords = 14;
+// The file: "ATTNKIT2", 16 uint64 (pass, dtype, H, Hkv, Lq, Lk, d, dv, causal, mask, quick,
+// seed, input hash, then the modifiers: the soft-cap and the temperature as the bits of a float64,
+// ALiBi 0 or 1 between them), 3 float64 plain errors, then the references as float64,
+// little-endian as both machines are (x86-64). Its length must be exactly what the header implies.
+inline constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'K', 'I', 'T', '2'};
+inline constexpr std::size_t kHeaderWords = 16;
+
+inline std::uint64_t double_bits(double x) {
+  std::uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+inline double bits_double(std::uint64_t u) {
+  double x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
 // Sizes past these are a lying header, not a case of this kit.
 inline constexpr std::uint64_t kMaxDim = 1 << 16, kMaxRefElements = std::uint64_t(1) << 28;
 
 inline void write_case(const std::string& path, const CaseFile& f) {
   const Shape& s = f.spec.shape;
+  const Mods& m = f.spec.mods;
   const std::uint64_t header[kHeaderWords] = {std::uint64_t(f.spec.pass), std::uint64_t(f.spec.dtype), s.H, s.Hkv,
                                               s.Lq, s.Lk, s.d, s.dv, s.causal, std::uint64_t(s.mask), f.spec.quick,
-                                              f.spec.seed, f.input_hash, 0};
+                                              f.spec.seed, f.input_hash, double_bits(m.softcap), m.alibi,
+                                              double_bits(m.temperature)};
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -255,15 +344,21 @@ inline CaseFile read_case(const std::string& path) {
   std::uint64_t h[kHeaderWords];
   CaseFile f;
   if (!in.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof magic) != 0)
-    throw KitError(path + ": not a kit case file (no ATTNKIT1 header)");
+    throw KitError(path + ": not a kit case file of this kit (no ATTNKIT2 header)");
   if (!in.read(reinterpret_cast<char*>(h), sizeof h) || !in.read(reinterpret_cast<char*>(f.plain_err), sizeof f.plain_err))
     throw KitError(path + ": truncated header");
-  if (h[0] > 1 || h[1] > 2 || h[8] > 1 || h[9] > 3 || h[10] > 1)
+  if (h[0] > 1 || h[1] > 2 || h[8] > 1 || h[9] > 4 || h[10] > 1 || h[14] > 1)
     throw KitError(path + ": header fields out of range");
+  const double cap = bits_double(h[13]), temperature = bits_double(h[15]);
+  // Each must be what a float32 holds: the kernel takes them as float32.
+  if (!(std::isfinite(cap) && cap >= 0 && double(float(cap)) == cap && std::isfinite(temperature) &&
+        temperature > 0 && double(float(temperature)) == temperature))
+    throw KitError(path + ": the soft-cap or the temperature is out of range");
   for (int i = 2; i < 8; ++i)
     if (h[i] == 0 || h[i] > kMaxDim) throw KitError(path + ": dimension " + std::to_string(h[i]) + " out of range");
   if (h[2] % h[3] != 0) throw KitError(path + ": H is not a multiple of Hkv");
-  f.spec = {Pass(h[0]), Dtype(h[1]), {h[2], h[3], h[4], h[5], h[6], h[7], h[8] != 0, MaskKind(h[9])}, h[10] != 0, h[11]};
+  f.spec = {Pass(h[0]),  Dtype(h[1]), {h[2], h[3], h[4], h[5], h[6], h[7], h[8] != 0, MaskKind(h[9])}, h[10] != 0, h[11],
+            {float(cap), h[14] != 0, float(temperature)}};
   f.input_hash = h[12];
   for (double e : f.plain_err)
     if (!std::isfinite(e) || e < 0) throw KitError(path + ": plain error is not a finite non-negative number");

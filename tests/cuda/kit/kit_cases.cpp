@@ -1,7 +1,9 @@
 // The GPU check kit's CPU side: writes every case of kit.hpp into a folder, each with the
 // engine's float64 reference (the naive sdpa and its backward, in float64) and the error of
 // plain attention in the case's dtype against it (tests/fa_rule.hpp), for the driver that runs
-// the CUDA kernel on a machine without the engine's libraries (scripts/gpu_check.sh).
+// the CUDA kernel on a machine without the engine's libraries (scripts/gpu_check.sh). A case's
+// score modifiers and sliding window reach the reference as the engine's own descriptors
+// (ScoreMod, SlidingWindow), not as the kit's bitmap and arithmetic.
 //
 // Usage: attn_gpu_kit_cases --out DIR [--quick]   (exit 2 with "error: ..." on bad use)
 #include <cmath>
@@ -39,6 +41,22 @@ double max_abs_diff(const T& got, const std::vector<double>& ref) {
   return e;
 }
 
+// The case's attention options for the engine: causal, the temperature, the score modifiers
+// (ScoreMod) and the sliding window (SlidingWindow, read by index as attend reads it).
+SdpaOptions case_options(const kit::CaseSpec& c) {
+  SdpaOptions so;
+  so.causal = c.shape.causal;
+  so.temperature = double(c.mods.temperature);
+  if (c.mods.softcap > 0) so.score_mod.softcap = variants::SoftCap{double(c.mods.softcap)};
+  if (c.mods.alibi) {
+    const std::vector<float> m = kit::alibi_slopes(c.shape.H);
+    so.score_mod.alibi = variants::AlibiBias{std::vector<double>(m.begin(), m.end())};
+  }
+  if (c.shape.mask == kit::MaskKind::window)
+    so.mask_mod.window = variants::SlidingWindow{kit::KitWindow::left, kit::KitWindow::right, kit::KitWindow::sinks};
+  return so;
+}
+
 kit::CaseFile reference(const kit::CaseSpec& c) {
   const kit::Shape& s = c.shape;
   const kit::Inputs in = kit::make_inputs(c);
@@ -50,29 +68,33 @@ kit::CaseFile reference(const kit::CaseSpec& c) {
     mask = Mask3::from_shape({in.mask_heads, s.Lq, s.Lk});
     std::copy(in.mask.begin(), in.mask.end(), mask.begin());
   }
+  // The plain computations read the kit's bitmap; the reference reads a window as the variant.
   const Mask3* allowed = s.mask == kit::MaskKind::none ? nullptr : &mask;
-  SdpaOptions so;
-  so.causal = s.causal;
+  const Mask3* ref_allowed = s.mask == kit::MaskKind::window ? nullptr : allowed;
+  const SdpaOptions so = case_options(c);
+  so.mask_mod.check(s.Lq, s.Lk);
   const TensorD3 qd = to_f64(in.q, s.H, s.Lq, s.d), kd = to_f64(in.k, s.Hkv, s.Lk, s.d),
                          vd = to_f64(in.v, s.Hkv, s.Lk, s.dv);
-  const detail::SdpaF64 ref = detail::sdpa_f64(qd, kd, vd, allowed, so);
+  const detail::SdpaF64 ref = detail::sdpa_f64(qd, kd, vd, ref_allowed, so);
   const Tensor3 q = to_f32(in.q, s.H, s.Lq, s.d), k = to_f32(in.k, s.Hkv, s.Lk, s.d), v = to_f32(in.v, s.Hkv, s.Lk, s.dv);
-  const float scale = 1.0f / std::sqrt(float(s.d));
+  const double alpha = 1.0 / std::sqrt(double(s.d)) / so.temperature;  // the scale with 1 / T folded in
+  const float scale = float(alpha), temperature = c.mods.temperature;
+  const ScoreMod* mod = so.score_mod.any() ? &so.score_mod : nullptr;
   if (c.pass == kit::Pass::forward) {
     f.refs[0].assign(ref.output.begin(), ref.output.end());
     f.refs[1].assign(ref.lse.begin(), ref.lse.end());
     const kit::Dtype dtype = c.dtype;
-    const Tensor3 plain =
-        test::plain_16bit_output(q, k, v, allowed, s.causal, scale, [dtype](float x) { return kit::round_to(dtype, x); });
+    const Tensor3 plain = test::plain_16bit_output(
+        q, k, v, allowed, s.causal, scale, [dtype](float x) { return kit::round_to(dtype, x); }, mod, temperature);
     f.plain_err[0] = max_abs_diff(plain, f.refs[0]);
   } else {
     const TensorD3 dod = to_f64(in.dout, s.H, s.Lq, s.dv);
-    const detail::GradsF64 g = detail::sdpa_backward_f64(qd, kd, vd, ref.weights, dod, 1.0 / std::sqrt(double(s.d)));
+    const detail::GradsF64 g = detail::sdpa_backward_f64(qd, kd, vd, ref.weights, dod, alpha, mod, so.temperature);
     f.refs[0].assign(g.dq.begin(), g.dq.end());
     f.refs[1].assign(g.dk.begin(), g.dk.end());
     f.refs[2].assign(g.dv.begin(), g.dv.end());
-    const test::PlainGrads p =
-        test::plain_float32_backward(q, k, v, allowed, s.causal, scale, to_f32(in.dout, s.H, s.Lq, s.dv));
+    const test::PlainGrads p = test::plain_float32_backward(q, k, v, allowed, s.causal, scale,
+                                                            to_f32(in.dout, s.H, s.Lq, s.dv), mod, temperature);
     f.plain_err[0] = max_abs_diff(p.dq, f.refs[0]);
     f.plain_err[1] = max_abs_diff(p.dk, f.refs[1]);
     f.plain_err[2] = max_abs_diff(p.dv, f.refs[2]);

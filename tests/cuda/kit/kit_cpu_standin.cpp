@@ -2,13 +2,15 @@
 // that the kit's driver (kit_driver.cpp) and scripts/gpu_check.sh are tested end to end on a
 // machine with no GPU. It computes what the kernel computes, the way the kernel does: 32-key
 // tiles with tile_math.hpp's online softmax in float32 (forward), FlashAttention-2's
-// Algorithm 2 from the lse and delta (backward), Q/K/V rounded to the dtype. Standard library
+// Algorithm 2 from the lse and delta (backward), Q/K/V rounded to the dtype, and the score
+// modifiers from score_mod_math.hpp on scale T q.k, dS times their slope. Standard library
 // only, like the driver.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <vector>
 
+#include "attn/engine/attention/score_mod_math.hpp"
 #include "attn/engine/attention/tile_math.hpp"
 #include "flash_cuda.hpp"
 #include "kit.hpp"
@@ -25,11 +27,31 @@ bool visible(const unsigned char* allowed, std::size_t mask_heads, const FlashDi
   return !allowed || allowed[((mask_heads == 1 ? 0 : h) * d.Lq + i) * d.Lk + j] != 0;
 }
 
+// A score q.k of head h, query i, key j in units of `scale`'s (which has 1 / T folded in) times
+// `unit` (log2(e) for the forward's base-2 scores, 1 for the backward), and the slope dS is
+// multiplied by: without modifiers dot * scale * unit, with them mod(scale T dot) unit / T.
+struct Scorer {
+  float scaled, to_raw, from_raw;
+  const ScoreMods* mods;
+  Scorer(const ScoreMods& m, float scale, double unit)
+      : scaled(scale * float(unit)), to_raw(float(double(scale) * double(m.temperature))),
+        from_raw(float(unit / double(m.temperature))), mods(&m) {}
+  tile::ModifiedScore<float> operator()(float dot, const FlashDims& d, std::size_t h, std::size_t i,
+                                        std::size_t j) const {
+    if (!mods->any()) return {dot * scaled, 1.0f};
+    const float slope = mods->alibi_slopes ? mods->alibi_slopes[h] : 0.0f;
+    const long distance = long(i) + long(d.Lk) - long(d.Lq) - long(j);
+    tile::ModifiedScore<float> m = tile::modify_score(dot * to_raw, mods->softcap, slope, distance);
+    m.score *= from_raw;
+    return m;
+  }
+};
+
 void forward_once(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                   const unsigned char* allowed, std::size_t mask_heads, const FlashDims& d, bool causal, float scale,
-                  float* out, float* lse) {
+                  const ScoreMods& mods, float* out, float* lse) {
   const std::size_t group = d.H / d.Hkv;
-  const float scale2 = scale * float(tile::kLog2ed);  // base-2 scores, as the kernel keeps them
+  const Scorer score(mods, scale, tile::kLog2ed);  // base-2 scores, as the kernel keeps them
   std::vector<float> s(kKeyTile), o(d.dv);
   for (std::size_t h = 0; h < d.H; ++h)
     for (std::size_t i = 0; i < d.Lq; ++i) {
@@ -43,7 +65,7 @@ void forward_once(const std::vector<float>& q, const std::vector<float>& k, cons
           float acc = 0;
           const float* kj = &k[((h / group) * d.Lk + j) * d.d];
           for (std::size_t c = 0; c < d.d; ++c) acc += qi[c] * kj[c];
-          s[j - j0] = visible(allowed, mask_heads, d, causal, h, i, j) ? acc * scale2 : -INFINITY;
+          s[j - j0] = visible(allowed, mask_heads, d, causal, h, i, j) ? score(acc, d, h, i, j).score : -INFINITY;
           tile_max = std::max(tile_max, s[j - j0]);
         }
         const float alpha = tile::row_rescale(st, tile_max);  // Algorithm 1, lines 10-11
@@ -77,26 +99,29 @@ bool device_usable(std::string& reason) {
 }
 
 std::string flash_forward(const float* q, const float* k, const float* v, const unsigned char* allowed,
-                          std::size_t mask_heads, const FlashDims& dims, bool causal, float scale, Dtype dtype,
-                          float* out, float* lse, std::size_t timed_runs, std::vector<double>* kernel_ms) {
+                          std::size_t mask_heads, const FlashDims& dims, bool causal, float scale,
+                          const ScoreMods& mods, Dtype dtype, float* out, float* lse, std::size_t timed_runs,
+                          std::vector<double>* kernel_ms) {
   const std::vector<float> qr = rounded(q, dims.H * dims.Lq * dims.d, dtype),
                            kr = rounded(k, dims.Hkv * dims.Lk * dims.d, dtype),
                            vr = rounded(v, dims.Hkv * dims.Lk * dims.dv, dtype);
-  forward_once(qr, kr, vr, allowed, mask_heads, dims, causal, scale, out, lse);
+  forward_once(qr, kr, vr, allowed, mask_heads, dims, causal, scale, mods, out, lse);
   for (std::size_t run = 0; run < timed_runs && kernel_ms; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
-    forward_once(qr, kr, vr, allowed, mask_heads, dims, causal, scale, out, lse);
+    forward_once(qr, kr, vr, allowed, mask_heads, dims, causal, scale, mods, out, lse);
     kernel_ms->push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   return {};
 }
 
 // FlashAttention-2's Algorithm 2 without tiles: P = exp(s - lse), dP = dO V^T, dS = P o (dP -
-// delta) x scale; dQ = dS K, dK = dS^T Q and dV = P^T dO, summed over a KV head's query heads.
+// delta) x slope x scale; dQ = dS K, dK = dS^T Q and dV = P^T dO, summed over a KV head's query
+// heads.
 std::string flash_backward(const float* q, const float* k, const float* v, const unsigned char* allowed,
-                           std::size_t mask_heads, const FlashDims& d, bool causal, float scale, const float* dout,
-                           const float* lse, const float* delta, float* dq, float* dk, float* dv) {
+                           std::size_t mask_heads, const FlashDims& d, bool causal, float scale, const ScoreMods& mods,
+                           const float* dout, const float* lse, const float* delta, float* dq, float* dk, float* dv) {
   const std::size_t group = d.H / d.Hkv;
+  const Scorer score(mods, scale, 1.0);
   std::fill(dq, dq + d.H * d.Lq * d.d, 0.0f);
   std::fill(dk, dk + d.Hkv * d.Lk * d.d, 0.0f);
   std::fill(dv, dv + d.Hkv * d.Lk * d.dv, 0.0f);
@@ -114,8 +139,9 @@ std::string flash_backward(const float* q, const float* k, const float* v, const
         float s = 0, dp = 0;
         for (std::size_t c = 0; c < d.d; ++c) s += qi[c] * kj[c];
         for (std::size_t c = 0; c < d.dv; ++c) dp += doi[c] * vj[c];
-        const float p = std::exp(s * scale - row_lse);
-        const float ds = p * (dp - delta[h * d.Lq + i]) * scale;
+        const tile::ModifiedScore<float> m = score(s, d, h, i, j);
+        const float p = std::exp(m.score - row_lse);
+        const float ds = p * (dp - delta[h * d.Lq + i]) * m.slope * scale;
         for (std::size_t c = 0; c < d.d; ++c) {
           dq[(h * d.Lq + i) * d.d + c] += ds * kj[c];
           dk[(kh * d.Lk + j) * d.d + c] += ds * qi[c];

@@ -58,6 +58,23 @@ struct Outcome {
   std::vector<double> bounds;   // FlashAttention's bound for each: 2 x plain + 1e-6
 };
 
+// A case's scale and score modifiers as the engine hands them to the kernel (cuda_backend.cpp):
+// the scale 1 / sqrt(d) with 1 / T folded in, the soft-cap, one ALiBi slope per head in `slopes`
+// (which must outlive the call), the temperature.
+struct KernelArgs {
+  float scale;
+  std::vector<float> slopes;
+  cuda::ScoreMods mods;
+};
+KernelArgs kernel_args(const kit::CaseSpec& c) {
+  const kit::Mods& m = c.mods;
+  KernelArgs a{float(1.0 / std::sqrt(double(c.shape.d)) / double(m.temperature)), {}, {}};
+  a.mods.softcap = m.softcap;
+  a.mods.temperature = m.temperature;
+  if (m.alibi) a.slopes = kit::alibi_slopes(c.shape.H);
+  return a;
+}
+
 // FlashAttention's rule (tests/test_flash_attn.py): at most 2x the error of the plain
 // computation, both against float64; 1e-6 absorbs cases where plain attention is exact.
 double fa_bound(double plain_err) { return 2 * plain_err + 1e-6; }
@@ -67,8 +84,10 @@ Outcome run_forward(const kit::CaseFile& f, const kit::Inputs& in) {
   const cuda::FlashDims dims{s.H, s.Lq, s.d, s.Hkv, s.Lk, s.dv};
   std::vector<float> out(s.H * s.Lq * s.dv, NAN), lse(s.H * s.Lq, NAN);
   Outcome o;
+  KernelArgs args = kernel_args(f.spec);
+  args.mods.alibi_slopes = args.slopes.empty() ? nullptr : args.slopes.data();
   const std::string err = cuda::flash_forward(in.q.data(), in.k.data(), in.v.data(), in.mask.empty() ? nullptr : in.mask.data(),
-                                              in.mask_heads, dims, s.causal, float(1.0 / std::sqrt(double(s.d))),
+                                              in.mask_heads, dims, s.causal, args.scale, args.mods,
                                               kernel_dtype(f.spec.dtype), out.data(), lse.data(), 0, nullptr);
   if (!err.empty()) {
     o.detail = "CUDA error: " + err;
@@ -105,12 +124,13 @@ Outcome run_forward(const kit::CaseFile& f, const kit::Inputs& in) {
 Outcome run_backward(const kit::CaseFile& f, const kit::Inputs& in) {
   const kit::Shape& s = f.spec.shape;
   const cuda::FlashDims dims{s.H, s.Lq, s.d, s.Hkv, s.Lk, s.dv};
-  const float scale = float(1.0 / std::sqrt(double(s.d)));
+  KernelArgs args = kernel_args(f.spec);
+  args.mods.alibi_slopes = args.slopes.empty() ? nullptr : args.slopes.data();
   const unsigned char* mask = in.mask.empty() ? nullptr : in.mask.data();
   std::vector<float> out(s.H * s.Lq * s.dv, NAN), lse(s.H * s.Lq, NAN), delta(s.H * s.Lq);
   Outcome o;
   std::string err = cuda::flash_forward(in.q.data(), in.k.data(), in.v.data(), mask, in.mask_heads, dims, s.causal,
-                                        scale, cuda::Dtype::float32, out.data(), lse.data(), 0, nullptr);
+                                        args.scale, args.mods, cuda::Dtype::float32, out.data(), lse.data(), 0, nullptr);
   for (std::size_t r = 0; r < delta.size(); ++r) {
     double acc = 0;
     for (std::size_t c = 0; c < s.dv; ++c) acc += double(in.dout[r * s.dv + c]) * double(out[r * s.dv + c]);
@@ -119,8 +139,8 @@ Outcome run_backward(const kit::CaseFile& f, const kit::Inputs& in) {
   std::vector<float> grads[3] = {std::vector<float>(s.H * s.Lq * s.d, NAN), std::vector<float>(s.Hkv * s.Lk * s.d, NAN),
                                  std::vector<float>(s.Hkv * s.Lk * s.dv, NAN)};
   if (err.empty())
-    err = cuda::flash_backward(in.q.data(), in.k.data(), in.v.data(), mask, in.mask_heads, dims, s.causal, scale,
-                               in.dout.data(), lse.data(), delta.data(), grads[0].data(), grads[1].data(), grads[2].data());
+    err = cuda::flash_backward(in.q.data(), in.k.data(), in.v.data(), mask, in.mask_heads, dims, s.causal, args.scale,
+                               args.mods, in.dout.data(), lse.data(), delta.data(), grads[0].data(), grads[1].data(), grads[2].data());
   if (!err.empty()) {
     o.detail = "CUDA error: " + err;
     return o;
@@ -236,7 +256,8 @@ int bench(const std::vector<std::string>& dtypes, const std::vector<std::size_t>
           std::vector<double> ms;
           const std::string err =
               cuda::flash_forward(in.q.data(), in.k.data(), in.v.data(), nullptr, 0, {H, n, d, H, n, d}, causal,
-                                  float(1.0 / std::sqrt(double(d))), kernel_dtype(dtype), out.data(), lse.data(), repeat, &ms);
+                                  float(1.0 / std::sqrt(double(d))), cuda::ScoreMods{}, kernel_dtype(dtype), out.data(),
+                                  lse.data(), repeat, &ms);
           if (!err.empty()) throw kit::KitError("CUDA error in the " + dt + " run at n = " + std::to_string(n) + ": " + err);
           std::vector<double> sorted = ms;
           std::sort(sorted.begin(), sorted.end());

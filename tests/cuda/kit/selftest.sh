@@ -2,8 +2,8 @@
 # The GPU check kit on a machine without a GPU (CTest: gpu_kit_on_cpu): the cases are written
 # with the engine's float64 references, scripts/gpu_check.sh runs them end to end through the
 # driver built with the kernel's CPU stand-in, and the driver is shown able to fail: a
-# reference changed by a little, a truncated file and a case whose inputs differ are each
-# caught. Where nvcc is installed, the driver is also built with the real kernel, exactly as
+# reference changed by a little, a truncated file, a case whose inputs differ and a case whose
+# score modifiers differ from its reference's are each caught. Where nvcc is installed, the driver is also built with the real kernel, exactly as
 # the GPU machine builds it, and reports that no device is here.
 # Usage: selftest.sh PATH/attn_gpu_kit_cases PATH/attn_gpu_kit_driver_cpu
 set -uo pipefail
@@ -31,19 +31,20 @@ expect_in() {  # expect_in WHAT PATTERN: the last command's output matches PATTE
 
 kit=$tmp/kit
 expect "the case writer writes every case" 0 "$cases_exe" --out "$kit/cases"
-expect_in "... 41 of them" "wrote 41 cases"
+expect_in "... 57 of them" "wrote 57 cases"
 echo "test" >"$kit/commit.txt"
 
 # The whole run as the GPU machine does it, on the stand-in.
 expect "gpu_check.sh run --cpu passes every case" 0 "$root/scripts/gpu_check.sh" run --cpu --kit "$kit" --out "$tmp/out"
-expect_in "... and says so" "^41 passed, 0 failed$"
+expect_in "... and says so" "^57 passed, 0 failed$"
 expect_in "... with the lse, the backward's three gradients and the empty rows" "ok   0(3[0-9]|40)-bwd-f32-H8-Hkv2-Lq700-Lk900"
+expect_in "... and the score modifiers in every kernel" "ok   05[0-9]-bwd-f32-H2-Hkv1-Lq33-Lk300-d96-dv80-full-window-softcap2-alibi-T0.5 "
 expect "... its summary is JSON with every case and the bench rows" 0 python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
 c = json.load(open(sys.argv[2]))
-assert s["ok"] and s["check"]["passed"] == 41 and s["check"]["failed"] == 0, s
-assert len(c["cases"]) == 41 and all(x["ok"] and len(x["max_abs_err"]) in (1, 3) for x in c["cases"])
+assert s["ok"] and s["check"]["passed"] == 57 and s["check"]["failed"] == 0, s
+assert len(c["cases"]) == 57 and all(x["ok"] and len(x["max_abs_err"]) in (1, 3) for x in c["cases"])
 assert all(e <= b for x in c["cases"] for e, b in zip(x["max_abs_err"], x["bound"]))
 rows = s["bench"]["rows"]
 assert len(rows) == 4 and all(r["median_ms"] > 0 and r["min_ms"] <= r["median_ms"] for r in rows), rows
@@ -51,7 +52,7 @@ assert {(r["dtype"], r["causal"]) for r in rows} == {("f32", False), ("f32", Tru
 ' "$tmp/out/gpu_check.json" "$tmp/out/check.json"
 expect "... and the log holds the run" 0 grep -q "gpu check: PASSED" "$tmp/out/gpu_check.log"
 expect "the quick subset for compute-sanitizer" 0 "$driver" check "$kit/cases" --quick
-expect_in "... is the 34 small cases" "^34 passed, 0 failed$"
+expect_in "... is the 38 small cases" "^38 passed, 0 failed$"
 
 # The driver can fail: one float64 reference moved by 1e-3 (far beyond 2x plain float32).
 bad=$tmp/bad
@@ -62,7 +63,7 @@ python3 - "$bad/$victim" <<'PY'
 import struct, sys
 p = sys.argv[1]
 b = bytearray(open(p, "rb").read())
-off = 8 + 14 * 8 + 3 * 8 + 5 * 8                  # the sixth element of the output reference
+off = 8 + 16 * 8 + 3 * 8 + 5 * 8                  # the sixth element of the output reference
 x = struct.unpack_from("<d", b, off)[0]
 struct.pack_into("<d", b, off, x + 1e-3)
 open(p, "wb").write(b)
@@ -72,6 +73,27 @@ expect_in "... naming it" "^FAIL ${victim%.case} "
 mkdir -p "$tmp/badkit" && cp -r "$bad" "$tmp/badkit/cases"
 expect "gpu_check.sh run on it fails" 1 "$root/scripts/gpu_check.sh" run --cpu --no-bench --kit "$tmp/badkit" --out "$tmp/badout"
 expect_in "... and says FAILED" "gpu check: FAILED"
+
+# ... and so can the modifiers: a case's header saying no ALiBi, or a soft-cap of 3 instead of 2,
+# while its reference was computed with them (forward and backward).
+for pass in fwd bwd; do
+  modded=$(cd "$kit/cases" && ls | grep -- "-$pass-f32-H2-Hkv1-Lq33-Lk300-.*-softcap2-alibi-T0.5" | head -1)
+  for change in "alibi 0" "softcap 3"; do
+    rm -rf "$tmp/mods" && mkdir -p "$tmp/mods"
+    python3 - "$kit/cases/$modded" "$tmp/mods/$modded" $change <<'PY'
+import struct, sys
+src, dst, field, value = sys.argv[1:]
+b = bytearray(open(src, "rb").read())
+if field == "alibi":
+    struct.pack_into("<Q", b, 8 + 14 * 8, int(value))   # header word 14: ALiBi on or off
+else:
+    struct.pack_into("<d", b, 8 + 13 * 8, float(value))  # header word 13: the soft-cap
+open(dst, "wb").write(b)
+PY
+    expect "a $pass case run with $change against its reference fails" 1 "$driver" check "$tmp/mods"
+    expect_in "... naming it" "^FAIL ${modded%.case} "
+  done
+done
 
 # Bad files and bad use: one error line, exit 2.
 cp "$kit/cases/$victim" "$bad/$victim"
@@ -86,7 +108,15 @@ open(sys.argv[2], "wb").write(b)
 PY
 expect "a case whose inputs differ from the reference's is an error" 2 "$driver" check "$bad"
 expect_in "... saying so" "inputs made here differ"
-printf 'ATTNKIT1' >"$bad/$victim"
+python3 - "$kit/cases/$victim" "$bad/$victim" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<d", b, 8 + 13 * 8, -2.0)        # a soft-cap no kernel takes
+open(sys.argv[2], "wb").write(b)
+PY
+expect "a case with a negative soft-cap is an error" 2 "$driver" check "$bad"
+expect_in "... saying so" "soft-cap or the temperature is out of range"
+printf 'ATTNKIT2' >"$bad/$victim"
 expect "a header cut short is an error" 2 "$driver" check "$bad"
 expect "a missing folder is an error" 2 "$driver" check "$tmp/nowhere"
 expect "an empty folder is an error" 2 "$driver" check "$tmp/out"

@@ -39,8 +39,8 @@ struct BackendOptions {
 };
 
 // The FlashOptions a tiled run uses for these attention options: causal, the resolved scale
-// divided by the temperature, tiles, threads, precision. InputError for what the tiled kernels
-// do not do (dropout, a sliding window, ALiBi): use the naive backend for those.
+// divided by the temperature, tiles, threads, precision, the score modifier. InputError for what
+// the tiled kernels do not do (dropout): use the naive backend for that.
 FlashOptions tiled_options(const SdpaOptions& attention, const BackendOptions& backend,
                            std::size_t head_dim);
 
@@ -59,7 +59,7 @@ SdpaResult attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, const
 //          and threads as in the forward; float64 inside whatever `precision` says
 //   cuda   the same algorithm in float32 on the GPU (flash_backward_cuda, cuda.hpp); without a
 //          device, InputError "no CUDA device (...)"
-// Dropout, ALiBi and sliding windows are refused (InputError).
+// Every variant is differentiated (variant.hpp); dropout is refused (InputError).
 SdpaGradients attention_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                                  const Mask3* allowed, const Tensor3& grad_output,
                                  const SdpaOptions& options, const BackendOptions& backend);

@@ -30,7 +30,7 @@ struct SdpaGradients {
 
 // The naive reference: runs the float64 forward of sdpa() and back-propagates through the
 // [H, Lq, Lk] weights it stored. q, k, v, allowed and options as sdpa(); grad_output
-// [H, Lq, dv]. InputError for dropout, ALiBi or a sliding window (not supported here).
+// [H, Lq, dv]. InputError for dropout (not supported here); every variant is differentiated.
 SdpaGradients sdpa_backward(const Tensor3& q, const Tensor3& k, const Tensor3& v,
                             const Mask3* allowed, const Tensor3& grad_output,
                             const SdpaOptions& options = {});

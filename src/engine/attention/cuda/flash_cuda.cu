@@ -14,7 +14,9 @@
 //                     of P V, as FlashAttention-2 does, so P never touches shared memory.
 // Causal tiles above the diagonal are skipped by index (the key loop ends at the last key the
 // block's last row sees); masks and fully masked rows behave as on the CPU: a row that sees no
-// key gets output 0 and lse -inf.
+// key gets output 0 and lse -inf. The score modifiers (soft-cap, ALiBi) are applied to each
+// visible score before the online softmax, as sdpa.cpp orders them (score_mod_math.hpp), and the
+// backward multiplies dS by their slope; each kernel is compiled with and without them.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -24,6 +26,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "attn/engine/attention/score_mod_math.hpp"
 #include "attn/engine/attention/tile_math.hpp"
 #include "flash_cuda.hpp"
 
@@ -50,6 +53,52 @@ __device__ inline bool key_visible(int i, int j, int h, int Lq, int Lk, bool cau
   return !allowed || allowed[(size_t(mask_heads == 1 ? 0 : h) * Lq + i) * Lk + j] != 0;
 }
 
+// key_visible's fixed arguments, for the kernels' pieces: vis(i, j, h).
+struct Visibility {
+  int Lq, Lk;
+  bool causal;
+  const unsigned char* allowed;
+  int mask_heads;
+  __device__ bool operator()(int i, int j, int h) const {
+    return key_visible(i, j, h, Lq, Lk, causal, allowed, mask_heads);
+  }
+};
+
+// The score modifiers (flash_cuda.hpp's ScoreMods) as a kernel takes them, by value. Every
+// kernel is compiled twice, with and without them (template argument MODS), so a run without
+// modifiers runs exactly the arithmetic it ran before they existed.
+struct KernelMods {
+  float cap;            // soft-cap c; 0 = none
+  const float* slopes;  // ALiBi [H] in device memory; null = none
+  float to_raw;         // q.k -> x = scale * T * q.k, the score the modifiers take (sdpa.cpp's)
+  float from_raw;       // mod(x) -> the kernel's units: log2(e) / T (forward), 1 / T (backward)
+};
+
+// One query head's share of them: its ALiBi slope (0: none).
+struct HeadMods {
+  float cap, slope, to_raw, from_raw;
+};
+__device__ __forceinline__ HeadMods head_mods(const KernelMods& m, int h) {
+  return {m.cap, m.slopes ? m.slopes[h] : 0.0f, m.to_raw, m.from_raw};
+}
+
+// Query row i's position minus key j's: rows are bottom-right aligned (p = i + Lk - Lq).
+__device__ __forceinline__ long alibi_distance(int i, int j, int Lq, int Lk) {
+  return long(i) + long(Lk) - long(Lq) - long(j);
+}
+
+// A visible score q.k of query row i and key j in the kernel's units: q.k times `scale` (the
+// temperature folded in; log2(e) too in the forward) without modifiers, and with them
+// mod(scale T q.k) / T, the modifier on the score before the temperature as sdpa.cpp applies it.
+template <bool MODS>
+__device__ __forceinline__ float kernel_score(float dot, float scale, const HeadMods& hm, int i, int j, int Lq,
+                                              int Lk) {
+  if constexpr (MODS)
+    return tile::modify_score(dot * hm.to_raw, hm.cap, hm.slope, alibi_distance(i, j, Lq, Lk)).score * hm.from_raw;
+  else
+    return dot * scale;
+}
+
 // ---------------------------------------------------------------------------------------------
 // float32 kernel
 
@@ -64,12 +113,110 @@ std::size_t f32_shared_bytes(int d, int dv) {
 }
 
 // DVT = output columns per lane (dv <= 32 * DVT), so each lane's accumulators are a fixed-size
-// register array indexed by compile-time constants only.
+// register array indexed by compile-time constants only. The pieces below are the kernel's steps
+// in order, each inlined into it; the kernel's arithmetic and its order are theirs.
+
+// The block's query rows [i0, i0 + kF32Br) of head h into q_tile [kF32Br][d]; rows past Lq are zeros.
+__device__ __forceinline__ void f32_load_q(float* q_tile, const float* q, int h, int i0, int Lq, int d) {
+  for (int x = threadIdx.x; x < kF32Br * d; x += blockDim.x) {
+    const int i = i0 + x / d;
+    q_tile[x] = i < Lq ? q[(size_t(h) * Lq + i) * d + x % d] : 0.0f;
+  }
+}
+
+// Keys [j0, j0 + cols) of KV head g into k_tile [kF32Bc][d + 1] and v_tile [kF32Bc][dv]; the
+// tile's rows past `cols` are zeros.
+__device__ __forceinline__ void f32_load_kv(float* k_tile, float* v_tile, const float* k, const float* v, int g,
+                                            int Lk, int d, int dv, int j0, int cols) {
+  const int kd = d + 1;
+  for (int x = threadIdx.x; x < kF32Bc * d; x += blockDim.x) {
+    const int jj = x / d, c = x % d;
+    k_tile[jj * kd + c] = jj < cols ? k[(size_t(g) * Lk + j0 + jj) * d + c] : 0.0f;
+  }
+  for (int x = threadIdx.x; x < kF32Bc * dv; x += blockDim.x) {
+    const int jj = x / dv;
+    v_tile[x] = jj < cols ? v[(size_t(g) * Lk + j0 + jj) * dv + x % dv] : 0.0f;
+  }
+}
+
+// Scores: lane j scores key j0 + j (row j of k_tile) against the warp's rows, s[r] = q.k.
+__device__ __forceinline__ void f32_scores(float (&s)[kF32RowsPerWarp], const float* q_tile, const float* k_tile,
+                                           int warp, int lane, int d) {
+  const int kd = d + 1;
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = 0.0f;
+  for (int c = 0; c < d; ++c) {
+    const float kc = k_tile[lane * kd + c];
+#pragma unroll
+    for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = fmaf(q_tile[(warp * kF32RowsPerWarp + r) * d + c], kc, s[r]);
+  }
+}
+
+// Online softmax (Algorithm 1, lines 9-11): mask, scale (and modify) this lane's score of each
+// row, the row max over the warp, the rescale factor alpha, and P into p_rows
+// [kF32RowsPerWarp][kF32Bc].
+template <bool MODS>
+__device__ __forceinline__ void f32_softmax_tile(tile::RowState<float> (&st)[kF32RowsPerWarp],
+                                                 float (&alpha)[kF32RowsPerWarp], const float (&s)[kF32RowsPerWarp],
+                                                 float* p_rows, const Visibility& vis, const HeadMods& hm, int h,
+                                                 int row0, int j0, int cols, int lane, float scale_log2) {
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r) {
+    const bool visible = lane < cols && vis(row0 + r, j0 + lane, h);
+    const float sr =
+        visible ? kernel_score<MODS>(s[r], scale_log2, hm, row0 + r, j0 + lane, vis.Lq, vis.Lk) : -INFINITY;
+    alpha[r] = tile::row_rescale(st[r], warp_max(sr, 32));
+    const float p = st[r].m == -INFINITY ? 0.0f : exp2f(sr - st[r].m);
+    st[r].l += p;  // this lane's share of the row sum; the shares are added at the end
+    p_rows[r * kF32Bc + lane] = p;
+  }
+}
+
+// Line 12: O = alpha O + P V, each lane its own output columns (lane, lane + 32, ...).
 template <int DVT>
+__device__ __forceinline__ void f32_accumulate_pv(float (&o)[kF32RowsPerWarp][DVT],
+                                                  const float (&alpha)[kF32RowsPerWarp], const float* p_rows,
+                                                  const float* v_tile, int cols, int dv, int lane) {
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r)
+#pragma unroll
+    for (int u = 0; u < DVT; ++u) o[r][u] *= alpha[r];
+  for (int jj = 0; jj < cols; ++jj) {
+    float vv[DVT];
+#pragma unroll
+    for (int u = 0; u < DVT; ++u) vv[u] = lane + 32 * u < dv ? v_tile[jj * dv + lane + 32 * u] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < kF32RowsPerWarp; ++r) {
+      const float p = p_rows[r * kF32Bc + jj];
+#pragma unroll
+      for (int u = 0; u < DVT; ++u) o[r][u] = fmaf(p, vv[u], o[r][u]);
+    }
+  }
+}
+
+// Lines 13-15: O / l and the lse of the warp's rows (the row sums' lane shares added first).
+template <int DVT>
+__device__ __forceinline__ void f32_write_rows(tile::RowState<float> (&st)[kF32RowsPerWarp],
+                                               const float (&o)[kF32RowsPerWarp][DVT], float* out, float* lse,
+                                               int h, int row0, int Lq, int dv, int lane) {
+#pragma unroll
+  for (int r = 0; r < kF32RowsPerWarp; ++r) {
+    st[r].l = warp_sum(st[r].l, 32);
+    const int i = row0 + r;
+    if (i >= Lq) continue;
+    const float inv_l = tile::row_output_scale(st[r]);
+#pragma unroll
+    for (int u = 0; u < DVT; ++u)
+      if (lane + 32 * u < dv) out[(size_t(h) * Lq + i) * dv + lane + 32 * u] = o[r][u] * inv_l;
+    if (lane == 0) lse[size_t(h) * Lq + i] = tile::row_lse(st[r]);
+  }
+}
+
+template <bool MODS, int DVT>
 __global__ void __launch_bounds__(kF32Warps * 32)
     flash_f32_kernel(const float* q, const float* k, const float* v, const unsigned char* allowed,
                      int mask_heads, int H, int Hkv, int Lq, int Lk, int d, int dv, bool causal,
-                     float scale_log2, float* out, float* lse) {
+                     float scale_log2, KernelMods mods, float* out, float* lse) {
   extern __shared__ float f32_smem[];
   const int kd = d + 1;  // K rows padded by one float: the 32 lanes read 32 different banks
   float* q_tile = f32_smem;                   // [kF32Br][d]
@@ -81,11 +228,10 @@ __global__ void __launch_bounds__(kF32Warps * 32)
   const int i0 = (gridDim.x - 1 - blockIdx.x) * kF32Br;  // last rows first: see flash_tc_kernel
   const int row0 = i0 + warp * kF32RowsPerWarp;  // this warp's first query row
   float* p_rows = p_tile + warp * kF32RowsPerWarp * kF32Bc;
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
 
-  for (int x = threadIdx.x; x < kF32Br * d; x += blockDim.x) {
-    const int i = i0 + x / d;
-    q_tile[x] = i < Lq ? q[(size_t(h) * Lq + i) * d + x % d] : 0.0f;
-  }
+  f32_load_q(q_tile, q, h, i0, Lq, d);
   float o[kF32RowsPerWarp][DVT];
   tile::RowState<float> st[kF32RowsPerWarp];
 #pragma unroll
@@ -100,66 +246,15 @@ __global__ void __launch_bounds__(kF32Warps * 32)
   for (int j0 = 0; j0 < key_end; j0 += kF32Bc) {
     const int cols = min(kF32Bc, key_end - j0);
     __syncthreads();  // the last tile is consumed by every warp (and q_tile is written)
-    for (int x = threadIdx.x; x < kF32Bc * d; x += blockDim.x) {
-      const int jj = x / d, c = x % d;
-      k_tile[jj * kd + c] = jj < cols ? k[(size_t(g) * Lk + j0 + jj) * d + c] : 0.0f;
-    }
-    for (int x = threadIdx.x; x < kF32Bc * dv; x += blockDim.x) {
-      const int jj = x / dv;
-      v_tile[x] = jj < cols ? v[(size_t(g) * Lk + j0 + jj) * dv + x % dv] : 0.0f;
-    }
+    f32_load_kv(k_tile, v_tile, k, v, g, Lk, d, dv, j0, cols);
     __syncthreads();
-
-    // Scores: lane j scores key j0 + j against the warp's rows.
-    float s[kF32RowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = 0.0f;
-    for (int c = 0; c < d; ++c) {
-      const float kc = k_tile[lane * kd + c];
-#pragma unroll
-      for (int r = 0; r < kF32RowsPerWarp; ++r) s[r] = fmaf(q_tile[(warp * kF32RowsPerWarp + r) * d + c], kc, s[r]);
-    }
-    // Online softmax (Algorithm 1, lines 9-11): the row max over the warp, rescale, P.
-    float alpha[kF32RowsPerWarp];
-#pragma unroll
-    for (int r = 0; r < kF32RowsPerWarp; ++r) {
-      const bool visible = lane < cols && key_visible(row0 + r, j0 + lane, h, Lq, Lk, causal, allowed, mask_heads);
-      const float sr = visible ? s[r] * scale_log2 : -INFINITY;
-      alpha[r] = tile::row_rescale(st[r], warp_max(sr, 32));
-      const float p = st[r].m == -INFINITY ? 0.0f : exp2f(sr - st[r].m);
-      st[r].l += p;  // this lane's share of the row sum; the shares are added at the end
-      p_rows[r * kF32Bc + lane] = p;
-    }
+    float s[kF32RowsPerWarp], alpha[kF32RowsPerWarp];
+    f32_scores(s, q_tile, k_tile, warp, lane, d);
+    f32_softmax_tile<MODS>(st, alpha, s, p_rows, vis, hm, h, row0, j0, cols, lane, scale_log2);
     __syncwarp();
-    // Line 12: O = alpha O + P V, each lane its own output columns.
-#pragma unroll
-    for (int r = 0; r < kF32RowsPerWarp; ++r)
-#pragma unroll
-      for (int u = 0; u < DVT; ++u) o[r][u] *= alpha[r];
-    for (int jj = 0; jj < cols; ++jj) {
-      float vv[DVT];
-#pragma unroll
-      for (int u = 0; u < DVT; ++u) vv[u] = lane + 32 * u < dv ? v_tile[jj * dv + lane + 32 * u] : 0.0f;
-#pragma unroll
-      for (int r = 0; r < kF32RowsPerWarp; ++r) {
-        const float p = p_rows[r * kF32Bc + jj];
-#pragma unroll
-        for (int u = 0; u < DVT; ++u) o[r][u] = fmaf(p, vv[u], o[r][u]);
-      }
-    }
+    f32_accumulate_pv<DVT>(o, alpha, p_rows, v_tile, cols, dv, lane);
   }
-  // Lines 13-15: O / l and the lse.
-#pragma unroll
-  for (int r = 0; r < kF32RowsPerWarp; ++r) {
-    st[r].l = warp_sum(st[r].l, 32);
-    const int i = row0 + r;
-    if (i >= Lq) continue;
-    const float inv_l = tile::row_output_scale(st[r]);
-#pragma unroll
-    for (int u = 0; u < DVT; ++u)
-      if (lane + 32 * u < dv) out[(size_t(h) * Lq + i) * dv + lane + 32 * u] = o[r][u] * inv_l;
-    if (lane == 0) lse[size_t(h) * Lq + i] = tile::row_lse(st[r]);
-  }
+  f32_write_rows<DVT>(st, o, out, lse, h, row0, Lq, dv, lane);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -252,11 +347,131 @@ __device__ void load_tile_async(E* tile, const E* src, int row0, int rows_total)
   }
 }
 
-template <class E, int D, int WARPS, int BC>
+// The tensor-core kernel's steps, in order, each inlined into it (its arithmetic and its order are
+// theirs). A lane holds two rows of its warp's 16 (gid and gid + 8) and, per n8 score tile or
+// output tile, the accumulator fragment's columns 2 tig and 2 tig + 1 of each.
+
+// S = Q K^T for the warp's 16 rows and the tile's BC keys: K's rows are the columns of the B
+// operand, read straight (no transpose).
+template <class E, int D, int BC>
+__device__ __forceinline__ void tc_scores(float (&s)[BC / 8][4], const uint32_t (&qf)[D / 16][4], const E* k_tile,
+                                          int lane) {
+  using TC = TensorCore<E>;
+  constexpr int P = kTcPitch<D>;
+#pragma unroll
+  for (int nt = 0; nt < BC / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks)
+#pragma unroll
+    for (int nb = 0; nb < BC / 16; ++nb) {
+      uint32_t kb[4];  // keys 16 nb .. + 7 and + 8 .. + 15, d columns 16 ks .. + 15
+      ldmatrix_x4(kb, k_tile + (nb * 16 + (lane / 16) * 8 + lane % 8) * P + ks * 16 + ((lane / 8) % 2) * 8);
+      TC::mma(s[2 * nb], qf[ks], kb[0], kb[1]);
+      TC::mma(s[2 * nb + 1], qf[ks], kb[2], kb[3]);
+    }
+}
+
+// Mask, base-2 scale (and modifiers) and each row's max; a row's scores lie in the 4 lanes of
+// its group.
+// Keys are tested one by one only where some may be hidden: a mask, the last partial tile,
+// or a causal tile that crosses this warp's part of the diagonal.
+template <bool MODS, int BC>
+__device__ __forceinline__ void tc_mask_scale(float (&s)[BC / 8][4], float (&mx)[2], const Visibility& vis,
+                                              const HeadMods& hm, const int (&rows)[2], int h, int warp_i0, int j0,
+                                              int tig, float scale_log2) {
+  const bool test_keys = vis.allowed || j0 + BC > vis.Lk ||
+                         (vis.causal && !tile::causal_tile_full(warp_i0, j0 + BC, vis.Lq, vis.Lk));
+  mx[0] = mx[1] = -INFINITY;
+#pragma unroll
+  for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = j0 + nt * 8 + tig * 2 + e % 2;
+      const bool visible = !test_keys || vis(rows[e / 2], j, h);
+      s[nt][e] = visible ? kernel_score<MODS>(s[nt][e], scale_log2, hm, rows[e / 2], j, vis.Lq, vis.Lk) : -INFINITY;
+      mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
+    }
+}
+
+// Lines 10-11 of Algorithm 1 for the lane's two rows: the new max over the row's 4 lanes, and O
+// rescaled by alpha.
+template <int D>
+__device__ __forceinline__ void tc_rescale(float (&o)[D / 8][4], tile::RowState<float> (&st)[2],
+                                           const float (&mx)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float alpha = tile::row_rescale(st[r], warp_max(mx[r], 4));
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      o[dt][2 * r] *= alpha;
+      o[dt][2 * r + 1] *= alpha;
+    }
+  }
+}
+
+// P = exp2(S - m) in float32 for l, rounded to E for P V. Two adjacent n8 score tiles are
+// laid out exactly as one k16 A fragment, so P goes from accumulators to operand in place.
+template <class E, int BC>
+__device__ __forceinline__ void tc_probabilities(uint32_t (&pf)[BC / 16][4], float (&s)[BC / 8][4],
+                                                 tile::RowState<float> (&st)[2]) {
+  using TC = TensorCore<E>;
+#pragma unroll
+  for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const tile::RowState<float>& row = st[e / 2];
+      s[nt][e] = row.m == -INFINITY ? 0.0f : fast_exp2(s[nt][e] - row.m);
+      st[e / 2].l += s[nt][e];
+    }
+#pragma unroll
+  for (int kk = 0; kk < BC / 16; ++kk) {
+    pf[kk][0] = TC::pack(s[2 * kk][0], s[2 * kk][1]);
+    pf[kk][1] = TC::pack(s[2 * kk][2], s[2 * kk][3]);
+    pf[kk][2] = TC::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    pf[kk][3] = TC::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
+
+// O += P V: V's rows are the B operand's k dimension, so it is read transposed.
+template <class E, int D, int BC>
+__device__ __forceinline__ void tc_accumulate_pv(float (&o)[D / 8][4], const uint32_t (&pf)[BC / 16][4],
+                                                 const E* v_tile, int lane) {
+  using TC = TensorCore<E>;
+  constexpr int P = kTcPitch<D>;
+#pragma unroll
+  for (int kk = 0; kk < BC / 16; ++kk)
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      uint32_t vb[4];  // keys 16 kk .. + 15, output columns 16 dp .. + 7 and + 8 .. + 15
+      ldmatrix_x4_trans(vb, v_tile + (kk * 16 + lane % 16) * P + dp * 16 + (lane / 16) * 8);
+      TC::mma(o[2 * dp], pf[kk], vb[0], vb[1]);
+      TC::mma(o[2 * dp + 1], pf[kk], vb[2], vb[3]);
+    }
+}
+
+// Lines 13-15 for the lane's two rows: O / l (two adjacent columns per store) and the lse.
+template <int D>
+__device__ __forceinline__ void tc_write_rows(tile::RowState<float> (&st)[2], const float (&o)[D / 8][4], float* out,
+                                              float* lse, const int (&rows)[2], int h, int Lq, int tig) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    st[r].l = warp_sum(st[r].l, 4);
+    const int i = rows[r];
+    if (i >= Lq) continue;
+    const float inv_l = tile::row_output_scale(st[r]);
+    float* orow = out + (size_t(h) * Lq + i) * D;
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt)
+      *reinterpret_cast<float2*>(orow + dt * 8 + tig * 2) = make_float2(o[dt][2 * r] * inv_l, o[dt][2 * r + 1] * inv_l);
+    if (tig == 0) lse[size_t(h) * Lq + i] = tile::row_lse(st[r]);
+  }
+}
+
+template <bool MODS, class E, int D, int WARPS, int BC>
 __global__ void __launch_bounds__(WARPS * 32)
     flash_tc_kernel(const E* q, const E* k, const E* v, const unsigned char* allowed, int mask_heads,
-                    int H, int Hkv, int Lq, int Lk, bool causal, float scale_log2, float* out, float* lse) {
-  using TC = TensorCore<E>;
+                    int H, int Hkv, int Lq, int Lk, bool causal, float scale_log2, KernelMods mods, float* out,
+                    float* lse) {
   constexpr int P = kTcPitch<D>;
   extern __shared__ __align__(16) unsigned char tc_smem[];
   constexpr int kTcBr = 16 * WARPS, kTcBc = BC;
@@ -275,6 +490,8 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int rows_end = min(i0 + kTcBr, Lq);
   const int key_end = causal ? int(tile::causal_key_end(rows_end, Lq, Lk)) : Lk;
   const int tiles = (key_end + kTcBc - 1) / kTcBc;
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
 
   load_tile_async<E, D, kTcBr>(q_tile, q + size_t(h) * Lq * D, i0, Lq);
   if (tiles > 0) load_tile_async<E, D, kTcBc>(k_tile, kh, 0, Lk);
@@ -288,8 +505,6 @@ __global__ void __launch_bounds__(WARPS * 32)
   for (int ks = 0; ks < D / 16; ++ks)
     ldmatrix_x4(qf[ks], q_tile + (warp * 16 + lane % 16) * P + ks * 16 + (lane / 16) * 8);
 
-  // Each lane holds two rows of the warp's 16 (gid and gid + 8): their state, and the
-  // accumulator fragments of O (columns 8 dt + 2 tig, + 1).
   const int rows[2] = {warp_i0 + gid, warp_i0 + gid + 8};
   tile::RowState<float> st[2] = {tile::row_start<float>(), tile::row_start<float>()};
   float o[D / 8][4];
@@ -300,93 +515,22 @@ __global__ void __launch_bounds__(WARPS * 32)
     const int j0 = t * kTcBc;
     load_tile_async<E, D, kTcBc>(v_tile, vh, j0, Lk);  // V streams in while S is computed
     cp_async_commit();
-
-    // S = Q K^T: K's rows are the columns of the B operand, read straight (no transpose).
-    float s[kTcBc / 8][4];
-#pragma unroll
-    for (int nt = 0; nt < kTcBc / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks)
-#pragma unroll
-      for (int nb = 0; nb < kTcBc / 16; ++nb) {
-        uint32_t kb[4];  // keys 16 nb .. + 7 and + 8 .. + 15, d columns 16 ks .. + 15
-        ldmatrix_x4(kb, k_tile + (nb * 16 + (lane / 16) * 8 + lane % 8) * P + ks * 16 + ((lane / 8) % 2) * 8);
-        TC::mma(s[2 * nb], qf[ks], kb[0], kb[1]);
-        TC::mma(s[2 * nb + 1], qf[ks], kb[2], kb[3]);
-      }
+    float s[kTcBc / 8][4], mx[2];
+    tc_scores<E, D, kTcBc>(s, qf, k_tile, lane);
     __syncthreads();  // every warp is done with k_tile
     if (t + 1 < tiles) load_tile_async<E, D, kTcBc>(k_tile, kh, j0 + kTcBc, Lk);  // next K, behind softmax and P V
     cp_async_commit();
-
-    // Mask, base-2 scale and each row's max; a row's scores lie in the 4 lanes of its group.
-    // Keys are tested one by one only where some may be hidden: a mask, the last partial tile,
-    // or a causal tile that crosses this warp's part of the diagonal.
-    const bool test_keys = allowed || j0 + kTcBc > Lk || (causal && !tile::causal_tile_full(warp_i0, j0 + kTcBc, Lq, Lk));
-    float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int nt = 0; nt < kTcBc / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool visible = !test_keys || key_visible(rows[e / 2], j0 + nt * 8 + tig * 2 + e % 2, h, Lq, Lk,
-                                                       causal, allowed, mask_heads);
-        s[nt][e] = visible ? s[nt][e] * scale_log2 : -INFINITY;
-        mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
-      }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float alpha = tile::row_rescale(st[r], warp_max(mx[r], 4));
-#pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        o[dt][2 * r] *= alpha;
-        o[dt][2 * r + 1] *= alpha;
-      }
-    }
-    // P = exp2(S - m) in float32 for l, rounded to E for P V. Two adjacent n8 score tiles are
-    // laid out exactly as one k16 A fragment, so P goes from accumulators to operand in place.
+    tc_mask_scale<MODS, kTcBc>(s, mx, vis, hm, rows, h, warp_i0, j0, tig, scale_log2);
+    tc_rescale<D>(o, st, mx);
     uint32_t pf[kTcBc / 16][4];
-#pragma unroll
-    for (int nt = 0; nt < kTcBc / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const tile::RowState<float>& row = st[e / 2];
-        s[nt][e] = row.m == -INFINITY ? 0.0f : fast_exp2(s[nt][e] - row.m);
-        st[e / 2].l += s[nt][e];
-      }
-#pragma unroll
-    for (int kk = 0; kk < kTcBc / 16; ++kk) {
-      pf[kk][0] = TC::pack(s[2 * kk][0], s[2 * kk][1]);
-      pf[kk][1] = TC::pack(s[2 * kk][2], s[2 * kk][3]);
-      pf[kk][2] = TC::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pf[kk][3] = TC::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
+    tc_probabilities<E, kTcBc>(pf, s, st);
     cp_async_wait<1>();  // this tile's V has landed (the next K may still be in flight)
     __syncthreads();
-    // O += P V: V's rows are the B operand's k dimension, so it is read transposed.
-#pragma unroll
-    for (int kk = 0; kk < kTcBc / 16; ++kk)
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        uint32_t vb[4];  // keys 16 kk .. + 15, output columns 16 dp .. + 7 and + 8 .. + 15
-        ldmatrix_x4_trans(vb, v_tile + (kk * 16 + lane % 16) * P + dp * 16 + (lane / 16) * 8);
-        TC::mma(o[2 * dp], pf[kk], vb[0], vb[1]);
-        TC::mma(o[2 * dp + 1], pf[kk], vb[2], vb[3]);
-      }
+    tc_accumulate_pv<E, D, kTcBc>(o, pf, v_tile, lane);
     cp_async_wait<0>();  // the next K has landed ...
     __syncthreads();     // ... for every thread, and every warp is done with v_tile
   }
-
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    st[r].l = warp_sum(st[r].l, 4);
-    const int i = rows[r];
-    if (i >= Lq) continue;
-    const float inv_l = tile::row_output_scale(st[r]);
-    float* orow = out + (size_t(h) * Lq + i) * D;
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt)
-      *reinterpret_cast<float2*>(orow + dt * 8 + tig * 2) = make_float2(o[dt][2 * r] * inv_l, o[dt][2 * r + 1] * inv_l);
-    if (tig == 0) lse[size_t(h) * Lq + i] = tile::row_lse(st[r]);
-  }
+  tc_write_rows<D>(st, o, out, lse, rows, h, Lq, tig);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -411,18 +555,90 @@ std::size_t bwd_shared_bytes(int d, int dv) {
                           2 * std::size_t(kBwdBlock) * kBwdTile + 2 * std::size_t(kBwdTile));
 }
 
-// P and dS of one (query i, key j) pair, given s = q.k, dp = dO.v, the row's lse and D.
-__device__ inline void bwd_pair(bool visible, float s, float dp, float scale, float lse_i, float delta_i,
-                                float& p, float& ds) {
-  p = visible && lse_i != -INFINITY ? expf(s * scale - lse_i) : 0.0f;
-  ds = p * (dp - delta_i);
+// P and dS of one (query i, key j) pair, given s = q.k, dp = dO.v, the row's lse and D. With
+// score modifiers, P is taken from the modified score as the forward took it, and dS is
+// multiplied by the modifiers' slope d mod / dx at x = scale T q.k (the chain rule; the scale
+// itself is applied to dQ and dK at the end, as without).
+template <bool MODS>
+__device__ __forceinline__ void bwd_pair(bool visible, float s, float dp, float scale, const HeadMods& hm, int i,
+                                         int j, int Lq, int Lk, float lse_i, float delta_i, float& p, float& ds) {
+  if constexpr (MODS) {
+    const tile::ModifiedScore<float> m =
+        tile::modify_score(s * hm.to_raw, hm.cap, hm.slope, alibi_distance(i, j, Lq, Lk));
+    p = visible && lse_i != -INFINITY ? expf(m.score * hm.from_raw - lse_i) : 0.0f;
+    ds = p * (dp - delta_i) * m.slope;
+  } else {
+    p = visible && lse_i != -INFINITY ? expf(s * scale - lse_i) : 0.0f;
+    ds = p * (dp - delta_i);
+  }
 }
 
-template <int T>  // output columns per lane: d and dv <= 32 T
+// The block's own rows [first, first + kBwdBlock) of head `head` of a [.., total, n] matrix into
+// tile [kBwdBlock][n]: query rows (dq) or keys (dkdv); rows past `total` are zeros.
+__device__ __forceinline__ void bwd_load_block(float* tile, const float* src, int head, int first, int total, int n) {
+  for (int x = threadIdx.x; x < kBwdBlock * n; x += blockDim.x) {
+    const int i = first + x / n;
+    tile[x] = i < total ? src[(size_t(head) * total + i) * n + x % n] : 0.0f;
+  }
+}
+
+// Rows [first, first + count) of head `head` of a [.., total, n] matrix into tile
+// [kBwdTile][n + 1] (padded: lane i reads row i from its own bank); the tile's rows past
+// `count` are zeros.
+__device__ __forceinline__ void bwd_load_tile(float* tile, const float* src, int head, int first, int count,
+                                              int total, int n) {
+  for (int x = threadIdx.x; x < kBwdTile * n; x += blockDim.x) {
+    const int jj = x / n;
+    tile[jj * (n + 1) + x % n] = jj < count ? src[(size_t(head) * total + first + jj) * n + x % n] : 0.0f;
+  }
+}
+
+// acc[r][u] += w[r][jj] x[jj][lane + 32 u] over the tile's `count` rows jj: dq_acc += dS K
+// (flash_dq_kernel), dv_acc += P^T dO and dk_acc += dS^T Q (flash_dkdv_kernel, two at once).
+template <int T>
+__device__ __forceinline__ void bwd_accumulate(float (&acc)[kBwdRowsPerWarp][T], const float* w_rows,
+                                               const float* x_tile, int count, int n, int lane) {
+  for (int jj = 0; jj < count; ++jj) {
+    float xv[T];
+#pragma unroll
+    for (int u = 0; u < T; ++u) xv[u] = lane + 32 * u < n ? x_tile[jj * (n + 1) + lane + 32 * u] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+      const float w = w_rows[r * kBwdTile + jj];
+#pragma unroll
+      for (int u = 0; u < T; ++u) acc[r][u] = fmaf(w, xv[u], acc[r][u]);
+    }
+  }
+}
+
+// flash_dq_kernel's step for one key tile: lane j's dS of key j0 + j against each of the warp's
+// rows, into ds_rows [kBwdRowsPerWarp][kBwdTile].
+template <bool MODS>
+__device__ __forceinline__ void dq_tile_ds(float* ds_rows, const float* q_tile, const float* do_tile,
+                                           const float* k_tile, const float* v_tile,
+                                           const float (&lse_r)[kBwdRowsPerWarp],
+                                           const float (&delta_r)[kBwdRowsPerWarp], const Visibility& vis,
+                                           const HeadMods& hm, int h, int row0, int j0, int cols, int warp, int lane,
+                                           int d, int dv, float scale) {
+#pragma unroll
+  for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+    const float* qr = q_tile + (warp * kBwdRowsPerWarp + r) * d;
+    const float* dor = do_tile + (warp * kBwdRowsPerWarp + r) * dv;
+    float s = 0.0f, dp = 0.0f;
+    for (int c = 0; c < d; ++c) s = fmaf(qr[c], k_tile[lane * (d + 1) + c], s);
+    for (int c = 0; c < dv; ++c) dp = fmaf(dor[c], v_tile[lane * (dv + 1) + c], dp);
+    const bool visible = lane < cols && vis(row0 + r, j0 + lane, h);
+    float p, ds;
+    bwd_pair<MODS>(visible, s, dp, scale, hm, row0 + r, j0 + lane, vis.Lq, vis.Lk, lse_r[r], delta_r[r], p, ds);
+    ds_rows[r * kBwdTile + lane] = ds;
+  }
+}
+
+template <bool MODS, int T>  // output columns per lane: d and dv <= 32 T
 __global__ void __launch_bounds__(kBwdWarps * 32)
     flash_dq_kernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
                     const float* delta, const unsigned char* allowed, int mask_heads, int H, int Hkv, int Lq,
-                    int Lk, int d, int dv, bool causal, float scale, float* dq) {
+                    int Lk, int d, int dv, bool causal, float scale, KernelMods mods, float* dq) {
   extern __shared__ float bwd_smem[];
   float* q_tile = bwd_smem;                     // [kBwdBlock][d]
   float* do_tile = q_tile + kBwdBlock * d;      // [kBwdBlock][dv]
@@ -433,14 +649,10 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   const int h = blockIdx.y, g = h / (H / Hkv);
   const int i0 = (gridDim.x - 1 - blockIdx.x) * kBwdBlock, row0 = i0 + warp * kBwdRowsPerWarp;
   float* ds_rows = ds_tile + warp * kBwdRowsPerWarp * kBwdTile;
-  for (int x = threadIdx.x; x < kBwdBlock * d; x += blockDim.x) {
-    const int i = i0 + x / d;
-    q_tile[x] = i < Lq ? q[(size_t(h) * Lq + i) * d + x % d] : 0.0f;
-  }
-  for (int x = threadIdx.x; x < kBwdBlock * dv; x += blockDim.x) {
-    const int i = i0 + x / dv;
-    do_tile[x] = i < Lq ? dout[(size_t(h) * Lq + i) * dv + x % dv] : 0.0f;
-  }
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
+  bwd_load_block(q_tile, q, h, i0, Lq, d);
+  bwd_load_block(do_tile, dout, h, i0, Lq, dv);
   float lse_r[kBwdRowsPerWarp], delta_r[kBwdRowsPerWarp], acc[kBwdRowsPerWarp][T];
 #pragma unroll
   for (int r = 0; r < kBwdRowsPerWarp; ++r) {
@@ -454,39 +666,13 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   for (int j0 = 0; j0 < key_end; j0 += kBwdTile) {
     const int cols = min(kBwdTile, key_end - j0);
     __syncthreads();
-    for (int x = threadIdx.x; x < kBwdTile * d; x += blockDim.x) {
-      const int jj = x / d;
-      k_tile[jj * (d + 1) + x % d] = jj < cols ? k[(size_t(g) * Lk + j0 + jj) * d + x % d] : 0.0f;
-    }
-    for (int x = threadIdx.x; x < kBwdTile * dv; x += blockDim.x) {
-      const int jj = x / dv;
-      v_tile[jj * (dv + 1) + x % dv] = jj < cols ? v[(size_t(g) * Lk + j0 + jj) * dv + x % dv] : 0.0f;
-    }
+    bwd_load_tile(k_tile, k, g, j0, cols, Lk, d);
+    bwd_load_tile(v_tile, v, g, j0, cols, Lk, dv);
     __syncthreads();
-#pragma unroll
-    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-      const float* qr = q_tile + (warp * kBwdRowsPerWarp + r) * d;
-      const float* dor = do_tile + (warp * kBwdRowsPerWarp + r) * dv;
-      float s = 0.0f, dp = 0.0f;
-      for (int c = 0; c < d; ++c) s = fmaf(qr[c], k_tile[lane * (d + 1) + c], s);
-      for (int c = 0; c < dv; ++c) dp = fmaf(dor[c], v_tile[lane * (dv + 1) + c], dp);
-      const bool visible = lane < cols && key_visible(row0 + r, j0 + lane, h, Lq, Lk, causal, allowed, mask_heads);
-      float p, ds;
-      bwd_pair(visible, s, dp, scale, lse_r[r], delta_r[r], p, ds);
-      ds_rows[r * kBwdTile + lane] = ds;
-    }
+    dq_tile_ds<MODS>(ds_rows, q_tile, do_tile, k_tile, v_tile, lse_r, delta_r, vis, hm, h, row0, j0, cols, warp, lane,
+                     d, dv, scale);
     __syncwarp();
-    for (int jj = 0; jj < cols; ++jj) {
-      float kv[T];
-#pragma unroll
-      for (int u = 0; u < T; ++u) kv[u] = lane + 32 * u < d ? k_tile[jj * (d + 1) + lane + 32 * u] : 0.0f;
-#pragma unroll
-      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-        const float ds = ds_rows[r * kBwdTile + jj];
-#pragma unroll
-        for (int u = 0; u < T; ++u) acc[r][u] = fmaf(ds, kv[u], acc[r][u]);
-      }
-    }
+    bwd_accumulate<T>(acc, ds_rows, k_tile, cols, d, lane);  // dQ += dS K
     __syncwarp();
   }
 #pragma unroll
@@ -499,11 +685,61 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   }
 }
 
+// flash_dkdv_kernel's step for one tile of query rows of head h: lane i's P and dS of query row
+// t0 + i against each of the warp's keys, into p_rows and ds_rows [kBwdRowsPerWarp][kBwdTile].
+template <bool MODS>
+__device__ __forceinline__ void dkdv_tile_pds(float* p_rows, float* ds_rows, const float* k_tile, const float* v_tile,
+                                              const float* q_tile, const float* do_tile, const float* lse_tile,
+                                              const float* delta_tile, const Visibility& vis, const HeadMods& hm, int h,
+                                              int t0, int rows, int key0, int warp, int lane, int d, int dv,
+                                              float scale) {
+#pragma unroll
+  for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+    const float* kr = k_tile + (warp * kBwdRowsPerWarp + r) * d;
+    const float* vr = v_tile + (warp * kBwdRowsPerWarp + r) * dv;
+    float s = 0.0f, dp = 0.0f;
+    for (int c = 0; c < d; ++c) s = fmaf(q_tile[lane * (d + 1) + c], kr[c], s);
+    for (int c = 0; c < dv; ++c) dp = fmaf(do_tile[lane * (dv + 1) + c], vr[c], dp);
+    const bool visible = lane < rows && vis(t0 + lane, key0 + r, h);
+    float p, ds;
+    bwd_pair<MODS>(visible, s, dp, scale, hm, t0 + lane, key0 + r, vis.Lq, vis.Lk, lse_tile[lane], delta_tile[lane], p,
+                   ds);
+    p_rows[r * kBwdTile + lane] = p;
+    ds_rows[r * kBwdTile + lane] = ds;
+  }
+}
+
+// dV += P^T dO and dK += dS^T Q over the tile's `rows` query rows, each lane its own columns.
 template <int T>
+__device__ __forceinline__ void dkdv_accumulate(float (&dk_acc)[kBwdRowsPerWarp][T],
+                                                float (&dv_acc)[kBwdRowsPerWarp][T], const float* p_rows,
+                                                const float* ds_rows, const float* q_tile, const float* do_tile,
+                                                int rows, int d, int dv, int lane) {
+  for (int ii = 0; ii < rows; ++ii) {
+    float qv[T], dov[T];
+#pragma unroll
+    for (int u = 0; u < T; ++u) {
+      const int c = lane + 32 * u;
+      qv[u] = c < d ? q_tile[ii * (d + 1) + c] : 0.0f;
+      dov[u] = c < dv ? do_tile[ii * (dv + 1) + c] : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < kBwdRowsPerWarp; ++r) {
+      const float p = p_rows[r * kBwdTile + ii], ds = ds_rows[r * kBwdTile + ii];
+#pragma unroll
+      for (int u = 0; u < T; ++u) {
+        dv_acc[r][u] = fmaf(p, dov[u], dv_acc[r][u]);
+        dk_acc[r][u] = fmaf(ds, qv[u], dk_acc[r][u]);
+      }
+    }
+  }
+}
+
+template <bool MODS, int T>
 __global__ void __launch_bounds__(kBwdWarps * 32)
     flash_dkdv_kernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
                       const float* delta, const unsigned char* allowed, int mask_heads, int H, int Hkv, int Lq,
-                      int Lk, int d, int dv, bool causal, float scale, float* dk, float* dvout) {
+                      int Lk, int d, int dv, bool causal, float scale, KernelMods mods, float* dk, float* dvout) {
   extern __shared__ float bwd_smem[];
   float* k_tile = bwd_smem;                      // [kBwdBlock][d]   this block's keys
   float* v_tile = k_tile + kBwdBlock * d;        // [kBwdBlock][dv]
@@ -518,14 +754,9 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   const int j0 = blockIdx.x * kBwdBlock, key0 = j0 + warp * kBwdRowsPerWarp;
   float* p_rows = p_tile + warp * kBwdRowsPerWarp * kBwdTile;
   float* ds_rows = ds_tile + warp * kBwdRowsPerWarp * kBwdTile;
-  for (int x = threadIdx.x; x < kBwdBlock * d; x += blockDim.x) {
-    const int j = j0 + x / d;
-    k_tile[x] = j < Lk ? k[(size_t(g) * Lk + j) * d + x % d] : 0.0f;
-  }
-  for (int x = threadIdx.x; x < kBwdBlock * dv; x += blockDim.x) {
-    const int j = j0 + x / dv;
-    v_tile[x] = j < Lk ? v[(size_t(g) * Lk + j) * dv + x % dv] : 0.0f;
-  }
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  bwd_load_block(k_tile, k, g, j0, Lk, d);
+  bwd_load_block(v_tile, v, g, j0, Lk, dv);
   float dk_acc[kBwdRowsPerWarp][T], dv_acc[kBwdRowsPerWarp][T];
 #pragma unroll
   for (int r = 0; r < kBwdRowsPerWarp; ++r)
@@ -535,54 +766,20 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   const int i_begin = causal ? max(0, j0 - (Lk - Lq)) / kBwdTile * kBwdTile : 0;
   for (int h = g * group; h < (g + 1) * group; ++h)
     for (int t0 = i_begin; t0 < Lq; t0 += kBwdTile) {
+      const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
       const int rows = min(kBwdTile, Lq - t0);
       __syncthreads();
-      for (int x = threadIdx.x; x < kBwdTile * d; x += blockDim.x) {
-        const int ii = x / d;
-        q_tile[ii * (d + 1) + x % d] = ii < rows ? q[(size_t(h) * Lq + t0 + ii) * d + x % d] : 0.0f;
-      }
-      for (int x = threadIdx.x; x < kBwdTile * dv; x += blockDim.x) {
-        const int ii = x / dv;
-        do_tile[ii * (dv + 1) + x % dv] = ii < rows ? dout[(size_t(h) * Lq + t0 + ii) * dv + x % dv] : 0.0f;
-      }
+      bwd_load_tile(q_tile, q, h, t0, rows, Lq, d);
+      bwd_load_tile(do_tile, dout, h, t0, rows, Lq, dv);
       for (int ii = threadIdx.x; ii < kBwdTile; ii += blockDim.x) {
         lse_tile[ii] = ii < rows ? lse[size_t(h) * Lq + t0 + ii] : -INFINITY;
         delta_tile[ii] = ii < rows ? delta[size_t(h) * Lq + t0 + ii] : 0.0f;
       }
       __syncthreads();
-      // Lane i: query row t0 + i against each of the warp's keys.
-#pragma unroll
-      for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-        const float* kr = k_tile + (warp * kBwdRowsPerWarp + r) * d;
-        const float* vr = v_tile + (warp * kBwdRowsPerWarp + r) * dv;
-        float s = 0.0f, dp = 0.0f;
-        for (int c = 0; c < d; ++c) s = fmaf(q_tile[lane * (d + 1) + c], kr[c], s);
-        for (int c = 0; c < dv; ++c) dp = fmaf(do_tile[lane * (dv + 1) + c], vr[c], dp);
-        const bool visible = lane < rows && key_visible(t0 + lane, key0 + r, h, Lq, Lk, causal, allowed, mask_heads);
-        float p, ds;
-        bwd_pair(visible, s, dp, scale, lse_tile[lane], delta_tile[lane], p, ds);
-        p_rows[r * kBwdTile + lane] = p;
-        ds_rows[r * kBwdTile + lane] = ds;
-      }
+      dkdv_tile_pds<MODS>(p_rows, ds_rows, k_tile, v_tile, q_tile, do_tile, lse_tile, delta_tile, vis, hm, h, t0, rows,
+                          key0, warp, lane, d, dv, scale);
       __syncwarp();
-      for (int ii = 0; ii < rows; ++ii) {
-        float qv[T], dov[T];
-#pragma unroll
-        for (int u = 0; u < T; ++u) {
-          const int c = lane + 32 * u;
-          qv[u] = c < d ? q_tile[ii * (d + 1) + c] : 0.0f;
-          dov[u] = c < dv ? do_tile[ii * (dv + 1) + c] : 0.0f;
-        }
-#pragma unroll
-        for (int r = 0; r < kBwdRowsPerWarp; ++r) {
-          const float p = p_rows[r * kBwdTile + ii], ds = ds_rows[r * kBwdTile + ii];
-#pragma unroll
-          for (int u = 0; u < T; ++u) {
-            dv_acc[r][u] = fmaf(p, dov[u], dv_acc[r][u]);
-            dk_acc[r][u] = fmaf(ds, qv[u], dk_acc[r][u]);
-          }
-        }
-      }
+      dkdv_accumulate<T>(dk_acc, dv_acc, p_rows, ds_rows, q_tile, do_tile, rows, d, dv, lane);
       __syncwarp();
     }
 #pragma unroll
@@ -658,46 +855,65 @@ struct Launch {
   FlashDims dims;
   bool causal;
   float scale_log2;
+  KernelMods mods;
+  bool modded;  // any score modifier: the kernels' MODS instantiation
   float *out, *lse;
 };
 
-template <int DVT>
+// The score modifiers for a launch: `slopes` holds the ALiBi slopes on the device (when there
+// are any); `unit` is what a modified score is multiplied by besides 1 / T: log2(e) for the
+// forward's base-2 scores, 1 for the backward. `scale` has 1 / T folded in.
+KernelMods kernel_mods(const ScoreMods& m, float scale, double unit, const DeviceBuffer& slopes) {
+  return {m.softcap > 0 ? m.softcap : 0.0f, m.alibi_slopes ? slopes.as<float>() : nullptr,
+          float(double(scale) * double(m.temperature)), float(unit / double(m.temperature))};
+}
+
+template <bool MODS, int DVT>
 cudaError_t launch_f32(const Launch& a) {
   const std::size_t shared = f32_shared_bytes(int(a.dims.d), int(a.dims.dv));
-  if (const cudaError_t err = allow_shared(flash_f32_kernel<DVT>, shared); err != cudaSuccess) return err;
+  if (const cudaError_t err = allow_shared(flash_f32_kernel<MODS, DVT>, shared); err != cudaSuccess) return err;
   const dim3 grid(unsigned((a.dims.Lq + kF32Br - 1) / kF32Br), unsigned(a.dims.H));
-  flash_f32_kernel<DVT><<<grid, kF32Warps * 32, shared>>>(
+  flash_f32_kernel<MODS, DVT><<<grid, kF32Warps * 32, shared>>>(
       static_cast<const float*>(a.q), static_cast<const float*>(a.k), static_cast<const float*>(a.v), a.allowed,
       a.mask_heads, int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), int(a.dims.d), int(a.dims.dv),
-      a.causal, a.scale_log2, a.out, a.lse);
+      a.causal, a.scale_log2, a.mods, a.out, a.lse);
   return cudaGetLastError();
 }
 
-template <class E, int D, int WARPS, int BC>
+template <bool MODS, class E, int D, int WARPS, int BC>
 cudaError_t launch_tc(const Launch& a) {
   const std::size_t shared = tc_shared_bytes<D, WARPS, BC>();
-  if (const cudaError_t err = allow_shared(flash_tc_kernel<E, D, WARPS, BC>, shared); err != cudaSuccess) return err;
+  if (const cudaError_t err = allow_shared(flash_tc_kernel<MODS, E, D, WARPS, BC>, shared); err != cudaSuccess)
+    return err;
   const dim3 grid(unsigned((a.dims.Lq + 16 * WARPS - 1) / (16 * WARPS)), unsigned(a.dims.H));
-  flash_tc_kernel<E, D, WARPS, BC><<<grid, WARPS * 32, shared>>>(
+  flash_tc_kernel<MODS, E, D, WARPS, BC><<<grid, WARPS * 32, shared>>>(
       static_cast<const E*>(a.q), static_cast<const E*>(a.k), static_cast<const E*>(a.v), a.allowed, a.mask_heads,
-      int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), a.causal, a.scale_log2, a.out, a.lse);
+      int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), a.causal, a.scale_log2, a.mods, a.out, a.lse);
   return cudaGetLastError();
 }
 
-template <class E>
+template <bool MODS, class E>
 cudaError_t launch_tc_for_dim(const Launch& a) {
-  return a.dims.d == 64 ? launch_tc<E, 64, kTcWarps, kTcKeys>(a) : launch_tc<E, 128, kTcWarps, kTcKeys>(a);
+  return a.dims.d == 64 ? launch_tc<MODS, E, 64, kTcWarps, kTcKeys>(a) : launch_tc<MODS, E, 128, kTcWarps, kTcKeys>(a);
+}
+
+template <bool MODS>
+cudaError_t launch_kernel(const Launch& a, Dtype dtype) {
+  switch (dtype) {
+    case Dtype::float16: return launch_tc_for_dim<MODS, __half>(a);
+    case Dtype::bfloat16: return launch_tc_for_dim<MODS, __nv_bfloat16>(a);
+    case Dtype::float32: break;
+  }
+  const std::size_t dv = a.dims.dv;
+  return dv <= 32   ? launch_f32<MODS, 1>(a)
+         : dv <= 64  ? launch_f32<MODS, 2>(a)
+         : dv <= 128 ? launch_f32<MODS, 4>(a)
+                     : launch_f32<MODS, 8>(a);
 }
 
 cudaError_t launch(const Launch& a, Dtype dtype) {
   if (a.dims.H == 0 || a.dims.Lq == 0) return cudaSuccess;  // no rows: nothing to launch
-  switch (dtype) {
-    case Dtype::float16: return launch_tc_for_dim<__half>(a);
-    case Dtype::bfloat16: return launch_tc_for_dim<__nv_bfloat16>(a);
-    case Dtype::float32: break;
-  }
-  const std::size_t dv = a.dims.dv;
-  return dv <= 32 ? launch_f32<1>(a) : dv <= 64 ? launch_f32<2>(a) : dv <= 128 ? launch_f32<4>(a) : launch_f32<8>(a);
+  return a.modded ? launch_kernel<true>(a, dtype) : launch_kernel<false>(a, dtype);
 }
 
 template <class E>
@@ -715,34 +931,43 @@ struct BwdLaunch {
   FlashDims dims;
   bool causal;
   float scale;
+  KernelMods mods;
+  bool modded;
   float *dq, *dk, *dv;
 };
 
-template <int T>
+template <bool MODS, int T>
 cudaError_t launch_backward_t(const BwdLaunch& a) {
   const std::size_t shared = bwd_shared_bytes(int(a.dims.d), int(a.dims.dv));
-  if (cudaError_t err = allow_shared(flash_dq_kernel<T>, shared); err != cudaSuccess) return err;
-  if (cudaError_t err = allow_shared(flash_dkdv_kernel<T>, shared); err != cudaSuccess) return err;
+  if (cudaError_t err = allow_shared(flash_dq_kernel<MODS, T>, shared); err != cudaSuccess) return err;
+  if (cudaError_t err = allow_shared(flash_dkdv_kernel<MODS, T>, shared); err != cudaSuccess) return err;
   const FlashDims& m = a.dims;
   if (m.Lq > 0) {
-    flash_dq_kernel<T><<<dim3(unsigned((m.Lq + kBwdBlock - 1) / kBwdBlock), unsigned(m.H)), kBwdWarps * 32, shared>>>(
-        a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H), int(m.Hkv), int(m.Lq), int(m.Lk),
-        int(m.d), int(m.dv), a.causal, a.scale, a.dq);
+    flash_dq_kernel<MODS, T><<<dim3(unsigned((m.Lq + kBwdBlock - 1) / kBwdBlock), unsigned(m.H)), kBwdWarps * 32,
+                               shared>>>(a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H),
+                                         int(m.Hkv), int(m.Lq), int(m.Lk), int(m.d), int(m.dv), a.causal, a.scale,
+                                         a.mods, a.dq);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   }
   if (m.Lk > 0) {
-    flash_dkdv_kernel<T><<<dim3(unsigned((m.Lk + kBwdBlock - 1) / kBwdBlock), unsigned(m.Hkv)), kBwdWarps * 32, shared>>>(
-        a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H), int(m.Hkv), int(m.Lq), int(m.Lk),
-        int(m.d), int(m.dv), a.causal, a.scale, a.dk, a.dv);
+    flash_dkdv_kernel<MODS, T><<<dim3(unsigned((m.Lk + kBwdBlock - 1) / kBwdBlock), unsigned(m.Hkv)), kBwdWarps * 32,
+                                 shared>>>(a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H),
+                                           int(m.Hkv), int(m.Lq), int(m.Lk), int(m.d), int(m.dv), a.causal, a.scale,
+                                           a.mods, a.dk, a.dv);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   }
   return cudaSuccess;
 }
 
-cudaError_t launch_backward(const BwdLaunch& a) {
+template <bool MODS>
+cudaError_t launch_backward_kernels(const BwdLaunch& a) {
   const std::size_t widest = std::max(a.dims.d, a.dims.dv);
-  return widest <= 32 ? launch_backward_t<1>(a) : widest <= 64 ? launch_backward_t<2>(a)
-       : widest <= 128 ? launch_backward_t<4>(a) : launch_backward_t<8>(a);
+  return widest <= 32 ? launch_backward_t<MODS, 1>(a) : widest <= 64 ? launch_backward_t<MODS, 2>(a)
+       : widest <= 128 ? launch_backward_t<MODS, 4>(a) : launch_backward_t<MODS, 8>(a);
+}
+
+cudaError_t launch_backward(const BwdLaunch& a) {
+  return a.modded ? launch_backward_kernels<true>(a) : launch_backward_kernels<false>(a);
 }
 
 }  // namespace
@@ -779,13 +1004,13 @@ bool device_usable(std::string& reason) {
 
 std::string flash_forward(const float* q, const float* k, const float* v,
                           const unsigned char* allowed, std::size_t mask_heads,
-                          const FlashDims& dims, bool causal, float scale, Dtype dtype,
-                          float* out, float* lse, std::size_t timed_runs,
+                          const FlashDims& dims, bool causal, float scale, const ScoreMods& mods,
+                          Dtype dtype, float* out, float* lse, std::size_t timed_runs,
                           std::vector<double>* kernel_ms) {
   const std::size_t nq = dims.H * dims.Lq * dims.d, nk = dims.Hkv * dims.Lk * dims.d,
                     nv = dims.Hkv * dims.Lk * dims.dv, no = dims.H * dims.Lq * dims.dv,
                     nl = dims.H * dims.Lq, nm = allowed ? mask_heads * dims.Lq * dims.Lk : 0;
-  DeviceBuffer dq, dk, dv, dm, dout, dlse, eq, ek, ev;
+  DeviceBuffer dq, dk, dv, dm, dslopes, dout, dlse, eq, ek, ev;
   cudaError_t err = cudaSuccess;
   auto alloc_copy = [&](DeviceBuffer& b, const void* host, std::size_t bytes) {
     if (err == cudaSuccess) err = b.allocate(bytes);
@@ -795,12 +1020,14 @@ std::string flash_forward(const float* q, const float* k, const float* v,
   alloc_copy(dk, k, nk * sizeof(float));
   alloc_copy(dv, v, nv * sizeof(float));
   alloc_copy(dm, allowed, nm);
+  alloc_copy(dslopes, mods.alibi_slopes, mods.alibi_slopes ? dims.H * sizeof(float) : 0);
   alloc_copy(dout, nullptr, no * sizeof(float));
   alloc_copy(dlse, nullptr, nl * sizeof(float));
   if (err != cudaSuccess) return cudaGetErrorString(err);
 
   Launch a{dq.as<void>(), dk.as<void>(), dv.as<void>(), allowed ? dm.as<unsigned char>() : nullptr,
-           int(mask_heads), dims, causal, scale * float(tile::kLog2ed), dout.as<float>(), dlse.as<float>()};
+           int(mask_heads), dims, causal, scale * float(tile::kLog2ed),
+           kernel_mods(mods, scale, tile::kLog2ed, dslopes), mods.any(), dout.as<float>(), dlse.as<float>()};
   if (dtype != Dtype::float32) {  // round Q, K, V once on the device; the kernel reads only those
     auto round_all = [&](auto tag) {
       using E = decltype(tag);
@@ -843,12 +1070,12 @@ std::string flash_forward(const float* q, const float* k, const float* v,
 
 std::string flash_backward(const float* q, const float* k, const float* v, const unsigned char* allowed,
                            std::size_t mask_heads, const FlashDims& dims, bool causal, float scale,
-                           const float* dout, const float* lse, const float* delta, float* dq, float* dk,
-                           float* dv) {
+                           const ScoreMods& mods, const float* dout, const float* lse, const float* delta, float* dq,
+                           float* dk, float* dv) {
   const std::size_t nq = dims.H * dims.Lq * dims.d, nk = dims.Hkv * dims.Lk * dims.d,
                     nv = dims.Hkv * dims.Lk * dims.dv, no = dims.H * dims.Lq * dims.dv,
                     nl = dims.H * dims.Lq, nm = allowed ? mask_heads * dims.Lq * dims.Lk : 0;
-  DeviceBuffer bq, bk, bv, bm, bdo, blse, bdelta, bdq, bdk, bdv;
+  DeviceBuffer bq, bk, bv, bm, bslopes, bdo, blse, bdelta, bdq, bdk, bdv;
   cudaError_t err = cudaSuccess;
   auto alloc_copy = [&](DeviceBuffer& b, const void* host, std::size_t bytes) {
     if (err == cudaSuccess) err = b.allocate(bytes);
@@ -859,6 +1086,7 @@ std::string flash_backward(const float* q, const float* k, const float* v, const
   alloc_copy(bk, k, nk * sizeof(float));
   alloc_copy(bv, v, nv * sizeof(float));
   alloc_copy(bm, allowed, nm);
+  alloc_copy(bslopes, mods.alibi_slopes, mods.alibi_slopes ? dims.H * sizeof(float) : 0);
   alloc_copy(bdo, dout, no * sizeof(float));
   alloc_copy(blse, lse, nl * sizeof(float));
   alloc_copy(bdelta, delta, nl * sizeof(float));
@@ -869,7 +1097,8 @@ std::string flash_backward(const float* q, const float* k, const float* v, const
   if (dims.H > 0) {
     err = launch_backward({bq.as<float>(), bk.as<float>(), bv.as<float>(), bdo.as<float>(), blse.as<float>(),
                            bdelta.as<float>(), allowed ? bm.as<unsigned char>() : nullptr, int(mask_heads), dims,
-                           causal, scale, bdq.as<float>(), bdk.as<float>(), bdv.as<float>()});
+                           causal, scale, kernel_mods(mods, scale, 1.0, bslopes), mods.any(), bdq.as<float>(),
+                           bdk.as<float>(), bdv.as<float>()});
   }
   if (err == cudaSuccess) err = cudaMemcpy(dq, bdq.as<void>(), nq * sizeof(float), cudaMemcpyDeviceToHost);
   if (err == cudaSuccess) err = cudaMemcpy(dk, bdk.as<void>(), nk * sizeof(float), cudaMemcpyDeviceToHost);

@@ -7,7 +7,6 @@
 // copy (written to memory, read back by OpenBLAS, which copied it once more into its own packed
 // panels). Here the widening is the packing: each weight is read once, as stored.
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #include "attention/flash/microkernels.hpp"
@@ -50,14 +49,13 @@ detail::StoredStreamKernel stream_kernel() {
   return kernel;
 }
 
-// The few rows of x against a [in, out] W: column ranges split evenly across the workers, each
-// at most kStreamColumns wide (its outputs then stay in L1), each streamed by stored_stream,
-// then the activation.
+// The few rows of x against a [in, out] W: column ranges of equal width, at most kStreamColumns
+// (their outputs then stay in L1), one per thread, each streamed by stored_stream, then the
+// activation.
 bool stream_rows(const float* x, std::size_t m, const StoredMatrix& w, const float* bias, float* y, std::size_t ldy,
                  std::size_t threads, float (*activation)(float)) {
-  const std::size_t N = w.cols, workers = detail::thread_count(threads, (N + 63) / 64);
-  const std::size_t rounds = (N + workers * kStreamColumns - 1) / (workers * kStreamColumns);
-  const std::size_t items = std::min((N + 63) / 64, workers * rounds);
+  const std::size_t N = w.cols, items = (N + kStreamColumns - 1) / kStreamColumns;
+  const std::size_t workers = detail::thread_count(threads, items);
   std::vector<char> finite(workers, 1);
   const detail::StoredStreamKernel stream = stream_kernel();
   detail::parallel_items(items, workers, [&](std::size_t worker, std::size_t item) {
@@ -80,7 +78,6 @@ detail::StoredWidenTransposedKernel widen_transposed_kernel() {
 
 struct Problem {
   const float* x;
-  std::size_t m;
   const StoredMatrix& w;
   StoredLayout layout;
   std::size_t K, N;  // x [m, K] . W -> y [m, N]
@@ -198,7 +195,7 @@ bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLay
   const std::size_t column_items = std::min(panels, workers * rounds), items = row_items * column_items;
   std::vector<Buffers> buffers(workers);
   std::vector<char> finite(workers, 1);
-  const Problem pb{x, m, w, layout, K, N, bias, y, ldy, activation};
+  const Problem pb{x, w, layout, K, N, bias, y, ldy, activation};
   detail::parallel_items(items, workers, [&](std::size_t worker, std::size_t index) {
     Buffers& buf = buffers[worker];
     const std::size_t r0 = index / column_items * group, rows = std::min(group, m - r0), c = index % column_items;

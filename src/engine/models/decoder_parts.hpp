@@ -33,8 +33,9 @@ class DecoderProjections {
   DecoderProjections(const DecoderLayer& vectors, const DecoderStoredWeights& store, std::size_t layer,
                      std::size_t threads)
       : w_(vectors), store_(store), stored_(store.stored_layer(layer)), layer_(layer), threads_(threads) {}
-  // x [L, In] W^T, plus the bias of q, k and v when the model has them.
-  Tensor2 operator()(const Tensor2& x, Matrix which) const;
+  // activation(x [L, In] W^T + the bias of q, k and v when the model has them); no activation
+  // when it is null.
+  Tensor2 operator()(const Tensor2& x, Matrix which, float (*activation)(float) = nullptr) const;
   const DecoderLayer& vectors() const { return w_; }
 
  private:
@@ -44,11 +45,12 @@ class DecoderProjections {
   std::size_t layer_, threads_;
 };
 
-// y [L, m.rows] = x [L, m.cols] m^T + bias: stored_matmul for up to kInPlaceRows rows (after
-// the store's check_finite of `layer`), stored_gemm beyond (which checks as it widens; then
-// the store's non_finite names matrix `which`).
+// y [L, m.rows] = activation(x [L, m.cols] m^T + bias): stored_matmul for up to kInPlaceRows
+// rows (after the store's check_finite of `layer`), stored_gemm beyond (which checks as it
+// widens; then the store's non_finite names matrix `which`).
 Tensor2 decoder_product(const Tensor2& x, const StoredMatrix& m, const float* bias, const DecoderStoredWeights& store,
-                        std::size_t layer, std::size_t which, std::size_t threads);
+                        std::size_t layer, std::size_t which, std::size_t threads,
+                        float (*activation)(float) = nullptr);
 
 // SwiGLU on h = rms_norm(x) * post_attention_layernorm.
 Tensor2 decoder_mlp(const DecoderProjections& w, const Tensor2& h);

@@ -106,9 +106,6 @@ class MappedDecoderWeights final : public DecoderStoredWeights {
   void widen_embed_rows(std::size_t first, std::size_t count, float* out) const override {
     widen_rows("model.embed_tokens.weight", first, count, out);
   }
-  void widen_lm_head_rows(std::size_t first, std::size_t count, float* out) const override {
-    widen_rows(lm_head_name(), first, count, out);
-  }
 
  private:
   static std::string matrix_name(std::size_t layer, std::size_t which) {

@@ -40,9 +40,9 @@ struct DecoderStoredLayer {
   StoredMatrix w_q, w_k, w_v, w_o, w_gate, w_up, w_down;
 };
 
-// The weights a model leaves in its files, widened to float32 when a pass reaches them, into
-// tensors the caller owns and reuses (already shaped). InputError naming the tensor when a
-// value is not finite.
+// The weights a model leaves in its files: widened to float32 when a pass reaches them, into
+// tensors the caller owns and reuses (already shaped), or handed out in place. InputError
+// naming the tensor when a value is not finite.
 class DecoderStoredWeights {
  public:
   virtual ~DecoderStoredWeights() = default;
@@ -50,8 +50,6 @@ class DecoderStoredWeights {
   // The layer's norms and biases only (its matrices left unset).
   virtual void widen_layer_vectors(std::size_t layer, DecoderLayer& out) const = 0;
   virtual void widen_embed_rows(std::size_t first, std::size_t count, float* out) const = 0;
-  // lm_head's rows (embed's when tied).
-  virtual void widen_lm_head_rows(std::size_t first, std::size_t count, float* out) const = 0;
   // The matrices in place, as stored: not yet checked for non-finite values. stored_gemm checks
   // each weight as it widens it (then non_finite names the matrix); stored_matmul does not, so
   // its callers ask check_finite first.
@@ -68,8 +66,9 @@ class DecoderStoredWeights {
 struct DecoderModel {
   DecoderConfig config;
   Tensor1 norm;  // [D], the final RMSNorm's weight
-  // The rest stays in the files (stored): one layer is widened at a time into a buffer a pass
-  // reuses, the embedding and lm_head a block of rows at a time.
+  // The rest stays in the files (stored): a pass reads each matrix where it is stored
+  // (stored_gemm, stored_matmul) and widens a layer's norms and biases into a buffer it reuses,
+  // and the embedding rows it looks up.
   std::shared_ptr<const DecoderStoredWeights> stored;
 };
 

@@ -72,9 +72,11 @@ struct Gpt2Model {
   std::vector<Gpt2Block> blocks;
   Tensor1 ln_f_weight, ln_f_bias;  // [D]
   // Set when the blocks and wte stay in their file (blocks and wte are then empty): a pass
-  // widens one block at a time into a buffer it reuses. A float16 GPT-2 small then costs 28 MB
-  // of float32 instead of 500 MB, and fresh memory is slow to come by (the kernel zeroes every
-  // page: on this project's machine that took longer than the whole forward pass).
+  // reads each matrix where it is stored (stored_gemm widens a panel at a time into the core's
+  // cache) and widens only a block's LayerNorms and biases, into a buffer it reuses. A float16
+  // GPT-2 small then needs no float32 copy of its 500 MB, and fresh memory is slow to come by
+  // (the kernel zeroes every page: on this project's machine that took longer than the whole
+  // forward pass).
   std::shared_ptr<const Gpt2StoredWeights> stored;
 };
 

@@ -176,8 +176,9 @@ TEST_CASE("stored gemm: x W + bias, W stored [in, out] or [out, in], every type 
   // transposed blocks, N around the 64-column panels and the 4-panel work items.
   for (StoredLayout layout : kLayouts)
     for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16})
-      for (auto [m, K, N] : {std::array<std::size_t, 3>{1, 1, 1}, {5, 7, 3}, {6, 128, 64}, {7, 129, 65},
-                             {13, 300, 257}, {64, 200, 520}, {200, 33, 70}}) {
+      for (const auto& shape : {std::array<std::size_t, 3>{1, 1, 1}, {5, 7, 3}, {6, 128, 64}, {7, 129, 65},
+                                {13, 300, 257}, {64, 200, 520}, {200, 33, 70}}) {
+        const std::size_t m = shape[0], K = shape[1], N = shape[2];  // not a structured binding: CAPTURE takes them
         const StoredTestMatrix w = make_weights(type, layout, K, N, rng);
         const std::vector<float> x = random_rows(m, K, rng), bias = random_rows(1, N, rng);
         CAPTURE(int(layout));

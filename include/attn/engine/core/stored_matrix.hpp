@@ -43,7 +43,7 @@ enum class StoredLayout { in_out, out_in };
 // once from memory and never written back, and multiplied by the flash kernel's
 // register-blocked product. Columns are split across `threads` (0 = all); each output starts
 // from its bias and adds its terms in the order of k by fused multiply-adds, so its bits
-// depend neither on the thread count nor on m. Returns false when a weight it widened was not
+// depend neither on the thread count nor (on a CPU with FMA: AVX2, AVX-512) on m. Returns false when a weight it widened was not
 // finite (y is then unspecified); the caller names the tensor.
 bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLayout layout, const float* bias,
                  float* y, std::size_t ldy, std::size_t threads, float (*activation)(float) = nullptr);

@@ -29,6 +29,18 @@ struct KernelSet {
   static constexpr std::size_t W = batch::size;
   static constexpr std::size_t PW = QK_NR * W;  // keys per packed panel
 
+  // a * b + c, rounded once. xsimd 8 has no AVX-512 fused multiply-add of its own: its generic
+  // one is a * b + c, which GCC contracts into one instruction and clang does not, so the same
+  // source gave other bits under clang (the sanitizer build). The AVX-512 set calls the
+  // instruction by name; xsimd's AVX2 set (fma3) already does.
+  static batch fused(batch a, batch b, batch c) {
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<Arch, xsimd::avx512f> && std::is_same_v<T, float>) return _mm512_fmadd_ps(a, b, c);
+    if constexpr (std::is_same_v<Arch, xsimd::avx512f> && std::is_same_v<T, double>) return _mm512_fmadd_pd(a, b, c);
+#endif
+    return xsimd::fma(a, b, c);
+  }
+
   static void pack_k(const T* k, std::size_t ldk, std::size_t keys, std::size_t d,
                      T* panels) {
     const std::size_t npanels = (keys + PW - 1) / PW;
@@ -65,7 +77,7 @@ struct KernelSet {
           for (std::size_t r = 0; r < QK_MR; ++r) {
             const batch qb(ar[r * ars + c * acs]);
 #pragma GCC unroll 4
-            for (std::size_t v = 0; v < QK_NR; ++v) acc[r][v] = xsimd::fma(qb, kb[v], acc[r][v]);
+            for (std::size_t v = 0; v < QK_NR; ++v) acc[r][v] = fused(qb, kb[v], acc[r][v]);
           }
         }
 #pragma GCC unroll 8
@@ -100,12 +112,12 @@ struct KernelSet {
   // it would cost a microcode assist).
   static batch exp2_poly(batch f) {
     batch p(T(1.534581243e-04));
-    p = xsimd::fma(p, f, batch(T(1.339993090e-03)));
-    p = xsimd::fma(p, f, batch(T(9.618489072e-03)));
-    p = xsimd::fma(p, f, batch(T(5.550328642e-02)));
-    p = xsimd::fma(p, f, batch(T(2.402264625e-01)));
-    p = xsimd::fma(p, f, batch(T(6.931471825e-01)));
-    return xsimd::fma(p, f, batch(T(1)));
+    p = fused(p, f, batch(T(1.339993090e-03)));
+    p = fused(p, f, batch(T(9.618489072e-03)));
+    p = fused(p, f, batch(T(5.550328642e-02)));
+    p = fused(p, f, batch(T(2.402264625e-01)));
+    p = fused(p, f, batch(T(6.931471825e-01)));
+    return fused(p, f, batch(T(1)));
   }
 
   static batch exp2_nonpositive(batch x) {
@@ -189,7 +201,7 @@ struct KernelSet {
           for (std::size_t r = 0; r < MR; ++r) {
             const batch pb(p[(i0 + r) * ldp + k]);
 #pragma GCC unroll 4
-            for (std::size_t c = 0; c < NV; ++c) acc[r][c] = xsimd::fma(pb, vb[c], acc[r][c]);
+            for (std::size_t c = 0; c < NV; ++c) acc[r][c] = fused(pb, vb[c], acc[r][c]);
           }
         }
 #pragma GCC unroll 8
@@ -347,7 +359,7 @@ struct KernelSet {
         for (std::size_t r = 0; r < BR; ++r) {
           const batch qb = batch::load_unaligned(q + r * d + c);
 #pragma GCC unroll 16
-          for (std::size_t t = 0; t < BT; ++t) acc[r * BT + t] = xsimd::fma(qb, kb[t], acc[r * BT + t]);
+          for (std::size_t t = 0; t < BT; ++t) acc[r * BT + t] = fused(qb, kb[t], acc[r * BT + t]);
         }
       }
       alignas(64) T dots[W];
@@ -437,7 +449,7 @@ struct KernelSet {
       for (std::size_t t = 0; t < count; ++t) {
         const batch bt = batch::load_unaligned(b + t * ldb + c);
 #pragma GCC unroll 8
-        for (std::size_t r = 0; r < MR; ++r) acc[r] = xsimd::fma(batch(alpha * a[r * ar + t * at]), bt, acc[r]);
+        for (std::size_t r = 0; r < MR; ++r) acc[r] = fused(batch(alpha * a[r * ar + t * at]), bt, acc[r]);
       }
 #pragma GCC unroll 8
       for (std::size_t r = 0; r < MR; ++r) acc[r].store_unaligned(y + r * ldy + c);

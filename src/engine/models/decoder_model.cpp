@@ -56,7 +56,7 @@ Tensor2 decoder_product(const Tensor2& x, const StoredMatrix& m, const float* bi
                         std::size_t layer, std::size_t which, std::size_t threads, float (*activation)(float)) {
   const std::size_t L = x.shape(0);
   Tensor2 y = Tensor2::from_shape({L, m.rows});
-  if (L <= kInPlaceRows) {
+  if (L <= kStoredMatmulRows) {
     store.check_finite(layer);
     stored_matmul(x.data(), L, m, bias, y.data(), m.rows, threads);
     if (activation)

@@ -19,12 +19,6 @@ Tensor3 decoder_rotated_heads(const Tensor2& x, std::size_t heads, std::size_t f
 SdpaOptions decoder_attention_options(const DecoderConfig& config, std::size_t layer);
 // The float32 flash kernel on `threads` threads.
 BackendOptions decoder_backend(std::size_t threads);
-// Rows of x up to which a product reads W row by row (stored_matmul: a decode step, the time it
-// takes to read the weights once); more rows widen W a panel at a time (stored_gemm: a prompt,
-// bound by arithmetic). The choice depends on the rows alone, so a prompt fed to the cache and
-// the same prompt in a full forward pass give the same bits.
-inline constexpr std::size_t kInPlaceRows = 8;
-
 // A layer's seven matrices for one pass, read where they are stored; norms and biases come
 // from `vectors`. A weight that is not finite is an InputError naming its matrix (store.non_finite).
 class DecoderProjections {
@@ -45,7 +39,7 @@ class DecoderProjections {
   std::size_t layer_, threads_;
 };
 
-// y [L, m.rows] = activation(x [L, m.cols] m^T + bias): stored_matmul for up to kInPlaceRows
+// y [L, m.rows] = activation(x [L, m.cols] m^T + bias): stored_matmul for up to kStoredMatmulRows
 // rows (after the store's check_finite of `layer`), stored_gemm beyond (which checks as it
 // widens; then the store's non_finite names matrix `which`).
 Tensor2 decoder_product(const Tensor2& x, const StoredMatrix& m, const float* bias, const DecoderStoredWeights& store,

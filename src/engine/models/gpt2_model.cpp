@@ -48,10 +48,6 @@ Tensor2 attention_branch(const detail::Gpt2PassBlock& b, const Tensor2& x, std::
                              threads);
 }
 
-// Rows of x up to which the unembedding reads wte by stored_matmul (a decode step) rather than
-// stored_gemm (a prompt): as the Llama family's (decoder_parts.hpp).
-constexpr std::size_t kStepRows = 8;
-
 // A held float32 matrix as the stored kind stored_gemm reads.
 StoredMatrix held(const Tensor2& w) { return {w.data(), StoredType::f32, w.shape(0), w.shape(1)}; }
 
@@ -180,7 +176,7 @@ Tensor2 gpt2_unembed(const Gpt2Model& model, const Tensor2& x, std::size_t threa
   const std::size_t L = x.shape(0), V = model.config.vocab_size;
   const StoredMatrix wte = model.stored ? model.stored->stored_wte() : held(model.wte);
   Tensor2 logits = Tensor2::from_shape({L, V});
-  if (L > kStepRows) {
+  if (L > kStoredMatmulRows) {
     if (!stored_gemm(x.data(), L, wte, StoredLayout::out_in, nullptr, logits.data(), V, threads)) {
       if (model.stored) model.stored->non_finite("wte.weight");
       throw InputError("tensor \"wte.weight\" holds a non-finite value");

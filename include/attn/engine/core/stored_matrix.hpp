@@ -48,6 +48,12 @@ enum class StoredLayout { in_out, out_in };
 bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLayout layout, const float* bias,
                  float* y, std::size_t ldy, std::size_t threads, float (*activation)(float) = nullptr);
 
+// Rows of x up to which a model's product reads W row by row (stored_matmul: a decode step, the
+// time it takes to read the weights once); more rows widen W a panel at a time (stored_gemm: a
+// prompt, bound by arithmetic). Chosen by rows alone, so a prompt fed to a cache and the same
+// prompt in a full forward pass give the same bits.
+inline constexpr std::size_t kStoredMatmulRows = 8;
+
 // The instruction set stored_matmul dispatched to on this CPU: "avx512" or "generic".
 const char* stored_matmul_isa();
 

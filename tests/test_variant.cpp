@@ -295,7 +295,7 @@ TEST_CASE("flash skips the tiles a mask hides entirely, runs whole ones unmasked
   }
 }
 
-TEST_CASE("variant masks: the block mask from the indices agrees with the bitmap's, tile by tile") {
+TEST_CASE("variant masks: the block mask from the indices agrees with the bitmap's, tile by tile, and the kernels' IndexRules with both") {
   // Every tile of every size from 1 to 7 on a 23-key problem: the rule's cover may say "some"
   // where the bitmap says all or none (a tile of sinks and window keys, stride's periodic
   // pattern, documents' ids), never the reverse; for a window alone and prefix-LM it is exact.
@@ -343,6 +343,13 @@ TEST_CASE("variant masks: the block mask from the indices agrees with the bitmap
     CAPTURE(n);
     const std::size_t Lq = c.second, Lk = 23;
     const Mask2 bitmap = mask.allowed(Lq, Lk);
+    // The rules as the CUDA kernels take them (variants/index_rules.hpp) answer as the mask does,
+    // score by score and tile by tile.
+    const std::optional<variants::IndexRules> rules = mask.index_rules();
+    REQUIRE(rules.has_value());
+    CHECK(rules->any());
+    for (std::size_t i = 0; i < Lq; ++i)
+      for (std::size_t j = 0; j < Lk; ++j) CHECK(rules->visible(i, j, Lq, Lk) == bool(bitmap(i, j)));
     // Exact: a window without sinks, prefix-LM or chunks, alone (two exact covers joined may
     // still say "some" of a tile where the two rules never overlap).
     const int present = std::apply([](const auto&... r) { return (int(r.has_value()) + ...); }, mask.rules());
@@ -353,6 +360,7 @@ TEST_CASE("variant masks: the block mask from the indices agrees with the bitmap
           for (std::size_t j0 = 0; j0 + cols <= Lk; j0 += cols) {
             const tile::MaskCover want = tile::mask_cover(bitmap.data(), Lk, i0, rows, j0, cols);
             const tile::MaskCover got = mask.cover(i0, rows, j0, cols, Lq, Lk);
+            CHECK(int(rules->cover(i0, rows, j0, cols, Lq, Lk)) == int(got));
             CAPTURE(Lq);
             CAPTURE(i0);
             CAPTURE(j0);

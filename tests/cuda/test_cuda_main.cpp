@@ -23,6 +23,7 @@
 #include "attn/engine/attention/sdpa.hpp"
 #include "fa_rule.hpp"
 #include "kit/kit.hpp"
+#include "kit/kit_engine.hpp"
 
 using namespace attn;
 
@@ -141,9 +142,9 @@ void check_backward_case(const Case& c, Rng& rng) {
   report(ok, line);
 }
 
-// The score modifiers of the kit's variant cases (soft-cap, ALiBi, a temperature, over causal
-// and a sliding window) through the engine as attend reaches the GPU: tiled_options, the window
-// as a bitmap, cuda_backend.cpp's float32 modifiers. float32 forward and backward through the
+// The kit's variant cases (soft-cap, ALiBi, a temperature, over causal and a sliding window; and
+// every mask variant) through the engine as attend reaches the GPU: tiled_options, the mask
+// variant by index (variants::IndexRules), cuda_backend.cpp's float32 modifiers. float32 forward and backward through the
 // door (attention, attention_backward), float16 / bfloat16 through flash_attention_cuda; each
 // against the naive float64 oracle under FlashAttention's rule, the plain computation with the
 // same modifiers (fa_rule.hpp).
@@ -160,12 +161,11 @@ void check_variant_case(const kit::VariantCase& vc, CudaDtype dtype, Rng& rng) {
     const std::vector<float> m = kit::alibi_slopes(c.H);
     so.score_mod.alibi = variants::AlibiBias{std::vector<double>(m.begin(), m.end())};
   }
-  Mask3 window = Mask3::from_shape({1, c.Lq, c.Lk});  // the plain computations read the bitmap
-  for (std::size_t i = 0; i < c.Lq; ++i)
-    for (std::size_t j = 0; j < c.Lk; ++j) window(0, i, j) = kit::KitWindow::visible(i, j, c.Lq, c.Lk);
-  const bool windowed = c.mask == MaskKind::window;
-  if (windowed) so.mask_mod.window = variants::SlidingWindow{kit::KitWindow::left, kit::KitWindow::right, kit::KitWindow::sinks};
-  const Mask3* plain_mask = windowed ? &window : nullptr;
+  so.mask_mod = kit::case_mask(c);
+  const bool ruled = so.mask_mod.any();
+  Mask3 bitmap;  // the plain computations read the bitmap the variant stands for
+  if (ruled) bitmap = xt::expand_dims(so.mask_mod.allowed(c.Lq, c.Lk), 0);
+  const Mask3* plain_mask = ruled ? &bitmap : nullptr;
   const float scale = float(1.0 / std::sqrt(double(c.d)) / so.temperature);
   const SdpaResult ref = sdpa(q, k, v, nullptr, so);
   const BackendOptions gpu{Backend::cuda};
@@ -175,7 +175,9 @@ void check_variant_case(const kit::VariantCase& vc, CudaDtype dtype, Rng& rng) {
   } else {
     CudaOptions co;
     co.dtype = dtype;
-    got = flash_attention_cuda(q, k, v, plain_mask, tiled_options(so, gpu, c.d), co).output;
+    FlashOptions fo = tiled_options(so, gpu, c.d);
+    fo.mask_rule = ruled ? &so.mask_mod : nullptr;  // by index, as attention() hands it over
+    got = flash_attention_cuda(q, k, v, nullptr, fo, co).output;
   }
   const Tensor3 plain = test::plain_16bit_output(
       q, k, v, plain_mask, c.causal, scale, [dtype](float x) { return round_to(dtype, x); }, &so.score_mod,
@@ -274,6 +276,13 @@ int main() {
   for (CudaDtype dtype : {CudaDtype::float16, CudaDtype::bfloat16})
     for (const kit::VariantCase& vc : kit::tensor_core_variant_cases())
       if (!quick || vc.quick) check_variant_case(vc, dtype, rng);
+  // Every mask variant the kernels read by index, without modifiers.
+  for (const Case& c : kit::f32_rule_shapes()) check_variant_case({c, {}, true}, CudaDtype::float32, rng);
+  for (CudaDtype dtype : {CudaDtype::float16, CudaDtype::bfloat16})
+    for (const Case& c : kit::tensor_core_rule_shapes()) check_variant_case({c, {}, true}, dtype, rng);
+  if (!quick)
+    for (CudaDtype dtype : {CudaDtype::float32, CudaDtype::float16, CudaDtype::bfloat16})
+      check_variant_case({kit::kLongWindow, {}, false}, dtype, rng);
   check_backend_option(rng);
 
   // Timed launches: one time per launch, each positive.

@@ -56,9 +56,13 @@ std::optional<Mask3> tiled_mask(const Mask3* allowed, const AttentionMask& m, st
   return Mask3(*allowed && variant);  // broadcast over the explicit mask's heads
 }
 
-// Every variant mask is an index rule the CPU tiled kernel evaluates itself
-// (FlashOptions::mask_rule): no [Lq, Lk] bitmap. CUDA takes the bitmap.
-bool by_index(const AttentionMask& m, Backend backend) { return backend == Backend::flash && m.any(); }
+// Every variant mask is an index rule the tiled kernels evaluate themselves
+// (FlashOptions::mask_rule): no [Lq, Lk] bitmap. CUDA's kernels take the rules that have a slot
+// in variants::IndexRules (every built-in one), and the bitmap of a mask with any other.
+bool by_index(const AttentionMask& m, Backend backend) {
+  if (!m.any()) return false;
+  return backend == Backend::flash || (backend == Backend::cuda && m.index_rules().has_value());
+}
 
 // What the kernel reads of the masks: the variant rule in `fo` and the explicit mask alone, or
 // the bitmap of both.
@@ -144,7 +148,7 @@ GradsF64 attend_backward_f64(const TensorD3& q, const TensorD3& k, const TensorD
                              resolved_scale(options.scale, q.shape(2)) / options.temperature, &options.score_mod,
                              options.temperature);
   }
-  // The tiled ones read the variant by index (CUDA: as a bitmap), as their forwards do.
+  // The tiled ones read the variant by index, as their forwards do.
   FlashOptions fo = tiled_options(options, backend, q.shape(2));
   const std::optional<Mask3> kernel = kernel_mask(given, options, backend.backend, q.shape(1), k.shape(1), fo);
   const Mask3* allowed = kernel ? &*kernel : nullptr;

@@ -2,6 +2,7 @@
 // compiles xtensor.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -87,6 +88,15 @@ cuda::ScoreMods cuda_score_mods(const FlashOptions& options, std::size_t num_hea
   return mods;
 }
 
+// The mask variants the kernels read by index (FlashOptions::mask_rule; attention.cpp hands
+// them over only when every rule has a slot in IndexRules, else their bitmap); nullopt for none.
+std::optional<variants::IndexRules> cuda_rules(const FlashOptions& options) {
+  if (!options.mask_rule || !options.mask_rule->any()) return std::nullopt;
+  std::optional<variants::IndexRules> rules = options.mask_rule->index_rules();
+  if (!rules) throw RuntimeError("CUDA: a mask variant without a rule the kernels read by index (pass its bitmap)");
+  return rules;
+}
+
 }  // namespace
 
 CudaDtype parse_cuda_dtype(std::string_view name) {
@@ -128,9 +138,11 @@ FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tenso
                                                                 : cuda::Dtype::float32;
   std::vector<float> slopes;
   const cuda::ScoreMods mods = cuda_score_mods(options, dims.H, slopes);
+  const std::optional<variants::IndexRules> rules = cuda_rules(options);
   FlashResult r{Tensor3::from_shape({dims.H, dims.Lq, dims.dv}), Tensor2::from_shape({dims.H, dims.Lq}), {}};
   const std::string err = cuda::flash_forward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
-                                              allowed ? allowed->shape(0) : 0, dims, options.causal,
+                                              allowed ? allowed->shape(0) : 0, rules ? &*rules : nullptr, dims,
+                                              options.causal,
                                               float(scale), mods, dtype, r.output.data(), r.lse.data(),
                                               cuda.timed_runs, kernel_ms);
   if (!err.empty()) throw RuntimeError("CUDA: " + err);
@@ -154,9 +166,11 @@ SdpaGradients flash_backward_cuda(const Tensor3& q, const Tensor3& k, const Tens
   if (allowed) mask.assign(allowed->begin(), allowed->end());
   std::vector<float> slopes;
   const cuda::ScoreMods mods = cuda_score_mods(options, dims.H, slopes);
+  const std::optional<variants::IndexRules> rules = cuda_rules(options);
   SdpaGradients g{Tensor3::from_shape(q.shape()), Tensor3::from_shape(k.shape()), Tensor3::from_shape(v.shape())};
   const std::string err = cuda::flash_backward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
-                                               allowed ? allowed->shape(0) : 0, dims, options.causal, float(scale),
+                                               allowed ? allowed->shape(0) : 0, rules ? &*rules : nullptr, dims,
+                                               options.causal, float(scale),
                                                mods, grad_output.data(), lse.data(), delta.data(), g.grad_q.data(),
                                                g.grad_k.data(), g.grad_v.data());
   if (!err.empty()) throw RuntimeError("CUDA: " + err);

@@ -5,9 +5,7 @@ namespace attn {
 
 tile::MaskCover AttentionMask::cover(std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols,
                                      std::size_t Lq, std::size_t Lk) const {
-  const long off = long(Lk) - long(Lq);
-  const variants::MaskTile t{i0, rows, j0, cols, long(i0) + off, long(i0 + rows - 1) + off, long(j0),
-                             long(j0 + cols - 1)};
+  const variants::MaskTile t = variants::mask_tile(i0, rows, j0, cols, Lq, Lk);
   tile::MaskCover c = tile::MaskCover::all;
   std::apply([&](const auto&... r) { ((c = r ? tile::joined_cover(c, r->cover(t)) : c), ...); }, rules());
   return c;
@@ -18,6 +16,28 @@ Mask2 AttentionMask::allowed(std::size_t Lq, std::size_t Lk) const {
   for (std::size_t i = 0; i < Lq; ++i)
     for (std::size_t j = 0; j < Lk; ++j) m(i, j) = visible(i, j, Lq, Lk);
   return m;
+}
+
+namespace {
+
+// A rule into its slot of IndexRules; false for a rule that has none.
+bool put(variants::IndexRules& r, const variants::SlidingWindow& w) { return r.window = {true, w}, true; }
+bool put(variants::IndexRules& r, const variants::Documents& d) { return r.segments = {true, d.ids()}, true; }
+bool put(variants::IndexRules& r, const variants::PrefixLM& p) { return r.prefix = {true, p}, true; }
+bool put(variants::IndexRules& r, const variants::Strided& s) { return r.stride = {true, s}, true; }
+bool put(variants::IndexRules& r, const variants::Chunked& c) { return r.chunk = {true, c}, true; }
+template <class Rule>
+bool put(variants::IndexRules&, const Rule&) {
+  return false;
+}
+
+}  // namespace
+
+std::optional<variants::IndexRules> AttentionMask::index_rules() const {
+  variants::IndexRules r;
+  bool every = true;
+  std::apply([&](const auto&... rule) { ((every = (!rule || put(r, *rule)) && every), ...); }, rules());
+  return every ? std::optional<variants::IndexRules>(r) : std::nullopt;
 }
 
 void AttentionMask::check(std::size_t Lq, std::size_t Lk) const {

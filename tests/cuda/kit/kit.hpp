@@ -5,11 +5,14 @@
 // with nvcc and nothing else builds it.
 //
 //   - the cases: the CUDA test's shapes (every mask kind, rows with no visible key, causal with
-//     Lq != Lk, GQA/MQA, head dims 1-256, lengths off every tile), per dtype and pass, and the
+//     Lq != Lk, GQA/MQA, head dims 1-256, lengths off every tile), per dtype and pass, the
 //     score modifiers (soft-cap, ALiBi, both, with a temperature) over causal and a sliding
-//     window;
+//     window, and every mask variant the kernels read by index (window with sinks, prefix-LM,
+//     strided, chunked, documents);
 //   - their inputs, made from a seed with integer arithmetic only, so both machines make the
 //     same bits whatever their libm (a hash of the inputs is stored and checked);
+//   - the mask variants' rules as the kernel takes them (kit_rules: variants/index_rules.hpp,
+//     standard library only), while the reference reads the engine's own descriptors;
 //   - the case file: the float64 reference outputs and the error of plain attention in the
 //     case's dtype against them (FlashAttention's rule, tests/fa_rule.hpp), written here and
 //     read there.
@@ -23,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "attn/engine/attention/variants/index_rules.hpp"
+
 namespace attn::kit {
 
 // A case file or command line the kit cannot use: the driver prints "error: ..." and exits 2.
@@ -31,9 +36,13 @@ struct KitError : std::runtime_error {
 };
 
 enum class Dtype : std::uint64_t { f32 = 0, f16 = 1, bf16 = 2 };
-// window: kit_window's sliding window with sinks as a bitmap (the engine's reference takes it as
-// the variant: variants/sliding_window.hpp).
-enum class MaskKind : std::uint64_t { none = 0, per_head = 1, shared = 2, empty_rows = 3, window = 4 };
+// none .. empty_rows: a bitmap; window .. documents: a mask variant (KitRules), which the kernel
+// reads by index (kit_rules) and the engine's reference as its descriptor.
+enum class MaskKind : std::uint64_t {
+  none = 0, per_head = 1, shared = 2, empty_rows = 3, window = 4, prefix = 5, strided = 6, chunked = 7, documents = 8
+};
+inline constexpr std::uint64_t kLastMaskKind = 8;
+inline bool is_rule(MaskKind m) { return m >= MaskKind::window; }
 enum class Pass : std::uint64_t { forward = 0, backward = 1 };
 
 inline const char* dtype_name(Dtype t) { return t == Dtype::f16 ? "f16" : t == Dtype::bf16 ? "bf16" : "f32"; }
@@ -44,6 +53,10 @@ inline const char* mask_name(MaskKind m) {
     case MaskKind::shared: return "shared";
     case MaskKind::empty_rows: return "empty-rows";
     case MaskKind::window: return "window";
+    case MaskKind::prefix: return "prefix";
+    case MaskKind::strided: return "strided";
+    case MaskKind::chunked: return "chunked";
+    case MaskKind::documents: return "documents";
   }
   return "?";
 }
@@ -55,15 +68,19 @@ struct Shape {
   MaskKind mask;
 };
 
-// The window of MaskKind::window: query position p = i + Lk - Lq sees keys p - 24 .. p + 4 and
-// the first 2 keys (attend's "window": [24, 4], "sinks": 2).
-struct KitWindow {
-  static constexpr std::size_t left = 24, right = 4, sinks = 2;
-  static bool visible(std::size_t i, std::size_t j, std::size_t Lq, std::size_t Lk) {
-    const long p = long(i) + long(Lk) - long(Lq), jj = long(j);
-    return j < sinks || (jj >= p - long(left) && jj <= p + long(right));
-  }
+// The mask variants' parameters, as attend would take them: "window": [24, 4] with "sinks": 2;
+// "prefix": Lq / 3; "stride": 5; "chunk": 48; "segments": queries in documents of 29, keys in
+// documents of 41 (so with Lq != Lk some queries' documents have no key: rows that see none).
+struct KitRules {
+  static constexpr std::size_t left = 24, right = 4, sinks = 2, stride = 5, chunk = 48, q_doc = 29, k_doc = 41;
+  static std::size_t prefix(std::size_t Lq) { return Lq / 3; }
 };
+// Ids 0, 0, ..., 1, 1, ...: n positions in documents of `run`.
+inline std::vector<std::int64_t> document_ids(std::size_t n, std::size_t run) {
+  std::vector<std::int64_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = std::int64_t(i / run);
+  return ids;
+}
 
 // The score modifiers of a case (variant.hpp's ScoreMod, on scale * q.k before the temperature):
 // a soft-cap c (0 = none), ALiBi with alibi_slopes(H), and the temperature.
@@ -118,6 +135,26 @@ struct VariantCase {
   Mods mods;
   bool quick;
 };
+// The mask variants by index: each over rows and keys off the tiles, with GQA or MQA; documents
+// with Lq > Lk (queries whose document has no key); chunked with Lq < Lk (positions offset).
+inline const std::vector<Shape>& f32_rule_shapes() {
+  using M = MaskKind;
+  static const std::vector<Shape> s = {{2, 2, 100, 100, 64, 64, false, M::prefix},
+                                       {2, 1, 70, 90, 64, 48, true, M::strided},
+                                       {2, 2, 130, 150, 64, 64, false, M::chunked},
+                                       {4, 2, 100, 37, 32, 32, true, M::documents}};
+  return s;
+}
+inline const std::vector<Shape>& tensor_core_rule_shapes() {
+  using M = MaskKind;
+  static const std::vector<Shape> s = {{2, 2, 200, 200, 64, 64, false, M::prefix},
+                                       {2, 2, 300, 300, 64, 64, true, M::chunked},
+                                       {2, 1, 130, 300, 128, 128, true, M::documents}};
+  return s;
+}
+// A long causal window with sinks: most key tiles of a block are hidden and skipped.
+inline const Shape kLongWindow{4, 4, 600, 1500, 64, 64, true, MaskKind::window};
+
 // float32 forward and backward: the soft-cap over causal rows with Lq < Lk, ALiBi with Lq > Lk
 // (positions bottom-right aligned; the first rows see no key) and GQA, both with a temperature
 // over the sliding window (MQA, Lq < Lk, d != dv), and both over causal and the window.
@@ -168,6 +205,13 @@ inline std::vector<CaseSpec> all_cases() {
   for (Dtype t : {Dtype::f16, Dtype::bf16})
     for (const VariantCase& v : tensor_core_variant_cases()) add(Pass::forward, t, v.shape, v.quick, v.mods);
   for (const VariantCase& v : f32_variant_cases()) add(Pass::backward, Dtype::f32, v.shape, v.quick, v.mods);
+  // The mask variants by index, after those.
+  for (const Shape& s : f32_rule_shapes()) add(Pass::forward, Dtype::f32, s, s.mask == MaskKind::documents);
+  for (Dtype t : {Dtype::f16, Dtype::bf16})
+    for (const Shape& s : tensor_core_rule_shapes()) add(Pass::forward, t, s, s.mask == MaskKind::documents);
+  for (Dtype t : {Dtype::f32, Dtype::f16, Dtype::bf16}) add(Pass::forward, t, kLongWindow, false);
+  for (const Shape& s : f32_rule_shapes()) add(Pass::backward, Dtype::f32, s, s.mask == MaskKind::documents);
+  add(Pass::backward, Dtype::f32, kLongWindow, false);
   return cases;
 }
 
@@ -229,13 +273,14 @@ struct SplitMix64 {
 };
 
 // A case's inputs, row-major, rounded to its dtype: the reference sees exactly what the kernel
-// multiplies. mask [mask_heads, Lq, Lk] of 0/1 (empty when the case has no mask), 70 % of keys
-// visible; with empty_rows, rows 0 and Lq / 2 see none; window: KitWindow's, one for every head.
-// dout [H, Lq, dv] for the backward.
+// multiplies. mask [mask_heads, Lq, Lk] of 0/1 (empty when the case has no bitmap), 70 % of keys
+// visible; with empty_rows, rows 0 and Lq / 2 see none. documents: the ids of queries and keys
+// (KitRules). dout [H, Lq, dv] for the backward.
 struct Inputs {
   std::vector<float> q, k, v, dout;
   std::vector<unsigned char> mask;
   std::size_t mask_heads = 0;
+  std::vector<std::int64_t> doc_q, doc_k;
 };
 
 inline Inputs make_inputs(const CaseSpec& c) {
@@ -249,12 +294,10 @@ inline Inputs make_inputs(const CaseSpec& c) {
   fill(in.q, s.H * s.Lq * s.d);
   fill(in.k, s.Hkv * s.Lk * s.d);
   fill(in.v, s.Hkv * s.Lk * s.dv);
-  if (s.mask == MaskKind::window) {
-    in.mask_heads = 1;
-    in.mask.resize(s.Lq * s.Lk);
-    for (std::size_t i = 0; i < s.Lq; ++i)
-      for (std::size_t j = 0; j < s.Lk; ++j) in.mask[i * s.Lk + j] = KitWindow::visible(i, j, s.Lq, s.Lk);
-  } else if (s.mask != MaskKind::none) {
+  if (s.mask == MaskKind::documents) {
+    in.doc_q = document_ids(s.Lq, KitRules::q_doc);
+    in.doc_k = document_ids(s.Lk, KitRules::k_doc);
+  } else if (s.mask != MaskKind::none && !is_rule(s.mask)) {
     in.mask_heads = s.mask == MaskKind::shared ? 1 : s.H;
     in.mask.resize(in.mask_heads * s.Lq * s.Lk);
     for (unsigned char& b : in.mask) b = rng.chance_70_percent();
@@ -276,7 +319,23 @@ inline std::uint64_t hash_inputs(const Inputs& in) {
   };
   for (const std::vector<float>* t : {&in.q, &in.k, &in.v, &in.dout}) eat(t->data(), t->size() * sizeof(float));
   eat(in.mask.data(), in.mask.size());
+  for (const std::vector<std::int64_t>* t : {&in.doc_q, &in.doc_k}) eat(t->data(), t->size() * sizeof(std::int64_t));
   return h;
+}
+
+// The case's mask variant as the kernel takes it (none for a bitmap case); its document ids
+// point into `in`.
+inline variants::IndexRules kit_rules(const Shape& s, const Inputs& in) {
+  variants::IndexRules r;
+  switch (s.mask) {
+    case MaskKind::window: r.window = {true, {KitRules::left, KitRules::right, KitRules::sinks}}; break;
+    case MaskKind::prefix: r.prefix = {true, {KitRules::prefix(s.Lq)}}; break;
+    case MaskKind::strided: r.stride = {true, {KitRules::stride}}; break;
+    case MaskKind::chunked: r.chunk = {true, {KitRules::chunk}}; break;
+    case MaskKind::documents: r.segments = {true, {in.doc_q.data(), in.doc_k.data()}}; break;
+    default: break;
+  }
+  return r;
 }
 
 // The reference of one case. forward: refs = {out [H, Lq, dv], lse [H, Lq]} and plain_err[0]
@@ -347,7 +406,7 @@ inline CaseFile read_case(const std::string& path) {
     throw KitError(path + ": not a kit case file of this kit (no ATTNKIT2 header)");
   if (!in.read(reinterpret_cast<char*>(h), sizeof h) || !in.read(reinterpret_cast<char*>(f.plain_err), sizeof f.plain_err))
     throw KitError(path + ": truncated header");
-  if (h[0] > 1 || h[1] > 2 || h[8] > 1 || h[9] > 4 || h[10] > 1 || h[14] > 1)
+  if (h[0] > 1 || h[1] > 2 || h[8] > 1 || h[9] > kLastMaskKind || h[10] > 1 || h[14] > 1)
     throw KitError(path + ": header fields out of range");
   const double cap = bits_double(h[13]), temperature = bits_double(h[15]);
   // Each must be what a float32 holds: the kernel takes them as float32.

@@ -2,8 +2,8 @@
 // engine's float64 reference (the naive sdpa and its backward, in float64) and the error of
 // plain attention in the case's dtype against it (tests/fa_rule.hpp), for the driver that runs
 // the CUDA kernel on a machine without the engine's libraries (scripts/gpu_check.sh). A case's
-// score modifiers and sliding window reach the reference as the engine's own descriptors
-// (ScoreMod, SlidingWindow), not as the kit's bitmap and arithmetic.
+// score modifiers and mask variant reach the reference as the engine's own descriptors
+// (ScoreMod, AttentionMask), not as the kit's arithmetic and rules (kit_rules).
 //
 // Usage: attn_gpu_kit_cases --out DIR [--quick]   (exit 2 with "error: ..." on bad use)
 #include <cmath>
@@ -17,6 +17,7 @@
 #include "engine/attention/backward_f64.hpp"
 #include "engine/attention/sdpa_f64.hpp"
 #include "kit.hpp"
+#include "kit_engine.hpp"
 
 using namespace attn;
 namespace kit = attn::kit;
@@ -42,7 +43,7 @@ double max_abs_diff(const T& got, const std::vector<double>& ref) {
 }
 
 // The case's attention options for the engine: causal, the temperature, the score modifiers
-// (ScoreMod) and the sliding window (SlidingWindow, read by index as attend reads it).
+// (ScoreMod) and the mask variant (AttentionMask, read by index as attend reads it).
 SdpaOptions case_options(const kit::CaseSpec& c) {
   SdpaOptions so;
   so.causal = c.shape.causal;
@@ -52,8 +53,7 @@ SdpaOptions case_options(const kit::CaseSpec& c) {
     const std::vector<float> m = kit::alibi_slopes(c.shape.H);
     so.score_mod.alibi = variants::AlibiBias{std::vector<double>(m.begin(), m.end())};
   }
-  if (c.shape.mask == kit::MaskKind::window)
-    so.mask_mod.window = variants::SlidingWindow{kit::KitWindow::left, kit::KitWindow::right, kit::KitWindow::sinks};
+  so.mask_mod = kit::case_mask(c.shape);
   return so;
 }
 
@@ -63,16 +63,19 @@ kit::CaseFile reference(const kit::CaseSpec& c) {
   kit::CaseFile f;
   f.spec = c;
   f.input_hash = kit::hash_inputs(in);
+  const SdpaOptions so = case_options(c);
+  so.mask_mod.check(s.Lq, s.Lk);
+  // The plain computations read a bitmap: the kit's, or the one the variant stands for; the
+  // reference reads the variant as the descriptor.
   Mask3 mask;
-  if (s.mask != kit::MaskKind::none) {
+  if (kit::is_rule(s.mask)) {
+    mask = xt::expand_dims(so.mask_mod.allowed(s.Lq, s.Lk), 0);
+  } else if (s.mask != kit::MaskKind::none) {
     mask = Mask3::from_shape({in.mask_heads, s.Lq, s.Lk});
     std::copy(in.mask.begin(), in.mask.end(), mask.begin());
   }
-  // The plain computations read the kit's bitmap; the reference reads a window as the variant.
   const Mask3* allowed = s.mask == kit::MaskKind::none ? nullptr : &mask;
-  const Mask3* ref_allowed = s.mask == kit::MaskKind::window ? nullptr : allowed;
-  const SdpaOptions so = case_options(c);
-  so.mask_mod.check(s.Lq, s.Lk);
+  const Mask3* ref_allowed = kit::is_rule(s.mask) ? nullptr : allowed;
   const TensorD3 qd = to_f64(in.q, s.H, s.Lq, s.d), kd = to_f64(in.k, s.Hkv, s.Lk, s.d),
                          vd = to_f64(in.v, s.Hkv, s.Lk, s.dv);
   const detail::SdpaF64 ref = detail::sdpa_f64(qd, kd, vd, ref_allowed, so);

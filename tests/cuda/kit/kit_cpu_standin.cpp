@@ -3,8 +3,8 @@
 // machine with no GPU. It computes what the kernel computes, the way the kernel does: 32-key
 // tiles with tile_math.hpp's online softmax in float32 (forward), FlashAttention-2's
 // Algorithm 2 from the lse and delta (backward), Q/K/V rounded to the dtype, and the score
-// modifiers from score_mod_math.hpp on scale T q.k, dS times their slope. Standard library
-// only, like the driver.
+// modifiers from score_mod_math.hpp on scale T q.k, dS times their slope, the mask variants'
+// rules by index (variants/index_rules.hpp). Standard library only, like the driver.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,11 +21,19 @@ namespace {
 
 constexpr std::size_t kKeyTile = 32;
 
-bool visible(const unsigned char* allowed, std::size_t mask_heads, const FlashDims& d, bool causal, std::size_t h,
-             std::size_t i, std::size_t j) {
-  if (causal && !tile::causal_visible(long(i), long(j), long(d.Lq), long(d.Lk))) return false;
-  return !allowed || allowed[((mask_heads == 1 ? 0 : h) * d.Lq + i) * d.Lk + j] != 0;
-}
+// Whether query i of head h sees key j: causal, the bitmap [mask_heads, Lq, Lk] (or none) and the
+// rules (or none) all say so.
+struct KeyMask {
+  const unsigned char* allowed;
+  std::size_t mask_heads;
+  const variants::IndexRules* rules;
+  bool causal;
+  bool operator()(const FlashDims& d, std::size_t h, std::size_t i, std::size_t j) const {
+    if (causal && !tile::causal_visible(long(i), long(j), long(d.Lq), long(d.Lk))) return false;
+    if (rules && !rules->visible(i, j, d.Lq, d.Lk)) return false;
+    return !allowed || allowed[((mask_heads == 1 ? 0 : h) * d.Lq + i) * d.Lk + j] != 0;
+  }
+};
 
 // A score q.k of head h, query i, key j in units of `scale`'s (which has 1 / T folded in) times
 // `unit` (log2(e) for the forward's base-2 scores, 1 for the backward), and the slope dS is
@@ -48,8 +56,8 @@ struct Scorer {
 };
 
 void forward_once(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                  const unsigned char* allowed, std::size_t mask_heads, const FlashDims& d, bool causal, float scale,
-                  const ScoreMods& mods, float* out, float* lse) {
+                  const KeyMask& visible, const FlashDims& d, float scale, const ScoreMods& mods, float* out,
+                  float* lse) {
   const std::size_t group = d.H / d.Hkv;
   const Scorer score(mods, scale, tile::kLog2ed);  // base-2 scores, as the kernel keeps them
   std::vector<float> s(kKeyTile), o(d.dv);
@@ -65,7 +73,7 @@ void forward_once(const std::vector<float>& q, const std::vector<float>& k, cons
           float acc = 0;
           const float* kj = &k[((h / group) * d.Lk + j) * d.d];
           for (std::size_t c = 0; c < d.d; ++c) acc += qi[c] * kj[c];
-          s[j - j0] = visible(allowed, mask_heads, d, causal, h, i, j) ? score(acc, d, h, i, j).score : -INFINITY;
+          s[j - j0] = visible(d, h, i, j) ? score(acc, d, h, i, j).score : -INFINITY;
           tile_max = std::max(tile_max, s[j - j0]);
         }
         const float alpha = tile::row_rescale(st, tile_max);  // Algorithm 1, lines 10-11
@@ -99,16 +107,18 @@ bool device_usable(std::string& reason) {
 }
 
 std::string flash_forward(const float* q, const float* k, const float* v, const unsigned char* allowed,
-                          std::size_t mask_heads, const FlashDims& dims, bool causal, float scale,
+                          std::size_t mask_heads, const variants::IndexRules* rules, const FlashDims& dims, bool causal,
+                          float scale,
                           const ScoreMods& mods, Dtype dtype, float* out, float* lse, std::size_t timed_runs,
                           std::vector<double>* kernel_ms) {
   const std::vector<float> qr = rounded(q, dims.H * dims.Lq * dims.d, dtype),
                            kr = rounded(k, dims.Hkv * dims.Lk * dims.d, dtype),
                            vr = rounded(v, dims.Hkv * dims.Lk * dims.dv, dtype);
-  forward_once(qr, kr, vr, allowed, mask_heads, dims, causal, scale, mods, out, lse);
+  const KeyMask mask{allowed, mask_heads, rules, causal};
+  forward_once(qr, kr, vr, mask, dims, scale, mods, out, lse);
   for (std::size_t run = 0; run < timed_runs && kernel_ms; ++run) {
     const auto t0 = std::chrono::steady_clock::now();
-    forward_once(qr, kr, vr, allowed, mask_heads, dims, causal, scale, mods, out, lse);
+    forward_once(qr, kr, vr, mask, dims, scale, mods, out, lse);
     kernel_ms->push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   return {};
@@ -118,10 +128,12 @@ std::string flash_forward(const float* q, const float* k, const float* v, const 
 // delta) x slope x scale; dQ = dS K, dK = dS^T Q and dV = P^T dO, summed over a KV head's query
 // heads.
 std::string flash_backward(const float* q, const float* k, const float* v, const unsigned char* allowed,
-                           std::size_t mask_heads, const FlashDims& d, bool causal, float scale, const ScoreMods& mods,
+                           std::size_t mask_heads, const variants::IndexRules* rules, const FlashDims& d, bool causal,
+                           float scale, const ScoreMods& mods,
                            const float* dout, const float* lse, const float* delta, float* dq, float* dk, float* dv) {
   const std::size_t group = d.H / d.Hkv;
   const Scorer score(mods, scale, 1.0);
+  const KeyMask visible{allowed, mask_heads, rules, causal};
   std::fill(dq, dq + d.H * d.Lq * d.d, 0.0f);
   std::fill(dk, dk + d.Hkv * d.Lk * d.d, 0.0f);
   std::fill(dv, dv + d.Hkv * d.Lk * d.dv, 0.0f);
@@ -132,7 +144,7 @@ std::string flash_backward(const float* q, const float* k, const float* v, const
       const float* qi = &q[(h * d.Lq + i) * d.d];
       const float* doi = &dout[(h * d.Lq + i) * d.dv];
       for (std::size_t j = 0; j < d.Lk; ++j) {
-        if (!visible(allowed, mask_heads, d, causal, h, i, j)) continue;
+        if (!visible(d, h, i, j)) continue;
         const std::size_t kh = h / group;
         const float* kj = &k[(kh * d.Lk + j) * d.d];
         const float* vj = &v[(kh * d.Lk + j) * d.dv];

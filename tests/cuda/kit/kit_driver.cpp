@@ -86,8 +86,9 @@ Outcome run_forward(const kit::CaseFile& f, const kit::Inputs& in) {
   Outcome o;
   KernelArgs args = kernel_args(f.spec);
   args.mods.alibi_slopes = args.slopes.empty() ? nullptr : args.slopes.data();
+  const attn::variants::IndexRules rules = kit::kit_rules(s, in);
   const std::string err = cuda::flash_forward(in.q.data(), in.k.data(), in.v.data(), in.mask.empty() ? nullptr : in.mask.data(),
-                                              in.mask_heads, dims, s.causal, args.scale, args.mods,
+                                              in.mask_heads, rules.any() ? &rules : nullptr, dims, s.causal, args.scale, args.mods,
                                               kernel_dtype(f.spec.dtype), out.data(), lse.data(), 0, nullptr);
   if (!err.empty()) {
     o.detail = "CUDA error: " + err;
@@ -127,9 +128,11 @@ Outcome run_backward(const kit::CaseFile& f, const kit::Inputs& in) {
   KernelArgs args = kernel_args(f.spec);
   args.mods.alibi_slopes = args.slopes.empty() ? nullptr : args.slopes.data();
   const unsigned char* mask = in.mask.empty() ? nullptr : in.mask.data();
+  const attn::variants::IndexRules rules = kit::kit_rules(s, in);
+  const attn::variants::IndexRules* by_index = rules.any() ? &rules : nullptr;
   std::vector<float> out(s.H * s.Lq * s.dv, NAN), lse(s.H * s.Lq, NAN), delta(s.H * s.Lq);
   Outcome o;
-  std::string err = cuda::flash_forward(in.q.data(), in.k.data(), in.v.data(), mask, in.mask_heads, dims, s.causal,
+  std::string err = cuda::flash_forward(in.q.data(), in.k.data(), in.v.data(), mask, in.mask_heads, by_index, dims, s.causal,
                                         args.scale, args.mods, cuda::Dtype::float32, out.data(), lse.data(), 0, nullptr);
   for (std::size_t r = 0; r < delta.size(); ++r) {
     double acc = 0;
@@ -139,7 +142,7 @@ Outcome run_backward(const kit::CaseFile& f, const kit::Inputs& in) {
   std::vector<float> grads[3] = {std::vector<float>(s.H * s.Lq * s.d, NAN), std::vector<float>(s.Hkv * s.Lk * s.d, NAN),
                                  std::vector<float>(s.Hkv * s.Lk * s.dv, NAN)};
   if (err.empty())
-    err = cuda::flash_backward(in.q.data(), in.k.data(), in.v.data(), mask, in.mask_heads, dims, s.causal, args.scale,
+    err = cuda::flash_backward(in.q.data(), in.k.data(), in.v.data(), mask, in.mask_heads, by_index, dims, s.causal, args.scale,
                                args.mods, in.dout.data(), lse.data(), delta.data(), grads[0].data(), grads[1].data(), grads[2].data());
   if (!err.empty()) {
     o.detail = "CUDA error: " + err;
@@ -255,7 +258,7 @@ int bench(const std::vector<std::string>& dtypes, const std::vector<std::size_t>
           std::vector<float> out(H * n * d), lse(H * n);
           std::vector<double> ms;
           const std::string err =
-              cuda::flash_forward(in.q.data(), in.k.data(), in.v.data(), nullptr, 0, {H, n, d, H, n, d}, causal,
+              cuda::flash_forward(in.q.data(), in.k.data(), in.v.data(), nullptr, 0, nullptr, {H, n, d, H, n, d}, causal,
                                   float(1.0 / std::sqrt(double(d))), cuda::ScoreMods{}, kernel_dtype(dtype), out.data(),
                                   lse.data(), repeat, &ms);
           if (!err.empty()) throw kit::KitError("CUDA error in the " + dt + " run at n = " + std::to_string(n) + ": " + err);

@@ -21,6 +21,7 @@
 #include "attn/engine/attention/variants/alibi_bias.hpp"
 #include "attn/engine/attention/variants/chunked.hpp"
 #include "attn/engine/attention/variants/documents.hpp"
+#include "attn/engine/attention/variants/index_rules.hpp"
 #include "attn/engine/attention/variants/prefix_lm.hpp"
 #include "attn/engine/attention/variants/sliding_window.hpp"
 #include "attn/engine/attention/variants/softcap.hpp"
@@ -45,7 +46,7 @@ struct AttentionMask {
   // Query i and key j (0-based) of an Lq x Lk problem. Inline: the tiled kernel asks it of each
   // score of a tile the rule covers only in part.
   bool visible(std::size_t i, std::size_t j, std::size_t Lq, std::size_t Lk) const {
-    const variants::MaskPoint at{i, j, long(i) + long(Lk) - long(Lq)};
+    const variants::MaskPoint at = variants::mask_point(i, j, Lq, Lk);
     return std::apply([&](const auto&... r) { return ((!r || r->visible(at)) && ...); }, rules());
   }
   // How the rule covers the tile of queries [i0, i0 + rows) and keys [j0, j0 + cols), from the
@@ -57,6 +58,10 @@ struct AttentionMask {
                         std::size_t Lk) const;
   // [Lq, Lk], true = visible.
   Mask2 allowed(std::size_t Lq, std::size_t Lk) const;
+  // The rules as one plain value a kernel takes (the CUDA kernels: variants/index_rules.hpp); its
+  // document ids point into this mask's, which must outlive it. nullopt when a rule has no slot
+  // there: the kernel then takes allowed()'s bitmap.
+  std::optional<variants::IndexRules> index_rules() const;
   // InputError for a descriptor that does not fit these sizes (segment lengths, prefix without
   // self-attention).
   void check(std::size_t Lq, std::size_t Lk) const;

@@ -10,14 +10,14 @@ bool device_usable(std::string& reason) {
 }
 
 std::string flash_forward(const float*, const float*, const float*, const unsigned char*, std::size_t,
-                          const FlashDims&, bool, float, const ScoreMods&, Dtype, float*, float*, std::size_t,
-                          std::vector<double>*) {
+                          const variants::IndexRules*, const FlashDims&, bool, float, const ScoreMods&, Dtype, float*,
+                          float*, std::size_t, std::vector<double>*) {
   return "attn-cli was built without CUDA";
 }
 
 std::string flash_backward(const float*, const float*, const float*, const unsigned char*, std::size_t,
-                           const FlashDims&, bool, float, const ScoreMods&, const float*, const float*, const float*,
-                           float*, float*, float*) {
+                           const variants::IndexRules*, const FlashDims&, bool, float, const ScoreMods&, const float*,
+                           const float*, const float*, float*, float*, float*) {
   return "attn-cli was built without CUDA";
 }
 

@@ -13,8 +13,9 @@
 //                     tile); the score accumulators are re-packed in registers as the A operand
 //                     of P V, as FlashAttention-2 does, so P never touches shared memory.
 // Causal tiles above the diagonal are skipped by index (the key loop ends at the last key the
-// block's last row sees); masks and fully masked rows behave as on the CPU: a row that sees no
-// key gets output 0 and lse -inf. The score modifiers (soft-cap, ALiBi) are applied to each
+// block's last row sees); so are the tiles the mask variants' rules hide (variants::IndexRules,
+// read by index, not as a bitmap: see kKernelVariants). Masks and fully masked rows behave as on
+// the CPU: a row that sees no key gets output 0 and lse -inf. The score modifiers (soft-cap, ALiBi) are applied to each
 // visible score before the online softmax, as sdpa.cpp orders them (score_mod_math.hpp), and the
 // backward multiplies dS by their slope; each kernel is compiled with and without them.
 #include <cuda_bf16.h>
@@ -53,20 +54,33 @@ __device__ inline bool key_visible(int i, int j, int h, int Lq, int Lk, bool cau
   return !allowed || allowed[(size_t(mask_heads == 1 ? 0 : h) * Lq + i) * Lk + j] != 0;
 }
 
-// key_visible's fixed arguments, for the kernels' pieces: vis(i, j, h).
+// key_visible's fixed arguments and the mask variants' rules (variants/index_rules.hpp, none
+// when rules.any() is false), for the kernels' pieces: vis(i, j, h).
 struct Visibility {
   int Lq, Lk;
   bool causal;
   const unsigned char* allowed;
   int mask_heads;
+  variants::IndexRules rules;
   __device__ bool operator()(int i, int j, int h) const {
-    return key_visible(i, j, h, Lq, Lk, causal, allowed, mask_heads);
+    return key_visible(i, j, h, Lq, Lk, causal, allowed, mask_heads) && (!rules.any() || rules.visible(i, j, Lq, Lk));
+  }
+  // How the rules cover query rows [i0, i_end) against keys [j0, j_end) (both in range, not
+  // empty): none = no score of it is visible (the kernels skip the tile), all = no rule hides one.
+  __device__ tile::MaskCover rule_cover(int i0, int i_end, int j0, int j_end) const {
+    return rules.any() ? rules.cover(i0, i_end - i0, j0, j_end - j0, Lq, Lk) : tile::MaskCover::all;
   }
 };
 
-// The score modifiers (flash_cuda.hpp's ScoreMods) as a kernel takes them, by value. Every
-// kernel is compiled twice, with and without them (template argument MODS), so a run without
-// modifiers runs exactly the arithmetic it ran before they existed.
+// The score modifiers (flash_cuda.hpp's ScoreMods) as a kernel takes them, by value.
+//
+// kKernelVariants: every kernel is compiled three times, as <MODS, RULES> = <false, false> (no
+// variant: exactly the arithmetic, and the registers, it had before variants existed), <true,
+// false> (score modifiers) and <true, true> (mask rules read by index, with or without
+// modifiers: modifiers of cap 0 and slope 0 change a score by its rounding only). The rules'
+// code and their by-value parameter are folded away where RULES is false; in a kernel that keeps
+// them they cost registers (measured: the float16 kernel at d = 64 went from 116 to 168, and
+// ran at half its speed), so no run without rules pays for them.
 struct KernelMods {
   float cap;            // soft-cap c; 0 = none
   const float* slopes;  // ALiBi [H] in device memory; null = none
@@ -212,11 +226,11 @@ __device__ __forceinline__ void f32_write_rows(tile::RowState<float> (&st)[kF32R
   }
 }
 
-template <bool MODS, int DVT>
+template <bool MODS, bool RULES, int DVT>
 __global__ void __launch_bounds__(kF32Warps * 32)
     flash_f32_kernel(const float* q, const float* k, const float* v, const unsigned char* allowed,
-                     int mask_heads, int H, int Hkv, int Lq, int Lk, int d, int dv, bool causal,
-                     float scale_log2, KernelMods mods, float* out, float* lse) {
+                     int mask_heads, variants::IndexRules rules, int H, int Hkv, int Lq, int Lk, int d, int dv,
+                     bool causal, float scale_log2, KernelMods mods, float* out, float* lse) {
   extern __shared__ float f32_smem[];
   const int kd = d + 1;  // K rows padded by one float: the 32 lanes read 32 different banks
   float* q_tile = f32_smem;                   // [kF32Br][d]
@@ -228,7 +242,7 @@ __global__ void __launch_bounds__(kF32Warps * 32)
   const int i0 = (gridDim.x - 1 - blockIdx.x) * kF32Br;  // last rows first: see flash_tc_kernel
   const int row0 = i0 + warp * kF32RowsPerWarp;  // this warp's first query row
   float* p_rows = p_tile + warp * kF32RowsPerWarp * kF32Bc;
-  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads, RULES ? rules : variants::IndexRules{}};
   const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
 
   f32_load_q(q_tile, q, h, i0, Lq, d);
@@ -245,6 +259,7 @@ __global__ void __launch_bounds__(kF32Warps * 32)
   const int key_end = causal ? int(tile::causal_key_end(rows_end, Lq, Lk)) : Lk;
   for (int j0 = 0; j0 < key_end; j0 += kF32Bc) {
     const int cols = min(kF32Bc, key_end - j0);
+    if (vis.rule_cover(i0, rows_end, j0, j0 + cols) == tile::MaskCover::none) continue;  // the whole block alike
     __syncthreads();  // the last tile is consumed by every warp (and q_tile is written)
     f32_load_kv(k_tile, v_tile, k, v, g, Lk, d, dv, j0, cols);
     __syncthreads();
@@ -373,13 +388,14 @@ __device__ __forceinline__ void tc_scores(float (&s)[BC / 8][4], const uint32_t 
 
 // Mask, base-2 scale (and modifiers) and each row's max; a row's scores lie in the 4 lanes of
 // its group.
-// Keys are tested one by one only where some may be hidden: a mask, the last partial tile,
-// or a causal tile that crosses this warp's part of the diagonal.
+// Keys are tested one by one only where some may be hidden: a mask, a tile the rules cover in
+// part (rule_partial), the last partial tile, or a causal tile that crosses this warp's part of
+// the diagonal.
 template <bool MODS, int BC>
 __device__ __forceinline__ void tc_mask_scale(float (&s)[BC / 8][4], float (&mx)[2], const Visibility& vis,
                                               const HeadMods& hm, const int (&rows)[2], int h, int warp_i0, int j0,
-                                              int tig, float scale_log2) {
-  const bool test_keys = vis.allowed || j0 + BC > vis.Lk ||
+                                              bool rule_partial, int tig, float scale_log2) {
+  const bool test_keys = vis.allowed || rule_partial || j0 + BC > vis.Lk ||
                          (vis.causal && !tile::causal_tile_full(warp_i0, j0 + BC, vis.Lq, vis.Lk));
   mx[0] = mx[1] = -INFINITY;
 #pragma unroll
@@ -467,11 +483,19 @@ __device__ __forceinline__ void tc_write_rows(tile::RowState<float> (&st)[2], co
   }
 }
 
-template <bool MODS, class E, int D, int WARPS, int BC>
+// The first key tile from t on (tiles of BC keys, ending at key_end) that the rules do not hide
+// from rows [i0, i_end): every thread of the block finds the same one.
+template <int BC>
+__device__ __forceinline__ int tc_next_tile(const Visibility& vis, int i0, int i_end, int t, int tiles, int key_end) {
+  while (t < tiles && vis.rule_cover(i0, i_end, t * BC, min((t + 1) * BC, key_end)) == tile::MaskCover::none) ++t;
+  return t;
+}
+
+template <bool MODS, bool RULES, class E, int D, int WARPS, int BC>
 __global__ void __launch_bounds__(WARPS * 32)
     flash_tc_kernel(const E* q, const E* k, const E* v, const unsigned char* allowed, int mask_heads,
-                    int H, int Hkv, int Lq, int Lk, bool causal, float scale_log2, KernelMods mods, float* out,
-                    float* lse) {
+                    variants::IndexRules rules, int H, int Hkv, int Lq, int Lk, bool causal, float scale_log2,
+                    KernelMods mods, float* out, float* lse) {
   constexpr int P = kTcPitch<D>;
   extern __shared__ __align__(16) unsigned char tc_smem[];
   constexpr int kTcBr = 16 * WARPS, kTcBc = BC;
@@ -490,11 +514,12 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int rows_end = min(i0 + kTcBr, Lq);
   const int key_end = causal ? int(tile::causal_key_end(rows_end, Lq, Lk)) : Lk;
   const int tiles = (key_end + kTcBc - 1) / kTcBc;
-  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads, RULES ? rules : variants::IndexRules{}};
   const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
+  int t = tc_next_tile<kTcBc>(vis, i0, rows_end, 0, tiles, key_end);  // the first tile the rules do not hide
 
   load_tile_async<E, D, kTcBr>(q_tile, q + size_t(h) * Lq * D, i0, Lq);
-  if (tiles > 0) load_tile_async<E, D, kTcBc>(k_tile, kh, 0, Lk);
+  if (t < tiles) load_tile_async<E, D, kTcBc>(k_tile, kh, t * kTcBc, Lk);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -511,16 +536,17 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
   for (int dt = 0; dt < D / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
 
-  for (int t = 0; t < tiles; ++t) {
-    const int j0 = t * kTcBc;
+  while (t < tiles) {
+    const int j0 = t * kTcBc, next = tc_next_tile<kTcBc>(vis, i0, rows_end, t + 1, tiles, key_end);
+    const bool rule_partial = vis.rule_cover(i0, rows_end, j0, min(j0 + kTcBc, key_end)) != tile::MaskCover::all;
     load_tile_async<E, D, kTcBc>(v_tile, vh, j0, Lk);  // V streams in while S is computed
     cp_async_commit();
     float s[kTcBc / 8][4], mx[2];
     tc_scores<E, D, kTcBc>(s, qf, k_tile, lane);
     __syncthreads();  // every warp is done with k_tile
-    if (t + 1 < tiles) load_tile_async<E, D, kTcBc>(k_tile, kh, j0 + kTcBc, Lk);  // next K, behind softmax and P V
+    if (next < tiles) load_tile_async<E, D, kTcBc>(k_tile, kh, next * kTcBc, Lk);  // next K, behind softmax and P V
     cp_async_commit();
-    tc_mask_scale<MODS, kTcBc>(s, mx, vis, hm, rows, h, warp_i0, j0, tig, scale_log2);
+    tc_mask_scale<MODS, kTcBc>(s, mx, vis, hm, rows, h, warp_i0, j0, rule_partial, tig, scale_log2);
     tc_rescale<D>(o, st, mx);
     uint32_t pf[kTcBc / 16][4];
     tc_probabilities<E, kTcBc>(pf, s, st);
@@ -529,6 +555,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     tc_accumulate_pv<E, D, kTcBc>(o, pf, v_tile, lane);
     cp_async_wait<0>();  // the next K has landed ...
     __syncthreads();     // ... for every thread, and every warp is done with v_tile
+    t = next;
   }
   tc_write_rows<D>(st, o, out, lse, rows, h, Lq, tig);
 }
@@ -634,11 +661,12 @@ __device__ __forceinline__ void dq_tile_ds(float* ds_rows, const float* q_tile, 
   }
 }
 
-template <bool MODS, int T>  // output columns per lane: d and dv <= 32 T
+template <bool MODS, bool RULES, int T>  // output columns per lane: d and dv <= 32 T
 __global__ void __launch_bounds__(kBwdWarps * 32)
     flash_dq_kernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
-                    const float* delta, const unsigned char* allowed, int mask_heads, int H, int Hkv, int Lq,
-                    int Lk, int d, int dv, bool causal, float scale, KernelMods mods, float* dq) {
+                    const float* delta, const unsigned char* allowed, int mask_heads, variants::IndexRules rules,
+                    int H, int Hkv, int Lq, int Lk, int d, int dv, bool causal, float scale, KernelMods mods,
+                    float* dq) {
   extern __shared__ float bwd_smem[];
   float* q_tile = bwd_smem;                     // [kBwdBlock][d]
   float* do_tile = q_tile + kBwdBlock * d;      // [kBwdBlock][dv]
@@ -649,7 +677,7 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   const int h = blockIdx.y, g = h / (H / Hkv);
   const int i0 = (gridDim.x - 1 - blockIdx.x) * kBwdBlock, row0 = i0 + warp * kBwdRowsPerWarp;
   float* ds_rows = ds_tile + warp * kBwdRowsPerWarp * kBwdTile;
-  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads, RULES ? rules : variants::IndexRules{}};
   const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
   bwd_load_block(q_tile, q, h, i0, Lq, d);
   bwd_load_block(do_tile, dout, h, i0, Lq, dv);
@@ -662,9 +690,11 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
 #pragma unroll
     for (int u = 0; u < T; ++u) acc[r][u] = 0.0f;
   }
-  const int key_end = causal ? int(tile::causal_key_end(min(i0 + kBwdBlock, Lq), Lq, Lk)) : Lk;
+  const int rows_end = min(i0 + kBwdBlock, Lq);
+  const int key_end = causal ? int(tile::causal_key_end(rows_end, Lq, Lk)) : Lk;
   for (int j0 = 0; j0 < key_end; j0 += kBwdTile) {
     const int cols = min(kBwdTile, key_end - j0);
+    if (vis.rule_cover(i0, rows_end, j0, j0 + cols) == tile::MaskCover::none) continue;  // the whole block alike
     __syncthreads();
     bwd_load_tile(k_tile, k, g, j0, cols, Lk, d);
     bwd_load_tile(v_tile, v, g, j0, cols, Lk, dv);
@@ -735,11 +765,12 @@ __device__ __forceinline__ void dkdv_accumulate(float (&dk_acc)[kBwdRowsPerWarp]
   }
 }
 
-template <bool MODS, int T>
+template <bool MODS, bool RULES, int T>
 __global__ void __launch_bounds__(kBwdWarps * 32)
     flash_dkdv_kernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
-                      const float* delta, const unsigned char* allowed, int mask_heads, int H, int Hkv, int Lq,
-                      int Lk, int d, int dv, bool causal, float scale, KernelMods mods, float* dk, float* dvout) {
+                      const float* delta, const unsigned char* allowed, int mask_heads, variants::IndexRules rules,
+                      int H, int Hkv, int Lq, int Lk, int d, int dv, bool causal, float scale, KernelMods mods,
+                      float* dk, float* dvout) {
   extern __shared__ float bwd_smem[];
   float* k_tile = bwd_smem;                      // [kBwdBlock][d]   this block's keys
   float* v_tile = k_tile + kBwdBlock * d;        // [kBwdBlock][dv]
@@ -754,7 +785,8 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
   const int j0 = blockIdx.x * kBwdBlock, key0 = j0 + warp * kBwdRowsPerWarp;
   float* p_rows = p_tile + warp * kBwdRowsPerWarp * kBwdTile;
   float* ds_rows = ds_tile + warp * kBwdRowsPerWarp * kBwdTile;
-  const Visibility vis{Lq, Lk, causal, allowed, mask_heads};
+  const Visibility vis{Lq, Lk, causal, allowed, mask_heads, RULES ? rules : variants::IndexRules{}};
+  const int keys_end = min(j0 + kBwdBlock, Lk);
   bwd_load_block(k_tile, k, g, j0, Lk, d);
   bwd_load_block(v_tile, v, g, j0, Lk, dv);
   float dk_acc[kBwdRowsPerWarp][T], dv_acc[kBwdRowsPerWarp][T];
@@ -768,6 +800,7 @@ __global__ void __launch_bounds__(kBwdWarps * 32)
     for (int t0 = i_begin; t0 < Lq; t0 += kBwdTile) {
       const HeadMods hm = MODS ? head_mods(mods, h) : HeadMods{};
       const int rows = min(kBwdTile, Lq - t0);
+      if (vis.rule_cover(t0, t0 + rows, j0, keys_end) == tile::MaskCover::none) continue;  // the whole block alike
       __syncthreads();
       bwd_load_tile(q_tile, q, h, t0, rows, Lq, d);
       bwd_load_tile(do_tile, dout, h, t0, rows, Lq, dv);
@@ -852,6 +885,7 @@ struct Launch {
   const void *q, *k, *v;
   const unsigned char* allowed;
   int mask_heads;
+  variants::IndexRules rules;
   FlashDims dims;
   bool causal;
   float scale_log2;
@@ -868,52 +902,54 @@ KernelMods kernel_mods(const ScoreMods& m, float scale, double unit, const Devic
           float(double(scale) * double(m.temperature)), float(unit / double(m.temperature))};
 }
 
-template <bool MODS, int DVT>
+template <bool MODS, bool RULES, int DVT>
 cudaError_t launch_f32(const Launch& a) {
   const std::size_t shared = f32_shared_bytes(int(a.dims.d), int(a.dims.dv));
-  if (const cudaError_t err = allow_shared(flash_f32_kernel<MODS, DVT>, shared); err != cudaSuccess) return err;
+  if (const cudaError_t err = allow_shared(flash_f32_kernel<MODS, RULES, DVT>, shared); err != cudaSuccess) return err;
   const dim3 grid(unsigned((a.dims.Lq + kF32Br - 1) / kF32Br), unsigned(a.dims.H));
-  flash_f32_kernel<MODS, DVT><<<grid, kF32Warps * 32, shared>>>(
+  flash_f32_kernel<MODS, RULES, DVT><<<grid, kF32Warps * 32, shared>>>(
       static_cast<const float*>(a.q), static_cast<const float*>(a.k), static_cast<const float*>(a.v), a.allowed,
-      a.mask_heads, int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), int(a.dims.d), int(a.dims.dv),
+      a.mask_heads, a.rules, int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), int(a.dims.d), int(a.dims.dv),
       a.causal, a.scale_log2, a.mods, a.out, a.lse);
   return cudaGetLastError();
 }
 
-template <bool MODS, class E, int D, int WARPS, int BC>
+template <bool MODS, bool RULES, class E, int D, int WARPS, int BC>
 cudaError_t launch_tc(const Launch& a) {
   const std::size_t shared = tc_shared_bytes<D, WARPS, BC>();
-  if (const cudaError_t err = allow_shared(flash_tc_kernel<MODS, E, D, WARPS, BC>, shared); err != cudaSuccess)
+  if (const cudaError_t err = allow_shared(flash_tc_kernel<MODS, RULES, E, D, WARPS, BC>, shared); err != cudaSuccess)
     return err;
   const dim3 grid(unsigned((a.dims.Lq + 16 * WARPS - 1) / (16 * WARPS)), unsigned(a.dims.H));
-  flash_tc_kernel<MODS, E, D, WARPS, BC><<<grid, WARPS * 32, shared>>>(
+  flash_tc_kernel<MODS, RULES, E, D, WARPS, BC><<<grid, WARPS * 32, shared>>>(
       static_cast<const E*>(a.q), static_cast<const E*>(a.k), static_cast<const E*>(a.v), a.allowed, a.mask_heads,
-      int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), a.causal, a.scale_log2, a.mods, a.out, a.lse);
+      a.rules, int(a.dims.H), int(a.dims.Hkv), int(a.dims.Lq), int(a.dims.Lk), a.causal, a.scale_log2, a.mods, a.out, a.lse);
   return cudaGetLastError();
 }
 
-template <bool MODS, class E>
+template <bool MODS, bool RULES, class E>
 cudaError_t launch_tc_for_dim(const Launch& a) {
-  return a.dims.d == 64 ? launch_tc<MODS, E, 64, kTcWarps, kTcKeys>(a) : launch_tc<MODS, E, 128, kTcWarps, kTcKeys>(a);
+  return a.dims.d == 64 ? launch_tc<MODS, RULES, E, 64, kTcWarps, kTcKeys>(a)
+                        : launch_tc<MODS, RULES, E, 128, kTcWarps, kTcKeys>(a);
 }
 
-template <bool MODS>
+template <bool MODS, bool RULES>
 cudaError_t launch_kernel(const Launch& a, Dtype dtype) {
   switch (dtype) {
-    case Dtype::float16: return launch_tc_for_dim<MODS, __half>(a);
-    case Dtype::bfloat16: return launch_tc_for_dim<MODS, __nv_bfloat16>(a);
+    case Dtype::float16: return launch_tc_for_dim<MODS, RULES, __half>(a);
+    case Dtype::bfloat16: return launch_tc_for_dim<MODS, RULES, __nv_bfloat16>(a);
     case Dtype::float32: break;
   }
   const std::size_t dv = a.dims.dv;
-  return dv <= 32   ? launch_f32<MODS, 1>(a)
-         : dv <= 64  ? launch_f32<MODS, 2>(a)
-         : dv <= 128 ? launch_f32<MODS, 4>(a)
-                     : launch_f32<MODS, 8>(a);
+  return dv <= 32   ? launch_f32<MODS, RULES, 1>(a)
+         : dv <= 64  ? launch_f32<MODS, RULES, 2>(a)
+         : dv <= 128 ? launch_f32<MODS, RULES, 4>(a)
+                     : launch_f32<MODS, RULES, 8>(a);
 }
 
 cudaError_t launch(const Launch& a, Dtype dtype) {
   if (a.dims.H == 0 || a.dims.Lq == 0) return cudaSuccess;  // no rows: nothing to launch
-  return a.modded ? launch_kernel<true>(a, dtype) : launch_kernel<false>(a, dtype);
+  if (a.rules.any()) return launch_kernel<true, true>(a, dtype);  // see kKernelVariants
+  return a.modded ? launch_kernel<true, false>(a, dtype) : launch_kernel<false, false>(a, dtype);
 }
 
 template <class E>
@@ -928,6 +964,7 @@ struct BwdLaunch {
   const float *q, *k, *v, *dout, *lse, *delta;
   const unsigned char* allowed;
   int mask_heads;
+  variants::IndexRules rules;
   FlashDims dims;
   bool causal;
   float scale;
@@ -936,22 +973,22 @@ struct BwdLaunch {
   float *dq, *dk, *dv;
 };
 
-template <bool MODS, int T>
+template <bool MODS, bool RULES, int T>
 cudaError_t launch_backward_t(const BwdLaunch& a) {
   const std::size_t shared = bwd_shared_bytes(int(a.dims.d), int(a.dims.dv));
-  if (cudaError_t err = allow_shared(flash_dq_kernel<MODS, T>, shared); err != cudaSuccess) return err;
-  if (cudaError_t err = allow_shared(flash_dkdv_kernel<MODS, T>, shared); err != cudaSuccess) return err;
+  if (cudaError_t err = allow_shared(flash_dq_kernel<MODS, RULES, T>, shared); err != cudaSuccess) return err;
+  if (cudaError_t err = allow_shared(flash_dkdv_kernel<MODS, RULES, T>, shared); err != cudaSuccess) return err;
   const FlashDims& m = a.dims;
   if (m.Lq > 0) {
-    flash_dq_kernel<MODS, T><<<dim3(unsigned((m.Lq + kBwdBlock - 1) / kBwdBlock), unsigned(m.H)), kBwdWarps * 32,
-                               shared>>>(a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H),
+    flash_dq_kernel<MODS, RULES, T><<<dim3(unsigned((m.Lq + kBwdBlock - 1) / kBwdBlock), unsigned(m.H)), kBwdWarps * 32,
+                               shared>>>(a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, a.rules, int(m.H),
                                          int(m.Hkv), int(m.Lq), int(m.Lk), int(m.d), int(m.dv), a.causal, a.scale,
                                          a.mods, a.dq);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   }
   if (m.Lk > 0) {
-    flash_dkdv_kernel<MODS, T><<<dim3(unsigned((m.Lk + kBwdBlock - 1) / kBwdBlock), unsigned(m.Hkv)), kBwdWarps * 32,
-                                 shared>>>(a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, int(m.H),
+    flash_dkdv_kernel<MODS, RULES, T><<<dim3(unsigned((m.Lk + kBwdBlock - 1) / kBwdBlock), unsigned(m.Hkv)), kBwdWarps * 32,
+                                 shared>>>(a.q, a.k, a.v, a.dout, a.lse, a.delta, a.allowed, a.mask_heads, a.rules, int(m.H),
                                            int(m.Hkv), int(m.Lq), int(m.Lk), int(m.d), int(m.dv), a.causal, a.scale,
                                            a.mods, a.dk, a.dv);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
@@ -959,15 +996,31 @@ cudaError_t launch_backward_t(const BwdLaunch& a) {
   return cudaSuccess;
 }
 
-template <bool MODS>
+template <bool MODS, bool RULES>
 cudaError_t launch_backward_kernels(const BwdLaunch& a) {
   const std::size_t widest = std::max(a.dims.d, a.dims.dv);
-  return widest <= 32 ? launch_backward_t<MODS, 1>(a) : widest <= 64 ? launch_backward_t<MODS, 2>(a)
-       : widest <= 128 ? launch_backward_t<MODS, 4>(a) : launch_backward_t<MODS, 8>(a);
+  return widest <= 32 ? launch_backward_t<MODS, RULES, 1>(a) : widest <= 64 ? launch_backward_t<MODS, RULES, 2>(a)
+       : widest <= 128 ? launch_backward_t<MODS, RULES, 4>(a) : launch_backward_t<MODS, RULES, 8>(a);
 }
 
 cudaError_t launch_backward(const BwdLaunch& a) {
-  return a.modded ? launch_backward_kernels<true>(a) : launch_backward_kernels<false>(a);
+  if (a.rules.any()) return launch_backward_kernels<true, true>(a);  // see kKernelVariants
+  return a.modded ? launch_backward_kernels<true, false>(a) : launch_backward_kernels<false, false>(a);
+}
+
+// The mask rules as the kernels take them (none for null), their document ids copied into
+// q_ids [Lq] and k_ids [Lk] on the device.
+cudaError_t device_rules(const variants::IndexRules* rules, const FlashDims& dims, DeviceBuffer& q_ids,
+                         DeviceBuffer& k_ids, variants::IndexRules& out) {
+  out = rules ? *rules : variants::IndexRules{};
+  if (!out.segments.on) return cudaSuccess;
+  const std::size_t qb = dims.Lq * sizeof(std::int64_t), kb = dims.Lk * sizeof(std::int64_t);
+  cudaError_t err = q_ids.allocate(qb);
+  if (err == cudaSuccess) err = k_ids.allocate(kb);
+  if (err == cudaSuccess && qb) err = cudaMemcpy(q_ids.as<void>(), out.segments.rule.q, qb, cudaMemcpyHostToDevice);
+  if (err == cudaSuccess && kb) err = cudaMemcpy(k_ids.as<void>(), out.segments.rule.k, kb, cudaMemcpyHostToDevice);
+  out.segments.rule = {q_ids.as<std::int64_t>(), k_ids.as<std::int64_t>()};
+  return err;
 }
 
 }  // namespace
@@ -1004,13 +1057,13 @@ bool device_usable(std::string& reason) {
 
 std::string flash_forward(const float* q, const float* k, const float* v,
                           const unsigned char* allowed, std::size_t mask_heads,
-                          const FlashDims& dims, bool causal, float scale, const ScoreMods& mods,
+                          const variants::IndexRules* rules, const FlashDims& dims, bool causal, float scale, const ScoreMods& mods,
                           Dtype dtype, float* out, float* lse, std::size_t timed_runs,
                           std::vector<double>* kernel_ms) {
   const std::size_t nq = dims.H * dims.Lq * dims.d, nk = dims.Hkv * dims.Lk * dims.d,
                     nv = dims.Hkv * dims.Lk * dims.dv, no = dims.H * dims.Lq * dims.dv,
                     nl = dims.H * dims.Lq, nm = allowed ? mask_heads * dims.Lq * dims.Lk : 0;
-  DeviceBuffer dq, dk, dv, dm, dslopes, dout, dlse, eq, ek, ev;
+  DeviceBuffer dq, dk, dv, dm, dslopes, dout, dlse, eq, ek, ev, dq_ids, dk_ids;
   cudaError_t err = cudaSuccess;
   auto alloc_copy = [&](DeviceBuffer& b, const void* host, std::size_t bytes) {
     if (err == cudaSuccess) err = b.allocate(bytes);
@@ -1023,10 +1076,12 @@ std::string flash_forward(const float* q, const float* k, const float* v,
   alloc_copy(dslopes, mods.alibi_slopes, mods.alibi_slopes ? dims.H * sizeof(float) : 0);
   alloc_copy(dout, nullptr, no * sizeof(float));
   alloc_copy(dlse, nullptr, nl * sizeof(float));
+  variants::IndexRules on_device;
+  if (err == cudaSuccess) err = device_rules(rules, dims, dq_ids, dk_ids, on_device);
   if (err != cudaSuccess) return cudaGetErrorString(err);
 
   Launch a{dq.as<void>(), dk.as<void>(), dv.as<void>(), allowed ? dm.as<unsigned char>() : nullptr,
-           int(mask_heads), dims, causal, scale * float(tile::kLog2ed),
+           int(mask_heads), on_device, dims, causal, scale * float(tile::kLog2ed),
            kernel_mods(mods, scale, tile::kLog2ed, dslopes), mods.any(), dout.as<float>(), dlse.as<float>()};
   if (dtype != Dtype::float32) {  // round Q, K, V once on the device; the kernel reads only those
     auto round_all = [&](auto tag) {
@@ -1069,13 +1124,13 @@ std::string flash_forward(const float* q, const float* k, const float* v,
 }
 
 std::string flash_backward(const float* q, const float* k, const float* v, const unsigned char* allowed,
-                           std::size_t mask_heads, const FlashDims& dims, bool causal, float scale,
+                           std::size_t mask_heads, const variants::IndexRules* rules, const FlashDims& dims, bool causal, float scale,
                            const ScoreMods& mods, const float* dout, const float* lse, const float* delta, float* dq,
                            float* dk, float* dv) {
   const std::size_t nq = dims.H * dims.Lq * dims.d, nk = dims.Hkv * dims.Lk * dims.d,
                     nv = dims.Hkv * dims.Lk * dims.dv, no = dims.H * dims.Lq * dims.dv,
                     nl = dims.H * dims.Lq, nm = allowed ? mask_heads * dims.Lq * dims.Lk : 0;
-  DeviceBuffer bq, bk, bv, bm, bslopes, bdo, blse, bdelta, bdq, bdk, bdv;
+  DeviceBuffer bq, bk, bv, bm, bslopes, bdo, blse, bdelta, bdq, bdk, bdv, bq_ids, bk_ids;
   cudaError_t err = cudaSuccess;
   auto alloc_copy = [&](DeviceBuffer& b, const void* host, std::size_t bytes) {
     if (err == cudaSuccess) err = b.allocate(bytes);
@@ -1093,10 +1148,12 @@ std::string flash_backward(const float* q, const float* k, const float* v, const
   alloc_copy(bdq, nullptr, nq * sizeof(float));
   alloc_copy(bdk, nullptr, nk * sizeof(float));
   alloc_copy(bdv, nullptr, nv * sizeof(float));
+  variants::IndexRules on_device;
+  if (err == cudaSuccess) err = device_rules(rules, dims, bq_ids, bk_ids, on_device);
   if (err != cudaSuccess) return cudaGetErrorString(err);
   if (dims.H > 0) {
     err = launch_backward({bq.as<float>(), bk.as<float>(), bv.as<float>(), bdo.as<float>(), blse.as<float>(),
-                           bdelta.as<float>(), allowed ? bm.as<unsigned char>() : nullptr, int(mask_heads), dims,
+                           bdelta.as<float>(), allowed ? bm.as<unsigned char>() : nullptr, int(mask_heads), on_device, dims,
                            causal, scale, kernel_mods(mods, scale, 1.0, bslopes), mods.any(), bdq.as<float>(),
                            bdk.as<float>(), bdv.as<float>()});
   }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "attn/engine/attention/variants/index_rules.hpp"
+
 namespace attn::cuda {
 
 // Whether a CUDA device can run the kernel; when not, `reason` says why, for the user. When
@@ -33,24 +35,26 @@ struct ScoreMods {
 enum class Dtype { float32, float16, bfloat16 };
 
 // q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv] (host memory, row-major); allowed
-// [mask_heads, Lq, Lk] of 0/1 or null; `scale` has the temperature folded in, `mods` the score
-// modifiers. Writes out [H, Lq, dv] and lse [H, Lq] (host memory).
+// [mask_heads, Lq, Lk] of 0/1 or null; `rules` the mask variants by index (their document ids in
+// host memory) or null: a key is visible when causality, the bitmap and the rules all say so,
+// and tiles the rules hide entirely are skipped. `scale` has the temperature folded in, `mods`
+// the score modifiers. Writes out [H, Lq, dv] and lse [H, Lq] (host memory).
 // When timed_runs > 0, the kernel is then launched that many more times on the inputs already
 // on the device and each launch's time, from CUDA events, is appended to kernel_ms (copies and
 // conversions excluded). Returns an empty string on success, else the CUDA error.
 std::string flash_forward(const float* q, const float* k, const float* v,
                           const unsigned char* allowed, std::size_t mask_heads,
-                          const FlashDims& dims, bool causal, float scale, const ScoreMods& mods,
+                          const variants::IndexRules* rules, const FlashDims& dims, bool causal, float scale, const ScoreMods& mods,
                           Dtype dtype, float* out, float* lse, std::size_t timed_runs,
                           std::vector<double>* kernel_ms);
 
 // The float32 backward (FlashAttention-2's Algorithm 2): dq [H, Lq, d], dk [Hkv, Lk, d] and dv
 // [Hkv, Lk, dv] (host memory; dk and dv summed over the query heads sharing a KV head) from the
-// inputs, dO [H, Lq, dv], the forward's lse [H, Lq] (natural log) and delta = rowsum(dO o O)
+// inputs and masks as flash_forward takes them, dO [H, Lq, dv], the forward's lse [H, Lq] (natural log) and delta = rowsum(dO o O)
 // [H, Lq]; dS is multiplied by the score modifiers' slope. Returns an empty string on success,
 // else the CUDA error.
 std::string flash_backward(const float* q, const float* k, const float* v, const unsigned char* allowed,
-                           std::size_t mask_heads, const FlashDims& dims, bool causal, float scale,
+                           std::size_t mask_heads, const variants::IndexRules* rules, const FlashDims& dims, bool causal, float scale,
                            const ScoreMods& mods, const float* dout, const float* lse, const float* delta, float* dq, float* dk,
                            float* dv);
 

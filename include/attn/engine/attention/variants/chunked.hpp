@@ -13,12 +13,12 @@ struct Chunked {
   std::size_t size = 1;
 
   // Floor division: with more queries than keys the first queries sit at negative positions.
-  long chunk_of(long position) const {
+  ATTN_HOST_DEVICE long chunk_of(long position) const {
     const long s = long(size);
     return position >= 0 ? position / s : -((-position + s - 1) / s);
   }
-  bool visible(const MaskPoint& at) const { return chunk_of(at.p) == chunk_of(long(at.j)); }
-  MaskCover cover(const MaskTile& t) const {
+  ATTN_HOST_DEVICE bool visible(const MaskPoint& at) const { return chunk_of(at.p) == chunk_of(long(at.j)); }
+  ATTN_HOST_DEVICE MaskCover cover(const MaskTile& t) const {
     const long rows_lo = chunk_of(t.first), rows_hi = chunk_of(t.last);
     const long keys_lo = chunk_of(t.lo), keys_hi = chunk_of(t.hi);
     if (keys_hi < rows_lo || keys_lo > rows_hi) return MaskCover::none;  // no chunk in common

@@ -13,8 +13,8 @@ namespace attn::variants {
 struct PrefixLM {
   std::size_t length = 0;
 
-  bool visible(const MaskPoint& at) const { return at.j < length || at.j <= at.i; }
-  MaskCover cover(const MaskTile& t) const {  // self-attention: positions are query indices
+  ATTN_HOST_DEVICE bool visible(const MaskPoint& at) const { return at.j < length || at.j <= at.i; }
+  ATTN_HOST_DEVICE MaskCover cover(const MaskTile& t) const {  // self-attention: positions are query indices
     if (t.hi < long(length) || t.hi <= t.first) return MaskCover::all;
     if (t.lo >= long(length) && t.lo > t.last) return MaskCover::none;
     return MaskCover::some;

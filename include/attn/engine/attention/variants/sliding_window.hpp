@@ -13,13 +13,13 @@ struct SlidingWindow {
   std::size_t left = 0, right = 0;
   std::size_t sinks = 0;
 
-  bool visible(const MaskPoint& at) const {
+  ATTN_HOST_DEVICE bool visible(const MaskPoint& at) const {
     const long j = long(at.j);
     return j < long(sinks) || (j >= at.p - long(left) && j <= at.p + long(right));
   }
   // Exact for a window alone; where sinks meet the band a tile may come out "some" that a
   // bitmap would call all or none (it is then index-tested: the same scores).
-  MaskCover cover(const MaskTile& t) const {
+  ATTN_HOST_DEVICE MaskCover cover(const MaskTile& t) const {
     if (t.hi < long(sinks)) return MaskCover::all;                                              // sinks only
     if (t.lo >= t.last - long(left) && t.hi <= t.first + long(right)) return MaskCover::all;  // in every row's band
     if (t.lo >= long(sinks) && (t.hi < t.first - long(left) || t.lo > t.last + long(right))) return MaskCover::none;

@@ -11,12 +11,12 @@ namespace attn::variants {
 struct Strided {
   std::size_t stride = 1;
 
-  bool visible(const MaskPoint& at) const {
+  ATTN_HOST_DEVICE bool visible(const MaskPoint& at) const {
     const long back = at.p - long(at.j), s = long(stride);
     return back >= 0 && (back < s || back % s == 0);
   }
   // "some" for the periodic part: index-tested.
-  MaskCover cover(const MaskTile& t) const {
+  ATTN_HOST_DEVICE MaskCover cover(const MaskTile& t) const {
     if (t.lo > t.last) return MaskCover::none;                                   // after every row's position
     if (t.hi <= t.first && t.last - t.lo < long(stride)) return MaskCover::all;  // inside every row's band
     return MaskCover::some;

@@ -1,0 +1,27 @@
+#pragma once
+// The kit's mask variants (kit.hpp's KitRules) as the engine's own descriptor, for the two
+// programs of the kit that link the engine: the case writer's float64 reference
+// (kit_cases.cpp) and the CUDA test through attention() (test_cuda_main.cpp). The driver, which
+// has no engine, gives the kernel kit_rules() instead.
+#include "attn/engine/attention/variant.hpp"
+#include "kit.hpp"
+
+namespace attn::kit {
+
+inline AttentionMask case_mask(const Shape& s) {
+  using R = KitRules;
+  AttentionMask m;
+  switch (s.mask) {
+    case MaskKind::window: m.window = variants::SlidingWindow{R::left, R::right, R::sinks}; break;
+    case MaskKind::prefix: m.prefix = variants::PrefixLM{R::prefix(s.Lq)}; break;
+    case MaskKind::strided: m.stride = variants::Strided{R::stride}; break;
+    case MaskKind::chunked: m.chunk = variants::Chunked{R::chunk}; break;
+    case MaskKind::documents:
+      m.segments = variants::Documents{document_ids(s.Lq, R::q_doc), document_ids(s.Lk, R::k_doc)};
+      break;
+    default: break;
+  }
+  return m;
+}
+
+}  // namespace attn::kit

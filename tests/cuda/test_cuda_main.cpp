@@ -277,9 +277,11 @@ int main() {
     for (const kit::VariantCase& vc : kit::tensor_core_variant_cases())
       if (!quick || vc.quick) check_variant_case(vc, dtype, rng);
   // Every mask variant the kernels read by index, without modifiers.
-  for (const Case& c : kit::f32_rule_shapes()) check_variant_case({c, {}, true}, CudaDtype::float32, rng);
+  for (const auto* shapes : {&kit::f32_rule_shapes(), &kit::f32_rule_more_shapes()})
+    for (const Case& c : *shapes) check_variant_case({c, {}, true}, CudaDtype::float32, rng);
   for (CudaDtype dtype : {CudaDtype::float16, CudaDtype::bfloat16})
-    for (const Case& c : kit::tensor_core_rule_shapes()) check_variant_case({c, {}, true}, dtype, rng);
+    for (const auto* shapes : {&kit::tensor_core_rule_shapes(), &kit::tensor_core_rule_more_shapes()})
+      for (const Case& c : *shapes) check_variant_case({c, {}, true}, dtype, rng);
   if (!quick)
     for (CudaDtype dtype : {CudaDtype::float32, CudaDtype::float16, CudaDtype::bfloat16})
       check_variant_case({kit::kLongWindow, {}, false}, dtype, rng);

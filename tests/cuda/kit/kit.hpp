@@ -24,6 +24,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/engine/attention/variants/index_rules.hpp"
@@ -36,12 +37,14 @@ struct KitError : std::runtime_error {
 };
 
 enum class Dtype : std::uint64_t { f32 = 0, f16 = 1, bf16 = 2 };
-// none .. empty_rows: a bitmap; window .. documents: a mask variant (KitRules), which the kernel
-// reads by index (kit_rules) and the engine's reference as its descriptor.
+// none .. empty_rows: a bitmap; window .. combined: a mask variant (KitRules), which the kernel
+// reads by index (kit_rules) and the engine's reference as its descriptor; combined is the
+// window with sinks, documents and chunks at once.
 enum class MaskKind : std::uint64_t {
-  none = 0, per_head = 1, shared = 2, empty_rows = 3, window = 4, prefix = 5, strided = 6, chunked = 7, documents = 8
+  none = 0, per_head = 1, shared = 2, empty_rows = 3, window = 4, prefix = 5, strided = 6, chunked = 7, documents = 8,
+  combined = 9
 };
-inline constexpr std::uint64_t kLastMaskKind = 8;
+inline constexpr std::uint64_t kLastMaskKind = 9;
 inline bool is_rule(MaskKind m) { return m >= MaskKind::window; }
 enum class Pass : std::uint64_t { forward = 0, backward = 1 };
 
@@ -57,6 +60,7 @@ inline const char* mask_name(MaskKind m) {
     case MaskKind::strided: return "strided";
     case MaskKind::chunked: return "chunked";
     case MaskKind::documents: return "documents";
+    case MaskKind::combined: return "combined";
   }
   return "?";
 }
@@ -70,15 +74,24 @@ struct Shape {
 
 // The mask variants' parameters, as attend would take them: "window": [24, 4] with "sinks": 2;
 // "prefix": Lq / 3; "stride": 5; "chunk": 48; "segments": queries in documents of 29, keys in
-// documents of 41 (so with Lq != Lk some queries' documents have no key: rows that see none).
+// documents of 41 (so with Lq != Lk some queries' documents have no key: rows that see none;
+// document_ids below).
 struct KitRules {
   static constexpr std::size_t left = 24, right = 4, sinks = 2, stride = 5, chunk = 48, q_doc = 29, k_doc = 41;
   static std::size_t prefix(std::size_t Lq) { return Lq / 3; }
 };
-// Ids 0, 0, ..., 1, 1, ...: n positions in documents of `run`.
-inline std::vector<std::int64_t> document_ids(std::size_t n, std::size_t run) {
-  std::vector<std::int64_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = std::int64_t(i / run);
+// The document ids of a case's queries and keys. documents: queries in documents of 29, keys of
+// 41, by index. combined: both by position (query i at i + Lk - Lq), in documents of 41, as a
+// packed batch is cut, so that the window, the chunks and the documents leave keys to see.
+struct CaseDocuments {
+  std::vector<std::int64_t> q, k;
+};
+inline CaseDocuments document_ids(const Shape& s) {
+  CaseDocuments ids{std::vector<std::int64_t>(s.Lq), std::vector<std::int64_t>(s.Lk)};
+  const bool by_position = s.mask == MaskKind::combined;
+  const std::size_t q_run = by_position ? KitRules::k_doc : KitRules::q_doc, shift = by_position ? s.Lk - s.Lq : 0;
+  for (std::size_t i = 0; i < s.Lq; ++i) ids.q[i] = std::int64_t((i + shift) / q_run);
+  for (std::size_t j = 0; j < s.Lk; ++j) ids.k[j] = std::int64_t(j / KitRules::k_doc);
   return ids;
 }
 
@@ -136,13 +149,14 @@ struct VariantCase {
   bool quick;
 };
 // The mask variants by index: each over rows and keys off the tiles, with GQA or MQA; documents
-// with Lq > Lk (queries whose document has no key); chunked with Lq < Lk (positions offset).
+// with Lq > Lk, not causal (the first 29 queries see every key, the rest none: their documents
+// have no key); chunked with Lq < Lk (positions offset).
 inline const std::vector<Shape>& f32_rule_shapes() {
   using M = MaskKind;
   static const std::vector<Shape> s = {{2, 2, 100, 100, 64, 64, false, M::prefix},
                                        {2, 1, 70, 90, 64, 48, true, M::strided},
                                        {2, 2, 130, 150, 64, 64, false, M::chunked},
-                                       {4, 2, 100, 37, 32, 32, true, M::documents}};
+                                       {4, 2, 100, 37, 32, 32, false, M::documents}};
   return s;
 }
 inline const std::vector<Shape>& tensor_core_rule_shapes() {
@@ -154,6 +168,25 @@ inline const std::vector<Shape>& tensor_core_rule_shapes() {
 }
 // A long causal window with sinks: most key tiles of a block are hidden and skipped.
 inline const Shape kLongWindow{4, 4, 600, 1500, 64, 64, true, MaskKind::window};
+// Rules together (combined), prefill and a decode step (Lq = 1: the query at the last position),
+// and a decode step under each rule that takes Lq != Lk (prefix-LM does not).
+inline const std::vector<Shape>& f32_rule_more_shapes() {
+  using M = MaskKind;
+  static const std::vector<Shape> s = {{2, 1, 90, 200, 64, 64, true, M::combined},
+                                       {8, 2, 1, 777, 64, 64, true, M::combined},
+                                       {8, 2, 1, 777, 64, 64, true, M::window},
+                                       {8, 2, 1, 777, 64, 64, true, M::strided},
+                                       {8, 2, 1, 777, 64, 64, false, M::chunked},
+                                       {8, 2, 1, 777, 64, 64, false, M::documents}};
+  return s;
+}
+inline const std::vector<Shape>& tensor_core_rule_more_shapes() {
+  using M = MaskKind;
+  static const std::vector<Shape> s = {{2, 2, 130, 300, 64, 64, true, M::combined},
+                                       {8, 2, 1, 777, 128, 128, true, M::combined},
+                                       {8, 2, 1, 777, 64, 64, true, M::window}};
+  return s;
+}
 
 // float32 forward and backward: the soft-cap over causal rows with Lq < Lk, ALiBi with Lq > Lk
 // (positions bottom-right aligned; the first rows see no key) and GQA, both with a temperature
@@ -212,6 +245,13 @@ inline std::vector<CaseSpec> all_cases() {
   for (Dtype t : {Dtype::f32, Dtype::f16, Dtype::bf16}) add(Pass::forward, t, kLongWindow, false);
   for (const Shape& s : f32_rule_shapes()) add(Pass::backward, Dtype::f32, s, s.mask == MaskKind::documents);
   add(Pass::backward, Dtype::f32, kLongWindow, false);
+  // Rules together and decode steps, after those.
+  auto quick = [](const Shape& s) { return s.mask == MaskKind::combined; };
+  for (const Shape& s : f32_rule_more_shapes()) add(Pass::forward, Dtype::f32, s, quick(s));
+  for (Dtype t : {Dtype::f16, Dtype::bf16})
+    for (const Shape& s : tensor_core_rule_more_shapes()) add(Pass::forward, t, s, quick(s));
+  for (const Shape& s : f32_rule_more_shapes())
+    if (quick(s)) add(Pass::backward, Dtype::f32, s, true);
   return cases;
 }
 
@@ -294,9 +334,10 @@ inline Inputs make_inputs(const CaseSpec& c) {
   fill(in.q, s.H * s.Lq * s.d);
   fill(in.k, s.Hkv * s.Lk * s.d);
   fill(in.v, s.Hkv * s.Lk * s.dv);
-  if (s.mask == MaskKind::documents) {
-    in.doc_q = document_ids(s.Lq, KitRules::q_doc);
-    in.doc_k = document_ids(s.Lk, KitRules::k_doc);
+  if (s.mask == MaskKind::documents || s.mask == MaskKind::combined) {
+    CaseDocuments ids = document_ids(s);
+    in.doc_q = std::move(ids.q);
+    in.doc_k = std::move(ids.k);
   } else if (s.mask != MaskKind::none && !is_rule(s.mask)) {
     in.mask_heads = s.mask == MaskKind::shared ? 1 : s.H;
     in.mask.resize(in.mask_heads * s.Lq * s.Lk);
@@ -333,6 +374,11 @@ inline variants::IndexRules kit_rules(const Shape& s, const Inputs& in) {
     case MaskKind::strided: r.stride = {true, {KitRules::stride}}; break;
     case MaskKind::chunked: r.chunk = {true, {KitRules::chunk}}; break;
     case MaskKind::documents: r.segments = {true, {in.doc_q.data(), in.doc_k.data()}}; break;
+    case MaskKind::combined:
+      r.window = {true, {KitRules::left, KitRules::right, KitRules::sinks}};
+      r.segments = {true, {in.doc_q.data(), in.doc_k.data()}};
+      r.chunk = {true, {KitRules::chunk}};
+      break;
     default: break;
   }
   return r;

@@ -3,6 +3,8 @@
 // programs of the kit that link the engine: the case writer's float64 reference
 // (kit_cases.cpp) and the CUDA test through attention() (test_cuda_main.cpp). The driver, which
 // has no engine, gives the kernel kit_rules() instead.
+#include <utility>
+
 #include "attn/engine/attention/variant.hpp"
 #include "kit.hpp"
 
@@ -16,9 +18,18 @@ inline AttentionMask case_mask(const Shape& s) {
     case MaskKind::prefix: m.prefix = variants::PrefixLM{R::prefix(s.Lq)}; break;
     case MaskKind::strided: m.stride = variants::Strided{R::stride}; break;
     case MaskKind::chunked: m.chunk = variants::Chunked{R::chunk}; break;
-    case MaskKind::documents:
-      m.segments = variants::Documents{document_ids(s.Lq, R::q_doc), document_ids(s.Lk, R::k_doc)};
+    case MaskKind::documents: {
+      CaseDocuments ids = document_ids(s);
+      m.segments = variants::Documents{std::move(ids.q), std::move(ids.k)};
       break;
+    }
+    case MaskKind::combined: {
+      CaseDocuments ids = document_ids(s);
+      m.window = variants::SlidingWindow{R::left, R::right, R::sinks};
+      m.segments = variants::Documents{std::move(ids.q), std::move(ids.k)};
+      m.chunk = variants::Chunked{R::chunk};
+      break;
+    }
     default: break;
   }
   return m;

@@ -1,7 +1,13 @@
 // Which OpenBLAS core a CPU should run: the table behind attn-cli's start-up re-exec.
 #include <doctest/doctest.h>
 
+#include <cblas.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <vector>
 #include <string>
 
 #include "attn/engine/platform/machine.hpp"
@@ -53,4 +59,34 @@ TEST_CASE("machine: use_openblas_core switches OpenBLAS's kernels in this proces
   REQUIRE(attn::use_openblas_core(before));
   CHECK(attn::blas_facts().core == before);
   unsetenv("OPENBLAS_CORETYPE");
+}
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
+
+TEST_CASE("machine: rest_openblas_threads stops OpenBLAS's workers; its next threaded sgemm starts them and is right") {
+  // OpenBLAS's own flag: its worker threads are running (1) or not (0).
+  const auto* running = static_cast<const int*>(dlsym(RTLD_DEFAULT, "blas_server_avail"));
+  REQUIRE(running != nullptr);
+  REQUIRE(attn::rest_openblas_threads());
+  CHECK(*running == 0);
+  const int threads = openblas_get_num_threads();
+  openblas_set_num_threads(2);
+  const int n = 384;  // large enough for OpenBLAS to split it over its threads
+  std::vector<float> a(std::size_t(n) * n), b(a.size()), c(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = float(int(i * 7 % 13) - 6) / 8.0f;  // small integers over 8: exact products and sums
+    b[i] = float(int(i * 5 % 11) - 5) / 8.0f;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  CHECK(*running == 1);
+  double worst = 0;
+  for (int i = 0; i < n; i += 37)
+    for (int j = 0; j < n; j += 41) {
+      double want = 0;
+      for (int k = 0; k < n; ++k) want += double(a[std::size_t(i) * n + k]) * double(b[std::size_t(k) * n + j]);
+      worst = std::max(worst, std::fabs(want - double(c[std::size_t(i) * n + j])));
+    }
+  CHECK(worst == 0.0);
+  openblas_set_num_threads(threads);
 }

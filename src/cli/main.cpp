@@ -12,6 +12,7 @@
 #include <string>
 
 #include "attn/engine/core/error.hpp"
+#include "attn/engine/platform/machine.hpp"
 #include "attn/engine/text/printable_text.hpp"
 #include "attn/io/interrupt_cleanup.hpp"
 #include "attn/version.hpp"
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
   const bool stdout_closed = guard_closed_standard_streams();
   attn::remove_temporaries_on_signal();  // Ctrl-C leaves no staging folder or temporary file
   attn::cli::give_openblas_the_right_core();
+  attn::rest_openblas_threads();  // idle, they spin for 0.1 s: none of it on the engine's cores
   attn::cli::load_flash_tuning();
   using attn::printable_text;  // every "error:" below echoes user text: keep it one line
   CLI::App app{"attn-cli: learn attention by running it for real and seeing what happens.\n"

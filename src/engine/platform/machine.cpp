@@ -112,6 +112,14 @@ bool use_openblas_core(const std::string& core) {
   return true;
 }
 
+bool rest_openblas_threads() {
+  using Entry = int (*)();
+  const auto shutdown = reinterpret_cast<Entry>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
+  if (!shutdown) return false;
+  shutdown();
+  return true;
+}
+
 BlasFacts blas_facts() {
   BlasFacts blas;
   blas.library = openblas_get_config();

@@ -55,6 +55,15 @@ BlasFacts blas_facts();
 // detect the CPU itself again.
 bool use_openblas_core(const std::string& core);
 
+// Stops OpenBLAS's worker threads now (its blas_thread_shutdown_, found with dlsym); OpenBLAS
+// starts them again at its next threaded call. Its workers do not sleep when idle at first: they
+// spin, calling sched_yield, for 2^28 cycles (OpenBLAS's THREAD_TIMEOUT, about 0.1 s) after
+// they start and after each job. Started as the library loads, one of them took a core from
+// the engine's own threads through the first tenth of a second of every command; on 2 cores
+// GPT-2's 64-token forward pass ran at 83-111 GFLOP/s with it, 103-119 without. False when this
+// BLAS has no such entry point (not OpenBLAS's pthreads build).
+bool rest_openblas_threads();
+
 // Set (to the core OpenBLAS had chosen) when attn-cli replaced that core at start-up.
 inline constexpr const char* kOpenblasChoseEnv = "ATTN_CLI_OPENBLAS_CHOSE";
 

@@ -23,6 +23,10 @@ constexpr std::size_t kMinKeys = 256;
 // Keys per inner block: its K and V rows (128 x d each) and scores stay in L1/L2 while every
 // query row of the task meets them, so K and V come from memory once.
 constexpr std::size_t kBlockKeys = 128;
+// The scores of a block are computed this many keys at a time, each step asking for its share
+// of the bytes ahead (below). A multiple of every ISA's keys per score group (W <= 16), so the
+// steps give the scores a whole-block call would, bit for bit.
+constexpr std::size_t kStepKeys = 16;
 // A chunk is at least this many keys, so a task's start-up and its merge stay small next to
 // the bytes it streams (at d = 64, float32: 512 KiB of K and V).
 constexpr std::size_t kMinChunkKeys = 1024;
@@ -70,23 +74,32 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   std::fill(ws.o.begin(), ws.o.end(), T(0));
   std::fill(ws.alpha.begin(), ws.alpha.end(), T(1));
   std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
-  // Ask for a block's bytes a step before they are read (into L2), so the reads of one phase
-  // overlap the arithmetic of the other: V of this block during the scores, the next K during P V.
+  // Ask for bytes before they are read (into L2), so that memory is busy while the arithmetic
+  // runs: `ahead` blocks ahead (1, the built-in: this block's V and the next block's K; 0: never,
+  // the hardware prefetcher alone), spread over the score steps, 16 keys' rows of each (2 KiB
+  // at d = 64) a step. Asked all at once, 32 KiB of V before the scores and 32 KiB of K before
+  // P V, they overflowed the core's queue of misses: a 64 MiB decode step ran at 0.52-0.58 of a
+  // streaming read on 1 thread and 0.63-0.70 on 2, spread 0.66-0.77 and 0.85-0.99 (alternated).
   auto prefetch = [](const KV* from, std::size_t count) {
     const char* b = reinterpret_cast<const char*>(from);
     for (std::size_t off = 0; off < count * sizeof(KV); off += 64) __builtin_prefetch(b + off, 0, 2);
   };
-  // `ahead` blocks ahead (1, the built-in: this block's V during its scores, the next block's K
-  // during P V; 0: never, the hardware prefetcher alone).
   const std::size_t ahead = p.tuning.prefetch_blocks;
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb);
-    if (const std::size_t jv = jb + (ahead - 1) * kBlockKeys; ahead && jv < j1)
-      prefetch(v + jv * dv, std::min(kBlockKeys, j1 - jv) * dv);
-    if constexpr (widen)  // K read in place, bfloat16 widened in registers
-      mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);
-    else  // K read in place
-      mk.qk_unpacked(ws.q.data(), rows.count, d, k + jb * d, d, nb, ws.s.data(), lds);
+    for (std::size_t s0 = 0; s0 < nb; s0 += kStepKeys) {
+      const std::size_t ns = std::min(kStepKeys, nb - s0);
+      if (ahead) {  // spread over the scores: this step's share of the V and K blocks ahead
+        if (const std::size_t jv = jb + (ahead - 1) * kBlockKeys + s0; jv < j1)
+          prefetch(v + jv * dv, std::min(ns, j1 - jv) * dv);
+        if (const std::size_t jk = jb + ahead * kBlockKeys + s0; jk < j1)
+          prefetch(k + jk * d, std::min(ns, j1 - jk) * d);
+      }
+      if constexpr (widen)  // K read in place, bfloat16 widened in registers
+        mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + (jb + s0) * d, d, ns, ws.s.data() + s0, lds);
+      else  // K read in place
+        mk.qk_unpacked(ws.q.data(), rows.count, d, k + (jb + s0) * d, d, ns, ws.s.data() + s0, lds);
+    }
     for (std::size_t r = 0; r < rows.count; ++r) {
       const std::size_t h = g * rows.group + r / p.Lq, i = r % p.Lq;
       T* s = ws.s.data() + r * lds;
@@ -100,8 +113,6 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
       }
       ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
     }
-    if (const std::size_t jk = jb + ahead * kBlockKeys; ahead && jk < j1)
-      prefetch(k + jk * d, std::min(kBlockKeys, j1 - jk) * d);
     // P V for the task's rows only (padding rows would be FMAs on zeros). V rows whose length
     // is a whole number of registers are read in place (bfloat16 widened in registers); others
     // are first copied or widened into padded rows.

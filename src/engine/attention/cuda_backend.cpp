@@ -142,9 +142,8 @@ FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tenso
   FlashResult r{Tensor3::from_shape({dims.H, dims.Lq, dims.dv}), Tensor2::from_shape({dims.H, dims.Lq}), {}};
   const std::string err = cuda::flash_forward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
                                               allowed ? allowed->shape(0) : 0, rules ? &*rules : nullptr, dims,
-                                              options.causal,
-                                              float(scale), mods, dtype, r.output.data(), r.lse.data(),
-                                              cuda.timed_runs, kernel_ms);
+                                              options.causal, float(scale), mods, dtype, r.output.data(),
+                                              r.lse.data(), cuda.timed_runs, kernel_ms);
   if (!err.empty()) throw RuntimeError("CUDA: " + err);
   return r;
 }
@@ -170,9 +169,8 @@ SdpaGradients flash_backward_cuda(const Tensor3& q, const Tensor3& k, const Tens
   SdpaGradients g{Tensor3::from_shape(q.shape()), Tensor3::from_shape(k.shape()), Tensor3::from_shape(v.shape())};
   const std::string err = cuda::flash_backward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
                                                allowed ? allowed->shape(0) : 0, rules ? &*rules : nullptr, dims,
-                                               options.causal, float(scale),
-                                               mods, grad_output.data(), lse.data(), delta.data(), g.grad_q.data(),
-                                               g.grad_k.data(), g.grad_v.data());
+                                               options.causal, float(scale), mods, grad_output.data(), lse.data(),
+                                               delta.data(), g.grad_q.data(), g.grad_k.data(), g.grad_v.data());
   if (!err.empty()) throw RuntimeError("CUDA: " + err);
   return g;
 }

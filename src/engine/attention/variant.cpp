@@ -20,12 +20,18 @@ Mask2 AttentionMask::allowed(std::size_t Lq, std::size_t Lk) const {
 
 namespace {
 
+template <class Rule>
+bool fill(variants::Slot<Rule>& slot, const Rule& rule) {
+  slot = {true, rule};
+  return true;
+}
+
 // A rule into its slot of IndexRules; false for a rule that has none.
-bool put(variants::IndexRules& r, const variants::SlidingWindow& w) { return r.window = {true, w}, true; }
-bool put(variants::IndexRules& r, const variants::Documents& d) { return r.segments = {true, d.ids()}, true; }
-bool put(variants::IndexRules& r, const variants::PrefixLM& p) { return r.prefix = {true, p}, true; }
-bool put(variants::IndexRules& r, const variants::Strided& s) { return r.stride = {true, s}, true; }
-bool put(variants::IndexRules& r, const variants::Chunked& c) { return r.chunk = {true, c}, true; }
+bool put(variants::IndexRules& r, const variants::SlidingWindow& w) { return fill(r.window, w); }
+bool put(variants::IndexRules& r, const variants::Documents& d) { return fill(r.segments, d.ids()); }
+bool put(variants::IndexRules& r, const variants::PrefixLM& p) { return fill(r.prefix, p); }
+bool put(variants::IndexRules& r, const variants::Strided& s) { return fill(r.stride, s); }
+bool put(variants::IndexRules& r, const variants::Chunked& c) { return fill(r.chunk, c); }
 template <class Rule>
 bool put(variants::IndexRules&, const Rule&) {
   return false;

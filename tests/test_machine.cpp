@@ -64,7 +64,7 @@ TEST_CASE("machine: use_openblas_core switches OpenBLAS's kernels in this proces
 extern "C" void openblas_set_num_threads(int);
 extern "C" int openblas_get_num_threads(void);
 
-TEST_CASE("machine: rest_openblas_threads stops OpenBLAS's workers; its next threaded sgemm starts them and is right") {
+TEST_CASE("machine: rest_openblas_threads stops OpenBLAS's workers, and its next threaded sgemm starts them and is right") {
   // OpenBLAS's own flag: its worker threads are running (1) or not (0).
   const auto* running = static_cast<const int*>(dlsym(RTLD_DEFAULT, "blas_server_avail"));
   REQUIRE(running != nullptr);

@@ -64,14 +64,17 @@ TEST_CASE("machine: use_openblas_core switches OpenBLAS's kernels in this proces
 extern "C" void openblas_set_num_threads(int);
 extern "C" int openblas_get_num_threads(void);
 
-TEST_CASE("machine: rest_openblas_threads stops OpenBLAS's workers, and its next threaded sgemm starts them and is right") {
+TEST_CASE("machine: rest_openblas_threads stops OpenBLAS's workers, set_openblas_threads leaves them stopped, and the next threaded sgemm starts them and is right") {
   // OpenBLAS's own flag: its worker threads are running (1) or not (0).
   const auto* running = static_cast<const int*>(dlsym(RTLD_DEFAULT, "blas_server_avail"));
   REQUIRE(running != nullptr);
+  const int threads = openblas_get_num_threads();
+  openblas_set_num_threads(2);  // starts them when they are stopped
+  CHECK(*running == 1);
   REQUIRE(attn::rest_openblas_threads());
   CHECK(*running == 0);
-  const int threads = openblas_get_num_threads();
-  openblas_set_num_threads(2);
+  attn::set_openblas_threads(2);  // leaves them stopped
+  CHECK(*running == 0);
   const int n = 384;  // large enough for OpenBLAS to split it over its threads
   std::vector<float> a(std::size_t(n) * n), b(a.size()), c(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {

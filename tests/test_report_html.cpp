@@ -105,7 +105,7 @@ TEST_CASE("report: demo stores the scaled scores the page's softmax needs, and t
   CHECK(m["results"]["flash"]["teaching"]["replay"]["steps"].size() == 9);  // 6 tokens: 3 x 3 tiles of 2
 }
 
-TEST_CASE("report: demo writes report.html, listed as kind report, self-contained, under 2 MB at 12 tokens") {
+TEST_CASE("report: demo writes report.html, listed as kind report, self-contained, under 2 MiB at 12 tokens") {
   const fs::path dir = scratch("demo");
   const test::CliResult r = test::run_cli("demo \"one two three four five six seven eight nine ten eleven twelve\" --out '" +
                                           dir.string() + "'");

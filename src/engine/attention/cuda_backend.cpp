@@ -90,8 +90,9 @@ cuda::ScoreMods cuda_score_mods(const FlashOptions& options, std::size_t num_hea
 
 // The mask variants the kernels read by index (FlashOptions::mask_rule; attention.cpp hands
 // them over only when every rule has a slot in IndexRules, else their bitmap); nullopt for none.
-std::optional<variants::IndexRules> cuda_rules(const FlashOptions& options) {
+std::optional<variants::IndexRules> cuda_rules(const FlashOptions& options, const cuda::FlashDims& dims) {
   if (!options.mask_rule || !options.mask_rule->any()) return std::nullopt;
+  options.mask_rule->check(dims.Lq, dims.Lk);  // the document ids copied to the GPU are Lq and Lk long
   std::optional<variants::IndexRules> rules = options.mask_rule->index_rules();
   if (!rules) throw RuntimeError("CUDA: a mask variant without a rule the kernels read by index (pass its bitmap)");
   return rules;
@@ -138,7 +139,7 @@ FlashResult flash_attention_cuda(const Tensor3& q, const Tensor3& k, const Tenso
                                                                 : cuda::Dtype::float32;
   std::vector<float> slopes;
   const cuda::ScoreMods mods = cuda_score_mods(options, dims.H, slopes);
-  const std::optional<variants::IndexRules> rules = cuda_rules(options);
+  const std::optional<variants::IndexRules> rules = cuda_rules(options, dims);
   FlashResult r{Tensor3::from_shape({dims.H, dims.Lq, dims.dv}), Tensor2::from_shape({dims.H, dims.Lq}), {}};
   const std::string err = cuda::flash_forward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
                                               allowed ? allowed->shape(0) : 0, rules ? &*rules : nullptr, dims,
@@ -165,7 +166,7 @@ SdpaGradients flash_backward_cuda(const Tensor3& q, const Tensor3& k, const Tens
   if (allowed) mask.assign(allowed->begin(), allowed->end());
   std::vector<float> slopes;
   const cuda::ScoreMods mods = cuda_score_mods(options, dims.H, slopes);
-  const std::optional<variants::IndexRules> rules = cuda_rules(options);
+  const std::optional<variants::IndexRules> rules = cuda_rules(options, dims);
   SdpaGradients g{Tensor3::from_shape(q.shape()), Tensor3::from_shape(k.shape()), Tensor3::from_shape(v.shape())};
   const std::string err = cuda::flash_backward(q.data(), k.data(), v.data(), allowed ? mask.data() : nullptr,
                                                allowed ? allowed->shape(0) : 0, rules ? &*rules : nullptr, dims,

@@ -14,6 +14,7 @@ extern "C" {
 char* openblas_get_corename(void);
 char* openblas_get_config(void);
 int openblas_get_num_threads(void);
+void openblas_set_num_threads(int);
 }
 
 namespace attn {
@@ -110,6 +111,11 @@ bool use_openblas_core(const std::string& core) {
   quit();
   init();
   return true;
+}
+
+void set_openblas_threads(std::size_t threads) {
+  openblas_set_num_threads(int(threads));
+  rest_openblas_threads();
 }
 
 bool rest_openblas_threads() {

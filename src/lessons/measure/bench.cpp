@@ -14,9 +14,9 @@
 #include "attn/engine/core/random.hpp"
 #include "attn/engine/attention/sdpa.hpp"
 #include "attn/engine/attention/softmax.hpp"
+#include "attn/engine/platform/machine.hpp"
 #include "bench_timing.hpp"
 
-extern "C" void openblas_set_num_threads(int);
 
 namespace attn {
 namespace {
@@ -186,7 +186,7 @@ BenchRun run_bench(const BenchConfig& c) {
   Rng rng(c.seed);
   const Tensor3 q = random_tensor(rng, c.heads, c.n, c.head_dim), k = random_tensor(rng, c.heads, c.n, c.head_dim),
                 v = random_tensor(rng, c.heads, c.n, c.head_dim);
-  openblas_set_num_threads(int(c.threads));
+  set_openblas_threads(c.threads);  // its workers stay stopped until a BLAS call needs them
   if (c.backward) return run_backward_bench(c, q, k, v, rng);
   if (c.backend == "cuda") return run_cuda_bench(c, cuda_dtype, q, k, v);
   if (flash_bf16) return run_flash_bf16_bench(c, q, k, v);
@@ -218,7 +218,7 @@ BenchRun run_bench(const BenchConfig& c) {
 }
 
 SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat) {
-  openblas_set_num_threads(int(threads));
+  set_openblas_threads(threads);  // its workers stay stopped until a BLAS call needs them
   Rng rng(1);
   std::vector<float> a(n * n), b(n * n), out(n * n);
   for (float& x : a) x = float(rng.normal());
@@ -228,6 +228,7 @@ SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a.data(), N, b.data(), N, 0.0f,
                 out.data(), N);
   });
+  rest_openblas_threads();  // idle, its workers would spin beside whatever is timed next
   const double flops = 2.0 * double(n) * double(n) * double(n);
   return {flops / (t.wall_ms.front() * 1e6), flops / (t.min_thread_cpu_ms * 1e6)};
 }

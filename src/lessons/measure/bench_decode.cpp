@@ -7,9 +7,9 @@
 #include "attn/engine/core/bf16.hpp"
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/attention/flash.hpp"
+#include "attn/engine/platform/machine.hpp"
 #include "bench_timing.hpp"
 
-extern "C" void openblas_set_num_threads(int);
 
 namespace attn {
 
@@ -36,7 +36,7 @@ DecodeBenchRun run_decode_bench(const DecodeBenchConfig& c) {
                 v = random_tensor(rng, c.kv_heads, c.kv_len, c.head_dim);
   const bool bf16 = c.kv_dtype == "bf16";
   const Bf16Tensor3 k16 = bf16 ? to_bf16(k) : Bf16Tensor3{}, v16 = bf16 ? to_bf16(v) : Bf16Tensor3{};
-  openblas_set_num_threads(int(c.threads));
+  set_openblas_threads(c.threads);  // its workers stay stopped until a BLAS call needs them
   BackendOptions backend;
   backend.backend = parse_backend(c.backend);
   backend.precision = FlashPrecision::float32;

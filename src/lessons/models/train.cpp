@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "attn/engine/core/error.hpp"
+#include "attn/engine/platform/machine.hpp"
 #include "attn/lessons/measure/memory_policy.hpp"
 
-extern "C" void openblas_set_num_threads(int);
 
 namespace attn {
 namespace {
@@ -205,7 +205,7 @@ TrainRun run_training(const TrainOptions& o, const std::function<void(const Trai
                       const TrainRun* resume) {
   check_train_options(o);
   const std::size_t threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  openblas_set_num_threads(int(threads));
+  set_openblas_threads(threads);  // its workers stay stopped until a BLAS call needs them
   // Every step allocates and frees the same few MiB (the kernels' results): kept in the
   // process, a step is pure computation.
   reuse_freed_memory();

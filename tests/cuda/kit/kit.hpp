@@ -39,13 +39,15 @@ struct KitError : std::runtime_error {
 enum class Dtype : std::uint64_t { f32 = 0, f16 = 1, bf16 = 2 };
 // none .. empty_rows: a bitmap; window .. combined: a mask variant (KitRules), which the kernel
 // reads by index (kit_rules) and the engine's reference as its descriptor; combined is the
-// window with sinks, documents and chunks at once.
+// window with sinks, documents and chunks at once; bitmap_window is a per-head bitmap and the
+// window together (attend's "mask" beside "window").
 enum class MaskKind : std::uint64_t {
   none = 0, per_head = 1, shared = 2, empty_rows = 3, window = 4, prefix = 5, strided = 6, chunked = 7, documents = 8,
-  combined = 9
+  combined = 9, bitmap_window = 10
 };
-inline constexpr std::uint64_t kLastMaskKind = 9;
+inline constexpr std::uint64_t kLastMaskKind = 10;
 inline bool is_rule(MaskKind m) { return m >= MaskKind::window; }
+inline bool has_bitmap(MaskKind m) { return m != MaskKind::none && (!is_rule(m) || m == MaskKind::bitmap_window); }
 enum class Pass : std::uint64_t { forward = 0, backward = 1 };
 
 inline const char* dtype_name(Dtype t) { return t == Dtype::f16 ? "f16" : t == Dtype::bf16 ? "bf16" : "f32"; }
@@ -61,6 +63,7 @@ inline const char* mask_name(MaskKind m) {
     case MaskKind::chunked: return "chunked";
     case MaskKind::documents: return "documents";
     case MaskKind::combined: return "combined";
+    case MaskKind::bitmap_window: return "bitmap-window";
   }
   return "?";
 }
@@ -89,8 +92,12 @@ struct CaseDocuments {
 inline CaseDocuments document_ids(const Shape& s) {
   CaseDocuments ids{std::vector<std::int64_t>(s.Lq), std::vector<std::int64_t>(s.Lk)};
   const bool by_position = s.mask == MaskKind::combined;
-  const std::size_t q_run = by_position ? KitRules::k_doc : KitRules::q_doc, shift = by_position ? s.Lk - s.Lq : 0;
-  for (std::size_t i = 0; i < s.Lq; ++i) ids.q[i] = std::int64_t((i + shift) / q_run);
+  const long q_run = long(by_position ? KitRules::k_doc : KitRules::q_doc);
+  const long shift = by_position ? long(s.Lk) - long(s.Lq) : 0;
+  for (std::size_t i = 0; i < s.Lq; ++i) {
+    const long at = long(i) + shift;  // before the first key (Lq > Lk): a document of no key
+    ids.q[i] = at < 0 ? -1 : std::int64_t(at / q_run);
+  }
   for (std::size_t j = 0; j < s.Lk; ++j) ids.k[j] = std::int64_t(j / KitRules::k_doc);
   return ids;
 }
@@ -180,6 +187,8 @@ inline const std::vector<Shape>& f32_rule_more_shapes() {
                                        {8, 2, 1, 777, 64, 64, false, M::documents}};
   return s;
 }
+// A per-head bitmap and a causal window with sinks at once, GQA, Lq < Lk.
+inline const Shape kBitmapWindow{4, 2, 100, 160, 64, 64, true, MaskKind::bitmap_window};
 inline const std::vector<Shape>& tensor_core_rule_more_shapes() {
   using M = MaskKind;
   static const std::vector<Shape> s = {{2, 2, 130, 300, 64, 64, true, M::combined},
@@ -252,6 +261,10 @@ inline std::vector<CaseSpec> all_cases() {
     for (const Shape& s : tensor_core_rule_more_shapes()) add(Pass::forward, t, s, quick(s));
   for (const Shape& s : f32_rule_more_shapes())
     if (quick(s)) add(Pass::backward, Dtype::f32, s, true);
+  // An explicit bitmap beside a rule, after those.
+  add(Pass::forward, Dtype::f32, kBitmapWindow, true);
+  add(Pass::forward, Dtype::f16, kBitmapWindow, true);
+  add(Pass::backward, Dtype::f32, kBitmapWindow, true);
   return cases;
 }
 
@@ -338,7 +351,7 @@ inline Inputs make_inputs(const CaseSpec& c) {
     CaseDocuments ids = document_ids(s);
     in.doc_q = std::move(ids.q);
     in.doc_k = std::move(ids.k);
-  } else if (s.mask != MaskKind::none && !is_rule(s.mask)) {
+  } else if (has_bitmap(s.mask)) {
     in.mask_heads = s.mask == MaskKind::shared ? 1 : s.H;
     in.mask.resize(in.mask_heads * s.Lq * s.Lk);
     for (unsigned char& b : in.mask) b = rng.chance_70_percent();
@@ -369,7 +382,8 @@ inline std::uint64_t hash_inputs(const Inputs& in) {
 inline variants::IndexRules kit_rules(const Shape& s, const Inputs& in) {
   variants::IndexRules r;
   switch (s.mask) {
-    case MaskKind::window: r.window = {true, {KitRules::left, KitRules::right, KitRules::sinks}}; break;
+    case MaskKind::window:
+    case MaskKind::bitmap_window: r.window = {true, {KitRules::left, KitRules::right, KitRules::sinks}}; break;
     case MaskKind::prefix: r.prefix = {true, {KitRules::prefix(s.Lq)}}; break;
     case MaskKind::strided: r.stride = {true, {KitRules::stride}}; break;
     case MaskKind::chunked: r.chunk = {true, {KitRules::chunk}}; break;

@@ -65,17 +65,21 @@ kit::CaseFile reference(const kit::CaseSpec& c) {
   f.input_hash = kit::hash_inputs(in);
   const SdpaOptions so = case_options(c);
   so.mask_mod.check(s.Lq, s.Lk);
-  // The plain computations read a bitmap: the kit's, or the one the variant stands for; the
-  // reference reads the variant as the descriptor.
-  Mask3 mask;
+  // The reference reads the kit's bitmap (if any) and the variant as the descriptor; the plain
+  // computations read one bitmap, the kit's joined with the one the variant stands for.
+  Mask3 bitmap, mask;
+  if (kit::has_bitmap(s.mask)) {
+    bitmap = Mask3::from_shape({in.mask_heads, s.Lq, s.Lk});
+    std::copy(in.mask.begin(), in.mask.end(), bitmap.begin());
+  }
   if (kit::is_rule(s.mask)) {
-    mask = xt::expand_dims(so.mask_mod.allowed(s.Lq, s.Lk), 0);
-  } else if (s.mask != kit::MaskKind::none) {
-    mask = Mask3::from_shape({in.mask_heads, s.Lq, s.Lk});
-    std::copy(in.mask.begin(), in.mask.end(), mask.begin());
+    const Mask3 rule = xt::expand_dims(so.mask_mod.allowed(s.Lq, s.Lk), 0);
+    mask = kit::has_bitmap(s.mask) ? Mask3(bitmap && rule) : rule;
+  } else {
+    mask = bitmap;
   }
   const Mask3* allowed = s.mask == kit::MaskKind::none ? nullptr : &mask;
-  const Mask3* ref_allowed = kit::is_rule(s.mask) ? nullptr : allowed;
+  const Mask3* ref_allowed = kit::has_bitmap(s.mask) ? &bitmap : nullptr;
   const TensorD3 qd = to_f64(in.q, s.H, s.Lq, s.d), kd = to_f64(in.k, s.Hkv, s.Lk, s.d),
                          vd = to_f64(in.v, s.Hkv, s.Lk, s.dv);
   const detail::SdpaF64 ref = detail::sdpa_f64(qd, kd, vd, ref_allowed, so);

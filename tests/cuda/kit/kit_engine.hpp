@@ -14,7 +14,8 @@ inline AttentionMask case_mask(const Shape& s) {
   using R = KitRules;
   AttentionMask m;
   switch (s.mask) {
-    case MaskKind::window: m.window = variants::SlidingWindow{R::left, R::right, R::sinks}; break;
+    case MaskKind::window:
+    case MaskKind::bitmap_window: m.window = variants::SlidingWindow{R::left, R::right, R::sinks}; break;
     case MaskKind::prefix: m.prefix = variants::PrefixLM{R::prefix(s.Lq)}; break;
     case MaskKind::strided: m.stride = variants::Strided{R::stride}; break;
     case MaskKind::chunked: m.chunk = variants::Chunked{R::chunk}; break;

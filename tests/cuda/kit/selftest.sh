@@ -31,12 +31,12 @@ expect_in() {  # expect_in WHAT PATTERN: the last command's output matches PATTE
 
 kit=$tmp/kit
 expect "the case writer writes every case" 0 "$cases_exe" --out "$kit/cases"
-expect_in "... 89 of them" "wrote 89 cases"
+expect_in "... 92 of them" "wrote 92 cases"
 echo "test" >"$kit/commit.txt"
 
 # The whole run as the GPU machine does it, on the stand-in.
 expect "gpu_check.sh run --cpu passes every case" 0 "$root/scripts/gpu_check.sh" run --cpu --kit "$kit" --out "$tmp/out"
-expect_in "... and says so" "^89 passed, 0 failed$"
+expect_in "... and says so" "^92 passed, 0 failed$"
 expect_in "... with the lse, the backward's three gradients and the empty rows" "ok   0(3[0-9]|40)-bwd-f32-H8-Hkv2-Lq700-Lk900"
 expect_in "... and the score modifiers in every kernel" "ok   05[0-9]-bwd-f32-H2-Hkv1-Lq33-Lk300-d96-dv80-full-window-softcap2-alibi-T0.5 "
 expect_in "... and the mask variants by index, forward and backward" "ok   0[67][0-9]-bwd-f32-H4-Hkv2-Lq100-Lk37-d32-dv32-full-documents "
@@ -44,21 +44,21 @@ expect "... its summary is JSON with every case and the bench rows" 0 python3 -c
 import json, sys
 s = json.load(open(sys.argv[1]))
 c = json.load(open(sys.argv[2]))
-assert s["ok"] and s["check"]["passed"] == 89 and s["check"]["failed"] == 0, s
-assert len(c["cases"]) == 89 and all(x["ok"] and len(x["max_abs_err"]) in (1, 3) for x in c["cases"])
+assert s["ok"] and s["check"]["passed"] == 92 and s["check"]["failed"] == 0, s
+assert len(c["cases"]) == 92 and all(x["ok"] and len(x["max_abs_err"]) in (1, 3) for x in c["cases"])
 assert all(e <= b for x in c["cases"] for e, b in zip(x["max_abs_err"], x["bound"]))
 # A mask-variant case whose rows all see nothing passes with error 0 and proves nothing: each has
 # a plain error above 0, so a bound above the 1e-6 floor.
 import re
-ruled = [x for x in c["cases"] if re.search(r"-(window|prefix|strided|chunked|documents|combined)", x["name"])]
-assert len(ruled) == 40 and all(min(x["bound"]) > 1.000001e-6 for x in ruled), [x["name"] for x in ruled if min(x["bound"]) <= 1.000001e-6]
+ruled = [x for x in c["cases"] if re.search(r"-(window|prefix|strided|chunked|documents|combined|bitmap-window)", x["name"])]
+assert len(ruled) == 43 and all(min(x["bound"]) > 1.000001e-6 for x in ruled), [x["name"] for x in ruled if min(x["bound"]) <= 1.000001e-6]
 rows = s["bench"]["rows"]
 assert len(rows) == 4 and all(r["median_ms"] > 0 and r["min_ms"] <= r["median_ms"] for r in rows), rows
 assert {(r["dtype"], r["causal"]) for r in rows} == {("f32", False), ("f32", True), ("f16", False), ("f16", True)}
 ' "$tmp/out/gpu_check.json" "$tmp/out/check.json"
 expect "... and the log holds the run" 0 grep -q "gpu check: PASSED" "$tmp/out/gpu_check.log"
 expect "the quick subset for compute-sanitizer" 0 "$driver" check "$kit/cases" --quick
-expect_in "... is the 50 small cases" "^50 passed, 0 failed$"
+expect_in "... is the 53 small cases" "^53 passed, 0 failed$"
 
 # The driver can fail: one float64 reference moved by 1e-3 (far beyond 2x plain float32).
 bad=$tmp/bad

@@ -6,6 +6,7 @@
 // OpenBLAS 0.3.21 calls an Intel Xeon of family 6, model 207 "Prescott" (SSE3) and runs sgemm
 // at a fifth of the machine. It reads OPENBLAS_CORETYPE only while it initialises, before main;
 // use_openblas_core() runs that initialisation again with the variable set, in the process.
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,13 +57,18 @@ BlasFacts blas_facts();
 bool use_openblas_core(const std::string& core);
 
 // Stops OpenBLAS's worker threads now (its blas_thread_shutdown_, found with dlsym); OpenBLAS
-// starts them again at its next threaded call. Its workers do not sleep when idle at first: they
+// starts them again at its next threaded call, and openblas_set_num_threads starts them at once
+// (set_openblas_threads does not). Its workers do not sleep when idle at first: they
 // spin, calling sched_yield, for 2^28 cycles (OpenBLAS's THREAD_TIMEOUT, about 0.1 s) after
 // they start and after each job. Started as the library loads, one of them took a core from
 // the engine's own threads through the first tenth of a second of every command; on 2 cores
 // GPT-2's 64-token forward pass ran at 83-111 GFLOP/s with it, 103-119 without. False when this
 // BLAS has no such entry point (not OpenBLAS's pthreads build).
 bool rest_openblas_threads();
+
+// openblas_set_num_threads(threads) for OpenBLAS's next calls, leaving its workers stopped until
+// one of them needs them (rest_openblas_threads).
+void set_openblas_threads(std::size_t threads);
 
 // Set (to the core OpenBLAS had chosen) when attn-cli replaced that core at start-up.
 inline constexpr const char* kOpenblasChoseEnv = "ATTN_CLI_OPENBLAS_CHOSE";

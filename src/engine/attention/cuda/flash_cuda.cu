@@ -14,7 +14,7 @@
 //                     of P V, as FlashAttention-2 does, so P never touches shared memory.
 // Causal tiles above the diagonal are skipped by index (the key loop ends at the last key the
 // block's last row sees); so are the tiles the mask variants' rules hide (variants::IndexRules,
-// read by index, not as a bitmap: see kKernelVariants). Masks and fully masked rows behave as on
+// read by index, not as a bitmap: see "Kernel variants" below). Masks and fully masked rows behave as on
 // the CPU: a row that sees no key gets output 0 and lse -inf. The score modifiers (soft-cap,
 // ALiBi) are applied to each visible score before the online softmax, as sdpa.cpp orders them
 // (score_mod_math.hpp), and the backward multiplies dS by their slope.
@@ -74,13 +74,14 @@ struct Visibility {
 
 // The score modifiers (flash_cuda.hpp's ScoreMods) as a kernel takes them, by value.
 //
-// kKernelVariants: every kernel is compiled three times, as <MODS, RULES> = <false, false> (no
+// Kernel variants: every kernel is compiled three times, as <MODS, RULES> = <false, false> (no
 // variant: exactly the arithmetic, and the registers, it had before variants existed), <true,
 // false> (score modifiers) and <true, true> (mask rules read by index, with or without
 // modifiers: modifiers of cap 0 and slope 0 change a score by its rounding only). The rules'
-// code and their by-value parameter are folded away where RULES is false; in a kernel that keeps
-// them they cost registers (measured: the float16 kernel at d = 64 went from 116 to 168, and
-// ran at half its speed), so no run without rules pays for them.
+// code and their by-value parameter are folded away where RULES is false. They cost registers:
+// with the rules a run-time parameter of every kernel, the float16 kernel at d = 64 went from 116
+// registers to 168 and ran at half its speed on an H100; compiled apart, only runs with rules
+// pay (that kernel has 171).
 struct KernelMods {
   float cap;            // soft-cap c; 0 = none
   const float* slopes;  // ALiBi [H] in device memory; null = none
@@ -948,7 +949,7 @@ cudaError_t launch_kernel(const Launch& a, Dtype dtype) {
 
 cudaError_t launch(const Launch& a, Dtype dtype) {
   if (a.dims.H == 0 || a.dims.Lq == 0) return cudaSuccess;  // no rows: nothing to launch
-  if (a.rules.any()) return launch_kernel<true, true>(a, dtype);  // see kKernelVariants
+  if (a.rules.any()) return launch_kernel<true, true>(a, dtype);  // see "Kernel variants"
   return a.modded ? launch_kernel<true, false>(a, dtype) : launch_kernel<false, false>(a, dtype);
 }
 
@@ -1004,7 +1005,7 @@ cudaError_t launch_backward_kernels(const BwdLaunch& a) {
 }
 
 cudaError_t launch_backward(const BwdLaunch& a) {
-  if (a.rules.any()) return launch_backward_kernels<true, true>(a);  // see kKernelVariants
+  if (a.rules.any()) return launch_backward_kernels<true, true>(a);  // see "Kernel variants"
   return a.modded ? launch_backward_kernels<true, false>(a) : launch_backward_kernels<false, false>(a);
 }
 

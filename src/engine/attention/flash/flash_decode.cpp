@@ -76,8 +76,8 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
   // Ask for bytes before they are read (into L2), so that memory is busy while the arithmetic
   // runs: `ahead` blocks ahead (1, the built-in: this block's V and the next block's K; 0: never,
-  // the hardware prefetcher alone), spread over the score steps, 16 keys' rows of each (2 KiB
-  // at d = 64) a step. Asked all at once, 32 KiB of V before the scores and 32 KiB of K before
+  // the hardware prefetcher alone), spread over the score steps, 16 keys' rows of each (4 KiB
+  // at d = 64 in float32) a step. Asked all at once, 32 KiB of V before the scores and 32 KiB of K before
   // P V, they overflowed the core's queue of misses: a 64 MiB decode step ran at 0.52-0.58 of a
   // streaming read on 1 thread and 0.63-0.70 on 2, spread 0.66-0.77 and 0.85-0.99 (alternated).
   auto prefetch = [](const KV* from, std::size_t count) {

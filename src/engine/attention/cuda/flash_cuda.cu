@@ -14,10 +14,10 @@
 //                     of P V, as FlashAttention-2 does, so P never touches shared memory.
 // Causal tiles above the diagonal are skipped by index (the key loop ends at the last key the
 // block's last row sees); so are the tiles the mask variants' rules hide (variants::IndexRules,
-// read by index, not as a bitmap: see "Kernel variants" below). Masks and fully masked rows behave as on
-// the CPU: a row that sees no key gets output 0 and lse -inf. The score modifiers (soft-cap,
-// ALiBi) are applied to each visible score before the online softmax, as sdpa.cpp orders them
-// (score_mod_math.hpp), and the backward multiplies dS by their slope.
+// read by index, not as a bitmap: see "Kernel variants" below). Masks and fully masked rows
+// behave as on the CPU: a row that sees no key gets output 0 and lse -inf. The score modifiers
+// (soft-cap, ALiBi) are applied to each visible score before the online softmax, as sdpa.cpp
+// orders them (score_mod_math.hpp), and the backward multiplies dS by their slope.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -74,8 +74,10 @@ const Bf16Kernels& bf16_kernels_portable() {
 }
 
 const Bf16Kernels& bf16_kernels_for(const std::string& isa) {
-  if (isa.empty() || isa == "avx512")
+  if (isa.empty() || isa == "avx512") {
+    if (const Bf16Kernels* tiles = bf16_kernels_amx()) return *tiles;
     if (const Bf16Kernels* fast = bf16_kernels_avx512()) return *fast;
+  }
   return bf16_kernels_portable();
 }
 

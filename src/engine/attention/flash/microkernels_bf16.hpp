@@ -28,7 +28,7 @@ struct Bf16Kernels {
   static constexpr std::size_t kKeyPanel = 64;  // keys per packed K panel
   static constexpr std::size_t kRows = 6;       // rows of both products: callers pass a multiple
   static constexpr std::size_t kColumns = 16;   // dvp is a multiple of this
-  const char* isa;                              // "avx512bf16" or "portable"
+  const char* isa;                              // "amx-bf16", "avx512bf16" or "portable"
 
   // S[rows, npanels * 64] = scale * Q K^T for Q [rows][dp] and npanels K panels.
   void (*qk)(const std::uint16_t* q, std::size_t dp, std::size_t rows, const std::uint16_t* panels,
@@ -49,8 +49,12 @@ void pack_v_bf16(const std::uint16_t* v, std::size_t keys, std::size_t dv, std::
 
 const Bf16Kernels& bf16_kernels_portable();
 const Bf16Kernels* bf16_kernels_avx512();  // null when not compiled in or this CPU lacks AVX512_BF16
-// FlashOptions::isa: "" or "avx512" = the AVX512_BF16 kernels where the CPU has them; any
-// other ISA = the portable kernels (so the float kernels' ISA choice also picks these).
+// AMX tiles (microkernels_bf16_amx.cpp): null when not compiled in, or the CPU lacks AMX-BF16
+// or AVX512_BF16, or the kernel does not let this process use the tiles.
+const Bf16Kernels* bf16_kernels_amx();
+// FlashOptions::isa: "" or "avx512" = the AMX kernels where the CPU has them, else the
+// AVX512_BF16 ones where it has those; any other ISA = the portable kernels (so the float
+// kernels' ISA choice also picks these).
 const Bf16Kernels& bf16_kernels_for(const std::string& isa);
 
 }  // namespace attn::flash

@@ -94,8 +94,18 @@ struct KernelSet {
   }
 
   static T row_max(const T* s, std::size_t n) {
-    batch m(-INFINITY);
+    // Four running maxima: with one, each register waited for the last max (vmaxps's latency,
+    // 4 cycles): 4 % of a float32 flash run on an Emerald Rapids Xeon. The max is exact, so
+    // any order gives the same value.
+    batch m(-INFINITY), m1 = m, m2 = m, m3 = m;
     std::size_t j = 0;
+    for (; j + 4 * W <= n; j += 4 * W) {
+      m = xsimd::max(m, batch::load_unaligned(s + j));
+      m1 = xsimd::max(m1, batch::load_unaligned(s + j + W));
+      m2 = xsimd::max(m2, batch::load_unaligned(s + j + 2 * W));
+      m3 = xsimd::max(m3, batch::load_unaligned(s + j + 3 * W));
+    }
+    m = xsimd::max(xsimd::max(m, m1), xsimd::max(m2, m3));
     for (; j + W <= n; j += W) m = xsimd::max(m, batch::load_unaligned(s + j));
     alignas(64) T lanes[W];
     m.store_aligned(lanes);

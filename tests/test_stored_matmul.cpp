@@ -164,7 +164,9 @@ GemmReference gemm_reference(const std::vector<float>& x, std::size_t m, std::si
   return r;
 }
 
-float doubled_plus_one(float v) { return 2.0f * v + 1.0f; }
+void doubled_plus_one(float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = 2.0f * y[i] + 1.0f;
+}
 
 constexpr StoredLayout kLayouts[] = {StoredLayout::in_out, StoredLayout::out_in};
 

@@ -53,7 +53,7 @@ detail::StoredStreamKernel stream_kernel() {
 // (their outputs then stay in L1), one per thread, each streamed by stored_stream, then the
 // activation.
 bool stream_rows(const float* x, std::size_t m, const StoredMatrix& w, const float* bias, float* y, std::size_t ldy,
-                 std::size_t threads, float (*activation)(float)) {
+                 std::size_t threads, Activation activation) {
   const std::size_t N = w.cols, items = (N + kStreamColumns - 1) / kStreamColumns;
   const std::size_t workers = detail::thread_count(threads, items);
   std::vector<char> finite(workers, 1);
@@ -62,8 +62,7 @@ bool stream_rows(const float* x, std::size_t m, const StoredMatrix& w, const flo
     const std::size_t j0 = item * N / items / 16 * 16, j1 = item + 1 == items ? N : (item + 1) * N / items / 16 * 16;
     if (!stream(x, m, w, j0, j1, bias, y, ldy)) finite[worker] = 0;
     if (activation)
-      for (std::size_t i = 0; i < m; ++i)
-        for (std::size_t j = j0; j < j1; ++j) y[i * ldy + j] = activation(y[i * ldy + j]);
+      for (std::size_t i = 0; i < m; ++i) activation(y + i * ldy + j0, j1 - j0);
   });
   return std::all_of(finite.begin(), finite.end(), [](char f) { return f != 0; });
 }
@@ -84,7 +83,7 @@ struct Problem {
   const float* bias;
   float* y;
   std::size_t ldy;
-  float (*activation)(float);
+  Activation activation;
 };
 
 // One worker's buffers: the widened chunk [panels][kDepth][panel], the item's outputs
@@ -169,8 +168,7 @@ bool run_item(const Problem& pb, const flash::Microkernels<float>& mk, const Ite
     const std::size_t width = std::min(PW, N - p * PW);
     for (std::size_t r = 0; r < it.rows; ++r) {
       float* o = buf.out.data() + ((p - it.p0) * it.padded + r) * PW;
-      if (pb.activation)
-        for (std::size_t t = 0; t < width; ++t) o[t] = pb.activation(o[t]);
+      if (pb.activation) pb.activation(o, width);
       std::copy_n(o, width, pb.y + (it.r0 + r) * pb.ldy + p * PW);
     }
   }
@@ -180,7 +178,7 @@ bool run_item(const Problem& pb, const flash::Microkernels<float>& mk, const Ite
 }  // namespace
 
 bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLayout layout, const float* bias,
-                 float* y, std::size_t ldy, std::size_t threads, float (*activation)(float)) {
+                 float* y, std::size_t ldy, std::size_t threads, Activation activation) {
   const bool in_out = layout == StoredLayout::in_out;
   const std::size_t K = in_out ? w.rows : w.cols, N = in_out ? w.cols : w.rows;
   if (m == 0 || N == 0) return true;

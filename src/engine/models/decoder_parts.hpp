@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attn/engine/attention/attention.hpp"
+#include "attn/engine/core/activation.hpp"
 #include "attn/engine/models/decoder_model.hpp"
 #include "attn/engine/positions/rope.hpp"
 
@@ -29,7 +30,7 @@ class DecoderProjections {
       : w_(vectors), store_(store), stored_(store.stored_layer(layer)), layer_(layer), threads_(threads) {}
   // activation(x [L, In] W^T + the bias of q, k and v when the model has them); no activation
   // when it is null.
-  Tensor2 operator()(const Tensor2& x, Matrix which, float (*activation)(float) = nullptr) const;
+  Tensor2 operator()(const Tensor2& x, Matrix which, Activation activation = nullptr) const;
   const DecoderLayer& vectors() const { return w_; }
 
  private:
@@ -44,7 +45,7 @@ class DecoderProjections {
 // widens; then the store's non_finite names matrix `which`).
 Tensor2 decoder_product(const Tensor2& x, const StoredMatrix& m, const float* bias, const DecoderStoredWeights& store,
                         std::size_t layer, std::size_t which, std::size_t threads,
-                        float (*activation)(float) = nullptr);
+                        Activation activation = nullptr);
 
 // SwiGLU on h = rms_norm(x) * post_attention_layernorm.
 Tensor2 decoder_mlp(const DecoderProjections& w, const Tensor2& h);

@@ -95,7 +95,7 @@ Gpt2PassBlock gpt2_pass_block(const Gpt2Model& model, std::size_t layer, Gpt2Blo
 }
 
 Tensor2 gpt2_conv1d(const Tensor2& x, const Gpt2PassBlock& b, StoredMatrix Gpt2BlockMatrices::*which,
-                    const Tensor1& bias, std::size_t threads, float (*activation)(float)) {
+                    const Tensor1& bias, std::size_t threads, Activation activation) {
   const StoredMatrix& w = b.matrices.*which;
   Tensor2 y = Tensor2::from_shape({x.shape(0), w.cols});
   if (!stored_gemm(x.data(), x.shape(0), w, StoredLayout::in_out, bias.data(), y.data(), w.cols, threads, activation)) {
@@ -108,7 +108,7 @@ Tensor2 gpt2_conv1d(const Tensor2& x, const Gpt2PassBlock& b, StoredMatrix Gpt2B
 
 // The MLP works on each position alone: widen to 4D, GELU, project back.
 Tensor2 gpt2_mlp_branch(const Gpt2PassBlock& b, const Tensor2& x, std::size_t threads) {
-  const Tensor2 hidden = gpt2_conv1d(x, b, &Gpt2BlockMatrices::fc, b.vectors.fc_bias, threads, gelu_new);
+  const Tensor2 hidden = gpt2_conv1d(x, b, &Gpt2BlockMatrices::fc, b.vectors.fc_bias, threads, gelu_tanh);
   return gpt2_conv1d(hidden, b, &Gpt2BlockMatrices::mlp_proj, b.vectors.mlp_proj_bias, threads);
 }
 
@@ -260,13 +260,8 @@ Tensor2 layer_norm(const Tensor2& x, const Tensor1& gamma, const Tensor1& beta, 
 }
 
 float gelu_new(float x) {
-  // 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)): one exp instead of a tanh, and no cancellation in
-  // 1 + tanh(u) far to the left (exp overflows to inf there, and x / inf is the 0 it should be).
-  // In float: a few units in the last place, as much as the float32 product before it rounds,
-  // at a third of the cost of the double exp (which took 6 % of GPT-2 small's pass).
-  constexpr float k = float(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
-  const float u = k * (x + 0.044715f * x * x * x);
-  return x / (1.0f + std::exp(-2.0f * u));
+  gelu_tanh(&x, 1);  // in float: a few units in the last place (core/activation.hpp)
+  return x;
 }
 
 Gpt2Forward gpt2_forward(const Gpt2Model& model, const std::vector<std::int32_t>& ids, std::size_t threads) {

@@ -1,6 +1,7 @@
 #pragma once
 // Private to the engine: the pieces of GPT-2's forward (gpt2_model.cpp) that the cached decoder
 // (gpt2_decode.cpp) runs on its new tokens only.
+#include "attn/engine/core/activation.hpp"
 #include "attn/engine/models/gpt2_model.hpp"
 
 namespace attn::detail {
@@ -23,7 +24,7 @@ Gpt2PassBlock gpt2_pass_block(const Gpt2Model& model, std::size_t layer, Gpt2Blo
 // the threads). No activation when it is null. InputError naming the matrix when one of its
 // weights is not finite.
 Tensor2 gpt2_conv1d(const Tensor2& x, const Gpt2PassBlock& b, StoredMatrix Gpt2BlockMatrices::*which,
-                    const Tensor1& bias, std::size_t threads, float (*activation)(float) = nullptr);
+                    const Tensor1& bias, std::size_t threads, Activation activation = nullptr);
 // The MLP of one block on x [L, D] (already ln_2-normalised): widen to 4D, GELU, project back.
 Tensor2 gpt2_mlp_branch(const Gpt2PassBlock& b, const Tensor2& x, std::size_t threads);
 

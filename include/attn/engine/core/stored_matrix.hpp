@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "attn/engine/core/activation.hpp"
+
 namespace attn {
 
 enum class StoredType { f32, bf16, f16 };
@@ -46,7 +48,7 @@ enum class StoredLayout { in_out, out_in };
 // depend neither on the thread count nor (on a CPU with FMA: AVX2, AVX-512) on m. Returns false when a weight it widened was not
 // finite (y is then unspecified); the caller names the tensor.
 bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLayout layout, const float* bias,
-                 float* y, std::size_t ldy, std::size_t threads, float (*activation)(float) = nullptr);
+                 float* y, std::size_t ldy, std::size_t threads, Activation activation = nullptr);
 
 // Rows of x up to which a model's product reads W row by row (stored_matmul: a decode step, the
 // time it takes to read the weights once); more rows widen W a panel at a time (stored_gemm: a

@@ -121,7 +121,8 @@ std::vector<Gpt2Parameter> gpt2_block_parameters(Gpt2Block& block, std::size_t l
 Tensor2 layer_norm(const Tensor2& x, const Tensor1& gamma, const Tensor1& beta, double eps);
 
 // GELU in the tanh form GPT-2 was trained with (Hendrycks & Gimpel 2016, "Gaussian Error
-// Linear Units", section 2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// Linear Units", section 2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). One value;
+// the pass applies core/activation.hpp's gelu_tanh, the same function, to runs of them.
 float gelu_new(float x);
 
 struct Gpt2Forward {

@@ -389,3 +389,16 @@ TEST_CASE("cli tune: the decode stages' table names every stage and the bit chec
     CHECK(r.out.find(words) != std::string::npos);
   CHECK(!fs::exists(cache.file));
 }
+
+TEST_CASE("cli doctor: names the bfloat16 products that bench --dtype bf16 runs") {
+  const auto d = run_cli("doctor --json");
+  CAPTURE(d.err);
+  REQUIRE(d.code == 0);
+  const std::string named = Json::parse(d.out)["bf16_products"];
+  CHECK((named == "amx-bf16" || named == "avx512bf16" || named == "portable"));
+  const auto b = run_cli("bench --backend flash --dtype bf16 --n 64 --heads 1 --repeat 1 --no-check --json");
+  CAPTURE(b.err);
+  REQUIRE(b.code == 0);
+  CHECK(Json::parse(b.out)["runs"][0]["tiles"]["isa"] == named);
+  CHECK(run_cli("doctor").out.find("bf16 flash: " + named + " (") != std::string::npos);
+}

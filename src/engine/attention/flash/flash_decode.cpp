@@ -87,8 +87,10 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   const std::size_t ahead = p.tuning.prefetch_blocks;
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb);
-    for (std::size_t s0 = 0; s0 < nb; s0 += kStepKeys) {
-      const std::size_t ns = std::min(kStepKeys, nb - s0);
+    // Without prefetches there is nothing to spread: the block's scores in one call.
+    const std::size_t step = ahead ? kStepKeys : nb;
+    for (std::size_t s0 = 0; s0 < nb; s0 += step) {
+      const std::size_t ns = std::min(step, nb - s0);
       if (ahead) {  // spread over the scores: this step's share of the V and K blocks ahead
         if (const std::size_t jv = jb + (ahead - 1) * kBlockKeys + s0; jv < j1)
           prefetch(v + jv * dv, std::min(ns, j1 - jv) * dv);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attn/engine/attention/flash.hpp"
 #include "attn/engine/core/error.hpp"
 #include "attn/lessons/measure/bench.hpp"
 #include "attn/lessons/measure/bench_decode.hpp"
@@ -183,10 +184,16 @@ std::string roofline_caption(const RooflineResult& r) {
          "CPU's peak.";
   }
   if (bf16_above > 0) {
+    FlashOptions bf16;  // the products bench --dtype bf16 ran here
+    bf16.precision = FlashPrecision::bfloat16;
+    const bool tiles = flash_tiling(64, 64, bf16).isa == "amx-bf16";
     s += " " + count_of(bf16_above, "bfloat16 point") + (bf16_above == 1 ? " runs" : " run") +
-         " above the float32 sgemm roof: bfloat16's dot-product instruction (AVX512-BF16's vdpbf16ps) does two "
-         "multiply-adds per 32-bit lane, a rate float32 arithmetic cannot reach, so that roof does not bound " +
-         (bf16_above == 1 ? "it." : "them.");
+         " above the float32 sgemm roof: " +
+         (tiles ? std::string(bf16_above == 1 ? "its" : "their") +
+                      " products ran on AMX tiles (tdpbf16ps: a 16 x 32 by 32 x 16 product per instruction)"
+                : "bfloat16's dot-product instruction (AVX512-BF16's vdpbf16ps) does two multiply-adds per 32-bit "
+                  "lane") +
+         ", a rate float32 arithmetic cannot reach, so that roof does not bound " + (bf16_above == 1 ? "it." : "them.");
   }
   if (above_bandwidth > 0) {
     s += " " + count_of(above_bandwidth, "memory-bound point") + (above_bandwidth == 1 ? " runs" : " run") +

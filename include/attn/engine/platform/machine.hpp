@@ -51,9 +51,9 @@ BlasFacts blas_facts();
 // Makes OpenBLAS use `core` from now on, as if OPENBLAS_CORETYPE=core had been set before it
 // loaded: sets the variable and re-runs OpenBLAS's own DYNAMIC_ARCH start-up
 // (gotoblas_dynamic_quit, then gotoblas_dynamic_init, which reads it), found with dlsym. False
-// when this BLAS has no such entry points (not OpenBLAS, or built without DYNAMIC_ARCH). Call it
-// before BLAS work is in flight on other threads; a core name OpenBLAS does not know makes it
-// detect the CPU itself again.
+// when this BLAS has no such entry points (not OpenBLAS, or built without DYNAMIC_ARCH). It stops
+// OpenBLAS's worker threads first (rest_openblas_threads). Call it before BLAS work is in flight
+// on other threads; a core name OpenBLAS does not know makes it detect the CPU itself again.
 bool use_openblas_core(const std::string& core);
 
 // Stops OpenBLAS's worker threads now (its blas_thread_shutdown_, found with dlsym); OpenBLAS

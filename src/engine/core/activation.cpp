@@ -27,7 +27,11 @@ float gate_argument(float x) {
 // went from 141-154 ms to 125-132 (alternated), where one value at a time through a function
 // pointer and the C library's expf had taken 10 % of it. As everywhere in the engine, the
 // float32 bits may differ between instruction sets (the AVX-512 clone may fuse x + c x^3).
+#if defined(__x86_64__) && defined(__GNUC__)
 #define ATTN_ACTIVATION_CLONES __attribute__((target_clones("avx512f", "default")))
+#else
+#define ATTN_ACTIVATION_CLONES
+#endif
 
 ATTN_ACTIVATION_CLONES void arguments(Gate g, const float* x, std::size_t n, float* z, float* t) {
   constexpr float kLog2e = std::numbers::log2e_v<float>;
@@ -43,8 +47,9 @@ ATTN_ACTIVATION_CLONES void times_sigmoid(float* x, std::size_t n, const float* 
 
 // y[i] = x[i] sigmoid(z(x[i])), in chunks that stay in L1. With t = 2^(-|z| log2 e) = e^-|z|,
 // in (0, 1]: sigmoid(z) = 1 / (1 + t) for z >= 0 and t / (1 + t) for z < 0, so the exp only
-// meets arguments <= 0 (the vector exp2 takes no others; it flushes results under 2^-126 to 0)
-// and neither side overflows or cancels. A NaN x gives NaN; x = -inf gives NaN, as
+// meets arguments <= 0 (the vector exp2 takes no others) and neither side overflows or cancels.
+// The exp2 flushes results under 2^-126 to 0, so far left (GELU below about x = -10, SiLU below
+// x = -87.3) the output is -0 where the exact value is a float of about 1e-37 or less. A NaN x gives NaN; x = -inf gives NaN, as
 // x / (1 + exp(-z)) does (-inf / inf).
 void gated(Gate g, float* y, std::size_t n) {
   const flash::Microkernels<float>& mk = flash::best_microkernels<float>();

@@ -21,9 +21,9 @@ namespace attn {
 // instantiated for double: its only error against a float64 reference is the final rounding,
 // which is what attend/mha use so their JSON is reference-grade whatever the backend.
 // bfloat16 rounds Q, K and V to bfloat16 once (to nearest even, bf16.hpp) and P after each
-// tile's exp; both products multiply bfloat16 pairs exactly and sum in float32 (AVX512_BF16's
-// vdpbf16ps where the CPU has it, the same sums in plain C++ elsewhere); the online softmax
-// (max, exp, sums, rescale) is float32. Its error is judged against sdpa_bf16_reference below.
+// tile's exp; both products multiply bfloat16 pairs exactly and sum in float32 (on AMX tiles'
+// tdpbf16ps where the CPU has them, else AVX512_BF16's vdpbf16ps where it has that, the same
+// sums in plain C++ elsewhere); the online softmax (max, exp, sums, rescale) is float32. Its error is judged against sdpa_bf16_reference below.
 enum class FlashPrecision { float32, float64, bfloat16 };
 
 // What the tile loop did with one tile of one head, as the kernel's own variables hold it at the

@@ -1,9 +1,11 @@
 #pragma once
 // Private to the flash kernel: the two products of FlashPrecision::bfloat16 (flash.hpp). Q, K,
 // V and P are bfloat16; the product of two bfloat16s is exact in float32, and every sum is a
-// float32 sum. AVX512_BF16's vdpbf16ps does them 32 products per instruction, twice the
-// multiply-adds of a float32 FMA (microkernels_bf16_avx512.cpp, where the CPU has it); the
-// portable kernels are the same sums in plain C++ (microkernels_bf16.cpp). The online softmax
+// float32 sum. AMX's tdpbf16ps does 8,192 products per instruction (microkernels_bf16_amx.cpp,
+// where the CPU has the tiles); AVX512_BF16's vdpbf16ps does 32, twice the multiply-adds of a
+// float32 FMA (microkernels_bf16_avx512.cpp, where the CPU has it, though not at a float32
+// FMA's rate on every CPU); the portable kernels are the same sums in plain C++
+// (microkernels_bf16.cpp). The online softmax
 // between the products (row max, exp2, sums, rescale) stays in float32, on the float
 // micro-kernels.
 //

@@ -96,7 +96,8 @@ struct KernelSet {
   static T row_max(const T* s, std::size_t n) {
     // Four running maxima: with one, each register waited for the last max (vmaxps's latency,
     // 4 cycles): 4 % of a float32 flash run on an Emerald Rapids Xeon. The max is exact, so
-    // any order gives the same value.
+    // any order gives the same value (NaN scores aside: vmaxps keeps or drops a NaN by the
+    // operand it is in, so there the order decides, as it did with one running maximum).
     batch m(-INFINITY), m1 = m, m2 = m, m3 = m;
     std::size_t j = 0;
     for (; j + 4 * W <= n; j += 4 * W) {

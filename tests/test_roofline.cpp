@@ -143,9 +143,11 @@ TEST_CASE("roofline caption: each point's side of the ridge and its share of the
   CHECK(cb.find("2 bfloat16 points run above the float32 sgemm roof") != std::string::npos);
   CHECK(cb.find("bound them.") != std::string::npos);
   CHECK(cb.find("understates") == std::string::npos);
-  FlashOptions bf16_products;  // the caption names the instruction that ran them on this CPU
+  // The caption names the instruction that ran them on this CPU (what the tile loop reports).
+  FlashOptions bf16_products;
   bf16_products.precision = FlashPrecision::bfloat16;
   const bool tiles = flash_tiling(64, 64, bf16_products).isa == "amx-bf16";
+  CHECK(flash_bf16_isa() == flash_tiling(64, 64, bf16_products).isa);
   CHECK(cb.find(tiles ? "tdpbf16ps" : "vdpbf16ps") != std::string::npos);
   CHECK(cb.find(tiles ? "vdpbf16ps" : "tdpbf16ps") == std::string::npos);
   const Figure f = roofline_figure(r);

@@ -47,7 +47,9 @@ is kept, with a warning here and in bench when it leaves the CPU's vectors unuse
 
 "bf16 flash" is what multiplies `bench --dtype bf16`'s bfloat16 products: AMX tiles where the
 CPU has them (Intel Xeon since Sapphire Rapids; Q K^T with a head dim that is not a multiple of
-32 runs on AVX512_BF16), else AVX512_BF16's dot products, else plain C++. "flash tune" is the flash kernel's register blocking and query tile: the built-in, or what
+32 runs on AVX512_BF16), else AVX512_BF16's dot products, else plain C++.
+
+"flash tune" is the flash kernel's register blocking and query tile: the built-in, or what
 `attn-cli tune` measured fastest on this machine (the same bits either way). "decode" is the
 decode path's prefetch distance and the work from which decode and small prefill use a second
 thread: the built-in until `attn-cli tune` has measured this machine's (again the same bits).
@@ -70,9 +72,10 @@ Examples:
     std::printf("cpu:        %s (%s)\n", m["cpu"].get<std::string>().c_str(), m["cpu_vectors"].get<std::string>().c_str());
     std::printf("flash ISA:  %s\n", m["flash_isa"].get<std::string>().c_str());
     const std::string bf16 = m["bf16_products"];
-    std::printf("bf16 flash: %s\n", bf16 == "amx-bf16"     ? "amx-bf16 (AMX tiles' tdpbf16ps; Q K^T on vdpbf16ps when d is not a multiple of 32)"
-                                     : bf16 == "avx512bf16" ? "avx512bf16 (AVX512_BF16's vdpbf16ps)"
-                                                            : "portable (no AVX512_BF16 or AMX here)");
+    const char* how = bf16 == "amx-bf16"     ? " (AMX tiles' tdpbf16ps; Q K^T on vdpbf16ps when d is not a multiple of 32)"
+                      : bf16 == "avx512bf16" ? " (AVX512_BF16's vdpbf16ps)"
+                                             : " (no AVX512_BF16 or AMX here)";
+    std::printf("bf16 flash: %s%s\n", bf16.c_str(), how);
     const Json& t = m["flash_tuning"];
     std::printf("flash tune: Q K^T %s, P V %s, query tile %zu", t["qk_kernel"].get<std::string>().c_str(),
                 t["pv_kernel"].get<std::string>().c_str(), t["block_q"].get<std::size_t>());

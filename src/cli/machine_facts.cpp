@@ -33,12 +33,10 @@ Json machine_json() {
   if (!blas.coretype_env.empty()) b["openblas_coretype"] = blas.coretype_env;
   if (blas.set_by_attn) b["openblas_chose"] = blas.chosen_by_openblas;
   if (blas.better_core) b["better_core"] = *blas.better_core;
-  FlashOptions bf16;  // which products `--dtype bf16` (FlashPrecision::bfloat16) runs here
-  bf16.precision = FlashPrecision::bfloat16;
   return {{"cpu", cpu.model},
           {"cpu_vectors", std::string(vector_level_name(cpu.level))},
           {"flash_isa", flash_isa()},
-          {"bf16_products", flash_tiling(64, 64, bf16).isa},
+          {"bf16_products", flash_bf16_isa()},
           {"flash_tuning", tuning_json()},
           {"blas", b}};
 }

@@ -49,8 +49,8 @@ ATTN_ACTIVATION_CLONES void times_sigmoid(float* x, std::size_t n, const float* 
 // in (0, 1]: sigmoid(z) = 1 / (1 + t) for z >= 0 and t / (1 + t) for z < 0, so the exp only
 // meets arguments <= 0 (the vector exp2 takes no others) and neither side overflows or cancels.
 // The exp2 flushes results under 2^-126 to 0, so far left (GELU below about x = -10, SiLU below
-// x = -87.3) the output is -0 where the exact value is a float of about 1e-37 or less. A NaN x gives NaN; x = -inf gives NaN, as
-// x / (1 + exp(-z)) does (-inf / inf).
+// x = -87.3) the output is -0 where the exact value is a float of about 1e-37 or less. A NaN x
+// gives NaN; x = -inf gives NaN, as x / (1 + exp(-z)) does (-inf / inf).
 void gated(Gate g, float* y, std::size_t n) {
   const flash::Microkernels<float>& mk = flash::best_microkernels<float>();
   constexpr std::size_t kChunk = 256;

@@ -184,9 +184,7 @@ std::string roofline_caption(const RooflineResult& r) {
          "CPU's peak.";
   }
   if (bf16_above > 0) {
-    FlashOptions bf16;  // the products bench --dtype bf16 ran here
-    bf16.precision = FlashPrecision::bfloat16;
-    const bool tiles = flash_tiling(64, 64, bf16).isa == "amx-bf16";
+    const bool tiles = flash_bf16_isa() == "amx-bf16";  // what bench --dtype bf16 ran here
     s += " " + count_of(bf16_above, "bfloat16 point") + (bf16_above == 1 ? " runs" : " run") +
          " above the float32 sgemm roof: " +
          (tiles ? std::string(bf16_above == 1 ? "its" : "their") +

@@ -156,6 +156,9 @@ double stream_read(const float* a, std::size_t n, const float* b, std::size_t m,
 // The SIMD instruction set the float32 kernel dispatched to on this machine ("avx512", "avx2",
 // "generic"), and the default tile sizes.
 std::string flash_isa();
+// What multiplies FlashPrecision::bfloat16's products here, with the default ISA: "amx-bf16",
+// "avx512bf16" or "portable".
+std::string flash_bf16_isa();
 std::size_t flash_default_block_q();
 std::size_t flash_default_block_k();
 

@@ -351,6 +351,7 @@ std::vector<FlashTile> flash_tiles(std::size_t Lq, std::size_t Lk, const FlashOp
 std::size_t flash_default_block_q() { return kDefaultBlockQ; }
 std::size_t flash_default_block_k() { return kDefaultBlockK; }
 std::string flash_isa() { return flash::best_microkernels<float>().isa; }
+std::string flash_bf16_isa() { return flash::bf16_kernels_for("").isa; }
 
 std::size_t flash_scratch_bytes() {
   return flash::ScratchStock<float>::get().bytes() + flash::ScratchStock<double>::get().bytes() +

@@ -137,12 +137,13 @@ void qk_amx(const std::uint16_t* q, std::size_t dp, std::size_t rows, const std:
   const Tiles tiles;
   Edges& e = edges();
   const std::size_t full = rows / kC * kC, steps = dp / kC;
+  const std::uint16_t* last = full < rows ? padded_rows(e.a, q + full * dp, dp, rows - full, dp) : nullptr;
+  if (last) e.c.resize(kC * kPW);
   const __m512 sc = _mm512_set1_ps(scale);
   for (std::size_t p = 0; p < npanels; ++p)  // the panel (8 KiB at d = 64) stays in L1 while the rows pass
     for (std::size_t i0 = 0; i0 < rows; i0 += kC) {
       const std::size_t n = std::min(kC, rows - i0);
-      const std::uint16_t* a = i0 < full ? q + i0 * dp : padded_rows(e.a, q + i0 * dp, dp, n, dp);
-      if (i0 >= full) e.c.resize(kC * kPW);
+      const std::uint16_t* a = i0 < full ? q + i0 * dp : last;
       float* c = i0 < full ? s + i0 * lds + p * kPW : e.c.data();
       const std::size_t ldc = i0 < full ? lds : kPW;
       for (std::size_t j = 0; j < kPW; j += kC) {
@@ -158,14 +159,34 @@ void qk_amx(const std::uint16_t* q, std::size_t dp, std::size_t rows, const std:
     }
 }
 
+// A 32-row block of P as the tiles read it: its rows (row stride lda; zero-padded past the last
+// row), and the last partial step's columns zero-padded to a whole step (when pairs % 16 != 0).
+struct PRows {
+  const std::uint16_t* a;
+  std::size_t lda;
+  const std::uint16_t* tail;
+};
+
+PRows p_rows(const std::uint16_t* p, std::size_t ldp, std::size_t n, std::size_t pairs, Edges& e) {
+  PRows r{p, ldp, nullptr};
+  if (n < kC) r = {padded_rows(e.a, p, ldp, n, 2 * pairs), 2 * pairs, nullptr};
+  if (const std::size_t rest = pairs % kT) {
+    e.tail.assign(kC * kC, 0);
+    const std::size_t from = pairs / kT * kC;
+    for (std::size_t i = 0; i < kC; ++i) std::memcpy(e.tail.data() + i * kC, r.a + i * r.lda + from, rest * 4);
+    r.tail = e.tail.data();
+  }
+  return r;
+}
+
 // O's 32-row block [i0, i0 + n) and columns [c0, c0 + width) (width 32, or 16 for one column of
 // tiles) += P V over `pairs` key pairs; its rows already carry alpha.
 template <bool OneColumn>
-void pv_block(const std::uint16_t* p, std::size_t ldp, std::size_t n, std::size_t pairs, const std::uint16_t* v,
-              std::size_t dvp, float* o, std::size_t ldo, Edges& e) {
+void pv_block(const PRows& pr, std::size_t n, std::size_t pairs, const std::uint16_t* v, std::size_t dvp, float* o,
+              std::size_t ldo, Edges& e) {
   const bool whole = n == kC;
-  const std::uint16_t* a = whole ? p : padded_rows(e.a, p, ldp, n, 2 * pairs);
-  const std::size_t lda = whole ? ldp : 2 * pairs;
+  const std::uint16_t* a = pr.a;
+  const std::size_t lda = pr.lda;
   const std::size_t width = OneColumn ? kT : kC;  // O's columns in this block
   float* c = o;
   std::size_t ldc = ldo;
@@ -178,13 +199,11 @@ void pv_block(const std::uint16_t* p, std::size_t ldp, std::size_t n, std::size_
   const std::size_t steps = pairs / kT, rest = pairs % kT;
   const std::size_t ldv_bytes = dvp * 4, v_step = kT * dvp * 2;
   if (steps) tile_block<OneColumn>({a, a + kT * lda, lda * 2, kC, v, v + 2 * kT, ldv_bytes, v_step, c, ldc}, steps, true);
-  if (rest) {  // the last partial step: its P columns and V pairs, zero-padded to a whole step
-    e.tail.assign(kC * kC, 0);
-    for (std::size_t r = 0; r < kC; ++r) std::memcpy(e.tail.data() + r * kC, a + r * lda + steps * kC, rest * 4);
+  if (rest) {  // the last partial step: its P columns (pr.tail) and V pairs, zero-padded to a whole step
     e.b.assign(kT * kC * 2, 0);
     const std::uint16_t* vr = v + steps * v_step;
     for (std::size_t k = 0; k < rest; ++k) std::memcpy(e.b.data() + k * kC * 2, vr + k * dvp * 2, width * 4);
-    const std::uint16_t *pa = e.tail.data(), *vb = e.b.data();
+    const std::uint16_t *pa = pr.tail, *vb = e.b.data();
     tile_block<OneColumn>({pa, pa + kT * kC, kC * 2, 0, vb, vb + 2 * kT, kC * 4, 0, c, ldc}, 1, true);
   }
   if (!whole)
@@ -204,10 +223,10 @@ void pv_amx(const std::uint16_t* p, std::size_t ldp, std::size_t rows, std::size
   const std::size_t pairs = bf16_even(keys) / 2;
   for (std::size_t i0 = 0; i0 < rows; i0 += kC) {
     const std::size_t n = std::min(kC, rows - i0);
+    const PRows pr = p_rows(p + i0 * ldp, ldp, n, pairs, e);  // once for every column block
     std::size_t c0 = 0;
-    for (; c0 + kC <= dvp; c0 += kC)
-      pv_block<false>(p + i0 * ldp, ldp, n, pairs, v + 2 * c0, dvp, o + i0 * ldo + c0, ldo, e);
-    if (c0 < dvp) pv_block<true>(p + i0 * ldp, ldp, n, pairs, v + 2 * c0, dvp, o + i0 * ldo + c0, ldo, e);
+    for (; c0 + kC <= dvp; c0 += kC) pv_block<false>(pr, n, pairs, v + 2 * c0, dvp, o + i0 * ldo + c0, ldo, e);
+    if (c0 < dvp) pv_block<true>(pr, n, pairs, v + 2 * c0, dvp, o + i0 * ldo + c0, ldo, e);
   }
 }
 

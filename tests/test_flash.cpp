@@ -76,6 +76,7 @@ TEST_CASE("flash: odd shapes match the naive oracle under FlashAttention's 2x ru
       {2, 2, 300, 300, 32, 48, true, 1.0, 24, 32},     // small explicit tiles: many tiles per row
       {1, 1, 257, 513, 64, 64, true, 1.0, 200, 100},   // tiles that do not divide the sizes
       {2, 2, 300, 300, 64, 80, true, 1.0, 0, 0, true}, // causal and a mask together
+      {6, 3, 130, 140, 16, 16, true, 1.0, 24, 32},     // GQA, 3 KV heads on 2 threads: a set of 2, then 1
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) check_case(c, seed++);
@@ -133,6 +134,32 @@ TEST_CASE("flash: exp2_sum turns masked (-inf) and tiny scores into exactly 0 in
   for (const char* isa : {"generic", "avx2", "avx512"}) {
     check(flash::microkernels_named<float>(isa), 0.0f);
     check(flash::microkernels_named<double>(isa), 0.0);
+  }
+}
+
+TEST_CASE("flash: every ISA's float32 exp2 is within 2 roundings of float64 from -126 to 0") {
+  // The split x = floor(x) + f and the polynomial on [0, 1) (scripts/fit_exp2.py: 7.3e-9 before
+  // float32's rounding) must agree: coefficients fitted on another interval are off by ~1e-4
+  // at one end. Steps of 1/64 plus offsets put f all over [0, 1), integers included.
+  std::vector<float> x;
+  for (int i = 0; i <= 126 * 64; ++i) x.push_back(-float(i) / 64.0f);
+  for (int i = 1; i < 4000; ++i) x.push_back(-126.0f * float(i) / 4000.0f - 1e-3f * float(i % 7));
+  x.push_back(-0.0f);
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    const auto* kernels = flash::microkernels_named<float>(isa);
+    if (!kernels) continue;
+    CAPTURE(std::string(isa));
+    std::vector<float> e = x;
+    const float total = kernels->exp2_sum(e.data(), e.size(), 0.0f);
+    double worst = 0, sum = 0;
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      const double want = std::exp2(double(x[j]));
+      sum += want;
+      worst = std::max(worst, std::abs(double(e[j]) - want) / want);
+    }
+    CHECK(worst <= 2 * 0x1p-24 + 7.3e-9);  // 2 roundings of 2^-24 each, and the polynomial's error
+    CHECK(double(total) == doctest::Approx(sum).epsilon(1e-6));
+    CHECK(e.back() == 1.0f);  // 2^0 exactly: p(0) = 1
   }
 }
 

@@ -2,7 +2,9 @@
 // tolerance rule, over the shapes that break tiled kernels.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -160,6 +162,53 @@ TEST_CASE("flash: every ISA's float32 exp2 is within 2 roundings of float64 from
     CHECK(worst <= 2 * 0x1p-24 + 7.3e-9);  // 2 roundings of 2^-24 each, and the polynomial's error
     CHECK(double(total) == doctest::Approx(sum).epsilon(1e-6));
     CHECK(e.back() == 1.0f);  // 2^0 exactly: p(0) = 1
+  }
+}
+
+namespace {
+
+// For one ISA's kernels at every Q K^T blocking: qk's lane maxima reduce to row_max's value
+// (bit for bit, +-inf included), and asking for them leaves the scores' bytes as they were.
+template <class T>
+void check_lane_max(const flash::Microkernels<T>& base) {
+  Rng rng(77);
+  const T huge = std::numeric_limits<T>::max() / T(1.5);
+  for (std::size_t b = 0; b < base.blockings->qk.size(); ++b) {
+    const flash::Microkernels<T> mk = flash::with_blockings(base, b, 0);
+    CAPTURE(base.blockings->qk[b].name);
+    const std::size_t rows = 3 * mk.qk_rows, d = 19, npanels = 3, keys = npanels * mk.key_panel;
+    std::vector<T> q(rows * d), k(keys * d), panels(keys * d);
+    for (T& x : q) x = T(rng.normal());
+    for (T& x : k) x = T(rng.normal());
+    // Row 1 scores +inf where K's first column is 2, -inf where it is -2 (one nonzero term, so
+    // no inf - inf); row 2 is minus K's second column, its max on the last key (last panel).
+    std::fill(q.begin() + d, q.begin() + 3 * d, T(0));
+    q[d] = huge;
+    q[2 * d + 1] = T(-1);
+    for (std::size_t j = 0; j < keys; ++j) k[j * d] = j % 5 == 1 ? T(2) : j % 5 == 3 ? T(-2) : T(0.25);
+    k[(keys - 1) * d + 1] = T(-100);
+    mk.pack_k(k.data(), d, keys, d, panels.data());
+    std::vector<T> plain(rows * keys), with(rows * keys), lanes(rows * mk.lanes, T(7));
+    mk.qk(q.data(), d, rows, panels.data(), npanels, plain.data(), keys, nullptr);
+    mk.qk(q.data(), d, rows, panels.data(), npanels, with.data(), keys, lanes.data());
+    CHECK(std::memcmp(plain.data(), with.data(), plain.size() * sizeof(T)) == 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      CAPTURE(r);
+      const T want = mk.row_max(plain.data() + r * keys, keys), got = mk.lane_max_of(lanes.data() + r * mk.lanes);
+      CHECK(std::memcmp(&want, &got, sizeof(T)) == 0);
+    }
+    CHECK(mk.lane_max_of(lanes.data() + mk.lanes) == std::numeric_limits<T>::infinity());
+    CHECK(mk.lane_max_of(lanes.data() + 2 * mk.lanes) == T(100));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("flash: the Q K^T kernel's lane maxima are row_max's, and leave the scores as they were") {
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    CAPTURE(std::string(isa));
+    if (const auto* mk = flash::microkernels_named<float>(isa)) check_lane_max(*mk);
+    if (const auto* mk = flash::microkernels_named<double>(isa)) check_lane_max(*mk);
   }
 }
 

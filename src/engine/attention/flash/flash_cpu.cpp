@@ -191,7 +191,12 @@ void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h
         return std::size_t(std::clamp(end, 0L, long(kcols)));
       };
       const std::size_t g_keys = visible(std::min(g0 + g_rows, rows) - 1);  // the group's last row
-      if (g_keys > 0) prod.scores(p, ws, kv, g0, g_rows, j0, g_keys);  // S_ij = Q_i K_j^T (line 9)
+      // Where each row sees every key the kernel computes (no masking, no modifier, no padding
+      // keys), its max comes from the Q K^T kernel's registers, and S is not read back for it.
+      const bool plain = !on_diagonal && !p.score_mod && by_rule == tile::MaskCover::all &&
+                         by_mask == tile::MaskCover::all && g_keys % prod.mk.key_panel == 0;
+      bool lane_max = false;
+      if (g_keys > 0) lane_max = prod.scores(p, ws, kv, g0, g_rows, j0, g_keys, plain);  // S_ij = Q_i K_j^T (line 9)
       for (std::size_t r = g0; r < std::min(g0 + g_rows, rows); ++r) {
         T* s = ws.s.data() + r * p.Bk;
         const std::size_t n = visible(r);
@@ -200,7 +205,8 @@ void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h
         if (by_rule != tile::MaskCover::all) rule_row(p, i0 + r, j0, n, s);
         if (by_mask != tile::MaskCover::all) mask_row(p, h, i0 + r, j0, n, s);
         // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
-        ws.alpha[r] = flash::online_row_step(prod.mk, ws.rows[r], s, n, g_keys);
+        ws.alpha[r] = flash::online_row_step(prod.mk, ws.rows[r], s, n, g_keys,
+                                             lane_max ? ws.lane_max.data() + r * prod.mk.lanes : nullptr);
         prod.round_p(p, ws, r, g_keys);
       }
       // Line 12: O_i = diag(alpha) O_i + P_ij V_j.
@@ -444,7 +450,7 @@ void flash_forward(Products prod, const std::array<std::size_t, 6>& dims, const 
   // Workspaces are allocated here, so that running out of memory is an exception in the
   // caller's thread; what a worker throws (packing allocates too) is rethrown after the join.
   std::vector<Workspace<T>> workspaces;
-  for (std::size_t t = 0; t < threads; ++t) workspaces.emplace_back(p, Products::kBf16);
+  for (std::size_t t = 0; t < threads; ++t) workspaces.emplace_back(p, Products::kBf16, prod.mk.lanes);
   detail::parallel_items(items.size(), threads, [&](std::size_t worker, std::size_t n) {
     const auto [h, b] = items[n];
     const std::size_t g = h / p.group;

@@ -26,9 +26,12 @@ struct Microkernels {
   // zero-padded past `keys`.
   void (*pack_k)(const T* k, std::size_t ldk, std::size_t keys, std::size_t d, T* panels);
 
-  // S[rows, panels*key_panel] = Q[rows, d] . K^T, rows a multiple of qk_rows.
+  // S[rows, panels*key_panel] = Q[rows, d] . K^T, rows a multiple of qk_rows. With lane_max
+  // (not null), also each row's running maximum per lane, taken from the registers before they
+  // are stored: lane_max[r * lanes + l] = the max of S[r, j] over the row's columns j = l mod
+  // lanes, so the online softmax need not read S back to find its row max (row_max).
   void (*qk)(const T* q, std::size_t d, std::size_t rows, const T* panels,
-             std::size_t npanels, T* s, std::size_t lds);
+             std::size_t npanels, T* s, std::size_t lds, T* lane_max);
 
   // The same kernel as a general product: C[rows, npanels*key_panel] (+ C when accumulate) =
   // A . B with A(r, c) = a[r * ars + c * acs] for c < depth and B packed by pack_k (B[c, j] =
@@ -38,6 +41,8 @@ struct Microkernels {
 
   // Online-softmax step for a tile row: returns the row max over s[0..n) (n >= 1).
   T (*row_max)(const T* s, std::size_t n);
+  // The same max from qk's lane_max for one row: the max of its `lanes` values.
+  T (*lane_max_of)(const T* lane_max);
   // s[j] = exp2(s[j] - m) in place; returns their sum. m is finite.
   T (*exp2_sum)(T* s, std::size_t n, T m);
 

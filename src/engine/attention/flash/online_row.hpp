@@ -14,9 +14,12 @@ namespace attn::flash {
 // keys it may not see. Moves the running max, adds to the running sum, turns s into P =
 // exp2(s - m) with zeros past n (or all zeros while every key so far was masked), and returns
 // the factor exp2(m_old - m_new) by which the row's accumulated output must be rescaled.
+// lane_max (not null): the row's maxima per lane from Microkernels::qk over exactly s[0, n).
 template <class T>
-T online_row_step(const Microkernels<T>& mk, tile::RowState<T>& st, T* s, std::size_t n, std::size_t width) {
-  const T alpha = tile::row_rescale(st, n ? mk.row_max(s, n) : -T(INFINITY));
+T online_row_step(const Microkernels<T>& mk, tile::RowState<T>& st, T* s, std::size_t n, std::size_t width,
+                  const T* lane_max = nullptr) {
+  const T tile_max = !n ? -T(INFINITY) : lane_max ? mk.lane_max_of(lane_max) : mk.row_max(s, n);
+  const T alpha = tile::row_rescale(st, tile_max);
   if (std::isnan(st.m) || st.m == T(INFINITY)) {
     // The scores overflow (float32 scores of 1e30 squared): exp2(inf - inf) has no value, and
     // the vector exp2 would flush it to 0, as if every key were masked. P = NaN carries the

@@ -77,11 +77,13 @@ struct Problem {
 template <class T>
 struct Workspace {
   Scratch<T> q, s, o, alpha;
+  Scratch<T> lane_max;  // per row, the scores' maximum in each vector lane (Microkernels::qk)
   Scratch<std::uint16_t> q_bf16, p_bf16;  // FlashPrecision::bfloat16: Q and P as its products read them
   std::vector<tile::RowState<T>> rows;
-  Workspace(const Problem<T>& p, bool bf16)
+  Workspace(const Problem<T>& p, bool bf16, std::size_t lanes)
       : q(bf16 ? 0 : padded(p) * p.d), s(padded(p) * p.Bk), o(padded(p) * p.dvp), alpha(padded(p)),
-        q_bf16(bf16 ? padded(p) * flash::bf16_even(p.d) : 0), p_bf16(bf16 ? padded(p) * p.Bk : 0), rows(padded(p)) {}
+        lane_max(bf16 ? 0 : padded(p) * lanes), q_bf16(bf16 ? padded(p) * flash::bf16_even(p.d) : 0),
+        p_bf16(bf16 ? padded(p) * p.Bk : 0), rows(padded(p)) {}
   static std::size_t padded(const Problem<T>& p) { return round_up(p.Bq, p.row_align); }
 };
 
@@ -118,11 +120,15 @@ struct NativeProducts {
     for (std::size_t r = 0; r < rows_pad; ++r)
       for (std::size_t c = 0; c < p.d; ++c) ws.q[r * p.d + c] = r < rows ? qh[(i0 + r) * p.d + c] * p.scale_log2 : T(0);
   }
-  // S = Q K^T for rows [g0, g0 + rows) and the tile's first `keys` keys (whole panels).
-  void scores(const Problem<T>& p, Workspace<T>& ws, const PackedHead<T>& kv, std::size_t g0, std::size_t rows,
-              std::size_t j0, std::size_t keys) const {
+  // S = Q K^T for rows [g0, g0 + rows) and the tile's first `keys` keys (whole panels). With
+  // lane_max, also ws.lane_max (Microkernels::qk), and returns true: then `keys` must be whole
+  // panels, or the zero scores of padding keys would enter the maxima.
+  bool scores(const Problem<T>& p, Workspace<T>& ws, const PackedHead<T>& kv, std::size_t g0, std::size_t rows,
+              std::size_t j0, std::size_t keys, bool lane_max) const {
     mk.qk(ws.q.data() + g0 * p.d, p.d, rows, kv.k_panels.data() + (j0 / mk.key_panel) * p.d * mk.key_panel,
-          (keys + mk.key_panel - 1) / mk.key_panel, ws.s.data() + g0 * p.Bk, p.Bk);
+          (keys + mk.key_panel - 1) / mk.key_panel, ws.s.data() + g0 * p.Bk, p.Bk,
+          lane_max ? ws.lane_max.data() + g0 * mk.lanes : nullptr);
+    return lane_max;
   }
   void round_p(const Problem<T>&, Workspace<T>&, std::size_t, std::size_t) const {}  // P stays T
   // O = diag(alpha) O + P V for the same rows and keys.
@@ -158,11 +164,13 @@ struct Bf16Products {
     // The padding rows' P, which P V reads and no row step writes.
     std::fill(ws.p_bf16.data() + rows * p.Bk, ws.p_bf16.data() + rows_pad * p.Bk, std::uint16_t(0));
   }
-  void scores(const Problem<float>& p, Workspace<float>& ws, const PackedHead<float>& kv, std::size_t g0,
-              std::size_t rows, std::size_t j0, std::size_t keys) const {
+  // Never lane maxima (returns false): the online softmax finds the max with row_max.
+  bool scores(const Problem<float>& p, Workspace<float>& ws, const PackedHead<float>& kv, std::size_t g0,
+              std::size_t rows, std::size_t j0, std::size_t keys, bool) const {
     const std::size_t dp = flash::bf16_even(p.d), PW = Bf16Kernels::kKeyPanel;
     bk.qk(ws.q_bf16.data() + g0 * dp, dp, rows, kv.k_bf16.data() + j0 / PW * dp * PW, (keys + PW - 1) / PW,
           p.scale_log2, ws.s.data() + g0 * p.Bk, p.Bk);
+    return false;
   }
   // Row r's P (its first `keys` values, zero past what it sees) to bfloat16, with a zero after
   // an odd count: P V reads keys in pairs.

@@ -307,3 +307,65 @@ TEST_CASE("roofline labels: eleven prefill points, none hidden under another's l
   check_boxes_apart_and_inside(boxes);
   check_markers_clear(r, boxes);
 }
+
+TEST_CASE("roofline labels: a bfloat16 point's label away from its float32 twin, and leaders to far labels") {
+  // `roofline --bf16 --n 512,1024,2048` on the Emerald Rapids Xeon (AMX): n = 512 bf16 ran under
+  // the roof, right over its float32 twin. Its label stood below, under the twin's, and the
+  // crowded labels stood rows away from points nothing joined them to.
+  RooflineResult r;
+  r.peak_gflops = 157, r.bandwidth_gbps = 25.4, r.ridge = 157 / 25.4;
+  const std::size_t ns[] = {512, 1024, 2048};
+  const double f32[] = {77.6, 113, 133}, bf16[] = {110, 170, 270};
+  for (std::size_t k = 0; k < 3; ++k) {
+    r.points.push_back(measured(prefill_point(ns[k], 8, 64), f32[k], 157));
+    RooflinePoint b = measured(prefill_point(ns[k], 8, 64), bf16[k], 157);
+    b.dtype = "bf16";
+    b.label += " bf16";
+    r.points.push_back(b);
+  }
+  const RooflinePoint mha = decode_point(16384, 8, 8, 64);
+  r.points.push_back(measured(mha, 10.3, 25.4 * mha.intensity));
+  const std::vector<PlotLabel> labels = roofline_labels(r);
+  REQUIRE(labels.size() == 7);
+  for (std::size_t k = 0; k < 6; k += 2) {
+    CAPTURE(k);
+    CHECK(labels[k].y < r.points[k].gflops);          // float32: below, away from the roof
+    CHECK(labels[k + 1].y > r.points[k + 1].gflops);  // bfloat16: above, away from its twin
+  }
+  const std::vector<LabelBox> boxes = prefill_label_boxes(r, labels);
+  check_boxes_apart_and_inside(boxes);
+  check_markers_clear(r, boxes);
+
+  CHECK(roofline_leaders(r).empty());  // every label in its first row: nothing to join
+
+  // Four float32 points at one height, under the roof: some labels must stand rows out. Each
+  // leader runs from just outside its point's marker to just short of its label, at the
+  // point's intensity, and only a label a row or more out has one.
+  r.points.clear();
+  for (std::size_t n : {512, 1024, 2048, 4096}) r.points.push_back(measured(prefill_point(n, 8, 64), 120, 157));
+  r.points.push_back(measured(mha, 10.3, 25.4 * mha.intensity));
+  const std::vector<PlotLabel> rows = roofline_labels(r);
+  const RooflineRange a = roofline_range(r);
+  const double point = std::pow(a.y_hi / a.y_lo, 1.0 / kRooflinePlotHeight);  // one point of height
+  const std::vector<RooflineLeader> leaders = roofline_leaders(r);
+  CHECK(!leaders.empty());
+  std::size_t joined = 0;
+  for (std::size_t k = 0; k < 4; ++k) {
+    CAPTURE(k);
+    const RooflinePoint& p = r.points[k];
+    const bool up = rows[k].y > p.gflops;
+    const double gap = up ? rows[k].y / p.gflops : p.gflops / rows[k].y;  // 7 points: its first row
+    const auto leader = std::find_if(leaders.begin(), leaders.end(), [&](const RooflineLeader& l) {
+      return l.x == p.intensity && (l.y_point > p.gflops) == up;
+    });
+    if (gap < std::pow(point, 8)) {
+      CHECK(leader == leaders.end());
+      continue;
+    }
+    REQUIRE(leader != leaders.end());
+    ++joined;
+    CHECK(leader->y_point == doctest::Approx(up ? p.gflops * std::pow(point, 5) : p.gflops / std::pow(point, 5)));
+    CHECK(leader->y_label == doctest::Approx(up ? rows[k].y / point : rows[k].y * point));
+  }
+  CHECK(joined == leaders.size());
+}

@@ -23,6 +23,18 @@ constexpr double kMarkerHalf = 5;  // half an 8-point marker, and a point of mar
 
 bool over_roof(const RooflinePoint& p) { return p.gflops > p.roof_gflops; }
 
+// Whether a prefill point's label stands above it: on the side away from its roof, so the roof
+// never runs through the text; but a bfloat16 point's stands away from its float32 twin (the
+// same n, so the same intensity: one marker right over the other), or the two labels would
+// crowd the one gap between the markers and push each other a row or more out.
+bool label_above(const RooflineResult& r, const RooflinePoint& p) {
+  if (p.dtype == "bf16")
+    for (const RooflinePoint& twin : r.points)
+      if (twin.kind == "prefill" && twin.dtype != "bf16" && std::abs(twin.intensity / p.intensity - 1) < 1e-9)
+        return p.gflops >= twin.gflops;
+  return over_roof(p);
+}
+
 std::string prefill_text(const RooflinePoint& p) { return p.label + "\n" + format_g(p.gflops, 3); }
 
 // The box a label's text takes (8-point text, and the 2-point margin line_plot draws around
@@ -49,12 +61,11 @@ struct Box {
   bool meets(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
 };
 
-Box prefill_box(const RooflinePoint& p, const TextSize& size, std::size_t q, const RooflineAxes& a) {
+Box prefill_box(const RooflinePoint& p, bool above, const TextSize& size, std::size_t q, const RooflineAxes& a) {
   const double x = std::log10(p.intensity), y = std::log10(p.gflops);
   const double half = std::log10(a.x_ratio(size.width / 2));
   const double near = std::log10(a.ratio(kLabelGap + double(q) * kLabelStep)), high = std::log10(a.ratio(size.height));
-  return over_roof(p) ? Box{x - half, x + half, y + near, y + near + high}
-                      : Box{x - half, x + half, y - near - high, y - near};
+  return above ? Box{x - half, x + half, y + near, y + near + high} : Box{x - half, x + half, y - near - high, y - near};
 }
 
 // Each prefill label's box (decode points: empty), measured once for all placements.
@@ -89,12 +100,12 @@ std::vector<std::size_t> prefill_steps(const RooflineResult& r, const std::vecto
     std::size_t best = 0;
     std::ptrdiff_t fewest = PTRDIFF_MAX;
     for (std::size_t q = 0; q < kMaxSteps && fewest > 0; ++q) {
-      const Box b = prefill_box(r.points[k], boxes[k], q, a);
+      const Box b = prefill_box(r.points[k], label_above(r, r.points[k]), boxes[k], q, a);
       const std::ptrdiff_t met = std::count_if(placed.begin(), placed.end(), [&](const Box& o) { return o.meets(b); });
       if (met < fewest) best = q, fewest = met;
     }
     steps[k] = best;
-    placed.push_back(prefill_box(r.points[k], boxes[k], best, a));
+    placed.push_back(prefill_box(r.points[k], label_above(r, r.points[k]), boxes[k], best, a));
   }
   return steps;
 }
@@ -127,7 +138,7 @@ RooflineAxes roofline_axes(const RooflineResult& r) {
     double y_hi = a.y_hi;
     for (std::size_t k = 0; k < r.points.size(); ++k) {
       const RooflinePoint& p = r.points[k];
-      if (p.kind != "prefill" || !over_roof(p)) continue;
+      if (p.kind != "prefill" || !label_above(r, p)) continue;
       const double h = kLabelGap + double(steps[k]) * kLabelStep + boxes[k].height + 2;
       y_hi = std::max(y_hi, a.y_lo * std::pow(p.gflops / a.y_lo, 1 / (1 - h / kPlotHeight)));
     }
@@ -145,8 +156,9 @@ std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& ax
   const std::vector<std::size_t> steps = prefill_steps(r, prefill_boxes(r), axes);
   for (std::size_t k = 0; k < r.points.size(); ++k) {
     const RooflinePoint& p = r.points[k];
-    // Every label on the side away from its roof, so the roof never runs through the text.
-    const bool under = !over_roof(p);
+    // Every label on the side away from its roof, so the roof never runs through the text
+    // (label_above: a bfloat16 prefill point's away from its float32 twin).
+    const bool under = p.kind == "prefill" ? !label_above(r, p) : !over_roof(p);
     if (p.kind == "prefill") {
       // Prefill points sit a factor 2 apart: each label below a point under its (flat) roof,
       // above one over it, the GFLOP/s under the name.
@@ -180,9 +192,26 @@ std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& ax
   return labels;
 }
 
+// A thin line from each prefill point's marker to its label where crowding moved the label a
+// row or more out, so the eye need not guess which point a far label names.
+std::vector<RooflineLeader> leaders_on(const RooflineResult& r, const RooflineAxes& axes) {
+  std::vector<RooflineLeader> leaders;
+  const std::vector<std::size_t> steps = prefill_steps(r, prefill_boxes(r), axes);
+  for (std::size_t k = 0; k < r.points.size(); ++k) {
+    const RooflinePoint& p = r.points[k];
+    if (p.kind != "prefill" || steps[k] == 0) continue;
+    const double marker = axes.ratio(kMarkerHalf), label = axes.ratio(kLabelGap + double(steps[k]) * kLabelStep - 1);
+    leaders.push_back(label_above(r, p) ? RooflineLeader{p.intensity, p.gflops * marker, p.gflops * label}
+                                        : RooflineLeader{p.intensity, p.gflops / marker, p.gflops / label});
+  }
+  return leaders;
+}
+
 }  // namespace
 
 std::vector<PlotLabel> roofline_labels(const RooflineResult& r) { return labels_on(r, roofline_axes(r)); }
+
+std::vector<RooflineLeader> roofline_leaders(const RooflineResult& r) { return leaders_on(r, roofline_axes(r)); }
 
 RooflineRange roofline_range(const RooflineResult& r) {
   const RooflineAxes a = roofline_axes(r);
@@ -240,6 +269,14 @@ Figure roofline_figure(const RooflineResult& r) {
       s.y.push_back(p.gflops);
     }
     if (!s.x.empty()) spec.series.push_back(s);
+  }
+  for (const RooflineLeader& l : leaders_on(r, axes)) {
+    PlotSeries leader;  // no name: not in the legend
+    leader.x = {l.x, l.x};
+    leader.y = {l.y_point, l.y_label};
+    leader.color = rgb_from_hex(0x8c8c8c);
+    leader.line_width = 0.75;
+    spec.series.push_back(leader);
   }
   spec.labels = labels_on(r, axes);
   return line_plot_figure(spec);

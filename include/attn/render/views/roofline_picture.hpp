@@ -13,10 +13,18 @@ namespace attn {
 
 // The points' labels, each on a white box and on the side of its point away from its roof, so
 // the roof line never runs through one: a prefill label below a point under the roof, above one
-// over it; a decode label to the right of a point under its roof, to the left of one over it,
+// over it (a bfloat16 point's away from its float32 twin of the same n instead: above it when
+// faster); a decode label to the right of a point under its roof, to the left of one over it,
 // spread apart within each column.
 // Prefill labels a factor 2 apart would overlap: crowded ones stand in further rows.
 std::vector<PlotLabel> roofline_labels(const RooflineResult& result);
+
+// A leader from a prefill point's marker edge (y_point) to the near edge of its label (y_label),
+// at the point's intensity x, for each label that crowding moved a row or more out.
+struct RooflineLeader {
+  double x, y_point, y_label;
+};
+std::vector<RooflineLeader> roofline_leaders(const RooflineResult& result);
 
 // The plot area in points, and the ranges of its log-log axes (FLOP/byte, GFLOP/s): the top
 // leaves room for every row of labels standing over their points.

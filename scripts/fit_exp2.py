@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Coefficients of the polynomial 2^f ~ p(f) on [0, 1) used by the flash kernel's exp2
+"""Coefficients of the polynomial 2^f ~ p(f) on [0, 1] used by the flash kernel's exp2
 (src/engine/attention/flash/microkernels_impl.hpp: 2^x = p(x - floor(x)) * 2^floor(x)).
 Run: /usr/bin/python3 scripts/fit_exp2.py
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "attn/engine/core/error.hpp"
@@ -58,6 +59,9 @@ void check_case(const Case& c, std::uint64_t seed) {
   fo.block_q = c.block_q;
   fo.block_k = c.block_k;
   fo.threads = 2;
+  DecodeTuning share;  // a second thread whatever the size: items from several heads at once
+  share.prefill_thread_work = 1;
+  fo.decode_tuning = &share;
   const FlashResult f = flash_attention(q, k, v, allowed, fo);
   const Tensor3 plain = test::plain_float32_output(q, k, v, allowed, c.causal, 1.0f / std::sqrt(float(c.d)));
   test::check_fa_rule(f.output, f.lse, ref, plain);
@@ -132,6 +136,12 @@ TEST_CASE("flash: exp2_sum turns masked (-inf) and tiny scores into exactly 0 in
       else CHECK(s[j] == T(0));
     }
     CHECK(double(total) == doctest::Approx(6.0).epsilon(1e-7));
+    if constexpr (std::is_same_v<T, float>) {  // the float flush: below 2^-126, exactly 0
+      std::vector<T> edge(20, T(-126.5));
+      edge[3] = T(-126), edge[17] = T(-126.0001);
+      kernels->exp2_sum(edge.data(), edge.size(), T(0));
+      for (std::size_t j = 0; j < edge.size(); ++j) CHECK(edge[j] == (j == 3 ? T(0x1p-126) : T(0)));
+    }
   };
   for (const char* isa : {"generic", "avx2", "avx512"}) {
     check(flash::microkernels_named<float>(isa), 0.0f);
@@ -140,9 +150,9 @@ TEST_CASE("flash: exp2_sum turns masked (-inf) and tiny scores into exactly 0 in
 }
 
 TEST_CASE("flash: every ISA's float32 exp2 is within 2 roundings of float64 from -126 to 0") {
-  // The split x = floor(x) + f and the polynomial on [0, 1) (scripts/fit_exp2.py: 7.3e-9 before
-  // float32's rounding) must agree: coefficients fitted on another interval are off by ~1e-4
-  // at one end. Steps of 1/64 plus offsets put f all over [0, 1), integers included.
+  // The split x = floor(x) + f and the polynomial on [0, 1] (scripts/fit_exp2.py: 7.3e-9 before
+  // float32's rounding) must agree: the old coefficients, fitted on [-1/2, 1/2], are off by
+  // 5.6e-6 at f = 1. Steps of 1/64 plus offsets put f all over [0, 1), integers included.
   std::vector<float> x;
   for (int i = 0; i <= 126 * 64; ++i) x.push_back(-float(i) / 64.0f);
   for (int i = 1; i < 4000; ++i) x.push_back(-126.0f * float(i) / 4000.0f - 1e-3f * float(i % 7));
@@ -159,7 +169,7 @@ TEST_CASE("flash: every ISA's float32 exp2 is within 2 roundings of float64 from
       sum += want;
       worst = std::max(worst, std::abs(double(e[j]) - want) / want);
     }
-    CHECK(worst <= 2 * 0x1p-24 + 7.3e-9);  // 2 roundings of 2^-24 each, and the polynomial's error
+    CHECK(worst <= 2 * 0x1p-24 + 7.3e-9);  // 2 roundings' worth (measured: 6.0e-8 to 7.1e-8)
     CHECK(double(total) == doctest::Approx(sum).epsilon(1e-6));
     CHECK(e.back() == 1.0f);  // 2^0 exactly: p(0) = 1
   }
@@ -181,11 +191,16 @@ void check_lane_max(const flash::Microkernels<T>& base) {
     for (T& x : q) x = T(rng.normal());
     for (T& x : k) x = T(rng.normal());
     // Row 1 scores +inf where K's first column is 2, -inf where it is -2 (one nonzero term, so
-    // no inf - inf); row 2 is minus K's second column, its max on the last key (last panel).
-    std::fill(q.begin() + d, q.begin() + 3 * d, T(0));
+    // no inf - inf); row 2 is minus K's second column, its max on the last key (last panel);
+    // row 3 scores -inf everywhere (K's third column is 3).
+    std::fill(q.begin() + d, q.begin() + 4 * d, T(0));
     q[d] = huge;
     q[2 * d + 1] = T(-1);
-    for (std::size_t j = 0; j < keys; ++j) k[j * d] = j % 5 == 1 ? T(2) : j % 5 == 3 ? T(-2) : T(0.25);
+    q[3 * d + 2] = -huge;
+    for (std::size_t j = 0; j < keys; ++j) {
+      k[j * d] = j % 5 == 1 ? T(2) : j % 5 == 3 ? T(-2) : T(0.25);
+      k[j * d + 2] = T(3);
+    }
     k[(keys - 1) * d + 1] = T(-100);
     mk.pack_k(k.data(), d, keys, d, panels.data());
     std::vector<T> plain(rows * keys), with(rows * keys), lanes(rows * mk.lanes, T(7));
@@ -199,6 +214,7 @@ void check_lane_max(const flash::Microkernels<T>& base) {
     }
     CHECK(mk.lane_max_of(lanes.data() + mk.lanes) == std::numeric_limits<T>::infinity());
     CHECK(mk.lane_max_of(lanes.data() + 2 * mk.lanes) == T(100));
+    CHECK(mk.lane_max_of(lanes.data() + 3 * mk.lanes) == -std::numeric_limits<T>::infinity());
   }
 }
 
@@ -209,6 +225,46 @@ TEST_CASE("flash: the Q K^T kernel's lane maxima are row_max's, and leave the sc
     CAPTURE(std::string(isa));
     if (const auto* mk = flash::microkernels_named<float>(isa)) check_lane_max(*mk);
     if (const auto* mk = flash::microkernels_named<double>(isa)) check_lane_max(*mk);
+  }
+}
+
+TEST_CASE("flash: a key hidden from a row never sets its max: mask, causal diagonal, score modifier") {
+  // The last key scores about 2800 for every query. Where a row may not see it (causal: all but
+  // the last, in a diagonal tile whose last row group sees all 64 keys) or sees it capped,
+  // a tile max that counted it would turn every weight the row has into exp2(s - 2800) = 0:
+  // output 0 and a wrong lse, far outside the 2x rule. Tiles of 64 keys are whole panels on
+  // every ISA, the case that takes the max from the Q K^T kernel's registers.
+  Rng rng(12);
+  Tensor3 q = randn(rng, 2, 128, 8), k = randn(rng, 2, 128, 8);
+  const Tensor3 v = randn(rng, 2, 128, 8);
+  for (std::size_t h = 0; h < 2; ++h) {
+    for (std::size_t i = 0; i < 128; ++i) q(h, i, 0) = 1;
+    k(h, 127, 0) = 8000;
+  }
+  Mask3 hide = xt::ones<bool>({std::size_t(2), std::size_t(128), std::size_t(128)});
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t i = 0; i < 128; ++i) hide(h, i, 127) = false;
+  ScoreMod cap;
+  cap.softcap = variants::SoftCap{5.0};
+  struct Run {
+    const char* name;
+    const Mask3* mask;
+    bool causal;
+    const ScoreMod* mod;
+  };
+  for (const Run& run : {Run{"mask", &hide, false, nullptr}, Run{"causal", nullptr, true, nullptr},
+                         Run{"softcap", nullptr, false, &cap}}) {
+    CAPTURE(std::string(run.name));
+    SdpaOptions so;
+    so.causal = run.causal;
+    if (run.mod) so.score_mod = *run.mod;
+    const SdpaResult ref = sdpa(q, k, v, run.mask, so);
+    FlashOptions fo;
+    fo.causal = run.causal;
+    fo.score_mod = run.mod;
+    fo.block_q = fo.block_k = 64;
+    const FlashResult f = flash_attention(q, k, v, run.mask, fo);
+    CHECK(test::max_abs_diff(test::flat_tensor(f.output), test::flat_tensor(ref.output)) <= 1e-5);
   }
 }
 

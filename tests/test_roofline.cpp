@@ -337,6 +337,16 @@ TEST_CASE("roofline labels: a bfloat16 point's label away from its float32 twin,
   check_markers_clear(r, boxes);
 
   CHECK(roofline_leaders(r).empty());  // every label in its first row: nothing to join
+  // Over the roof too (a slow sgemm), the pair's faster point's label above, the slower's
+  // below: bfloat16 faster at n = 512, slower at 1024 (a CPU without bfloat16 arithmetic).
+  for (RooflinePoint& p : r.points) p.roof_gflops = 50;
+  r.points[0].gflops = 130, r.points[1].gflops = 200;
+  r.points[2].gflops = 210, r.points[3].gflops = 150;
+  const std::vector<PlotLabel> over = roofline_labels(r);
+  CHECK(over[0].y < 130);
+  CHECK(over[1].y > 200);
+  CHECK(over[2].y > 210);
+  CHECK(over[3].y < 150);
 
   // Four float32 points at one height, under the roof: some labels must stand rows out. Each
   // leader runs from just outside its point's marker to just short of its label, at the

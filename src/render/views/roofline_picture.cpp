@@ -24,14 +24,15 @@ constexpr double kMarkerHalf = 5;  // half an 8-point marker, and a point of mar
 bool over_roof(const RooflinePoint& p) { return p.gflops > p.roof_gflops; }
 
 // Whether a prefill point's label stands above it: on the side away from its roof, so the roof
-// never runs through the text; but a bfloat16 point's stands away from its float32 twin (the
-// same n, so the same intensity: one marker right over the other), or the two labels would
-// crowd the one gap between the markers and push each other a row or more out.
+// never runs through the text. But a float32 point and its bfloat16 twin (the same n, so the
+// same intensity: one marker right over the other) label the pair together, the faster one's
+// above and the slower one's below, or both would crowd the one gap between the markers and
+// push each other a row or more out.
 bool label_above(const RooflineResult& r, const RooflinePoint& p) {
-  if (p.dtype == "bf16")
-    for (const RooflinePoint& twin : r.points)
-      if (twin.kind == "prefill" && twin.dtype != "bf16" && std::abs(twin.intensity / p.intensity - 1) < 1e-9)
-        return p.gflops >= twin.gflops;
+  for (const RooflinePoint& twin : r.points)
+    if (twin.kind == "prefill" && (twin.dtype == "bf16") != (p.dtype == "bf16") &&
+        std::abs(twin.intensity / p.intensity - 1) < 1e-9)
+      return p.gflops > twin.gflops || (p.gflops == twin.gflops && p.dtype == "bf16");
   return over_roof(p);
 }
 
@@ -65,7 +66,8 @@ Box prefill_box(const RooflinePoint& p, bool above, const TextSize& size, std::s
   const double x = std::log10(p.intensity), y = std::log10(p.gflops);
   const double half = std::log10(a.x_ratio(size.width / 2));
   const double near = std::log10(a.ratio(kLabelGap + double(q) * kLabelStep)), high = std::log10(a.ratio(size.height));
-  return above ? Box{x - half, x + half, y + near, y + near + high} : Box{x - half, x + half, y - near - high, y - near};
+  return above ? Box{x - half, x + half, y + near, y + near + high}
+               : Box{x - half, x + half, y - near - high, y - near};
 }
 
 // Each prefill label's box (decode points: empty), measured once for all placements.
@@ -148,12 +150,13 @@ RooflineAxes roofline_axes(const RooflineResult& r) {
   return a;
 }
 
-std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& axes) {
+// steps: prefill_steps' rows for these axes.
+std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& axes,
+                                 const std::vector<std::size_t>& steps) {
   std::vector<PlotLabel> labels;
   std::vector<std::size_t> column;  // decode labels: one column per (KV heads, side)
   // A line of 8-point text: how far apart decode labels of one column are spread.
   const double line = axes.ratio(11);
-  const std::vector<std::size_t> steps = prefill_steps(r, prefill_boxes(r), axes);
   for (std::size_t k = 0; k < r.points.size(); ++k) {
     const RooflinePoint& p = r.points[k];
     // Every label on the side away from its roof, so the roof never runs through the text
@@ -194,9 +197,9 @@ std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& ax
 
 // A thin line from each prefill point's marker to its label where crowding moved the label a
 // row or more out, so the eye need not guess which point a far label names.
-std::vector<RooflineLeader> leaders_on(const RooflineResult& r, const RooflineAxes& axes) {
+std::vector<RooflineLeader> leaders_on(const RooflineResult& r, const RooflineAxes& axes,
+                                       const std::vector<std::size_t>& steps) {
   std::vector<RooflineLeader> leaders;
-  const std::vector<std::size_t> steps = prefill_steps(r, prefill_boxes(r), axes);
   for (std::size_t k = 0; k < r.points.size(); ++k) {
     const RooflinePoint& p = r.points[k];
     if (p.kind != "prefill" || steps[k] == 0) continue;
@@ -209,9 +212,15 @@ std::vector<RooflineLeader> leaders_on(const RooflineResult& r, const RooflineAx
 
 }  // namespace
 
-std::vector<PlotLabel> roofline_labels(const RooflineResult& r) { return labels_on(r, roofline_axes(r)); }
+std::vector<PlotLabel> roofline_labels(const RooflineResult& r) {
+  const RooflineAxes axes = roofline_axes(r);
+  return labels_on(r, axes, prefill_steps(r, prefill_boxes(r), axes));
+}
 
-std::vector<RooflineLeader> roofline_leaders(const RooflineResult& r) { return leaders_on(r, roofline_axes(r)); }
+std::vector<RooflineLeader> roofline_leaders(const RooflineResult& r) {
+  const RooflineAxes axes = roofline_axes(r);
+  return leaders_on(r, axes, prefill_steps(r, prefill_boxes(r), axes));
+}
 
 RooflineRange roofline_range(const RooflineResult& r) {
   const RooflineAxes a = roofline_axes(r);
@@ -270,7 +279,8 @@ Figure roofline_figure(const RooflineResult& r) {
     }
     if (!s.x.empty()) spec.series.push_back(s);
   }
-  for (const RooflineLeader& l : leaders_on(r, axes)) {
+  const std::vector<std::size_t> steps = prefill_steps(r, prefill_boxes(r), axes);
+  for (const RooflineLeader& l : leaders_on(r, axes, steps)) {
     PlotSeries leader;  // no name: not in the legend
     leader.x = {l.x, l.x};
     leader.y = {l.y_point, l.y_label};
@@ -278,7 +288,7 @@ Figure roofline_figure(const RooflineResult& r) {
     leader.line_width = 0.75;
     spec.series.push_back(leader);
   }
-  spec.labels = labels_on(r, axes);
+  spec.labels = labels_on(r, axes, steps);
   return line_plot_figure(spec);
 }
 

@@ -13,9 +13,9 @@ namespace attn {
 
 // The points' labels, each on a white box and on the side of its point away from its roof, so
 // the roof line never runs through one: a prefill label below a point under the roof, above one
-// over it (a bfloat16 point's away from its float32 twin of the same n instead: above it when
-// faster); a decode label to the right of a point under its roof, to the left of one over it,
-// spread apart within each column.
+// over it (a float32 point and its bfloat16 twin of the same n instead: the faster one's above,
+// the slower one's below); a decode label to the right of a point under its roof, to the left
+// of one over it, spread apart within each column.
 // Prefill labels a factor 2 apart would overlap: crowded ones stand in further rows.
 std::vector<PlotLabel> roofline_labels(const RooflineResult& result);
 

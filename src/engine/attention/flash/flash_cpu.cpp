@@ -195,8 +195,8 @@ void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h
       // keys), its max comes from the Q K^T kernel's registers, and S is not read back for it.
       const bool plain = !on_diagonal && !p.score_mod && by_rule == tile::MaskCover::all &&
                          by_mask == tile::MaskCover::all && g_keys % prod.mk.key_panel == 0;
-      bool lane_max = false;
-      if (g_keys > 0) lane_max = prod.scores(p, ws, kv, g0, g_rows, j0, g_keys, plain);  // S_ij = Q_i K_j^T (line 9)
+      bool use_lane_max = false;  // S_ij = Q_i K_j^T (line 9)
+      if (g_keys > 0) use_lane_max = prod.scores(p, ws, kv, g0, g_rows, j0, g_keys, plain);
       for (std::size_t r = g0; r < std::min(g0 + g_rows, rows); ++r) {
         T* s = ws.s.data() + r * p.Bk;
         const std::size_t n = visible(r);
@@ -206,7 +206,7 @@ void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h
         if (by_mask != tile::MaskCover::all) mask_row(p, h, i0 + r, j0, n, s);
         // Lines 10-11: new running max, rescale factor for what was accumulated, P = exp2(S - m).
         ws.alpha[r] = flash::online_row_step(prod.mk, ws.rows[r], s, n, g_keys,
-                                             lane_max ? ws.lane_max.data() + r * prod.mk.lanes : nullptr);
+                                             use_lane_max ? ws.lane_max.data() + r * prod.mk.lanes : nullptr);
         prod.round_p(p, ws, r, g_keys);
       }
       // Line 12: O_i = diag(alpha) O_i + P_ij V_j.

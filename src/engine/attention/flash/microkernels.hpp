@@ -27,9 +27,11 @@ struct Microkernels {
   void (*pack_k)(const T* k, std::size_t ldk, std::size_t keys, std::size_t d, T* panels);
 
   // S[rows, panels*key_panel] = Q[rows, d] . K^T, rows a multiple of qk_rows. With lane_max
-  // (not null), also each row's running maximum per lane, taken from the registers before they
-  // are stored: lane_max[r * lanes + l] = the max of S[r, j] over the row's columns j = l mod
-  // lanes, so the online softmax need not read S back to find its row max (row_max).
+  // (not null: rows * lanes values), also each row's running maximum per lane, taken from the
+  // registers before they are stored: lane_max[r * lanes + l] = the max of S[r, j] over the
+  // row's columns j = l mod lanes, so the online softmax need not read S back to find its row
+  // max (row_max). The same value as row_max's, except where scores are NaN (inf - inf in an
+  // overflowing sum): then, as for row_max, the order of the comparisons decides.
   void (*qk)(const T* q, std::size_t d, std::size_t rows, const T* panels,
              std::size_t npanels, T* s, std::size_t lds, T* lane_max);
 

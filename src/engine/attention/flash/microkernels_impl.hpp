@@ -144,7 +144,8 @@ struct KernelSet {
     return r;
   }
 
-  // 2^x for x <= 0 (x = -inf allowed). In float: split x = n + f with n = floor(x), 0 <= f < 1; 2^f
+  // 2^x for x <= 0 (x = -inf allowed). In float: split x = n + f with n = floor(x), 0 <= f <= 1 (f
+  // is 1 only where x - floor(x) rounds up, for x just under 0); 2^f
   // is a degree-6 polynomial fitted by scripts/fit_exp2.py (relative error 7.3e-9, below float32
   // rounding), and 2^n goes into the exponent. Results below 2^-126 are flushed to exactly 0:
   // masked (-inf) scores get zero weight, and no subnormal ever reaches the P V FMAs (where

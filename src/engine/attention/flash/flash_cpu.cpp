@@ -426,27 +426,21 @@ void flash_forward(Products prod, const std::array<std::size_t, 6>& dims, const 
   }
   const Problem<T> p = tiled_problem<T, Products>(dims, allowed, options, scale, prod);
 
-  // Small prefill: waking a second thread costs more than it saves below prefill_thread_work
-  // multiply-adds a thread (Q K^T and P V: d + dv per score; causal visits about half).
+  // Work items: (head, query block), head-major so the packed K/V of few heads are live at a
+  // time. Within a head, causal blocks differ in cost (block b reads b + 1 key blocks), so the
+  // most expensive come first and the cheap ones fill the gaps at the end.
   const std::size_t nqb = (p.Lq + p.Bq - 1) / p.Bq;
-  const double work = double(p.H) * double(p.Lq) * double(p.Lk) * double(p.d + p.dv) * (p.causal ? 0.5 : 1.0);
-  const std::size_t threads =
-      threads_for_work(options.threads, p.H * nqb, work, tuning_of(options).prefill_thread_work);
-
-  // Work items: (head, query block). They run through the key/value heads `threads` at a time,
-  // so the packed K/V of few heads are live at once, and consecutive items belong to different
-  // key/value heads of that set: the threads start by packing one head each, where with
-  // head-major items one packed and the others waited for it (causal, n = 4096, 2 threads: 5 %
-  // faster). Within a head, causal blocks differ in cost (block b reads b + 1 key blocks), so
-  // the most expensive come first and the cheap ones fill the gaps at the end.
   std::vector<std::pair<std::size_t, std::size_t>> items;
-  for (std::size_t g0 = 0; g0 < p.Hkv; g0 += threads)
-    for (std::size_t b = 0; b < nqb; ++b)
-      for (std::size_t i = 0; i < p.group; ++i)
-        for (std::size_t g = g0; g < std::min(p.Hkv, g0 + threads); ++g)
-          items.emplace_back(g * p.group + i, p.causal ? nqb - 1 - b : b);
+  for (std::size_t h = 0; h < p.H; ++h)
+    for (std::size_t b = 0; b < nqb; ++b) items.emplace_back(h, p.causal ? nqb - 1 - b : b);
   std::unique_ptr<PackedHead<T>[]> packed(new PackedHead<T>[p.Hkv]);
   for (std::size_t g = 0; g < p.Hkv; ++g) packed[g].blocks_left = p.group * nqb;
+
+  // Small prefill: waking a second thread costs more than it saves below prefill_thread_work
+  // multiply-adds a thread (Q K^T and P V: d + dv per score; causal visits about half).
+  const double work = double(p.H) * double(p.Lq) * double(p.Lk) * double(p.d + p.dv) * (p.causal ? 0.5 : 1.0);
+  const std::size_t threads =
+      threads_for_work(options.threads, items.size(), work, tuning_of(options).prefill_thread_work);
   // Workspaces are allocated here, so that running out of memory is an exception in the
   // caller's thread; what a worker throws (packing allocates too) is rethrown after the join.
   std::vector<Workspace<T>> workspaces;

@@ -99,15 +99,16 @@ std::vector<std::size_t> prefill_steps(const RooflineResult& r, const std::vecto
     placed.push_back({x - mx, x + mx, y - my, y + my});
   }
   for (const std::size_t k : order) {
+    const bool above = label_above(r, r.points[k]);
     std::size_t best = 0;
     std::ptrdiff_t fewest = PTRDIFF_MAX;
     for (std::size_t q = 0; q < kMaxSteps && fewest > 0; ++q) {
-      const Box b = prefill_box(r.points[k], label_above(r, r.points[k]), boxes[k], q, a);
+      const Box b = prefill_box(r.points[k], above, boxes[k], q, a);
       const std::ptrdiff_t met = std::count_if(placed.begin(), placed.end(), [&](const Box& o) { return o.meets(b); });
       if (met < fewest) best = q, fewest = met;
     }
     steps[k] = best;
-    placed.push_back(prefill_box(r.points[k], label_above(r, r.points[k]), boxes[k], best, a));
+    placed.push_back(prefill_box(r.points[k], above, boxes[k], best, a));
   }
   return steps;
 }
@@ -160,7 +161,7 @@ std::vector<PlotLabel> labels_on(const RooflineResult& r, const RooflineAxes& ax
   for (std::size_t k = 0; k < r.points.size(); ++k) {
     const RooflinePoint& p = r.points[k];
     // Every label on the side away from its roof, so the roof never runs through the text
-    // (label_above: a bfloat16 prefill point's away from its float32 twin).
+    // (label_above: a float32 point and its bfloat16 twin on opposite sides, the faster above).
     const bool under = p.kind == "prefill" ? !label_above(r, p) : !over_roof(p);
     if (p.kind == "prefill") {
       // Prefill points sit a factor 2 apart: each label below a point under its (flat) roof,

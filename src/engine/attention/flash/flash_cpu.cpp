@@ -195,7 +195,8 @@ void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h
       // keys), its max comes from the Q K^T kernel's registers, and S is not read back for it.
       const bool plain = !on_diagonal && !p.score_mod && by_rule == tile::MaskCover::all &&
                          by_mask == tile::MaskCover::all && g_keys % prod.mk.key_panel == 0;
-      bool use_lane_max = false;  // S_ij = Q_i K_j^T (line 9)
+      bool use_lane_max = false;
+      // S_ij = Q_i K_j^T (line 9).
       if (g_keys > 0) use_lane_max = prod.scores(p, ws, kv, g0, g_rows, j0, g_keys, plain);
       for (std::size_t r = g0; r < std::min(g0 + g_rows, rows); ++r) {
         T* s = ws.s.data() + r * p.Bk;

@@ -115,6 +115,7 @@ struct KernelSet {
     else gemm_with<false>(q, d, 1, d, rows, panels, npanels, s, lds, false, nullptr);
   }
 
+  // The max of W lanes (qk's lane_max of one row; row_max's running maxima).
   static T lane_max_of(const T* lanes) {
     T r = -INFINITY;
     for (std::size_t t = 0; t < W; ++t) r = std::max(r, lanes[t]);
@@ -138,16 +139,15 @@ struct KernelSet {
     for (; j + W <= n; j += W) m = xsimd::max(m, batch::load_unaligned(s + j));
     alignas(64) T lanes[W];
     m.store_aligned(lanes);
-    T r = -INFINITY;
-    for (std::size_t t = 0; t < W; ++t) r = std::max(r, lanes[t]);
+    T r = lane_max_of(lanes);
     for (; j < n; ++j) r = std::max(r, s[j]);
     return r;
   }
 
-  // 2^x for x <= 0 (x = -inf allowed). In float: split x = n + f with n = floor(x), 0 <= f <= 1 (f
-  // is 1 only where x - floor(x) rounds up, for x just under 0); 2^f
-  // is a degree-6 polynomial fitted by scripts/fit_exp2.py (relative error 7.3e-9, below float32
-  // rounding), and 2^n goes into the exponent. Results below 2^-126 are flushed to exactly 0:
+  // 2^x for x <= 0 (x = -inf allowed). In float: split x = n + f with n = floor(x), 0 <= f <= 1
+  // (f is 1 only where x - floor(x) rounds up, for x just under 0); 2^f is a degree-6
+  // polynomial fitted by scripts/fit_exp2.py (relative error 7.3e-9, below float32 rounding),
+  // and 2^n goes into the exponent. Results below 2^-126 are flushed to exactly 0:
   // masked (-inf) scores get zero weight, and no subnormal ever reaches the P V FMAs (where
   // it would cost a microcode assist).
   static batch exp2_poly(batch f) {

@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -83,6 +85,11 @@ TEST_CASE("flash: odd shapes match the naive oracle under FlashAttention's 2x ru
       {1, 1, 257, 513, 64, 64, true, 1.0, 200, 100},   // tiles that do not divide the sizes
       {2, 2, 300, 300, 64, 80, true, 1.0, 0, 0, true}, // causal and a mask together
       {6, 3, 130, 140, 16, 16, true, 1.0, 24, 32},     // GQA, 3 KV heads on 2 threads: a set of 2, then 1
+      // Heads packed in pieces of 256 keys by both threads: V copied into padded rows (d_v 40,
+      // 33), or read in place (64), and a last piece of 1 key.
+      {2, 2, 70, 600, 24, 40},
+      {4, 2, 64, 700, 16, 33, true},
+      {2, 1, 40, 513, 64, 64, false, 1.0, 0, 0, true},
   };
   std::uint64_t seed = 1;
   for (const Case& c : cases) check_case(c, seed++);
@@ -225,6 +232,46 @@ TEST_CASE("flash: the Q K^T kernel's lane maxima are row_max's, and leave the sc
     CAPTURE(std::string(isa));
     if (const auto* mk = flash::microkernels_named<float>(isa)) check_lane_max(*mk);
     if (const auto* mk = flash::microkernels_named<double>(isa)) check_lane_max(*mk);
+  }
+}
+
+namespace {
+
+// pack_k's panels element by element from their definition: panel p holds dim c of key
+// p * PW + t at (p * d + c) * PW + t, zero past the last key.
+template <class T>
+void check_pack_k(const flash::Microkernels<T>& mk) {
+  const std::string isa = mk.isa;
+  CAPTURE(isa);
+  const std::size_t PW = mk.key_panel;
+  // Whole and partial registers of keys and of dims, and K rows longer than d (ldk > d).
+  for (const auto& [keys, d, ldk] : {std::array<std::size_t, 3>{PW, 16, 16}, {3 * PW + 5, 20, 20}, {2 * PW - 1, 64, 67},
+                                     {7, 67, 67}, {PW + 16, 8, 9}, {1, 1, 1}}) {
+    CAPTURE(keys);
+    CAPTURE(d);
+    CAPTURE(ldk);
+    std::vector<T> k(keys * ldk);
+    for (std::size_t i = 0; i < k.size(); ++i) k[i] = T(i % 1000) + T(0.5);  // every element tells where it came from
+    const std::size_t npanels = (keys + PW - 1) / PW;
+    std::vector<T> panels(npanels * d * PW, T(-1));
+    mk.pack_k(k.data(), ldk, keys, d, panels.data());
+    std::size_t wrong = 0;
+    for (std::size_t p = 0; p < npanels; ++p)
+      for (std::size_t c = 0; c < d; ++c)
+        for (std::size_t t = 0; t < PW; ++t) {
+          const std::size_t key = p * PW + t;
+          wrong += panels[(p * d + c) * PW + t] != (key < keys ? k[key * ldk + c] : T(0));
+        }
+    CHECK(wrong == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("flash: pack_k lays every key's dims into its panel column, zero past the last key, on every ISA") {
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    if (const auto* mk = flash::microkernels_named<float>(isa)) check_pack_k(*mk);
+    if (const auto* mk = flash::microkernels_named<double>(isa)) check_pack_k(*mk);
   }
 }
 

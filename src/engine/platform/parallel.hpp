@@ -23,6 +23,14 @@ inline std::size_t thread_count(std::size_t requested, std::size_t items) {
   return std::max<std::size_t>(1, std::min(wanted, items));
 }
 
+// The hint for one turn of a spin-wait loop (x86's pause: the core lets its other hyperthread run
+// and does not flood the memory system with the flag's loads).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 // Threads kept between calls. Starting and joining a thread costs 40-170 microseconds here
 // (a hypervisor's clone and exit), as long as a whole decode step over a 16 MiB cache takes on
 // two threads. Waking a sleeping thread costs about as much on this hypervisor, so a finished
@@ -95,7 +103,7 @@ class WorkerPool {
     // held into a child. Only the call that starts a thread waits (its start, ~0.1 ms, once).
     while (started_.load(std::memory_order_acquire) < threads_.size()) std::this_thread::yield();
     const auto until = std::chrono::steady_clock::now() + kSpin;
-    while (running_.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until) pause();
+    while (running_.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until) cpu_relax();
     {
       std::unique_lock<std::mutex> lock(m_);
       done_.wait(lock, [&] { return running_.load(std::memory_order_acquire) == 0; });
@@ -111,17 +119,11 @@ class WorkerPool {
   WorkerPool() = default;
   static constexpr std::chrono::microseconds kSpin{50};
 
-  static void pause() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-
   void loop(std::size_t index, std::uint64_t seen) {
     started_.fetch_add(1, std::memory_order_release);
     for (;;) {
       const auto until = std::chrono::steady_clock::now() + kSpin;
-      while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) pause();
+      while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) cpu_relax();
       Job job{};
       {
         std::unique_lock<std::mutex> lock(m_);

@@ -450,7 +450,9 @@ void flash_forward(Products prod, const std::array<std::size_t, 6>& dims, const 
     const auto [h, b] = items[n];
     const std::size_t g = h / p.group;
     PackedHead<T>& kv = packed[g];
-    kv.ensure_packed([&] { prod.pack(p, g, kv); });
+    const std::size_t piece = prod.piece_keys();
+    kv.ensure_packed((p.Lk + piece - 1) / piece, [&] { prod.allocate(p, g, kv); },
+                     [&](std::size_t i) { prod.pack(p, g, kv, i * piece, std::min(p.Lk, (i + 1) * piece)); });
     if (options.observer) {
       attend_query_block<T, true>(prod, p, h, b * p.Bq, kv, out + h * p.Lq * p.dv, lse + h * p.Lq,
                                   workspaces[worker], options.observer);

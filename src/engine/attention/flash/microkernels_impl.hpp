@@ -45,11 +45,45 @@ struct KernelSet {
                      T* panels) {
     const std::size_t npanels = (keys + PW - 1) / PW;
     for (std::size_t p = 0; p < npanels; ++p)
-      for (std::size_t c = 0; c < d; ++c)
-        for (std::size_t t = 0; t < PW; ++t) {
-          const std::size_t key = p * PW + t;
-          panels[(p * d + c) * PW + t] = key < keys ? k[key * ldk + c] : 0.0f;
-        }
+      for (std::size_t t0 = 0; t0 < PW; t0 += W) {  // W keys at a time: one register's width
+        const std::size_t key0 = p * PW + t0;
+        T* out = panels + p * d * PW + t0;
+        const std::size_t done = key0 + W <= keys ? transpose_keys(k + key0 * ldk, ldk, d, out) : 0;
+        for (std::size_t c = done; c < d; ++c)
+          for (std::size_t t = 0; t < W; ++t) out[c * PW + t] = key0 + t < keys ? k[(key0 + t) * ldk + c] : T(0);
+      }
+  }
+
+  // Dims [0, done) of W keys (rows of k) into their place in a panel, out[c * PW + t] = k[t][c],
+  // a W x W block at a time, transposed in registers where this set has the shuffles (float on
+  // AVX-512 and AVX2); returns done, a multiple of W (0 elsewhere: pack_k's scalar loop does
+  // all). Element by element, strided, the packing of a head at n = 4096 took as long as 2 % of
+  // its products.
+  static std::size_t transpose_keys([[maybe_unused]] const T* k, [[maybe_unused]] std::size_t ldk,
+                                    [[maybe_unused]] std::size_t d,
+                                    [[maybe_unused]] T* out) {
+    std::size_t c0 = 0;
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, float> && W == 16) {
+      for (; c0 + 16 <= d; c0 += 16) {
+        __m512 r[16];
+        for (std::size_t t = 0; t < 16; ++t) r[t] = _mm512_loadu_ps(k + t * ldk + c0);
+        attn::detail::transpose16(r);
+        for (std::size_t c = 0; c < 16; ++c) _mm512_storeu_ps(out + (c0 + c) * PW, r[c]);
+      }
+    }
+#endif
+#if defined(__AVX2__)
+    if constexpr (std::is_same_v<T, float> && W == 8) {
+      for (; c0 + 8 <= d; c0 += 8) {
+        __m256 r[8];
+        for (std::size_t t = 0; t < 8; ++t) r[t] = _mm256_loadu_ps(k + t * ldk + c0);
+        attn::detail::transpose8(r);
+        for (std::size_t c = 0; c < 8; ++c) _mm256_storeu_ps(out + (c0 + c) * PW, r[c]);
+      }
+    }
+#endif
+    return c0;
   }
 
   // The Q K^T kernel as a general product (the toy transformer's linear layers run on it too):

@@ -10,4 +10,5 @@
 #include <type_traits>
 
 #include "attn/engine/attention/tile_math.hpp"
+#include "core/transpose_simd.hpp"
 #include "microkernels.hpp"

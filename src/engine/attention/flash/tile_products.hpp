@@ -9,12 +9,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "attn/engine/attention/flash.hpp"
 #include "attn/engine/attention/tile_math.hpp"
 #include "microkernels.hpp"
 #include "microkernels_bf16.hpp"
+#include "platform/parallel.hpp"
 #include "scratch.hpp"
 
 namespace attn::flash::tiled {
@@ -27,35 +29,58 @@ std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m;
 // query block of its heads is done, so at most about one head per thread is packed at a time.
 template <class T>
 struct PackedHead {
-  // 0 unpacked, 1 being packed, 2 packed. Not a std::once_flag: glibc's call_once makes a futex
-  // system call on every first call, and a training step of the toy transformer packs 512 heads
-  // of 32 keys (the calls cost as much as the packing).
+  // 0 unpacked, 1 being allocated, 2 being packed (its pieces open to every thread that comes),
+  // 3 packed. Not a std::once_flag: glibc's call_once makes a futex system call on every first
+  // call, and a training step of the toy transformer packs 512 heads of 32 keys (the calls cost
+  // as much as the packing).
   std::atomic<int> state{0};
   std::atomic<std::size_t> blocks_left{0};
+  std::atomic<std::size_t> next_piece{0}, pieces_done{0};
+  std::size_t pieces = 0;  // set before state becomes 2
   Scratch<T> k_panels, v_rows;
+  const T* v = nullptr;  // V's rows of dvp values: v_rows, or the input's own where dv == dvp
   Scratch<std::uint16_t> k_bf16, v_bf16;  // FlashPrecision::bfloat16's (microkernels_bf16.hpp)
 
-  // Runs pack() once, in whichever thread gets here first; the others wait for it. If pack()
-  // throws, the head is unpacked again and the next thread to arrive tries.
-  template <class Pack>
-  void ensure_packed(Pack&& pack) {
-    for (;;) {
+  // Packs the head once, whichever threads need it. The first to come allocates (allocate();
+  // if it throws, the head is unallocated again and the next thread to come tries), then every
+  // thread that comes while pieces are left packs pieces (pack_piece(i) for i < count, which
+  // must not throw) and waits for the pieces others hold. Head-major work items bring both
+  // threads to a new head at about the same time: where one packed and the other slept on a
+  // futex until it had done (woken 50-150 us late on a hypervisor), causal prefill on 2 threads
+  // lost about 8 % (an Emerald Rapids Xeon, n = 4096); now the two pack it together.
+  template <class Allocate, class PackPiece>
+  void ensure_packed(std::size_t count, Allocate&& allocate, PackPiece&& pack_piece) {
+    for (std::size_t spins = 0;; relax(spins)) {
       int seen = state.load(std::memory_order_acquire);
-      if (seen == 2) return;
+      if (seen == 3) return;
       if (seen == 0 && state.compare_exchange_strong(seen, 1, std::memory_order_acq_rel)) {
         try {
-          pack();
+          allocate();
         } catch (...) {
           state.store(0, std::memory_order_release);
-          state.notify_all();
           throw;
         }
-        state.store(2, std::memory_order_release);
-        state.notify_all();
-        return;
+        pieces = count;
+        state.store(count ? 2 : 3, std::memory_order_release);
+        if (count == 0) return;
+        seen = 2;
       }
-      state.wait(1, std::memory_order_acquire);  // returns at once unless another thread is packing
+      if (seen != 2) continue;  // being allocated
+      for (std::size_t i; (i = next_piece.fetch_add(1, std::memory_order_relaxed)) < pieces;) {
+        pack_piece(i);
+        if (pieces_done.fetch_add(1, std::memory_order_acq_rel) + 1 == pieces) state.store(3, std::memory_order_release);
+      }
+      for (spins = 0; state.load(std::memory_order_acquire) != 3; relax(spins)) {
+      }
+      return;
     }
+  }
+
+ private:
+  // A spin-wait's turn: the wait is a piece's packing (microseconds), so spin, but yield the
+  // core now and then in case the thread waited for has none (more threads than cores).
+  static void relax(std::size_t& spins) {
+    if (++spins % 1024 == 0) std::this_thread::yield(); else detail::cpu_relax();
   }
 };
 
@@ -87,15 +112,21 @@ struct Workspace {
   static std::size_t padded(const Problem<T>& p) { return round_up(p.Bq, p.row_align); }
 };
 
+// Keys per piece of a head's packing (PackedHead::ensure_packed), before rounding up to whole
+// K panels: 128 KiB of K and V at d = 64 in float32, microseconds to copy.
+constexpr std::size_t kPackPieceKeys = 256;
+
+// Keys [j0, j1) of one head's K and V packed, j0 a multiple of the K panel. Every element is
+// written (pack_k zero-pads the last panel; V's padding columns are zeroed here): the buffers
+// come from the stock holding an earlier call's numbers. V is copied only where its rows need
+// padding: at n = 4096 the packing reads and writes memory, not cache (about 0.3 ms a head
+// on 2 threads of an Emerald Rapids Xeon), and a copy of V as it is was half of that.
 template <class T>
-void pack_head(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v,
-               PackedHead<T>& packed) {
-  // Every element is written (pack_k zero-pads the last panel; V's padding columns are zeroed
-  // here): the buffers come from the stock holding an earlier call's numbers.
-  packed.k_panels = Scratch<T>(round_up(p.Lk, mk.key_panel) * p.d);
-  mk.pack_k(k, p.d, p.Lk, p.d, packed.k_panels.data());
-  packed.v_rows = Scratch<T>(p.Lk * p.dvp);
-  for (std::size_t j = 0; j < p.Lk; ++j) {
+void pack_keys(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v, std::size_t j0,
+               std::size_t j1, PackedHead<T>& packed) {
+  mk.pack_k(k + j0 * p.d, p.d, j1 - j0, p.d, packed.k_panels.data() + j0 * p.d);  // panel j0 / PW
+  if (packed.v == v) return;  // read in place
+  for (std::size_t j = j0; j < j1; ++j) {
     T* row = packed.v_rows.data() + j * p.dvp;
     std::copy(v + j * p.dv, v + (j + 1) * p.dv, row);
     std::fill(row + p.dv, row + p.dvp, T(0));
@@ -110,8 +141,19 @@ struct NativeProducts {
   Microkernels<T> mk;  // at the run's blockings (tiled_problem); also the online softmax's row_max and exp2_sum
   const T *q, *k, *v;         // [H, Lq, d], [Hkv, Lk, d], [Hkv, Lk, dv]
 
-  void pack(const Problem<T>& p, std::size_t g, PackedHead<T>& kv) const {
-    pack_head(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, kv);
+  // Packing a head: its buffers, then pieces of piece_keys() keys (whole K panels), any order.
+  std::size_t piece_keys() const { return round_up(kPackPieceKeys, mk.key_panel); }
+  void allocate(const Problem<T>& p, std::size_t g, PackedHead<T>& kv) const {
+    kv.k_panels = Scratch<T>(round_up(p.Lk, mk.key_panel) * p.d);
+    if (p.dv == p.dvp) {
+      kv.v = v + g * p.Lk * p.dv;
+    } else {
+      kv.v_rows = Scratch<T>(p.Lk * p.dvp);
+      kv.v = kv.v_rows.data();
+    }
+  }
+  void pack(const Problem<T>& p, std::size_t g, PackedHead<T>& kv, std::size_t j0, std::size_t j1) const {
+    pack_keys(mk, p, k + g * p.Lk * p.d, v + g * p.Lk * p.dv, j0, j1, kv);
   }
   // Q_i of head h, pre-scaled; padding rows are zero so their scores are zero.
   void load_q(const Problem<T>& p, std::size_t h, std::size_t i0, std::size_t rows, std::size_t rows_pad,
@@ -134,7 +176,7 @@ struct NativeProducts {
   // O = diag(alpha) O + P V for the same rows and keys.
   void accumulate(const Problem<T>& p, Workspace<T>& ws, const PackedHead<T>& kv, std::size_t g0, std::size_t rows,
                   std::size_t j0, std::size_t keys) const {
-    mk.pv(ws.s.data() + g0 * p.Bk, p.Bk, rows, keys, kv.v_rows.data() + j0 * p.dvp, p.dvp, p.dvp, ws.alpha.data() + g0,
+    mk.pv(ws.s.data() + g0 * p.Bk, p.Bk, rows, keys, kv.v + j0 * p.dvp, p.dvp, p.dvp, ws.alpha.data() + g0,
           ws.o.data() + g0 * p.dvp, p.dvp);
   }
 };
@@ -148,12 +190,16 @@ struct Bf16Products {
   const Bf16Kernels& bk;
   const std::uint16_t *q, *k, *v;  // the inputs' bfloat16 bits, shaped as NativeProducts'
 
-  void pack(const Problem<float>& p, std::size_t g, PackedHead<float>& kv) const {
-    // Every element is written (padding zeroed): the buffers come from the stock.
+  // As NativeProducts': pieces of whole K panels (an even number of keys: V's key pairs).
+  std::size_t piece_keys() const { return round_up(kPackPieceKeys, Bf16Kernels::kKeyPanel); }
+  void allocate(const Problem<float>& p, std::size_t, PackedHead<float>& kv) const {
     kv.k_bf16 = Scratch<std::uint16_t>(round_up(p.Lk, Bf16Kernels::kKeyPanel) * flash::bf16_even(p.d));
-    flash::pack_k_bf16(k + g * p.Lk * p.d, p.Lk, p.d, kv.k_bf16.data());
     kv.v_bf16 = Scratch<std::uint16_t>(flash::bf16_even(p.Lk) * p.dvp);
-    flash::pack_v_bf16(v + g * p.Lk * p.dv, p.Lk, p.dv, p.dvp, kv.v_bf16.data());
+  }
+  // Every element is written (padding zeroed): the buffers come from the stock.
+  void pack(const Problem<float>& p, std::size_t g, PackedHead<float>& kv, std::size_t j0, std::size_t j1) const {
+    flash::pack_k_bf16(k + (g * p.Lk + j0) * p.d, j1 - j0, p.d, kv.k_bf16.data() + j0 * flash::bf16_even(p.d));
+    flash::pack_v_bf16(v + (g * p.Lk + j0) * p.dv, j1 - j0, p.dv, p.dvp, kv.v_bf16.data() + j0 * p.dvp);
   }
   void load_q(const Problem<float>& p, std::size_t h, std::size_t i0, std::size_t rows, std::size_t rows_pad,
               Workspace<float>& ws) const {

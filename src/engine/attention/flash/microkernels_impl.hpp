@@ -289,8 +289,8 @@ struct KernelSet {
     }
   }
 
-  // rows in blocks of PV_MR, and the rest (a decode step's one to few rows) one at a time, so
-  // that no FMA is spent on padding rows.
+  // rows (a multiple of MR) in blocks of MR: pv_any gives a decode step's one to few rows
+  // blocks of their own size, so that no FMA is spent on padding rows.
   template <std::size_t MR, class VT>
   static void pv_block(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const VT* v,
                        std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
@@ -304,10 +304,25 @@ struct KernelSet {
   template <class VT>
   static void pv_any(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const VT* v,
                      std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
-    const std::size_t full = rows / PV_MR * PV_MR;
+    std::size_t full = rows / PV_MR * PV_MR;
+    // The rows left over go in blocks of 2 to 4, never one alone where there is a choice: one
+    // row's outputs are NV chains of FMAs, each waiting on its last (4 cycles), where a block of
+    // two or more keeps both FMA units busy. A decode step's GQA rows are such leftovers (8 query
+    // heads to a KV head: 6 + 2, not 6 + 1 + 1; 3 heads: one block of 3, not 3 x 1).
+    if (rows - full == 1 && full >= PV_MR && PV_MR > 1) full -= PV_MR;
     if (full > 0) pv_block<PV_MR>(p, ldp, full, keys, v, ldv, dvp, alpha, o, ldo);
-    if (full < rows)
-      pv_block<1>(p + full * ldp, ldp, rows - full, keys, v, ldv, dvp, alpha + full, o + full * ldo, ldo);
+    for (std::size_t r0 = full; r0 < rows;) {
+      const std::size_t left = rows - r0, n = left == 5 ? 3 : std::min<std::size_t>(left, 4);
+      const T* pr = p + r0 * ldp;
+      T* orow = o + r0 * ldo;
+      switch (n) {
+        case 4: pv_block<4>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo); break;
+        case 3: pv_block<3>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo); break;
+        case 2: pv_block<2>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo); break;
+        default: pv_block<1>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo); break;
+      }
+      r0 += n;
+    }
   }
 
   // This set's products as blockings offered to `attn-cli tune` (microkernels.hpp).

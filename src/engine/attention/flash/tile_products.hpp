@@ -21,7 +21,7 @@
 
 namespace attn::flash::tiled {
 
-std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+inline std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
 
 // K and V of one key/value head, packed for the micro-kernels: K^T panels [Lk/PW][d][PW] and
 // V with rows padded to dvp columns. Packed once per head (not per tile, which is what makes

@@ -3,6 +3,7 @@
 // done, one allocation, and a failed allocation leaves the head for the next thread to try.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <new>
@@ -25,8 +26,9 @@ void busy_for(std::chrono::microseconds t) {
 }  // namespace
 
 TEST_CASE("packed head: more threads than cores pack every piece once, and none returns before the last") {
+  const std::size_t kThreads = std::max(3u, std::thread::hardware_concurrency() + 1);
   for (int round = 0; round < 20; ++round) {
-    constexpr std::size_t kPieces = 64, kThreads = 5;
+    constexpr std::size_t kPieces = 64;
     PackedHead<float> head;
     std::atomic<int> allocations{0};
     std::vector<std::atomic<int>> packed(kPieces);

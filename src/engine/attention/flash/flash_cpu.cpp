@@ -463,6 +463,7 @@ void flash_forward(Products prod, const std::array<std::size_t, 6>& dims, const 
     if (--kv.blocks_left == 0) {
       kv.k_panels.reset();
       kv.v_rows.reset();
+      kv.v = nullptr;
       kv.k_bf16.reset();
       kv.v_bf16.reset();
     }

@@ -49,7 +49,7 @@ struct Microkernels {
   T (*exp2_sum)(T* s, std::size_t n, T m);
 
   // O[rows, dvp] = alpha[r] * O[r, :] + P[rows, keys] . V[keys, dvp], dvp a multiple of lanes;
-  // fastest for rows a multiple of pv_rows (the rest are done one row at a time).
+  // fastest for rows a multiple of pv_rows (the rest in blocks of 2 to 4).
   void (*pv)(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const T* v,
              std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo);
   // The same on V stored as bfloat16 bits (rows of ldv >= dvp elements), widened in registers.

@@ -24,7 +24,7 @@ namespace attn::flash::tiled {
 inline std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
 
 // K and V of one key/value head, packed for the micro-kernels: K^T panels [Lk/PW][d][PW] and
-// V with rows padded to dvp columns. Packed once per head (not per tile, which is what makes
+// V with rows padded to dvp columns (or read in place, `v`, where dv == dvp). Packed once per head (not per tile, which is what makes
 // per-tile sgemm calls slow), and its memory given back (scratch.hpp) as soon as the last
 // query block of its heads is done, so at most about one head per thread is packed at a time.
 template <class T>

@@ -24,9 +24,10 @@ namespace attn::flash::tiled {
 inline std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
 
 // K and V of one key/value head, packed for the micro-kernels: K^T panels [Lk/PW][d][PW] and
-// V with rows padded to dvp columns (or read in place, `v`, where dv == dvp). Packed once per head (not per tile, which is what makes
-// per-tile sgemm calls slow), and its memory given back (scratch.hpp) as soon as the last
-// query block of its heads is done, so at most about one head per thread is packed at a time.
+// V with rows padded to dvp columns (or read in place, `v`, where dv == dvp). Packed once per
+// head (not per tile, which is what makes per-tile sgemm calls slow), and its memory given back
+// (scratch.hpp) as soon as the last query block of its heads is done, so at most about one head
+// per thread is packed at a time.
 template <class T>
 struct PackedHead {
   // 0 unpacked, 1 being allocated, 2 being packed (its pieces open to every thread that comes),
@@ -45,9 +46,10 @@ struct PackedHead {
   // if it throws, the head is unallocated again and the next thread to come tries), then every
   // thread that comes while pieces are left packs pieces (pack_piece(i) for i < count, which
   // must not throw) and waits for the pieces others hold. Head-major work items bring both
-  // threads to a new head at about the same time: where one packed and the other slept on a
-  // futex until it had done (woken 50-150 us late on a hypervisor), causal prefill on 2 threads
-  // lost about 8 % (an Emerald Rapids Xeon, n = 4096); now the two pack it together.
+  // threads to a new head at about the same time: one used to pack while the other slept on a
+  // futex until it had done (woken 50-150 us late on a hypervisor); at n = 4096 on an Emerald
+  // Rapids Xeon, timers counted 0.2-0.37 ms a head packing and as long again waiting. Now the
+  // two pack it together.
   template <class Allocate, class PackPiece>
   void ensure_packed(std::size_t count, Allocate&& allocate, PackPiece&& pack_piece) {
     for (std::size_t spins = 0;; relax(spins)) {
@@ -68,7 +70,8 @@ struct PackedHead {
       if (seen != 2) continue;  // being allocated
       for (std::size_t i; (i = next_piece.fetch_add(1, std::memory_order_relaxed)) < pieces;) {
         pack_piece(i);
-        if (pieces_done.fetch_add(1, std::memory_order_acq_rel) + 1 == pieces) state.store(3, std::memory_order_release);
+        if (pieces_done.fetch_add(1, std::memory_order_acq_rel) + 1 == pieces)
+          state.store(3, std::memory_order_release);
       }
       for (spins = 0; state.load(std::memory_order_acquire) != 3; relax(spins)) {
       }
@@ -119,8 +122,8 @@ constexpr std::size_t kPackPieceKeys = 256;
 // Keys [j0, j1) of one head's K and V packed, j0 a multiple of the K panel. Every element is
 // written (pack_k zero-pads the last panel; V's padding columns are zeroed here): the buffers
 // come from the stock holding an earlier call's numbers. V is copied only where its rows need
-// padding: at n = 4096 the packing reads and writes memory, not cache (about 0.3 ms a head
-// on 2 threads of an Emerald Rapids Xeon), and a copy of V as it is was half of that.
+// padding: at n = 4096 the packing reads and writes memory, not cache (0.2-0.37 ms a head on
+// each of 2 threads of an Emerald Rapids Xeon), and a copy of V as it is was half of that.
 template <class T>
 void pack_keys(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v, std::size_t j0,
                std::size_t j1, PackedHead<T>& packed) {

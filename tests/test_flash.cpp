@@ -245,8 +245,10 @@ void check_pack_k(const flash::Microkernels<T>& mk) {
   CAPTURE(isa);
   const std::size_t PW = mk.key_panel;
   // Whole and partial registers of keys and of dims, and K rows longer than d (ldk > d).
-  for (const auto& [keys, d, ldk] : {std::array<std::size_t, 3>{PW, 16, 16}, {3 * PW + 5, 20, 20}, {2 * PW - 1, 64, 67},
-                                     {7, 67, 67}, {PW + 16, 8, 9}, {1, 1, 1}}) {
+  for (const std::array<std::size_t, 3>& shape : {std::array<std::size_t, 3>{PW, 16, 16}, {3 * PW + 5, 20, 20},
+                                                  {2 * PW - 1, 64, 67}, {7, 67, 67}, {PW + 16, 8, 9}, {1, 1, 1}}) {
+    // Plain locals, not a structured binding: clang 14's CAPTURE cannot capture one.
+    const std::size_t keys = shape[0], d = shape[1], ldk = shape[2];
     CAPTURE(keys);
     CAPTURE(d);
     CAPTURE(ldk);

@@ -72,10 +72,18 @@ TEST_CASE("cli bench: the timed runs after the warm-up touch no new pages") {
   for (const std::string args : {"bench --backend flash --n 1024 --heads 8 --threads 2 --no-check --repeat ",
                                  "bench --backward --backend flash --n 512 --heads 8 --threads 2 --no-check --repeat "}) {
     CAPTURE(args);
-    const long one = child_faults(args + "1"), six = child_faults(args + "6");
-    CAPTURE(one);
-    CAPTURE(six);
-    CHECK(six - one < 100);  // process to process the count varies by about 10
+    // Process to process the count varies by about 10. Twice in a full suite running beside
+    // other tests, the backward's six runs touched 129 and 258 pages more once (never in 40
+    // runs alone or beside busy loops): a one-off first touch, where buffers handed back every
+    // run would show in every attempt. So the best of up to three attempts.
+    long extra = 0;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const long one = child_faults(args + "1"), six = child_faults(args + "6");
+      extra = attempt == 0 ? six - one : std::min(extra, six - one);
+      if (extra < 100) break;
+    }
+    CAPTURE(extra);
+    CHECK(extra < 100);
   }
 }
 

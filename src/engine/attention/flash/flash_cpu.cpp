@@ -446,12 +446,12 @@ void flash_forward(Products prod, const std::array<std::size_t, 6>& dims, const 
   // caller's thread; what a worker throws (packing allocates too) is rethrown after the join.
   std::vector<Workspace<T>> workspaces;
   for (std::size_t t = 0; t < threads; ++t) workspaces.emplace_back(p, Products::kBf16, prod.mk.lanes);
+  const std::size_t piece = prod.piece_keys(), pieces = (p.Lk + piece - 1) / piece;  // of a head's packing
   detail::parallel_items(items.size(), threads, [&](std::size_t worker, std::size_t n) {
     const auto [h, b] = items[n];
     const std::size_t g = h / p.group;
     PackedHead<T>& kv = packed[g];
-    const std::size_t piece = prod.piece_keys();
-    kv.ensure_packed((p.Lk + piece - 1) / piece, [&] { prod.allocate(p, g, kv); },
+    kv.ensure_packed(pieces, [&] { prod.allocate(p, g, kv); },
                      [&](std::size_t i) { prod.pack(p, g, kv, i * piece, std::min(p.Lk, (i + 1) * piece)); });
     if (options.observer) {
       attend_query_block<T, true>(prod, p, h, b * p.Bq, kv, out + h * p.Lq * p.dv, lse + h * p.Lq,
@@ -460,13 +460,7 @@ void flash_forward(Products prod, const std::array<std::size_t, 6>& dims, const 
       attend_query_block<T, false>(prod, p, h, b * p.Bq, kv, out + h * p.Lq * p.dv, lse + h * p.Lq,
                                    workspaces[worker], nullptr);
     }
-    if (--kv.blocks_left == 0) {
-      kv.k_panels.reset();
-      kv.v_rows.reset();
-      kv.v = nullptr;
-      kv.k_bf16.reset();
-      kv.v_bf16.reset();
-    }
+    if (--kv.blocks_left == 0) kv.release();
   });
 }
 

@@ -79,6 +79,15 @@ struct PackedHead {
     }
   }
 
+  // Gives the packed buffers back to the stock (the head's last query block is done).
+  void release() {
+    k_panels.reset();
+    v_rows.reset();
+    v = nullptr;
+    k_bf16.reset();
+    v_bf16.reset();
+  }
+
  private:
   // A spin-wait's turn: the wait is a piece's packing (microseconds), so spin, but yield the
   // core now and then in case the thread waited for has none (more threads than cores).

@@ -16,7 +16,9 @@
 #include "attn/engine/attention/mask.hpp"
 #include "attn/engine/core/random.hpp"
 #include "attn/engine/attention/tile_math.hpp"
+#include "attn/engine/attention/softmax.hpp"
 #include "engine/attention/flash/microkernels.hpp"  // the private micro-kernels, tested directly
+#include "engine/attention/sdpa_f64.hpp"
 #include "fa_check.hpp"
 #include "fa_rule.hpp"
 #include "support.hpp"
@@ -383,6 +385,44 @@ TEST_CASE("flash: recomputed weights are the same bits on 1 and 3 threads, with 
   CHECK(xt::sum(xt::view(one, 3, 1))() == 0.0f);
   CHECK(one(0, 4, 2) == 0.0f);
   CHECK(double(xt::sum(xt::view(one, 5, 8))()) == doctest::Approx(1.0).epsilon(1e-6));
+}
+
+TEST_CASE("flash: recomputed weights are softmax of scale q.k in four partial sums, bit for bit, keys four at a time or alone") {
+  // The definition, written out: q.k in float64 as four partial sums (c mod 4) added pairwise.
+  // The engine takes runs of four visible keys together and the rest alone; the mask's holes and
+  // the causal edge below break the runs at every offset, and d covers partial groups of 4.
+  Rng rng(11);
+  for (std::size_t d : {1, 3, 4, 5, 8, 67}) {
+    CAPTURE(d);
+    const std::size_t H = 4, Lq = 7, Lk = 13;
+    const Tensor3 q = randn(rng, H, Lq, d), k = randn(rng, 2, Lk, d);
+    Mask3 allowed = xt::ones<bool>({std::size_t(1), Lq, Lk});
+    allowed(0, 2, 5) = allowed(0, 4, 0) = allowed(0, 4, 9) = allowed(0, 6, 3) = false;
+    xt::xtensor<double, 2> lse = xt::zeros<double>({H, Lq});
+    lse(1, 3) = -INFINITY;
+    const double scale = 1.0 / std::sqrt(double(d));
+    TensorD3 expected = xt::zeros<double>({H, Lq, Lk});
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t i = 0; i < Lq; ++i) {
+        if (lse(h, i) == -INFINITY) continue;
+        std::vector<double> row(Lk);
+        for (std::size_t j = 0; j < Lk; ++j) {
+          if (j > i + (Lk - Lq) || !allowed(0, i, j)) {  // causal, bottom-right aligned
+            row[j] = -INFINITY;
+            continue;
+          }
+          double part[4] = {0, 0, 0, 0};
+          for (std::size_t c = 0; c < d; ++c) part[c % 4] += double(q(h, i, c)) * double(k(h / 2, j, c));
+          row[j] = ((part[0] + part[1]) + (part[2] + part[3])) * scale;
+        }
+        softmax_row_inplace(row.data(), Lk);
+        std::copy(row.begin(), row.end(), &expected(h, i, 0));
+      }
+    const TensorD3 f64 = detail::recompute_weights_f64(xt::cast<double>(q), xt::cast<double>(k), lse, &allowed, true, scale);
+    CHECK(f64 == expected);
+    const Tensor3 f32 = recompute_weights(q, k, lse, &allowed, true, scale, nullptr, 1.0, 2);
+    CHECK(f32 == Tensor3(xt::cast<float>(expected)));
+  }
 }
 
 TEST_CASE("tile math: the online softmax over tiles equals one softmax over the row") {

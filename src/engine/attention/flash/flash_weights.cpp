@@ -18,16 +18,44 @@ namespace {
 // normalised by the row's own sum; rows the kernel found fully masked (lse = -inf) are zero.
 // The row's own sum, not exp(s - lse): a float32 lse of 1e4 is off by 1e-3 and would skew
 // every weight of its row by as much.
-// q . k in float64, in four interleaved partial sums (c mod 4) added pairwise at the end: one
-// running sum waits on every previous addition (4 cycles each), four keep the adder busy.
-template <class T>
-double dot(const T* q, const T* k, std::size_t d) {
+// q . k in float64 (q and K widened to float64 first: exact for float), in four interleaved
+// partial sums (c mod 4) added pairwise at the end: one running sum waits on every previous
+// addition (4 cycles each), four keep the adder busier.
+double dot(const double* q, const double* k, std::size_t d) {
   double part[4] = {0, 0, 0, 0};
   std::size_t c = 0;
   for (; c + 4 <= d; c += 4)
-    for (std::size_t p = 0; p < 4; ++p) part[p] += double(q[c + p]) * double(k[c + p]);
-  for (; c < d; ++c) part[c % 4] += double(q[c]) * double(k[c]);
+    for (std::size_t p = 0; p < 4; ++p) part[p] += q[c + p] * k[c + p];
+  for (; c < d; ++c) part[c % 4] += q[c] * k[c];
   return (part[0] + part[1]) + (part[2] + part[3]);
+}
+
+// dot for four keys at once: each key keeps dot's four partial sums, added in dot's order, so
+// each result has dot's bits. One key's sums still waited on their own additions; four keys'
+// are independent. On an Emerald Rapids Xeon (perf, GPT-2's 64-token pass) the one-key loop
+// took 4.1 % of the samples, four keys at a time 1.2 %.
+typedef double Pair __attribute__((vector_size(16)));  // partial sums (0, 1) or (2, 3)
+
+void dots4(const double* q, const double* const (&k)[4], std::size_t d, double* out) {
+  Pair lo[4] = {}, hi[4] = {};
+  std::size_t c = 0;
+  for (; c + 4 <= d; c += 4) {
+    Pair q01, q23;
+    __builtin_memcpy(&q01, q + c, 16);
+    __builtin_memcpy(&q23, q + c + 2, 16);
+    for (std::size_t t = 0; t < 4; ++t) {
+      Pair k01, k23;
+      __builtin_memcpy(&k01, k[t] + c, 16);
+      __builtin_memcpy(&k23, k[t] + c + 2, 16);
+      lo[t] += q01 * k01;
+      hi[t] += q23 * k23;
+    }
+  }
+  for (std::size_t t = 0; t < 4; ++t) {
+    double part[4] = {lo[t][0], lo[t][1], hi[t][0], hi[t][1]};
+    for (std::size_t r = c; r < d; ++r) part[r % 4] += q[r] * k[t][r];
+    out[t] = (part[0] + part[1]) + (part[2] + part[3]);
+  }
 }
 
 template <class T>
@@ -40,21 +68,29 @@ xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xten
   xt::xtensor<double, 3> w = xt::zeros<double>({H, Lq, Lk});
   // One head per work item: each row is computed alone, so the bits do not depend on the threads.
   detail::parallel_items(H, detail::thread_count(threads, H), [&](std::size_t, std::size_t h) {
-    std::vector<double> row(Lk);
+    std::vector<double> row(Lk), qd(d), kd(k.data() + h / group * Lk * d, k.data() + (h / group + 1) * Lk * d);
+    std::vector<char> visible(Lk);
     for (std::size_t i = 0; i < Lq; ++i) {
       if (lse(h, i) == -INFINITY) continue;  // fully masked row: all zero
-      const T* qi = q.data() + (h * Lq + i) * d;
-      for (std::size_t j = 0; j < Lk; ++j) {
-        const bool visible =
-            (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
-            (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
-        if (!visible) {
-          row[j] = -INFINITY;
-          continue;
+      std::copy_n(q.data() + (h * Lq + i) * d, d, qd.begin());
+      for (std::size_t j = 0; j < Lk; ++j)
+        visible[j] = (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
+                     (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
+      auto score = [&](double s, std::size_t j) {
+        return modded ? mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature
+                      : s * scale;
+      };
+      for (std::size_t j = 0; j < Lk;) {
+        if (j + 4 <= Lk && visible[j] && visible[j + 1] && visible[j + 2] && visible[j + 3]) {
+          const double* const keys[4] = {&kd[j * d], &kd[(j + 1) * d], &kd[(j + 2) * d], &kd[(j + 3) * d]};
+          double s[4];
+          dots4(qd.data(), keys, d, s);
+          for (std::size_t t = 0; t < 4; ++t) row[j + t] = score(s[t], j + t);
+          j += 4;
+        } else {
+          row[j] = visible[j] ? score(dot(qd.data(), &kd[j * d], d), j) : -INFINITY;
+          ++j;
         }
-        const double s = dot(qi, k.data() + (h / group * Lk + j) * d, d);
-        row[j] = modded ? mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature
-                        : s * scale;
       }
       softmax_row_inplace(row.data(), Lk);
       std::copy(row.begin(), row.end(), w.data() + (h * Lq + i) * Lk);

@@ -18,7 +18,7 @@
 #include "attn/engine/attention/tile_math.hpp"
 #include "attn/engine/attention/softmax.hpp"
 #include "engine/attention/flash/microkernels.hpp"  // the private micro-kernels, tested directly
-#include "engine/attention/sdpa_f64.hpp"
+#include "engine/attention/sdpa_f64.hpp"  // private: the float64 door
 #include "fa_check.hpp"
 #include "fa_rule.hpp"
 #include "support.hpp"
@@ -389,40 +389,50 @@ TEST_CASE("flash: recomputed weights are the same bits on 1 and 3 threads, with 
 
 TEST_CASE("flash: recomputed weights are softmax of scale q.k in four partial sums, bit for bit, keys four at a time or alone") {
   // The definition, written out: q.k in float64 as four partial sums (c mod 4) added pairwise.
-  // The engine takes runs of four visible keys together and the rest alone; the mask's holes and
-  // the causal edge below break the runs at every offset, and d covers partial groups of 4.
+  // The engine takes runs of four visible keys together and the rest alone, in blocks of 256
+  // keys; the mask's holes and the causal edge split the runs, d covers partial groups of 4, and
+  // ALiBi's bias (which depends on j) with a temperature checks each score reaches its own key.
   Rng rng(11);
-  for (std::size_t d : {1, 3, 4, 5, 8, 67}) {
-    CAPTURE(d);
-    const std::size_t H = 4, Lq = 7, Lk = 13;
-    const Tensor3 q = randn(rng, H, Lq, d), k = randn(rng, 2, Lk, d);
-    Mask3 allowed = xt::ones<bool>({std::size_t(1), Lq, Lk});
-    allowed(0, 2, 5) = allowed(0, 4, 0) = allowed(0, 4, 9) = allowed(0, 6, 3) = false;
-    xt::xtensor<double, 2> lse = xt::zeros<double>({H, Lq});
-    lse(1, 3) = -INFINITY;
-    const double scale = 1.0 / std::sqrt(double(d));
-    TensorD3 expected = xt::zeros<double>({H, Lq, Lk});
-    for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t i = 0; i < Lq; ++i) {
-        if (lse(h, i) == -INFINITY) continue;
-        std::vector<double> row(Lk);
-        for (std::size_t j = 0; j < Lk; ++j) {
-          if (j > i + (Lk - Lq) || !allowed(0, i, j)) {  // causal, bottom-right aligned
-            row[j] = -INFINITY;
-            continue;
+  for (const auto& shape : {std::array<std::size_t, 3>{7, 13, 1}, {7, 13, 2}, {7, 13, 3}, {7, 13, 4}, {7, 13, 5},
+                            {7, 13, 8}, {7, 13, 67}, {3, 300, 5}})
+    for (bool modded : {false, true}) {
+      const std::size_t H = 4, Lq = shape[0], Lk = shape[1], d = shape[2];
+      CAPTURE(Lk);
+      CAPTURE(d);
+      CAPTURE(modded);
+      const Tensor3 q = randn(rng, H, Lq, d), k = randn(rng, 2, Lk, d);
+      Mask3 allowed = xt::ones<bool>({std::size_t(1), Lq, Lk});
+      for (std::size_t hole : {5, 30, 64, 100, 111, 261, 299}) allowed(0, hole % Lq, hole % Lk) = false;
+      xt::xtensor<double, 2> lse = xt::zeros<double>({H, Lq});
+      lse(1, Lq - 2) = -INFINITY;  // a row the kernel found fully masked stays zero
+      ScoreMod mod;
+      mod.alibi = variants::AlibiBias{{0.5, 0.25, 0.125, 1.0}};
+      const double scale = 1.0 / std::sqrt(double(d)), temperature = modded ? 0.7 : 1.0;
+      TensorD3 expected = xt::zeros<double>({H, Lq, Lk});
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t i = 0; i < Lq; ++i) {
+          if (lse(h, i) == -INFINITY) continue;
+          std::vector<double> row(Lk);
+          for (std::size_t j = 0; j < Lk; ++j) {
+            if (j > i + (Lk - Lq) || !allowed(0, i, j)) {  // causal, bottom-right aligned
+              row[j] = -INFINITY;
+              continue;
+            }
+            double part[4] = {0, 0, 0, 0};
+            for (std::size_t c = 0; c < d; ++c) part[c % 4] += double(q(h, i, c)) * double(k(h / 2, j, c));
+            const double s = (part[0] + part[1]) + (part[2] + part[3]);
+            row[j] = modded ? mod.apply(s * scale * temperature, h, long(i + Lk - Lq), long(j)) / temperature : s * scale;
           }
-          double part[4] = {0, 0, 0, 0};
-          for (std::size_t c = 0; c < d; ++c) part[c % 4] += double(q(h, i, c)) * double(k(h / 2, j, c));
-          row[j] = ((part[0] + part[1]) + (part[2] + part[3])) * scale;
+          softmax_row_inplace(row.data(), Lk);
+          std::copy(row.begin(), row.end(), &expected(h, i, 0));
         }
-        softmax_row_inplace(row.data(), Lk);
-        std::copy(row.begin(), row.end(), &expected(h, i, 0));
-      }
-    const TensorD3 f64 = detail::recompute_weights_f64(xt::cast<double>(q), xt::cast<double>(k), lse, &allowed, true, scale);
-    CHECK(f64 == expected);
-    const Tensor3 f32 = recompute_weights(q, k, lse, &allowed, true, scale, nullptr, 1.0, 2);
-    CHECK(f32 == Tensor3(xt::cast<float>(expected)));
-  }
+      const ScoreMod* m = modded ? &mod : nullptr;
+      const TensorD3 f64 = detail::recompute_weights_f64(xt::cast<double>(q), xt::cast<double>(k), lse, &allowed,
+                                                         true, scale, m, temperature);
+      CHECK(f64 == expected);
+      const Tensor3 f32 = recompute_weights(q, k, lse, &allowed, true, scale, m, temperature, 2);
+      CHECK(f32 == Tensor3(xt::cast<float>(expected)));
+    }
 }
 
 TEST_CASE("tile math: the online softmax over tiles equals one softmax over the row") {

@@ -1,5 +1,6 @@
 // What the flash kernel does not hand back: the attention weights, recomputed for the JSON
 // contract as FlashAttention's backward pass recomputes them.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -31,10 +32,9 @@ double dot(const double* q, const double* k, std::size_t d) {
 }
 
 // dot for four keys at once: each key keeps dot's four partial sums, added in dot's order, so
-// each result has dot's bits. One key's sums still waited on their own additions; four keys'
-// are independent. On an Emerald Rapids Xeon (perf, GPT-2's 64-token pass) the one-key loop
-// took 4.1 % of the samples, four keys at a time 1.2 %.
-typedef double Pair __attribute__((vector_size(16)));  // partial sums (0, 1) or (2, 3)
+// each result has dot's bits. One key's sums wait on their own additions; four keys' do not wait
+// on each other (docs/performance.md, GPT-2 forward speed).
+using Pair [[gnu::vector_size(16)]] = double;  // partial sums (0, 1) or (2, 3)
 
 void dots4(const double* q, const double* const (&k)[4], std::size_t d, double* out) {
   Pair lo[4] = {}, hi[4] = {};
@@ -58,6 +58,31 @@ void dots4(const double* q, const double* const (&k)[4], std::size_t d, double* 
   }
 }
 
+// Keys of K widened to float64 at a time: 256 keys x d = 128 are 256 KiB, however long K is.
+constexpr std::size_t kKeyBlock = 256;
+
+// One row's scores against keys [j0, j1), whose float64 rows start at kd (key j0's first):
+// score(q . k, j) where visible[j - j0], -inf elsewhere. Runs of four visible keys go through
+// dots4, the rest through dot: the same bits either way.
+template <class Score>
+void row_scores(const double* qd, const double* kd, std::size_t d, std::size_t j0, std::size_t j1,
+                const char* visible, const Score& score, double* row) {
+  for (std::size_t j = j0; j < j1;) {
+    const char* v = visible + (j - j0);
+    const double* kj = kd + (j - j0) * d;
+    if (j + 4 <= j1 && v[0] && v[1] && v[2] && v[3]) {
+      const double* const keys[4] = {kj, kj + d, kj + 2 * d, kj + 3 * d};
+      double s[4];
+      dots4(qd, keys, d, s);
+      for (std::size_t t = 0; t < 4; ++t) row[j + t] = score(s[t], j + t);
+      j += 4;
+    } else {
+      row[j] = v[0] ? score(dot(qd, kj, d), j) : -INFINITY;
+      ++j;
+    }
+  }
+}
+
 template <class T>
 xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xtensor<T, 3>& k,
                                       const xt::xtensor<double, 2>& lse, const Mask3* allowed, bool causal,
@@ -67,34 +92,30 @@ xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xten
   const bool modded = mod && mod->any();  // on scale * q.k, before the temperature (variant.hpp)
   xt::xtensor<double, 3> w = xt::zeros<double>({H, Lq, Lk});
   // One head per work item: each row is computed alone, so the bits do not depend on the threads.
+  // Row i's scores go where its weights will be, a block of K at a time, then its softmax.
   detail::parallel_items(H, detail::thread_count(threads, H), [&](std::size_t, std::size_t h) {
-    std::vector<double> row(Lk), qd(d), kd(k.data() + h / group * Lk * d, k.data() + (h / group + 1) * Lk * d);
-    std::vector<char> visible(Lk);
-    for (std::size_t i = 0; i < Lq; ++i) {
-      if (lse(h, i) == -INFINITY) continue;  // fully masked row: all zero
-      std::copy_n(q.data() + (h * Lq + i) * d, d, qd.begin());
-      for (std::size_t j = 0; j < Lk; ++j)
-        visible[j] = (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
-                     (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
-      auto score = [&](double s, std::size_t j) {
-        return modded ? mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature
-                      : s * scale;
-      };
-      for (std::size_t j = 0; j < Lk;) {
-        if (j + 4 <= Lk && visible[j] && visible[j + 1] && visible[j + 2] && visible[j + 3]) {
-          const double* const keys[4] = {&kd[j * d], &kd[(j + 1) * d], &kd[(j + 2) * d], &kd[(j + 3) * d]};
-          double s[4];
-          dots4(qd.data(), keys, d, s);
-          for (std::size_t t = 0; t < 4; ++t) row[j + t] = score(s[t], j + t);
-          j += 4;
-        } else {
-          row[j] = visible[j] ? score(dot(qd.data(), &kd[j * d], d), j) : -INFINITY;
-          ++j;
-        }
+    double* wh = w.data() + h * Lq * Lk;
+    const T* kh = k.data() + h / group * Lk * d;
+    std::vector<double> qd(d), kd(std::min(Lk, kKeyBlock) * d);
+    std::vector<char> visible(kKeyBlock);
+    for (std::size_t j0 = 0; j0 < Lk; j0 += kKeyBlock) {
+      const std::size_t j1 = std::min(Lk, j0 + kKeyBlock);
+      std::copy(kh + j0 * d, kh + j1 * d, kd.begin());  // exact for float
+      for (std::size_t i = 0; i < Lq; ++i) {
+        if (lse(h, i) == -INFINITY) continue;  // fully masked row: all zero
+        std::copy_n(q.data() + (h * Lq + i) * d, d, qd.begin());
+        for (std::size_t j = j0; j < j1; ++j)
+          visible[j - j0] = (!causal || tile::causal_visible(long(i), long(j), long(Lq), long(Lk))) &&
+                            (!allowed || (*allowed)(allowed->shape(0) == 1 ? 0 : h, i, j));
+        auto score = [&](double s, std::size_t j) {
+          return modded ? mod->apply(s * scale * temperature, h, long(i) + long(Lk) - long(Lq), long(j)) / temperature
+                        : s * scale;
+        };
+        row_scores(qd.data(), kd.data(), d, j0, j1, visible.data(), score, wh + i * Lk);
       }
-      softmax_row_inplace(row.data(), Lk);
-      std::copy(row.begin(), row.end(), w.data() + (h * Lq + i) * Lk);
     }
+    for (std::size_t i = 0; i < Lq; ++i)
+      if (lse(h, i) != -INFINITY) softmax_row_inplace(wh + i * Lk, Lk);
   });
   return w;
 }

@@ -14,11 +14,6 @@
 namespace attn {
 namespace {
 
-// The weights of a flash run, which the kernel never forms: for every row the kernel attended
-// (lse > -inf), softmax of scale * q_i . k_j over the visible keys, recomputed in float64 and
-// normalised by the row's own sum; rows the kernel found fully masked (lse = -inf) are zero.
-// The row's own sum, not exp(s - lse): a float32 lse of 1e4 is off by 1e-3 and would skew
-// every weight of its row by as much.
 // q . k in float64 (q and K widened to float64 first: exact for float), in four interleaved
 // partial sums (c mod 4) added pairwise at the end: one running sum waits on every previous
 // addition (4 cycles each), four keep the adder busier.
@@ -83,6 +78,11 @@ void row_scores(const double* qd, const double* kd, std::size_t d, std::size_t j
   }
 }
 
+// The weights of a flash run, which the kernel never forms: for every row the kernel attended
+// (lse > -inf), softmax of scale * q_i . k_j over the visible keys, recomputed in float64 and
+// normalised by the row's own sum; rows the kernel found fully masked (lse = -inf) are zero.
+// The row's own sum, not exp(s - lse): a float32 lse of 1e4 is off by 1e-3 and would skew
+// every weight of its row by as much.
 template <class T>
 xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xtensor<T, 3>& k,
                                       const xt::xtensor<double, 2>& lse, const Mask3* allowed, bool causal,

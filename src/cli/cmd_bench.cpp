@@ -1,6 +1,7 @@
 // attn-cli bench: time naive vs flash attention on seeded random inputs.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -8,6 +9,7 @@
 
 #include "attn/lessons/measure/bench.hpp"
 #include "attn/lessons/measure/bench_decode.hpp"
+#include "attn/lessons/measure/bench_forward.hpp"
 #include "attn/lessons/measure/bench_train.hpp"
 #include "attn/engine/attention/cuda.hpp"
 #include "attn/engine/core/error.hpp"
@@ -36,6 +38,7 @@ struct BenchOptions {
   std::vector<std::size_t> kv{1024, 16384};
   std::size_t queries = 1, kv_heads = 0;  // 0: as many as --heads
   std::size_t steps = 100;                 // --mode train
+  std::string model;                       // --mode forward: a model folder
   bool backend_given = false;
 };
 
@@ -383,6 +386,69 @@ void run_train_command(const BenchOptions& o) {
                 r.config.train.threads, r.min_ms_per_step, r.median_ms_per_step, r.steps_per_s, r.gflops);
 }
 
+// --mode forward: a model folder's forward pass at each --n tokens and thread count, each timed
+// round one pass and one sgemm (bench_forward.hpp).
+void run_forward_command(BenchOptions o) {
+  if (o.model.empty()) throw InputError("--mode forward: expected --model DIR (a GPT-2 or Llama-family folder)");
+  const ForwardBench bench(o.model);
+  if (o.n.empty()) o.n = {std::min<std::size_t>(64, bench.max_tokens())};
+  for (std::size_t n : o.n)  // every point's before the first is timed
+    if (n > bench.max_tokens())
+      throw InputError("--n: expected at most the model's " + std::to_string(bench.max_tokens()) + " positions, got " +
+                       std::to_string(n));
+  double seconds = 0;  // the passes and the sgemms at the tiled kernels' estimated rate (5x naive a thread)
+  for (std::size_t n : o.n)
+    for (std::size_t t : o.threads) {
+      const double flops = bench.pass_flops(n) + (o.sgemm_n ? 2.0 * std::pow(double(o.sgemm_n), 3) : 0.0);
+      seconds += double(o.repeat + 1) * flops / (kFlopsPerSecond * 5 * double(t));
+    }
+  require_time(seconds, "bench --mode forward with these --n, --repeat, --threads and --sgemm", "lower them");
+  const bool progress = isatty(STDERR_FILENO);
+  std::vector<ForwardBenchRun> results;
+  Json runs = Json::array();
+  for (std::size_t n : o.n)
+    for (std::size_t t : o.threads) {
+      if (progress) std::cerr << "timing " << n << " tokens on " << t << " thread(s)...   \r" << std::flush;
+      const ForwardBenchRun r = bench.run({n, t, o.repeat, o.sgemm_n});
+      results.push_back(r);
+      Json run{{"mode", "forward"}, {"tokens", n}, {"threads", t}, {"flops", r.flops}, {"first_pass_ms", r.first_ms},
+               {"first_pass_minor_faults", r.first_minor_faults}, {"minor_faults_per_pass", r.timed_minor_faults},
+               {"median_ms", r.median_ms}, {"min_ms", r.min_ms}, {"gflops", r.gflops}};
+      if (o.sgemm_n) {
+        run["sgemm"] = {{"n", o.sgemm_n}, {"gflops", *r.sgemm_gflops}};
+        run["fraction_of_sgemm"] = *r.fraction_of_sgemm;
+        run["first_pass_fraction_of_sgemm"] = *r.first_fraction_of_sgemm;
+      }
+      runs.push_back(run);
+    }
+  if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
+  const Json model{{"family", bench.family()}, {"layers", bench.layers()}, {"width", bench.width()},
+                   {"vocab", bench.vocab()}};
+  if (o.json) {
+    std::cout << Json{{"mode", "forward"}, {"model", model},
+                      {"timing", "an untimed first pass, then rounds of one pass and one sgemm; the pass as forward "
+                                 "times it, outputs included, on memory the first pass touched"},
+                      {"flops_convention", "the model's matmuls and causal attention, 2 x multiply-adds (forward "
+                                           "prints the same count)"},
+                      {"isa", flash_isa()}, {"machine", machine_json()}, {"runs", runs}}.dump(2) << "\n";
+    return;
+  }
+  std::printf("forward: %s, %zu layers, width %zu, vocab %zu. Each point: a first pass on fresh memory (its page faults),\n"
+              "then %zu rounds of one pass%s; GFLOP/s and \"of sgemm\" from the rounds' median times\n\n",
+              bench.family().c_str(), bench.layers(), bench.width(), bench.vocab(), o.repeat,
+              o.sgemm_n ? (" and one sgemm " + std::to_string(o.sgemm_n) + "^3").c_str() : "");
+  std::printf("%6s %7s | %9s %11s %8s | %8s %9s %9s | %9s %8s\n", "tokens", "threads", "first ms", "page faults",
+              "of sgemm", "min ms", "median ms", "GFLOP/s", "sgemm", "of sgemm");
+  for (const ForwardBenchRun& r : results) {
+    std::printf("%6zu %7zu | %9.1f %11ld ", r.config.tokens, r.config.threads, r.first_ms, r.first_minor_faults);
+    if (r.sgemm_gflops) std::printf("%8.2f", *r.first_fraction_of_sgemm);
+    else std::printf("%8s", "-");
+    std::printf(" | %8.1f %9.1f %9.1f | ", r.min_ms, r.median_ms, r.gflops);
+    if (r.sgemm_gflops) std::printf("%9.1f %8.2f\n", *r.sgemm_gflops, *r.fraction_of_sgemm);
+    else std::printf("%9s %8s\n", "-", "-");
+  }
+}
+
 }  // namespace
 
 void setup_bench(CLI::App& app) {
@@ -411,9 +477,10 @@ void setup_bench(CLI::App& app) {
   add_memory_flag(cmd);
   add_time_flag(cmd);
   cmd->add_option("--mode", o->mode,
-                  "prefill (n queries, n keys), decode (--queries rows against a --kv cache) or train (Adam steps "
-                  "of the default `attn-cli train` model)")
-      ->check(CLI::IsMember({"prefill", "decode", "train"}))->capture_default_str();
+                  "prefill (n queries, n keys), decode (--queries rows against a --kv cache), train (Adam steps "
+                  "of the default `attn-cli train` model) or forward (a --model folder's forward pass on --n tokens)")
+      ->check(CLI::IsMember({"prefill", "decode", "train", "forward"}))->capture_default_str();
+  cmd->add_option("--model", o->model, "forward: a GPT-2 or Llama-family folder (--n defaults to 64, --sgemm to 2048)");
   cmd->add_option("--steps", o->steps, "train: Adam steps per timed run")->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--kv", o->kv, "decode: KV cache lengths (comma-separated)")->delimiter(',')
@@ -442,11 +509,18 @@ Examples:
   attn-cli bench --mode decode --kv 1024,4096 --heads 8 --repeat 3
   attn-cli bench --mode decode --kv 16384 --heads 8 --kv-heads 1 --threads 1,2 --json
   attn-cli bench --mode train --steps 20 --repeat 1
+  attn-cli bench --mode forward --model data/gpt2_tiny --n 16 --threads 1,2
 )");
   cmd->callback([o, cmd] {
     o->backend_given = cmd->count("--backend") > 0;
     if (!o->backend_given && o->dtype == "bf16") o->backends = {"flash"};  // the CPU's one bf16 kernel
     reuse_freed_memory();  // every run after the warm-up on pages already touched
+    if (!o->model.empty() && o->mode != "forward") throw InputError("--model: only with --mode forward");
+    if (o->mode == "forward") {
+      if (!cmd->count("--n")) o->n.clear();  // 64, or the model's positions if fewer
+      if (!cmd->count("--sgemm")) o->sgemm_n = 2048;
+      return run_forward_command(*o);
+    }
     if (o->mode == "decode") run_decode_command(*o);
     else if (o->mode == "train") run_train_command(*o);
     else run_bench_command(*o);

@@ -217,20 +217,24 @@ BenchRun run_bench(const BenchConfig& c) {
   return run;
 }
 
-SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat) {
-  set_openblas_threads(threads);  // its workers stay stopped until a BLAS call needs them
+SgemmOperands::SgemmOperands(std::size_t n) : n_(n), a_(n * n), b_(n * n), out_(n * n) {
   Rng rng(1);
-  std::vector<float> a(n * n), b(n * n), out(n * n);
-  for (float& x : a) x = float(rng.normal());
-  for (float& x : b) x = float(rng.normal());
-  const int N = int(n);
-  const Timings t = time_runs(repeat + 1, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a.data(), N, b.data(), N, 0.0f,
-                out.data(), N);
-  });
+  for (float& x : a_) x = float(rng.normal());
+  for (float& x : b_) x = float(rng.normal());
+}
+
+void SgemmOperands::multiply() {
+  const int N = int(n_);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a_.data(), N, b_.data(), N, 0.0f,
+              out_.data(), N);
+}
+
+SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat) {
+  SgemmOperands operands(n);
+  set_openblas_threads(threads);  // its workers stay stopped until a BLAS call needs them
+  const Timings t = time_runs(repeat + 1, [&] { operands.multiply(); });
   rest_openblas_threads();  // idle, its workers would spin beside whatever is timed next
-  const double flops = 2.0 * double(n) * double(n) * double(n);
-  return {flops / (t.wall_ms.front() * 1e6), flops / (t.min_thread_cpu_ms * 1e6)};
+  return {operands.flops() / (t.wall_ms.front() * 1e6), operands.flops() / (t.min_thread_cpu_ms * 1e6)};
 }
 
 Tensor3 blas_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v, bool causal) {

@@ -63,6 +63,19 @@ struct SgemmRate {
 };
 SgemmRate sgemm_rate(std::size_t n, std::size_t threads, std::size_t repeat);
 
+// sgemm's seeded n x n operands, kept for repeated products: sgemm_rate's, and the yardstick
+// that `bench --mode forward` times between a model's passes.
+class SgemmOperands {
+ public:
+  explicit SgemmOperands(std::size_t n);
+  void multiply();  // out = a b, on the threads OpenBLAS was last set to (set_openblas_threads)
+  double flops() const { return 2.0 * double(n_) * double(n_) * double(n_); }
+
+ private:
+  std::size_t n_;
+  std::vector<float> a_, b_, out_;
+};
+
 // Backend "blas": a float32 matmul - softmax - matmul on BLAS (sgemm, row softmax, sgemm),
 // what "naive attention" means in most frameworks, with the full [n, n] scores per head. The
 // naive backend is the same computation in float64 (the oracle); this row shows its price.

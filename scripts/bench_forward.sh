@@ -4,7 +4,7 @@
 # float16, random weights: the shapes are what count) on 64 tokens. After a first pass on fresh
 # memory (shown apart, with its page faults), each round is one pass (as `forward` times it,
 # reading the folder not in it) and one sgemm 2048^3, in the same process, so both see the machine
-# as it is; the ratio is the median pass over the median sgemm.
+# as it is; the ratio is the median of the rounds' own ratios.
 #   scripts/bench_forward.sh [ROUNDS]         default 9 rounds; writes the 250 MB folder to
 #                                             ${TMPDIR:-/tmp}/attn-bench-gpt2-small once
 #   scripts/bench_forward.sh --llama [ROUNDS] the same on SmolLM2-135M's shape (bfloat16)

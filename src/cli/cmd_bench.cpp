@@ -386,67 +386,79 @@ void run_train_command(const BenchOptions& o) {
                 r.config.train.threads, r.min_ms_per_step, r.median_ms_per_step, r.steps_per_s, r.gflops);
 }
 
-// --mode forward: a model folder's forward pass at each --n tokens and thread count, each timed
-// round one pass and one sgemm (bench_forward.hpp).
+// --mode forward: every point checked, then the time and memory it will take.
+void check_forward_budgets(const BenchOptions& o, const ForwardBench& bench) {
+  double seconds = 0, bytes = 0;  // at the tiled kernels' estimated rate (5x naive a thread)
+  const double sgemm_flops = o.sgemm_n ? 2.0 * std::pow(double(o.sgemm_n), 3) : 0.0;
+  for (std::size_t n : o.n) {
+    bench.check_tokens(n);
+    bytes = std::max(bytes, bench.pass_bytes(n));
+    for (std::size_t t : o.threads)
+      seconds += double(o.repeat + 1) * (bench.pass_flops(n) + sgemm_flops) / (kFlopsPerSecond * 5 * double(t));
+  }
+  require_memory(bytes + 3.0 * 4 * double(o.sgemm_n) * double(o.sgemm_n),
+                 "bench --mode forward: a pass's outputs and the sgemm operands", "lower --n or --sgemm");
+  require_time(seconds, "bench --mode forward with these --n, --repeat, --threads and --sgemm", "lower them");
+}
+
+Json forward_run_json(const ForwardBenchRun& r) {
+  Json run{{"mode", "forward"}, {"tokens", r.config.tokens}, {"threads", r.config.threads}, {"flops", r.flops},
+           {"first_pass_ms", r.first_ms}, {"first_pass_minor_faults", r.first_minor_faults},
+           {"minor_faults_per_pass", r.timed_minor_faults}, {"median_ms", r.median_ms}, {"min_ms", r.min_ms},
+           {"gflops", r.gflops}, {"pass_ms_by_round", r.pass_ms}};
+  if (r.sgemm_gflops) {
+    run["sgemm_ms_by_round"] = r.sgemm_ms;
+    run["sgemm"] = {{"n", r.config.sgemm_n}, {"median_ms", *r.sgemm_median_ms}, {"gflops", *r.sgemm_gflops}};
+    run["fraction_of_sgemm"] = *r.fraction_of_sgemm;
+    run["first_pass_fraction_of_sgemm"] = *r.first_fraction_of_sgemm;
+  }
+  return run;
+}
+
+void print_forward_table(const BenchOptions& o, const ForwardBench& bench, const std::vector<ForwardBenchRun>& results) {
+  std::printf("forward: %s, %zu layers, width %zu, vocab %zu; at each point a first pass on fresh memory (its\n"
+              "page faults), then %zu rounds of one pass%s. pass/sgemm: the median of each round's\n"
+              "pass rate over its sgemm's; first/sgemm: the first pass's rate over sgemm's median\n\n",
+              bench.family().c_str(), bench.layers(), bench.width(), bench.vocab(), o.repeat,
+              o.sgemm_n ? (" and one sgemm " + std::to_string(o.sgemm_n) + "^3").c_str() : "");
+  std::printf("%6s %7s | %9s %11s %11s | %8s %9s %9s | %9s %10s\n", "tokens", "threads", "first ms", "page faults",
+              "first/sgemm", "min ms", "median ms", "GFLOP/s", "sgemm", "pass/sgemm");
+  for (const ForwardBenchRun& r : results) {
+    std::printf("%6zu %7zu | %9.1f %11ld ", r.config.tokens, r.config.threads, r.first_ms, r.first_minor_faults);
+    if (r.sgemm_gflops) std::printf("%11.2f", *r.first_fraction_of_sgemm);
+    else std::printf("%11s", "-");
+    std::printf(" | %8.1f %9.1f %9.1f | ", r.min_ms, r.median_ms, r.gflops);
+    if (r.sgemm_gflops) std::printf("%9.1f %10.2f\n", *r.sgemm_gflops, *r.fraction_of_sgemm);
+    else std::printf("%9s %10s\n", "-", "-");
+  }
+}
+
+// --mode forward: a model folder's forward pass at each --n tokens and thread count, each round
+// one pass and one sgemm side by side (bench_forward.hpp).
 void run_forward_command(BenchOptions o) {
   if (o.model.empty()) throw InputError("--mode forward: expected --model DIR (a GPT-2 or Llama-family folder)");
   const ForwardBench bench(o.model);
-  if (o.n.empty()) o.n = {std::min<std::size_t>(64, bench.max_tokens())};
-  for (std::size_t n : o.n)  // every point's before the first is timed
-    if (n > bench.max_tokens())
-      throw InputError("--n: expected at most the model's " + std::to_string(bench.max_tokens()) + " positions, got " +
-                       std::to_string(n));
-  double seconds = 0;  // the passes and the sgemms at the tiled kernels' estimated rate (5x naive a thread)
-  for (std::size_t n : o.n)
-    for (std::size_t t : o.threads) {
-      const double flops = bench.pass_flops(n) + (o.sgemm_n ? 2.0 * std::pow(double(o.sgemm_n), 3) : 0.0);
-      seconds += double(o.repeat + 1) * flops / (kFlopsPerSecond * 5 * double(t));
-    }
-  require_time(seconds, "bench --mode forward with these --n, --repeat, --threads and --sgemm", "lower them");
+  if (o.n.empty()) o.n = {std::min<std::size_t>(64, bench.positions())};  // no --n given
+  check_forward_budgets(o, bench);
   const bool progress = isatty(STDERR_FILENO);
   std::vector<ForwardBenchRun> results;
   Json runs = Json::array();
   for (std::size_t n : o.n)
     for (std::size_t t : o.threads) {
       if (progress) std::cerr << "timing " << n << " tokens on " << t << " thread(s)...   \r" << std::flush;
-      const ForwardBenchRun r = bench.run({n, t, o.repeat, o.sgemm_n});
-      results.push_back(r);
-      Json run{{"mode", "forward"}, {"tokens", n}, {"threads", t}, {"flops", r.flops}, {"first_pass_ms", r.first_ms},
-               {"first_pass_minor_faults", r.first_minor_faults}, {"minor_faults_per_pass", r.timed_minor_faults},
-               {"median_ms", r.median_ms}, {"min_ms", r.min_ms}, {"gflops", r.gflops}};
-      if (o.sgemm_n) {
-        run["sgemm"] = {{"n", o.sgemm_n}, {"gflops", *r.sgemm_gflops}};
-        run["fraction_of_sgemm"] = *r.fraction_of_sgemm;
-        run["first_pass_fraction_of_sgemm"] = *r.first_fraction_of_sgemm;
-      }
-      runs.push_back(run);
+      results.push_back(bench.run({n, t, o.repeat, o.sgemm_n}));
+      runs.push_back(forward_run_json(results.back()));
     }
   if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
-  const Json model{{"family", bench.family()}, {"layers", bench.layers()}, {"width", bench.width()},
-                   {"vocab", bench.vocab()}};
-  if (o.json) {
-    std::cout << Json{{"mode", "forward"}, {"model", model},
-                      {"timing", "an untimed first pass, then rounds of one pass and one sgemm; the pass as forward "
-                                 "times it, outputs included, on memory the first pass touched"},
-                      {"flops_convention", "the model's matmuls and causal attention, 2 x multiply-adds (forward "
-                                           "prints the same count)"},
-                      {"isa", flash_isa()}, {"machine", machine_json()}, {"runs", runs}}.dump(2) << "\n";
-    return;
-  }
-  std::printf("forward: %s, %zu layers, width %zu, vocab %zu. Each point: a first pass on fresh memory (its page faults),\n"
-              "then %zu rounds of one pass%s; GFLOP/s and \"of sgemm\" from the rounds' median times\n\n",
-              bench.family().c_str(), bench.layers(), bench.width(), bench.vocab(), o.repeat,
-              o.sgemm_n ? (" and one sgemm " + std::to_string(o.sgemm_n) + "^3").c_str() : "");
-  std::printf("%6s %7s | %9s %11s %8s | %8s %9s %9s | %9s %8s\n", "tokens", "threads", "first ms", "page faults",
-              "of sgemm", "min ms", "median ms", "GFLOP/s", "sgemm", "of sgemm");
-  for (const ForwardBenchRun& r : results) {
-    std::printf("%6zu %7zu | %9.1f %11ld ", r.config.tokens, r.config.threads, r.first_ms, r.first_minor_faults);
-    if (r.sgemm_gflops) std::printf("%8.2f", *r.first_fraction_of_sgemm);
-    else std::printf("%8s", "-");
-    std::printf(" | %8.1f %9.1f %9.1f | ", r.min_ms, r.median_ms, r.gflops);
-    if (r.sgemm_gflops) std::printf("%9.1f %8.2f\n", *r.sgemm_gflops, *r.fraction_of_sgemm);
-    else std::printf("%9s %8s\n", "-", "-");
-  }
+  if (!o.json) return print_forward_table(o, bench, results);
+  const Json model{{"family", bench.family()}, {"layers", bench.layers()}, {"heads", bench.heads()},
+                   {"width", bench.width()}, {"vocab", bench.vocab()}};
+  std::cout << Json{{"mode", "forward"}, {"model", model},
+                    {"timing", "a first pass on fresh memory, then rounds of one pass and one sgemm side by side; the "
+                               "pass as forward times it, outputs included"},
+                    {"flops_convention", "the count forward prints: the matmuls, 2 x multiply-adds, and causal "
+                                         "attention (GPT-2: 2 n^2 D a layer; Llama family: 4 H d a visible pair)"},
+                    {"isa", flash_isa()}, {"machine", machine_json()}, {"runs", runs}}.dump(2) << "\n";
 }
 
 }  // namespace
@@ -509,7 +521,7 @@ Examples:
   attn-cli bench --mode decode --kv 1024,4096 --heads 8 --repeat 3
   attn-cli bench --mode decode --kv 16384 --heads 8 --kv-heads 1 --threads 1,2 --json
   attn-cli bench --mode train --steps 20 --repeat 1
-  attn-cli bench --mode forward --model data/gpt2_tiny --n 16 --threads 1,2
+  attn-cli bench --mode forward --model data/gpt2_tiny --n 16 --threads 1,2 --sgemm 256
 )");
   cmd->callback([o, cmd] {
     o->backend_given = cmd->count("--backend") > 0;
@@ -517,7 +529,7 @@ Examples:
     reuse_freed_memory();  // every run after the warm-up on pages already touched
     if (!o->model.empty() && o->mode != "forward") throw InputError("--model: only with --mode forward");
     if (o->mode == "forward") {
-      if (!cmd->count("--n")) o->n.clear();  // 64, or the model's positions if fewer
+      if (!cmd->count("--n")) o->n.clear();  // 64, or the model's positions if fewer (run_forward_command)
       if (!cmd->count("--sgemm")) o->sgemm_n = 2048;
       return run_forward_command(*o);
     }

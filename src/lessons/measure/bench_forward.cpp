@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/models/decoder_model.hpp"
@@ -35,11 +36,6 @@ long minor_faults() {
   return usage.ru_minflt;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 ForwardBench::ForwardBench(const std::string& dir) : model_(std::make_unique<Model>()) {
@@ -58,24 +54,34 @@ const std::string& ForwardBench::family() const { return model_->family; }
 std::size_t ForwardBench::layers() const {
   return model_->gpt2 ? model_->gpt2->config.n_layer : model_->decoder->config.layers;
 }
+std::size_t ForwardBench::heads() const {
+  return model_->gpt2 ? model_->gpt2->config.n_head : model_->decoder->config.heads;
+}
 std::size_t ForwardBench::width() const {
   return model_->gpt2 ? model_->gpt2->config.n_embd : model_->decoder->config.hidden;
 }
 std::size_t ForwardBench::vocab() const {
   return model_->gpt2 ? model_->gpt2->config.vocab_size : model_->decoder->config.vocab;
 }
-std::size_t ForwardBench::max_tokens() const {
-  return model_->gpt2 ? model_->gpt2->config.n_positions : model_->decoder->config.max_positions;
-}
 double ForwardBench::pass_flops(std::size_t tokens) const {
   return model_->gpt2 ? gpt2_forward_flops(model_->gpt2->config, tokens)
                       : decoder_forward_flops(model_->decoder->config, tokens);
 }
+double ForwardBench::pass_bytes(std::size_t tokens) const {
+  const double n = double(tokens), L = double(layers());
+  return 4 * (L * double(heads()) * n * n + 6 * L * n * double(width()) + n * double(vocab()));
+}
+std::size_t ForwardBench::positions() const {
+  return model_->gpt2 ? model_->gpt2->config.n_positions : model_->decoder->config.max_positions;
+}
+void ForwardBench::check_tokens(std::size_t tokens) const {
+  if (tokens == 0 || tokens > positions())
+    throw InputError("--n: expected 1 to the model's " + std::to_string(positions()) + " positions, got " +
+                     std::to_string(tokens));
+}
 
 ForwardBenchRun ForwardBench::run(const ForwardBenchConfig& c) const {
-  if (c.tokens == 0 || c.tokens > max_tokens())
-    throw InputError("--n: expected 1 to the model's " + std::to_string(max_tokens()) + " positions, got " +
-                     std::to_string(c.tokens));
+  check_tokens(c.tokens);
   if (c.repeat == 0) throw InputError("--repeat: expected at least 1");
   // The ids do not matter to the time; spread over the vocabulary, the same every run.
   std::vector<std::int32_t> ids(c.tokens);
@@ -87,7 +93,7 @@ ForwardBenchRun ForwardBench::run(const ForwardBenchConfig& c) const {
   std::optional<SgemmOperands> sgemm;
   if (c.sgemm_n) sgemm.emplace(c.sgemm_n);
   // One sgemm, timed. OpenBLAS's workers are stopped after it (idle, they would spin beside the
-  // next pass), so it starts them again inside the clock: about 0.1 ms here, of 30-100 ms.
+  // next pass), so it starts them again inside the clock: within the noise of a 2048^3 product.
   auto product_ms = [&] {
     set_openblas_threads(c.threads);
     const double ms = time_runs(1, [&] { sgemm->multiply(); }).wall_ms[0];
@@ -103,21 +109,24 @@ ForwardBenchRun ForwardBench::run(const ForwardBenchConfig& c) const {
   run.first_ms = time_runs(1, pass).wall_ms[0];
   run.first_minor_faults = minor_faults() - faults_before;
   if (sgemm) product_ms();  // untimed: its output's pages touched
-  std::vector<double> pass_ms, sgemm_ms;
+  std::vector<double> ratios;
   long timed_faults = 0;
-  for (std::size_t r = 0; r < c.repeat; ++r) {  // alternating: both see the machine as it is
+  for (std::size_t r = 0; r < c.repeat; ++r) {  // side by side: both see the machine as it is
     const long f0 = minor_faults();
-    pass_ms.push_back(time_runs(1, pass).wall_ms[0]);
+    run.pass_ms.push_back(time_runs(1, pass).wall_ms[0]);
     timed_faults += minor_faults() - f0;
-    if (sgemm) sgemm_ms.push_back(product_ms());
+    if (!sgemm) continue;
+    run.sgemm_ms.push_back(product_ms());
+    ratios.push_back(run.sgemm_ms.back() / run.pass_ms.back() * run.flops / sgemm->flops());
   }
   run.timed_minor_faults = double(timed_faults) / double(c.repeat);
-  run.median_ms = median(pass_ms);
-  run.min_ms = *std::min_element(pass_ms.begin(), pass_ms.end());
+  run.median_ms = median_of(run.pass_ms);
+  run.min_ms = *std::min_element(run.pass_ms.begin(), run.pass_ms.end());
   run.gflops = run.flops / (run.median_ms * 1e6);
   if (sgemm) {
-    run.sgemm_gflops = sgemm->flops() / (median(sgemm_ms) * 1e6);
-    run.fraction_of_sgemm = run.gflops / *run.sgemm_gflops;
+    run.sgemm_median_ms = median_of(run.sgemm_ms);
+    run.sgemm_gflops = sgemm->flops() / (*run.sgemm_median_ms * 1e6);
+    run.fraction_of_sgemm = median_of(ratios);
     run.first_fraction_of_sgemm = run.flops / (run.first_ms * 1e6) / *run.sgemm_gflops;
   }
   return run;

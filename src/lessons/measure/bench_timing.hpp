@@ -82,6 +82,13 @@ struct Timings {
   double min_thread_cpu_ms = 0;  // CPU time of the calling thread: immune to other processes
 };
 
+// The middle value, the upper of the two middle ones for an even count (every bench column's
+// median).
+inline double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 template <class F>
 Timings time_runs(std::size_t repeat, F&& f) {
   Timings t;

@@ -1,6 +1,8 @@
 #include "attn/engine/positions/rope.hpp"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "attn/engine/core/error.hpp"
 
@@ -46,20 +48,34 @@ std::vector<std::size_t> interleaved_to_half_permutation(std::size_t d) {
 
 namespace {
 
-// Turns row r of x [L, d] by direction * positions[r] * theta_i (direction +1 or -1).
-void rotate_rows(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
-                 std::span<const double> theta, RopeStyle style, double direction) {
+// cos and sin of direction * positions[r] * theta_i, row-major [L][d / 2]: what row r's pair i
+// turns by, in every head of a call (computed once, not once a head).
+std::vector<std::pair<double, double>> rope_turns(std::span<const std::int64_t> positions,
+                                                  std::span<const double> theta, double direction) {
+  std::vector<std::pair<double, double>> turns;
+  turns.reserve(positions.size() * theta.size());
+  for (const std::int64_t p : positions) {
+    const double pos = static_cast<double>(p);
+    for (const double t : theta) {
+      const double angle = direction * pos * t;
+      turns.emplace_back(std::cos(angle), std::sin(angle));
+    }
+  }
+  return turns;
+}
+
+// Turns row r of x [L, d] (L = turns.size() / (d / 2)) by its row of turns.
+void rotate_rows(std::span<double> x, std::size_t d, std::span<const std::pair<double, double>> turns,
+                 RopeStyle style) {
   // x [L, d]; pair (a, b) of row r turns by angle positions[r] * theta_i:
   //   x_a' = x_a cos - x_b sin,   x_b' = x_b cos + x_a sin
   // which is HF's q * cos + rotate_half(q) * sin for the half layout, and the complex product
   // (x_a + i x_b) e^{i angle} of Meta's reference for the interleaved layout.
-  const std::size_t L = positions.size();
-  for (std::size_t r = 0; r < L; ++r) {
+  const std::size_t half = d / 2;
+  for (std::size_t r = 0; half > 0 && r < turns.size() / half; ++r) {
     double* row = x.data() + r * d;
-    const double pos = static_cast<double>(positions[r]);
-    for (std::size_t i = 0; i < d / 2; ++i) {
-      const double angle = direction * pos * theta[i];
-      const double c = std::cos(angle), s = std::sin(angle);
+    for (std::size_t i = 0; i < half; ++i) {
+      const auto [c, s] = turns[r * half + i];
       const auto [a, b] = rope_pair(style, i, d);
       const double xa = row[a], xb = row[b];
       row[a] = xa * c - xb * s;
@@ -72,17 +88,17 @@ void rotate_rows(std::span<double> x, std::size_t d, std::span<const std::int64_
 
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         double base, RopeStyle style) {
-  rotate_rows(x, d, positions, rope_frequencies(d, base), style, 1.0);
+  rotate_rows(x, d, rope_turns(positions, rope_frequencies(d, base), 1.0), style);
 }
 
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         std::span<const double> theta, RopeStyle style) {
-  rotate_rows(x, d, positions, theta, style, 1.0);
+  rotate_rows(x, d, rope_turns(positions, theta, 1.0), style);
 }
 
 void apply_rope_inverse_inplace(std::span<double> x, std::size_t d,
                                 std::span<const std::int64_t> positions, double base, RopeStyle style) {
-  rotate_rows(x, d, positions, rope_frequencies(d, base), style, -1.0);
+  rotate_rows(x, d, rope_turns(positions, rope_frequencies(d, base), -1.0), style);
 }
 
 std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style) {
@@ -98,12 +114,9 @@ Tensor3 apply_rope(const Tensor3& x, std::span<const std::int64_t> positions,
   o.key_position_ids.clear();
   check_rope(o, d, L, L);
   xt::xtensor<double, 3> y = xt::cast<double>(x);
-  for (std::size_t h = 0; h < H; ++h) {
-    if (o.frequencies.empty())
-      apply_rope_inplace(std::span<double>(y.data() + h * L * d, L * d), d, positions, o.base, o.style);
-    else
-      apply_rope_inplace(std::span<double>(y.data() + h * L * d, L * d), d, positions, o.frequencies, o.style);
-  }
+  const std::vector<std::pair<double, double>> turns =
+      rope_turns(positions, o.frequencies.empty() ? rope_frequencies(d, o.base) : o.frequencies, 1.0);
+  for (std::size_t h = 0; h < H; ++h) rotate_rows(std::span<double>(y.data() + h * L * d, L * d), d, turns, o.style);
   return xt::cast<float>(y);
 }
 

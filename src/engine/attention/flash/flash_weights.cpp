@@ -114,8 +114,16 @@ xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xten
         row_scores(qd.data(), kd.data(), d, j0, j1, visible.data(), score, wh + i * Lk);
       }
     }
-    for (std::size_t i = 0; i < Lq; ++i)
-      if (lse(h, i) != -INFINITY) softmax_row_inplace(wh + i * Lk, Lk);
+    // The softmax over the row up to its last visible key: past it every score is -inf, its
+    // weight exactly 0 and its term in the sum +0 (a causal row's exps halve, the bits stay).
+    for (std::size_t i = 0; i < Lq; ++i) {
+      if (lse(h, i) == -INFINITY) continue;
+      double* row = wh + i * Lk;
+      std::size_t end = Lk;
+      while (end > 0 && row[end - 1] == -INFINITY) --end;
+      softmax_row_inplace(row, end);
+      std::fill(row + end, row + Lk, 0.0);
+    }
   });
   return w;
 }

@@ -55,11 +55,7 @@ void check_mask(const Mask3* allowed, const HeadLayout& l, std::size_t Lq, std::
 
 // Rotates x [heads, L, d] in place, row l of every head to positions[l] (rope.hpp).
 void rotate_heads(TensorD3& x, std::span<const std::int64_t> positions, const RopeOptions& rope) {
-  const std::size_t heads = x.shape(0), L = x.shape(1), d = x.shape(2);
-  for (std::size_t h = 0; h < heads; ++h) {
-    apply_rope_inplace(std::span<double>(x.data() + h * L * d, L * d), d, positions, rope.base,
-                       rope.style);
-  }
+  apply_rope_inplace(std::span<double>(x.data(), x.size()), x.shape(2), positions, rope.base, rope.style);
 }
 
 // concat_h(O_h) W_o^T + b_o: [H, L, d] -> [L, D].

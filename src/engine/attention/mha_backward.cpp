@@ -36,11 +36,7 @@ LinearGrads linear_backward(const TensorD2& x, const Tensor2& w, const TensorD2&
 
 // The gradient through rotate_heads: every row of x [heads, L, d] turned back by its angle.
 void unrotate_heads(TensorD3& x, std::span<const std::int64_t> positions, const RopeOptions& rope) {
-  const std::size_t heads = x.shape(0), L = x.shape(1), d = x.shape(2);
-  for (std::size_t h = 0; h < heads; ++h) {
-    apply_rope_inverse_inplace(std::span<double>(x.data() + h * L * d, L * d), d, positions, rope.base,
-                               rope.style);
-  }
+  apply_rope_inverse_inplace(std::span<double>(x.data(), x.size()), x.shape(2), positions, rope.base, rope.style);
 }
 
 std::optional<Tensor1> bias_gradient(const std::optional<Tensor1>& bias, const TensorD1& db) {

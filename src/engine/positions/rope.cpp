@@ -48,34 +48,42 @@ std::vector<std::size_t> interleaved_to_half_permutation(std::size_t d) {
 
 namespace {
 
-// cos and sin of direction * positions[r] * theta_i, row-major [L][d / 2]: what row r's pair i
-// turns by, in every head of a call (computed once, not once a head).
+// cos and sin of direction * positions[l] * theta_i, row-major [L][d / 2] for the first d / 2
+// frequencies: what pair i of row l turns by, in every head (computed once, not once a head).
 std::vector<std::pair<double, double>> rope_turns(std::span<const std::int64_t> positions,
-                                                  std::span<const double> theta, double direction) {
+                                                  std::span<const double> theta, std::size_t d, double direction) {
+  if (theta.size() < d / 2) {
+    throw InputError("rope: expected d / 2 = " + std::to_string(d / 2) + " frequencies, got " +
+                     std::to_string(theta.size()));
+  }
   std::vector<std::pair<double, double>> turns;
-  turns.reserve(positions.size() * theta.size());
+  turns.reserve(positions.size() * (d / 2));
   for (const std::int64_t p : positions) {
     const double pos = static_cast<double>(p);
-    for (const double t : theta) {
-      const double angle = direction * pos * t;
+    for (std::size_t i = 0; i < d / 2; ++i) {
+      const double angle = direction * pos * theta[i];
       turns.emplace_back(std::cos(angle), std::sin(angle));
     }
   }
   return turns;
 }
 
-// Turns row r of x [L, d] (L = turns.size() / (d / 2)) by its row of turns.
+// Turns the rows of x [heads, L, d] (L rows of turns, heads = x.size() / (L d)): row l of every
+// head by row l of the turns.
 void rotate_rows(std::span<double> x, std::size_t d, std::span<const std::pair<double, double>> turns,
                  RopeStyle style) {
-  // x [L, d]; pair (a, b) of row r turns by angle positions[r] * theta_i:
+  // Pair (a, b) of a row turns by angle positions[l] * theta_i:
   //   x_a' = x_a cos - x_b sin,   x_b' = x_b cos + x_a sin
   // which is HF's q * cos + rotate_half(q) * sin for the half layout, and the complex product
   // (x_a + i x_b) e^{i angle} of Meta's reference for the interleaved layout.
   const std::size_t half = d / 2;
-  for (std::size_t r = 0; half > 0 && r < turns.size() / half; ++r) {
+  if (half == 0 || turns.empty()) return;
+  const std::size_t L = turns.size() / half;
+  for (std::size_t r = 0; r < x.size() / d; ++r) {
     double* row = x.data() + r * d;
+    const std::pair<double, double>* turn = turns.data() + r % L * half;
     for (std::size_t i = 0; i < half; ++i) {
-      const auto [c, s] = turns[r * half + i];
+      const auto [c, s] = turn[i];
       const auto [a, b] = rope_pair(style, i, d);
       const double xa = row[a], xb = row[b];
       row[a] = xa * c - xb * s;
@@ -88,17 +96,17 @@ void rotate_rows(std::span<double> x, std::size_t d, std::span<const std::pair<d
 
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         double base, RopeStyle style) {
-  rotate_rows(x, d, rope_turns(positions, rope_frequencies(d, base), 1.0), style);
+  rotate_rows(x, d, rope_turns(positions, rope_frequencies(d, base), d, 1.0), style);
 }
 
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         std::span<const double> theta, RopeStyle style) {
-  rotate_rows(x, d, rope_turns(positions, theta, 1.0), style);
+  rotate_rows(x, d, rope_turns(positions, theta, d, 1.0), style);
 }
 
 void apply_rope_inverse_inplace(std::span<double> x, std::size_t d,
                                 std::span<const std::int64_t> positions, double base, RopeStyle style) {
-  rotate_rows(x, d, rope_turns(positions, rope_frequencies(d, base), -1.0), style);
+  rotate_rows(x, d, rope_turns(positions, rope_frequencies(d, base), d, -1.0), style);
 }
 
 std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style) {
@@ -114,9 +122,9 @@ Tensor3 apply_rope(const Tensor3& x, std::span<const std::int64_t> positions,
   o.key_position_ids.clear();
   check_rope(o, d, L, L);
   xt::xtensor<double, 3> y = xt::cast<double>(x);
-  const std::vector<std::pair<double, double>> turns =
-      rope_turns(positions, o.frequencies.empty() ? rope_frequencies(d, o.base) : o.frequencies, 1.0);
-  for (std::size_t h = 0; h < H; ++h) rotate_rows(std::span<double>(y.data() + h * L * d, L * d), d, turns, o.style);
+  const std::span<double> rows(y.data(), H * L * d);
+  if (o.frequencies.empty()) apply_rope_inplace(rows, d, positions, o.base, o.style);
+  else apply_rope_inplace(rows, d, positions, o.frequencies, o.style);
   return xt::cast<float>(y);
 }
 

@@ -66,8 +66,9 @@ std::pair<std::size_t, std::size_t> rope_pair(RopeStyle style, std::size_t i, st
 //     rope_half(P x) == P rope_interleaved(x)   for every x and position.
 std::vector<std::size_t> interleaved_to_half_permutation(std::size_t d);
 
-// The RoPE kernel. x is [L, d] row-major (one head's rows); row r is rotated in place to
-// position positions[r]. d must be even (checked by check_rope).
+// The RoPE kernel. x is [L, d] row-major (one head's rows), or [heads, L, d] (every head's, L =
+// positions.size()); row l of each head is rotated in place to position positions[l], each
+// angle's cos and sin computed once for all heads. d must be even (checked by check_rope).
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         double base, RopeStyle style);
 
@@ -80,7 +81,7 @@ void apply_rope_inverse_inplace(std::span<double> x, std::size_t d,
 // One head vector x [d] rotated to position pos (what the teaching tables are built from).
 std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style);
 
-// The same kernel with the frequencies given (theta [d/2]): a scaled RoPE.
+// The same kernel with the frequencies given (theta [d/2], InputError for fewer): a scaled RoPE.
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         std::span<const double> theta, RopeStyle style);
 

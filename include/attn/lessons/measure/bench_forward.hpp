@@ -5,6 +5,7 @@
 // it is at that moment. The rounds are timed as every other bench times: after a first pass, on
 // memory the process has touched already. That first pass, on fresh memory as a `forward`
 // command's is, is reported apart, with its page faults.
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>

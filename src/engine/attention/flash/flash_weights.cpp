@@ -114,8 +114,10 @@ xt::xtensor<double, 3> recompute_rows(const xt::xtensor<T, 3>& q, const xt::xten
         row_scores(qd.data(), kd.data(), d, j0, j1, visible.data(), score, wh + i * Lk);
       }
     }
-    // The softmax over the row up to its last visible key: past it every score is -inf, its
-    // weight exactly 0 and its term in the sum +0 (a causal row's exps halve, the bits stay).
+    // The softmax over the row up to its last score that is not -inf: past it every weight is
+    // exactly 0 and every term of the sum +0, so where the scores are finite the bits stay (a
+    // square causal row's exps halve). A NaN or +inf score, which leaves the whole row NaN, now
+    // leaves that tail 0.
     for (std::size_t i = 0; i < Lq; ++i) {
       if (lse(h, i) == -INFINITY) continue;
       double* row = wh + i * Lk;

@@ -54,6 +54,31 @@ TEST_CASE("rope: pair i turns by pos * base^(-2i/d), on dims (i, i+d/2) or (2i, 
   check_vector(theta, {1.0, 0.1, 0.01, 0.001}, 1e-15);
 }
 
+TEST_CASE("rope: every head of one call turns as that head alone would, to its row's position") {
+  // x [3 heads, 2 rows, d = 4] in one call: row l of every head at positions[l], bit for bit
+  // the one-vector rotation; the inverse turns each back. Fewer than d/2 frequencies: an error.
+  Rng rng(7);
+  const std::vector<std::int64_t> positions = {5, 300};
+  std::vector<double> x(3 * 2 * 4);
+  for (double& e : x) e = rng.normal();
+  for (const RopeStyle style : {RopeStyle::Half, RopeStyle::Interleaved}) {
+    std::vector<double> y = x;
+    apply_rope_inplace(y, 4, positions, 10000, style);
+    for (std::size_t h = 0; h < 3; ++h)
+      for (std::size_t l = 0; l < 2; ++l) {
+        const std::size_t at = (h * 2 + l) * 4;
+        const std::vector<double> alone = rope_rotated({x.begin() + long(at), x.begin() + long(at + 4)}, positions[l],
+                                                       10000, style);
+        for (std::size_t c = 0; c < 4; ++c) CHECK(y[at + c] == alone[c]);
+      }
+    apply_rope_inverse_inplace(y, 4, positions, 10000, style);
+    for (std::size_t i = 0; i < x.size(); ++i) CHECK(y[i] == doctest::Approx(x[i]).epsilon(1e-12));
+  }
+  const std::vector<double> one_frequency = {1.0};
+  CHECK_THROWS_WITH_AS(apply_rope_inplace(x, 4, positions, one_frequency, RopeStyle::Half),
+                       doctest::Contains("expected d / 2 = 2 frequencies, got 1"), InputError);
+}
+
 TEST_CASE("rope: the score rope(q, i) . rope(k, j) depends only on i - j") {
   for (RopeStyle style : {RopeStyle::Half, RopeStyle::Interleaved}) {
     CAPTURE(rope_style_name(style));

@@ -79,6 +79,33 @@ TEST_CASE("rope: every head of one call turns as that head alone would, to its r
                        doctest::Contains("expected d / 2 = 2 frequencies, got 1"), InputError);
 }
 
+TEST_CASE("rope: mha turns by the frequencies it is given, forward and backward") {
+  // rope.frequencies = rope_frequencies(d, 500000), base left at 10000, must be base 500000 bit
+  // for bit (mha once rotated by rope.base alone and ignored the frequencies a model gave it).
+  const MhaWeights w = init_mha_weights(8, 2, 2, 3);  // d = 4
+  Rng rng(11);
+  Tensor2 x = Tensor2::from_shape({5, 8}), dy = Tensor2::from_shape({5, 8});
+  for (float& e : x) e = float(rng.normal());
+  for (float& e : dy) e = float(rng.normal());
+  MhaOptions by_base, by_frequencies, plain;
+  by_base.num_heads = by_frequencies.num_heads = plain.num_heads = 2;
+  RopeOptions rope;
+  plain.rope = rope;
+  rope.frequencies = rope_frequencies(4, 500000);
+  by_frequencies.rope = rope;
+  rope.frequencies.clear();
+  rope.base = 500000;
+  by_base.rope = rope;
+  const Tensor2 a = mha(x, x, x, w, nullptr, by_base).output, b = mha(x, x, x, w, nullptr, by_frequencies).output;
+  CHECK(a == b);
+  CHECK(a != mha(x, x, x, w, nullptr, plain).output);
+  const MhaGradients ga = mha_self_backward(x, w, nullptr, dy, by_base);
+  const MhaGradients gb = mha_self_backward(x, w, nullptr, dy, by_frequencies);
+  CHECK(ga.grad_query == gb.grad_query);
+  CHECK(ga.grad_w_q == gb.grad_w_q);
+  CHECK(ga.grad_w_k == gb.grad_w_k);
+}
+
 TEST_CASE("rope: the score rope(q, i) . rope(k, j) depends only on i - j") {
   for (RopeStyle style : {RopeStyle::Half, RopeStyle::Interleaved}) {
     CAPTURE(rope_style_name(style));

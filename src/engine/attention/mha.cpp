@@ -55,7 +55,9 @@ void check_mask(const Mask3* allowed, const HeadLayout& l, std::size_t Lq, std::
 
 // Rotates x [heads, L, d] in place, row l of every head to positions[l] (rope.hpp).
 void rotate_heads(TensorD3& x, std::span<const std::int64_t> positions, const RopeOptions& rope) {
-  apply_rope_inplace(std::span<double>(x.data(), x.size()), x.shape(2), positions, rope.base, rope.style);
+  const std::span<double> rows(x.data(), x.size());
+  if (rope.frequencies.empty()) apply_rope_inplace(rows, x.shape(2), positions, rope.base, rope.style);
+  else apply_rope_inplace(rows, x.shape(2), positions, rope.frequencies, rope.style);
 }
 
 // concat_h(O_h) W_o^T + b_o: [H, L, d] -> [L, D].

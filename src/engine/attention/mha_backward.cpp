@@ -36,7 +36,9 @@ LinearGrads linear_backward(const TensorD2& x, const Tensor2& w, const TensorD2&
 
 // The gradient through rotate_heads: every row of x [heads, L, d] turned back by its angle.
 void unrotate_heads(TensorD3& x, std::span<const std::int64_t> positions, const RopeOptions& rope) {
-  apply_rope_inverse_inplace(std::span<double>(x.data(), x.size()), x.shape(2), positions, rope.base, rope.style);
+  const std::span<double> rows(x.data(), x.size());
+  if (rope.frequencies.empty()) apply_rope_inverse_inplace(rows, x.shape(2), positions, rope.base, rope.style);
+  else apply_rope_inverse_inplace(rows, x.shape(2), positions, rope.frequencies, rope.style);
 }
 
 std::optional<Tensor1> bias_gradient(const std::optional<Tensor1>& bias, const TensorD1& db) {

@@ -109,6 +109,11 @@ void apply_rope_inverse_inplace(std::span<double> x, std::size_t d,
   rotate_rows(x, d, rope_turns(positions, rope_frequencies(d, base), d, -1.0), style);
 }
 
+void apply_rope_inverse_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
+                                std::span<const double> theta, RopeStyle style) {
+  rotate_rows(x, d, rope_turns(positions, theta, d, -1.0), style);
+}
+
 std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style) {
   apply_rope_inplace(x, x.size(), std::span(&pos, 1), base, style);
   return x;

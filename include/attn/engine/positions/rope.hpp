@@ -81,9 +81,11 @@ void apply_rope_inverse_inplace(std::span<double> x, std::size_t d,
 // One head vector x [d] rotated to position pos (what the teaching tables are built from).
 std::vector<double> rope_rotated(std::vector<double> x, std::int64_t pos, double base, RopeStyle style);
 
-// The same kernel with the frequencies given (theta [d/2], InputError for fewer): a scaled RoPE.
+// The same kernels with the frequencies given (theta [d/2], InputError for fewer): a scaled RoPE.
 void apply_rope_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
                         std::span<const double> theta, RopeStyle style);
+void apply_rope_inverse_inplace(std::span<double> x, std::size_t d, std::span<const std::int64_t> positions,
+                                std::span<const double> theta, RopeStyle style);
 
 // Float32 convenience: x [H, L, d] -> rotated copy, row l of every head at positions[l]
 // (float64 inside, like the rest of the engine), at options.frequencies when given.

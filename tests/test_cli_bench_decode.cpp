@@ -20,8 +20,11 @@ TEST_CASE("cli bench decode: every docs/contracts.md field, K/V bytes from the s
     for (const Json& x : out["runs"]) {
       for (const char* field : {"mode", "backend", "queries", "kv_len", "heads", "kv_heads", "head_dim", "kv_dtype",
                                 "threads", "median_ms", "min_ms", "kv_bytes", "kv_gbps", "stream_gbps",
-                                "peak_rss_bytes", "max_abs_err_vs_naive"})
+                                "peak_rss_bytes", "kv_huge_page_bytes", "max_abs_err_vs_naive"})
         CHECK_MESSAGE(x.contains(field), field);
+      // Whole 2 MiB pages, and never more than K and V hold (these caches are too small for any).
+      CHECK(x["kv_huge_page_bytes"].get<std::size_t>() % (2u << 20) == 0);
+      CHECK(x["kv_huge_page_bytes"].get<std::size_t>() <= x["kv_bytes"].get<std::size_t>());
       CHECK(x["mode"] == "decode");
       CHECK(x["kv_dtype"] == "f32");
       CHECK(x["queries"] == 2);

@@ -26,6 +26,7 @@
 
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/core/stored_matrix.hpp"
+#include "attn/engine/platform/memory.hpp"
 
 namespace attn {
 namespace {
@@ -187,26 +188,12 @@ std::map<std::string, SafetensorsEntry> index_safetensors(std::string_view bytes
 
 namespace {
 
-// Fresh memory for a large tensor: backed by 2 MiB pages where the kernel allows it
-// (transparent huge pages in "madvise" mode) and faulted in by one call, not page by page as
-// the widening first writes it (a GPT-2 small is 122k pages of 4 KiB). Both are advice: a
-// kernel without them (MADV_POPULATE_WRITE is Linux 5.14) just faults as before.
-void populate_for_writing(float* out, std::size_t count) {
-  constexpr std::uintptr_t kPage = 4096;
-  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(out) + kPage - 1) / kPage * kPage;
-  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(out + count) / kPage * kPage;
-  if (end <= begin || end - begin < (std::uintptr_t(2) << 20)) return;
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-}
-
-}  // namespace
-
-namespace {
-
 // Values [begin, begin + count) of e into out[0, count); false when one is not finite.
 bool widen_range(const SafetensorsEntry& e, std::size_t begin, std::size_t count, float* out) {
-  populate_for_writing(out, count);
+  // Fresh memory for a large tensor: 2 MiB pages where the kernel allows them, faulted in by one
+  // call, not page by page as the widening first writes it (a GPT-2 small is 122k pages of 4 KiB).
+  prefer_huge_pages(out, count * sizeof(float));
+  populate_for_writing(out, count * sizeof(float));
   const unsigned char* in = e.data + begin * dtype_bytes(e.dtype);
   if (e.dtype == "F16") return widen_half(in, count, out);
   if (e.dtype == "F32") {

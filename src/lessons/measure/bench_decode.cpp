@@ -8,6 +8,7 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/attention/flash.hpp"
 #include "attn/engine/platform/machine.hpp"
+#include "attn/engine/platform/memory.hpp"
 #include "bench_timing.hpp"
 
 
@@ -70,6 +71,7 @@ DecodeBenchRun run_decode_bench(const DecodeBenchConfig& c) {
     read.wall_ms.push_back(b.wall_ms[0]);
   }
   run.peak_rss_bytes = rss_field("VmHWM:");
+  run.kv_huge_page_bytes = huge_page_bytes(ka, kn * sizeof(float)) + huge_page_bytes(va, vn * sizeof(float));
   std::sort(kernel.wall_ms.begin(), kernel.wall_ms.end());
   std::sort(read.wall_ms.begin(), read.wall_ms.end());
   run.min_ms = kernel.wall_ms.front();

@@ -25,6 +25,7 @@ struct DecodeBenchRun {
   double stream_gbps = 0;        // a streaming read of the same K and V, best of the same repeats
   double tiled_min_ms = 0;       // flash's tiled (prefill) kernel on the same inputs
   std::size_t peak_rss_bytes = 0;
+  std::size_t kv_huge_page_bytes = 0;  // of kv_bytes, those on 2 MiB pages (platform/memory.hpp)
   // Against float64 on the float32 inputs: for a bf16 cache, its rounding and the kernel's.
   std::optional<double> max_abs_err_vs_naive;
   // bf16 only: against float64 on the bf16-rounded K and V, the kernel's arithmetic alone.

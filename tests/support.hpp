@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -62,6 +63,12 @@ inline std::vector<double> flat(const Json& j) {
   std::vector<double> v;
   flatten_json(j, v);
   return v;
+}
+
+// The same shape and the same bytes (== would call -0 and +0 equal, and NaN unequal to itself).
+template <class A>
+bool same_bytes(const A& x, const A& y) {
+  return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(*x.data())) == 0;
 }
 
 // [a, b, c] of seeded normal samples with standard deviation sd.

@@ -3,7 +3,6 @@
 // gives the built-in's bytes; the thread count follows the work size.
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <vector>
 
 #include "attn/engine/attention/flash.hpp"
@@ -19,20 +18,22 @@ using test::randn;
 
 namespace {
 
-// The same bytes (== would call -0 and +0 equal).
 bool same_result_bytes(const FlashResult& a, const FlashResult& b) {
-  auto same = [](const auto& x, const auto& y) {
-    return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(*x.data())) == 0;
-  };
-  return same(a.output, b.output) && same(a.lse, b.lse);
+  return test::same_bytes(a.output, b.output) && test::same_bytes(a.lse, b.lse);
 }
 
 // Settings tune may choose: each prefetch distance it tries, crossovers that force every
 // thread to work (1) or keep one thread (huge).
 std::vector<DecodeTuning> tuning_candidates() {
   std::vector<DecodeTuning> out;
-  for (std::size_t prefetch : {0, 1, 2, 4})
-    for (std::size_t work : {std::size_t(1), std::size_t(1) << 40}) out.push_back({prefetch, work, work});
+  // Each with a bfloat16 cache's near prefetch too: none, 16 keys, past a block (200), the most
+  // allowed (1024).
+  struct Distances {
+    std::size_t prefetch_blocks, near_keys;
+  };
+  for (const Distances& a : {Distances{0, 0}, Distances{1, 16}, Distances{2, 200}, Distances{4, 1024}})
+    for (std::size_t work : {std::size_t(1), std::size_t(1) << 40})
+      out.push_back({a.prefetch_blocks, work, work, a.near_keys});
   return out;
 }
 
@@ -66,6 +67,7 @@ void check_same_bytes_every_setting(const DecodeShape& c, bool bf16_cache) {
     for (std::size_t threads : {1, 2, 3, 4}) {
       CAPTURE(t.prefetch_blocks);
       CAPTURE(t.decode_thread_work);
+      CAPTURE(t.bf16_near_keys);
       CAPTURE(threads);
       CHECK(same_result_bytes(run(&t, threads), builtin));
     }
@@ -142,12 +144,13 @@ TEST_CASE("decode tuning: set once, later calls run it, and out-of-range values 
     ~Restore() { set_decode_tuning(decode_tuning_builtin()); }
   } restore;
   CHECK(decode_tuning() == decode_tuning_builtin());
-  set_decode_tuning({2, 4096, 1 << 18});
-  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18});
+  set_decode_tuning({2, 4096, 1 << 18, 32});
+  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18, 32});
   CHECK_THROWS_AS(set_decode_tuning({17, 4096, 1}), InputError);
   CHECK_THROWS_AS(set_decode_tuning({1, 0, 1}), InputError);
   CHECK_THROWS_AS(set_decode_tuning({1, 1, 0}), InputError);
-  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18});  // a refused setting changes nothing
+  CHECK_THROWS_AS(set_decode_tuning({1, 1, 1, 1025}), InputError);
+  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18, 32});  // a refused setting changes nothing
 }
 
 TEST_CASE("decode tuning: the crossover is the smallest size from which all threads win at every larger size") {

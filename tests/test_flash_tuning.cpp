@@ -3,8 +3,6 @@
 // run.
 #include <doctest/doctest.h>
 
-#include <cstring>
-
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/attention/flash.hpp"
 #include "attn/engine/core/random.hpp"
@@ -12,6 +10,7 @@
 
 using namespace attn;
 using test::randn;
+using test::same_bytes;
 
 namespace {
 
@@ -26,12 +25,6 @@ std::vector<std::string> runnable_isas() {
     }
   }
   return isas;
-}
-
-// The same bytes (== would call -0 and +0 equal).
-template <class A>
-bool same_bytes(const A& x, const A& y) {
-  return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(*x.data())) == 0;
 }
 
 // Restores the built-in choice when a test ends, whatever it set.

@@ -115,8 +115,12 @@ TEST_CASE("memory: huge-page bytes count the mappings inside the range, from sma
   CHECK(attn::huge_page_bytes(in, begin, 12 * kMiB) == 6 * kMiB);
   std::istringstream again(smaps);  // a range that starts inside the first mapping counts neither it nor the rest
   CHECK(attn::huge_page_bytes(again, reinterpret_cast<const void*>(std::uintptr_t(0x7f0000001000)), 4 * kMiB) == 0);
-  std::istringstream junk("not-a-range rw-p\nAnonHugePages: 2048 kB\n-\nAnonHugePages:\n");
-  CHECK(attn::huge_page_bytes(junk, begin, 10 * kMiB) == 0);
+  // Lines that are not a mapping's first line, nor a count, neither start a mapping nor add.
+  std::istringstream junk(
+      "7f0000400000-7f0000600000 rw-p 00000000 00:00 0\n"
+      "AnonHugePages:      2048 kB\n"
+      "not-a-range rw-p\n-\nzz-yy rw-p\nAnonHugePages:\n7f0000600000-\n");
+  CHECK(attn::huge_page_bytes(junk, begin, 10 * kMiB) == 2 * kMiB);
 }
 
 TEST_CASE("memory: a huge-page vector is an ordinary zeroed vector, and this process's own count stays within it") {

@@ -149,8 +149,12 @@ std::string decode_tuning_line(const Json& t) {
   const std::string line = decode_tuning_text({d["prefetch_blocks"].get<std::size_t>(),
                                                d["decode_thread_work"].get<std::size_t>(),
                                                d["prefill_thread_work"].get<std::size_t>()});
-  if (d["source"] == "tuned") return line + " (measured here by attn-cli tune)";
-  return line + " (built-in" + (d.contains("note") ? ": " + d["note"].get<std::string>() : std::string()) + ")";
+  const std::string near = d.contains("bf16_near_keys")
+                               ? "; a bfloat16 cache's rows asked into L1 " +
+                                     std::to_string(d["bf16_near_keys"].get<std::size_t>()) + " keys ahead (built-in)"
+                               : std::string();
+  if (d["source"] == "tuned") return line + " (measured here by attn-cli tune)" + near;
+  return line + " (built-in" + (d.contains("note") ? ": " + d["note"].get<std::string>() : std::string()) + ")" + near;
 }
 
 Json tuning_json() {
@@ -163,6 +167,8 @@ Json tuning_json() {
   if (const auto path = tuning_file_path()) j["file"] = *path;
   if (!loaded().note.empty()) j["note"] = loaded().note;
   Json d = decode_tuning_fields(decode_tuning());
+  // Not timed by tune yet, so never saved in the file: what runs is shown all the same.
+  d["bf16_near_keys"] = decode_tuning().bf16_near_keys;
   d["source"] = loaded().decode_tuned ? "tuned" : "built-in";
   if (!loaded().decode_tuned)  // why: turned off, a file that was not used, or never measured
     d["note"] = !loaded().note.empty() ? loaded().note : "attn-cli tune has not measured decode on this CPU";

@@ -22,8 +22,9 @@ std::optional<std::string> tuning_file_path();
 void load_flash_tuning();
 
 // {qk_kernel, pv_kernel, block_q, source: "built-in" | "tuned", file, note, decode: {prefetch_blocks,
-// decode_thread_work, prefill_thread_work, source, note}}: what the flash kernel runs and why,
-// for doctor and bench --json. decode's note says when tune has not measured it here.
+// decode_thread_work, prefill_thread_work, bf16_near_keys, source, note}}: what the flash kernel
+// runs and why, for doctor and bench --json. decode's note says when tune has not measured it
+// here; bf16_near_keys is always the built-in (tune does not time it yet).
 Json tuning_json();
 
 // {qk_kernel, pv_kernel, block_q}: a tuning as the file, tune --json and doctor write it.

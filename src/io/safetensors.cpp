@@ -190,9 +190,8 @@ namespace {
 
 // Values [begin, begin + count) of e into out[0, count); false when one is not finite.
 bool widen_range(const SafetensorsEntry& e, std::size_t begin, std::size_t count, float* out) {
-  // Fresh memory for a large tensor: 2 MiB pages where the kernel allows them, faulted in by one
-  // call, not page by page as the widening first writes it (a GPT-2 small is 122k pages of 4 KiB).
-  prefer_huge_pages(out, count * sizeof(float));
+  // Fresh memory is faulted in by one call, not page by page as the widening first writes it (a
+  // GPT-2 small is 122k pages of 4 KiB).
   populate_for_writing(out, count * sizeof(float));
   const unsigned char* in = e.data + begin * dtype_bytes(e.dtype);
   if (e.dtype == "F16") return widen_half(in, count, out);
@@ -231,6 +230,9 @@ bool widen_to_float(const SafetensorsEntry& e, float* out) {
   constexpr std::size_t kPerThread = std::size_t(1) << 18;  // values (1 MiB of float)
   const std::size_t parts = std::clamp<std::size_t>(e.count / kPerThread, 1, std::max(1u, std::thread::hardware_concurrency()));
   std::vector<char> finite(parts, 1);
+  // 2 MiB pages where Linux allows them, asked for the whole tensor before any share is written
+  // (a share of its own may be too short for one).
+  prefer_huge_pages(out, e.count * sizeof(float));
   auto part = [&](std::size_t p) {
     const std::size_t begin = e.count * p / parts, end = e.count * (p + 1) / parts;
     finite[p] = widen_range(e, begin, end - begin, out + begin);

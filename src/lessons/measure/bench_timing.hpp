@@ -66,9 +66,9 @@ inline std::size_t baseline_rss() {
   return rss_field("VmRSS:");
 }
 
-// On 2 MiB pages where the kernel offers them, as a production engine would hold a KV cache:
-// with 4 KiB pages, a decode step over a 64 MiB cache walked the page tables every 4 KiB of each
-// stream, and ran 8-20 % slower on the Intel Xeon of docs/performance.md.
+// On 2 MiB pages where Linux offers them, as a production engine would hold a KV cache: with 4
+// KiB pages, a decode step over a 64 MiB cache walks the page tables every 4 KiB of each stream;
+// 2 MiB pages took 9-21 % off its time on the Intel Xeon of docs/performance.md.
 inline Tensor3 random_tensor(Rng& rng, std::size_t a, std::size_t b, std::size_t c) {
   Tensor3 t = Tensor3::from_shape({a, b, c});  // not yet written: the advice still applies
   prefer_huge_pages(t.data(), t.size() * sizeof(float));

@@ -205,11 +205,16 @@ struct DecodeTuning {
   // A tiled (prefill) thread must have at least this many multiply-adds (Lq x Lk x (d + dv)
   // per head, half that when causal); fewer threads run below it.
   std::size_t prefill_thread_work = std::size_t(1) << 20;
+  // A bfloat16 cache's K and V rows are asked into L1 this many keys ahead of the row the
+  // products read (0 = never). Not yet timed by `attn-cli tune`: 64, measured on the Intel Xeon
+  // (docs/performance.md), holds until it is.
+  std::size_t bf16_near_keys = 64;
   bool operator==(const DecodeTuning&) const = default;
 };
 // The built-in values, measured on the machine the kernel was written on (docs/performance.md).
 DecodeTuning decode_tuning_builtin();
-// InputError for a value outside what tune tries (prefetch_blocks over 16, a work of 0).
+// InputError for a value outside what tune tries (prefetch_blocks over 16, a work of 0,
+// bf16_near_keys over 1024).
 void set_decode_tuning(const DecodeTuning& tuning);
 DecodeTuning decode_tuning();  // as last set, else the built-in
 // Threads a run of this work uses: `requested` (0 = all hardware threads), at most `items`, and

@@ -35,7 +35,8 @@ bool populate_for_writing(void* p, std::size_t bytes);
 
 // Bytes of [p, p + bytes) that sit on 2 MiB pages: the AnonHugePages of the mappings of
 // /proc/self/smaps that lie inside the range (prefer_huge_pages makes the advised pages a
-// mapping of their own). 0 where there is no such file.
+// mapping of their own). A lower bound: advised pages that merge into a neighbouring mapping
+// with the same flags are not counted. 0 where there is no such file.
 std::size_t huge_page_bytes(const void* p, std::size_t bytes);
 // The same, read from smaps text (what the tests feed it).
 std::size_t huge_page_bytes(std::istream& smaps, const void* p, std::size_t bytes);

@@ -98,7 +98,8 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
           prefetch(k + jk * d, std::min(ns, j1 - jk) * d);
       }
       if constexpr (widen)  // K read in place, bfloat16 widened in registers
-        mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + (jb + s0) * d, d, ns, ws.s.data() + s0, lds);
+        mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + (jb + s0) * d, d, ns, ws.s.data() + s0, lds,
+                            {p.tuning.bf16_near_keys, p.Lk - (jb + s0)});
       else  // K read in place
         mk.qk_unpacked(ws.q.data(), rows.count, d, k + (jb + s0) * d, d, ns, ws.s.data() + s0, lds);
     }
@@ -121,7 +122,8 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
     const KV* vrows = v + jb * dv;
     if (dv == dvp) {
       if constexpr (widen)
-        mk.pv_bf16(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp);
+        mk.pv_bf16(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp,
+                   {p.tuning.bf16_near_keys, p.Lk - jb});
       else
         mk.pv(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp);
     } else {

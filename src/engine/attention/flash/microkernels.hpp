@@ -14,6 +14,18 @@ namespace attn::flash {
 template <class T>
 struct Blockings;
 
+// Rows of a bfloat16 K or V a decode step asks into L1 while it reads the cache: `keys` rows
+// past the row being read, when that row is among the first `readable` rows of the array the
+// product was given (0 keys: none). A hint: the results never depend on it. Why bfloat16 only:
+// widening makes each line of a bfloat16 row feed twice the instructions a float32 line does
+// (a vpermw, then the FMA), and they wait in the core's scheduler while the line is missing, so
+// fewer lines are in flight. With the hardware prefetcher alone, a bfloat16 step read 0.52-0.62
+// of a streaming read from memory on the Intel Xeon, where float32 read 0.89-0.94; 64 keys
+// ahead, 0.78-0.80 (docs/performance.md).
+struct NearPrefetch {
+  std::size_t keys = 0, readable = 0;
+};
+
 template <class T>
 struct Microkernels {
   const char* isa;
@@ -52,17 +64,19 @@ struct Microkernels {
   // fastest for rows a multiple of pv_rows (the rest in blocks of 2 to 4).
   void (*pv)(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const T* v,
              std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo);
-  // The same on V stored as bfloat16 bits (rows of ldv >= dvp elements), widened in registers.
+  // The same on V stored as bfloat16 bits (rows of ldv >= dvp elements), widened in registers;
+  // near asks for V's rows ahead (NearPrefetch).
   void (*pv_bf16)(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const std::uint16_t* v,
-                  std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo);
+                  std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo, NearPrefetch near);
 
   // S[r, j] = Q[r, :] . K[j, :] for `rows` query rows and `keys` key rows read in place (row
   // stride ldk, no packing): the decode path's scores, where one K row meets few query rows.
   void (*qk_unpacked)(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,
                   std::size_t keys, T* s, std::size_t lds);
-  // The same on K stored as bfloat16 bits, widened in registers as it is read.
+  // The same on K stored as bfloat16 bits, widened in registers as it is read; near asks for
+  // K's rows ahead (NearPrefetch).
   void (*qk_unpacked_bf16)(const T* q, std::size_t rows, std::size_t d, const std::uint16_t* k,
-                           std::size_t ldk, std::size_t keys, T* s, std::size_t lds);
+                           std::size_t ldk, std::size_t keys, T* s, std::size_t lds, NearPrefetch near);
 
   // The sum of x[0..n): a streaming read at the widest loads this ISA has (stream_read(), the
   // memory-bandwidth yardstick the decode benchmark sets beside the kernel).

@@ -257,7 +257,7 @@ struct KernelSet {
   template <std::size_t MR, std::size_t NV, class VT>
   static void pv_columns(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys,
                          const VT* v, std::size_t ldv, const T* alpha, T* o,
-                         std::size_t ldo) {
+                         std::size_t ldo, attn::flash::NearPrefetch near) {
     for (std::size_t k0 = 0; k0 < keys; k0 += PV_KEYS) {
       const std::size_t k1 = std::min(keys, k0 + PV_KEYS);
       for (std::size_t i0 = 0; i0 < rows; i0 += MR) {
@@ -271,6 +271,9 @@ struct KernelSet {
             acc[r][c] = batch::load_unaligned(o + (i0 + r) * ldo + c * W) * a;
         }
         for (std::size_t k = k0; k < k1; ++k) {
+          if constexpr (std::is_same_v<VT, std::uint16_t>)  // by the first block of rows only
+            if (i0 == 0 && near.keys && near.keys < near.readable && k < near.readable - near.keys)
+              ask_into_l1(v + (k + near.keys) * ldv, NV * W);
           batch vb[NV];
 #pragma GCC unroll 4
           for (std::size_t c = 0; c < NV; ++c) vb[c] = load_k(v + k * ldv + c * W);
@@ -293,33 +296,36 @@ struct KernelSet {
   // blocks of their own size, so that no FMA is spent on padding rows.
   template <std::size_t MR, class VT>
   static void pv_block(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const VT* v,
-                       std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
+                       std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo,
+                       attn::flash::NearPrefetch near) {
     std::size_t c0 = 0;
     for (; c0 + PV_NR * W <= dvp; c0 += PV_NR * W)
-      pv_columns<MR, PV_NR>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo);
+      pv_columns<MR, PV_NR>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo, near);
     // Narrower tails for d_v not a multiple of PV_NR registers (d_v is padded to W).
-    for (; c0 < dvp; c0 += W) pv_columns<MR, 1>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo);
+    for (; c0 < dvp; c0 += W) pv_columns<MR, 1>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo, near);
   }
 
   template <class VT>
   static void pv_any(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const VT* v,
-                     std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
+                     std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo,
+                     attn::flash::NearPrefetch near = {}) {
     std::size_t full = rows / PV_MR * PV_MR;
     // The rows left over go in blocks of 2 to 4, never one alone where there is a choice: one
     // row's outputs are NV chains of FMAs, each waiting on its last (4 cycles), where a block of
     // two or more keeps both FMA units busy. A decode step's GQA rows are such leftovers (8 query
     // heads to a KV head: 6 + 2, not 6 + 1 + 1; 3 heads: one block of 3, not 3 x 1).
     if (rows - full == 1 && full >= PV_MR && PV_MR > 1) full -= PV_MR;
-    if (full > 0) pv_block<PV_MR>(p, ldp, full, keys, v, ldv, dvp, alpha, o, ldo);
+    if (full > 0) pv_block<PV_MR>(p, ldp, full, keys, v, ldv, dvp, alpha, o, ldo, near);
     for (std::size_t r0 = full; r0 < rows;) {
       const std::size_t left = rows - r0, n = left == 5 ? 3 : std::min<std::size_t>(left, 4);
       const T* pr = p + r0 * ldp;
       T* orow = o + r0 * ldo;
+      const NoPrefetch ask = r0 == 0 ? near : NoPrefetch{};  // V's rows asked for once, by the first rows
       switch (n) {
-        case 4: pv_block<4>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo); break;
-        case 3: pv_block<3>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo); break;
-        case 2: pv_block<2>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo); break;
-        default: pv_block<1>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo); break;
+        case 4: pv_block<4>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo, ask); break;
+        case 3: pv_block<3>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo, ask); break;
+        case 2: pv_block<2>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo, ask); break;
+        default: pv_block<1>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo, ask); break;
       }
       r0 += n;
     }
@@ -342,8 +348,18 @@ struct KernelSet {
     pv_any(p, ldp, rows, keys, v, ldv, dvp, alpha, o, ldo);
   }
   static void pv_bf16(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const std::uint16_t* v,
-                      std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
-    pv_any(p, ldp, rows, keys, v, ldv, dvp, alpha, o, ldo);
+                      std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo,
+                      attn::flash::NearPrefetch near) {
+    pv_any(p, ldp, rows, keys, v, ldv, dvp, alpha, o, ldo, near);
+  }
+
+  using NoPrefetch = attn::flash::NearPrefetch;
+  // n values from p on into L1 (a read hint; the prefetch of a row a decode step reads soon). A
+  // row that does not start on a line leaves its last line to the next row's first.
+  template <class E>
+  static void ask_into_l1(const E* p, std::size_t n) {
+    const char* b = reinterpret_cast<const char*>(p);
+    for (std::size_t off = 0; off < n * sizeof(E); off += 64) __builtin_prefetch(b + off, 0, 3);
   }
 
   // out[t] = the sum of acc[t]'s lanes, t < W. Where the instruction set has the shuffles (float
@@ -446,10 +462,13 @@ struct KernelSet {
 
   template <std::size_t BR, std::size_t BT, class KV>
   static void qk_block(const T* q, std::size_t d, const KV* k, std::size_t ldk, std::size_t keys, T* s,
-                       std::size_t lds) {
+                       std::size_t lds, attn::flash::NearPrefetch near) {
     static_assert(BR * BT == W);
     std::size_t j0 = 0;
     for (; j0 + BT <= keys; j0 += BT) {
+      if constexpr (std::is_same_v<KV, std::uint16_t>)
+        if (near.keys && near.keys < near.readable && j0 + BT <= near.readable - near.keys)
+          ask_into_l1(k + (j0 + near.keys) * ldk, BT * ldk);
       batch acc[W];
 #pragma GCC unroll 16
       for (std::size_t t = 0; t < W; ++t) acc[t] = batch(T(0));
@@ -483,11 +502,12 @@ struct KernelSet {
   // Rows in blocks of QK_BR first, the rest one at a time.
   template <class KV>
   static void qk_rows(const T* q, std::size_t rows, std::size_t d, const KV* k, std::size_t ldk,
-                      std::size_t keys, T* s, std::size_t lds) {
+                      std::size_t keys, T* s, std::size_t lds, attn::flash::NearPrefetch near = {}) {
     std::size_t r0 = 0;
     if constexpr (QK_BR > 1)
-      for (; r0 + QK_BR <= rows; r0 += QK_BR) qk_block<QK_BR, QK_BT>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds);
-    for (; r0 < rows; ++r0) qk_block<1, W>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds);
+      for (; r0 + QK_BR <= rows; r0 += QK_BR)  // K's rows asked for once, with the first block of rows
+        qk_block<QK_BR, QK_BT>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : NoPrefetch{});
+    for (; r0 < rows; ++r0) qk_block<1, W>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : NoPrefetch{});
   }
 
   static void qk_unpacked(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,
@@ -495,8 +515,9 @@ struct KernelSet {
     qk_rows(q, rows, d, k, ldk, keys, s, lds);
   }
   static void qk_unpacked_bf16(const T* q, std::size_t rows, std::size_t d, const std::uint16_t* k,
-                               std::size_t ldk, std::size_t keys, T* s, std::size_t lds) {
-    qk_rows(q, rows, d, k, ldk, keys, s, lds);
+                               std::size_t ldk, std::size_t keys, T* s, std::size_t lds,
+                               attn::flash::NearPrefetch near) {
+    qk_rows(q, rows, d, k, ldk, keys, s, lds, near);
   }
 
   // Four independent accumulators, so the adds never wait on each other and the loads set

@@ -320,7 +320,7 @@ struct KernelSet {
       const std::size_t left = rows - r0, n = left == 5 ? 3 : std::min<std::size_t>(left, 4);
       const T* pr = p + r0 * ldp;
       T* orow = o + r0 * ldo;
-      const NoPrefetch ask = r0 == 0 ? near : NoPrefetch{};  // V's rows asked for once, by the first rows
+      const Near ask = r0 == 0 ? near : Near{};  // V's rows asked for once, by the first rows
       switch (n) {
         case 4: pv_block<4>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo, ask); break;
         case 3: pv_block<3>(pr, ldp, n, keys, v, ldv, dvp, alpha + r0, orow, ldo, ask); break;
@@ -353,7 +353,7 @@ struct KernelSet {
     pv_any(p, ldp, rows, keys, v, ldv, dvp, alpha, o, ldo, near);
   }
 
-  using NoPrefetch = attn::flash::NearPrefetch;
+  using Near = attn::flash::NearPrefetch;  // Near{}: none
   // n values from p on into L1 (a read hint; the prefetch of a row a decode step reads soon). A
   // row that does not start on a line leaves its last line to the next row's first.
   template <class E>
@@ -506,8 +506,8 @@ struct KernelSet {
     std::size_t r0 = 0;
     if constexpr (QK_BR > 1)
       for (; r0 + QK_BR <= rows; r0 += QK_BR)  // K's rows asked for once, with the first block of rows
-        qk_block<QK_BR, QK_BT>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : NoPrefetch{});
-    for (; r0 < rows; ++r0) qk_block<1, W>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : NoPrefetch{});
+        qk_block<QK_BR, QK_BT>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : Near{});
+    for (; r0 < rows; ++r0) qk_block<1, W>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : Near{});
   }
 
   static void qk_unpacked(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,

@@ -324,7 +324,7 @@ void run_decode_command(const BenchOptions& o) {
     std::printf("max |err| is against float64 on the float32 K and V: the cache's rounding and the kernel's together\n");
   std::printf("decode tuning: %s\n", decode_tuning_line(machine_json()["flash_tuning"]).c_str());
   std::printf("KV GB/s = bytes of K and V / min time; stream = a plain read of the same bytes, same process;\n"
-              "2M pages = the share of K and V the kernel backed with 2 MiB pages (fewer page walks)\n\n");
+              "2M pages = the share of K and V Linux backed with 2 MiB pages (fewer page walks)\n\n");
   std::printf("%-7s %8s %7s %10s %9s %9s %9s %7s %8s %9s %10s\n", "backend", "kv_len", "threads", "min ms", "KV MiB",
               "KV GB/s", "stream", "ratio", "2M pages", "tiled ms", "max |err|");
   for (const DecodeBenchRun& r : results) {

@@ -63,7 +63,7 @@ void round_to_bf16(const float* in, std::size_t n, std::uint16_t* out, Bf16Round
 }
 
 Bf16Tensor3 to_bf16(const Tensor3& x) {
-  // A bfloat16 KV cache or a prefill's inputs: on 2 MiB pages where the kernel offers them.
+  // A bfloat16 KV cache or a prefill's inputs: on 2 MiB pages where Linux offers them.
   Bf16Tensor3 r{{x.shape(0), x.shape(1), x.shape(2)}, huge_page_vector<std::uint16_t>(x.size())};
   round_to_bf16(x.data(), x.size(), r.bits.data());
   return r;

@@ -218,7 +218,7 @@ BenchRun run_bench(const BenchConfig& c) {
   return run;
 }
 
-// On 2 MiB pages where the kernel offers them, as flash's inputs are (random_tensor).
+// On 2 MiB pages where Linux offers them, as flash's inputs are (random_tensor).
 SgemmOperands::SgemmOperands(std::size_t n)
     : n_(n), a_(huge_page_vector<float>(n * n)), b_(huge_page_vector<float>(n * n)),
       out_(huge_page_vector<float>(n * n)) {

@@ -18,7 +18,7 @@ namespace attn {
 // written: pages already faulted in stay 4 KiB. True when the kernel took the advice.
 bool prefer_huge_pages(void* p, std::size_t bytes);
 
-// n value-initialised elements, on 2 MiB pages where the kernel offers them (the advice comes
+// n value-initialised elements, on 2 MiB pages where Linux offers them (the advice comes
 // between the allocation and the first write).
 template <class T>
 std::vector<T> huge_page_vector(std::size_t n) {

@@ -1,5 +1,5 @@
 #pragma once
-// Advice to the kernel about large buffers that are streamed: model weights, a KV cache, a
+// Advice to Linux about large buffers that are streamed: model weights, a KV cache, a
 // benchmark's inputs.
 //
 // A 4 KiB page costs a TLB entry; a cache of tens of MiB spans thousands of them, and every new
@@ -14,8 +14,8 @@
 namespace attn {
 
 // Asks for 2 MiB pages over the whole 4 KiB pages inside [p, p + bytes), when that is at least
-// 2 MiB (the kernel uses them for the 2 MiB-aligned parts). Call it before the buffer is first
-// written: pages already faulted in stay 4 KiB. True when the kernel took the advice.
+// 2 MiB (Linux uses them for the 2 MiB-aligned parts). Call it before the buffer is first
+// written: pages already faulted in stay 4 KiB. True when Linux took the advice.
 bool prefer_huge_pages(void* p, std::size_t bytes);
 
 // n value-initialised elements, on 2 MiB pages where Linux offers them (the advice comes
@@ -30,7 +30,7 @@ std::vector<T> huge_page_vector(std::size_t n) {
 }
 
 // Faults the whole pages inside [p, p + bytes) in with one call (MADV_POPULATE_WRITE, Linux
-// 5.14), not one fault per page as a first write would. True when the kernel did it.
+// 5.14), not one fault per page as a first write would. True when Linux did it.
 bool populate_for_writing(void* p, std::size_t bytes);
 
 // Bytes of [p, p + bytes) that sit on 2 MiB pages: the AnonHugePages of the mappings of

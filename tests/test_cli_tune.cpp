@@ -10,6 +10,8 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "attn/engine/attention/flash.hpp"
 #include "attn/lessons/measure/tune_decode.hpp"
@@ -313,17 +315,25 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   CHECK(d["all_same_bits"] == true);
   CHECK(d["threads"] == 2);
   const double margin = 0.03;
-  // The prefetch stage: every distance, the built-in first, the margin rule.
+  // The prefetch stages: every distance, the built-in first, the margin rule.
   const DecodeTuning builtin = decode_tuning_builtin();
-  REQUIRE(d["prefetch"].size() == tune_prefetch_blocks().size());
-  CHECK(d["prefetch"][0]["prefetch_blocks"] == builtin.prefetch_blocks);
-  std::size_t best = 0;
-  for (std::size_t i = 0; i < d["prefetch"].size(); ++i) {
-    CHECK(d["prefetch"][i]["same_bits"] == true);
-    if (d["prefetch"][i]["ms"].get<double>() < d["prefetch"][best]["ms"].get<double>()) best = i;
+  for (auto [stage, field, distances, first] :
+       {std::tuple{"prefetch", "prefetch_blocks", tune_prefetch_blocks(), builtin.prefetch_blocks},
+        std::tuple{"bf16_near", "bf16_near_keys", tune_bf16_near_keys(), builtin.bf16_near_keys}}) {
+    const std::string name = stage;  // CAPTURE takes no structured binding (clang 14)
+    CAPTURE(name);
+    const Json& timed = d[stage];
+    REQUIRE(timed.size() == distances.size());
+    CHECK(timed[0][field] == first);
+    std::size_t best = 0;
+    for (std::size_t i = 0; i < timed.size(); ++i) {
+      CHECK(timed[i][field] == distances[i]);
+      CHECK(timed[i]["same_bits"] == true);
+      if (timed[i]["ms"].get<double>() < timed[best]["ms"].get<double>()) best = i;
+    }
+    const bool replaced = timed[best]["ms"].get<double>() < timed[0]["ms"].get<double>() * (1 - margin);
+    CHECK(d["staged"][field] == timed[replaced ? best : 0][field]);
   }
-  const bool replaced = d["prefetch"][best]["ms"].get<double>() < d["prefetch"][0]["ms"].get<double>() * (1 - margin);
-  CHECK(d["staged"]["prefetch_blocks"] == d["prefetch"][replaced ? best : 0]["prefetch_blocks"]);
   // The crossovers, from the ladders' own times.
   CHECK(d["decode_ladder"].size() >= 4);
   CHECK(d["prefill_ladder"].size() >= 4);
@@ -343,19 +353,22 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   const Json tuning = doctor_tuning();
   CHECK(tuning["source"] == "built-in");
   CHECK(tuning["decode"]["source"] == "tuned");
-  for (const char* field : {"prefetch_blocks", "decode_thread_work", "prefill_thread_work"})
+  for (const char* field : {"prefetch_blocks", "decode_thread_work", "prefill_thread_work", "bf16_near_keys"})
     CHECK(tuning["decode"][field] == d["chosen"][field]);
 
   // A setting other than the built-in is what later commands run, and bench says so.
   Json other = saved;
-  other["decode"] = {{"prefetch_blocks", 2}, {"decode_thread_work", 7}, {"prefill_thread_work", 9}};
+  other["decode"] = {{"prefetch_blocks", 2}, {"decode_thread_work", 7}, {"prefill_thread_work", 9},
+                     {"bf16_near_keys", 128}};
   std::ofstream(cache.file) << other.dump();
   t = doctor_tuning()["decode"];
   CHECK(t["source"] == "tuned");
   CHECK(t["prefetch_blocks"] == 2);
   CHECK(t["decode_thread_work"] == 7);
+  CHECK(t["bf16_near_keys"] == 128);
   const auto doctor_text = run_cli("doctor");
-  CHECK(doctor_text.out.find("decode:     prefetch 2 block(s) ahead") != std::string::npos);
+  CHECK(doctor_text.out.find("decode:     prefetch 2 block(s) ahead, a bfloat16 cache's rows 128 keys ahead") !=
+        std::string::npos);
   const auto bench_tuned = run_cli("bench --mode decode --kv 256 --heads 1 --repeat 1 --no-check");
   CHECK(bench_tuned.out.find("measured here by attn-cli tune") != std::string::npos);
   {
@@ -370,13 +383,25 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   const Json both = read_json(cache.file.string());
   CHECK(both.contains("qk_kernel"));
   CHECK(both["decode"] == other["decode"]);
-  Json bad = both;
-  bad["decode"]["prefetch_blocks"] = 3;
-  std::ofstream(cache.file) << bad.dump();
-  const auto warned = run_cli("doctor --json");
-  CHECK(warned.code == 0);
-  CHECK(warned.err.find("prefetch_blocks") != std::string::npos);
-  CHECK(Json::parse(warned.out)["flash_tuning"]["decode"]["source"] == "built-in");
+  for (auto [field, value] : {std::pair{"prefetch_blocks", 3}, std::pair{"bf16_near_keys", 48}}) {
+    const std::string name = field;
+    CAPTURE(name);
+    Json bad = both;
+    bad["decode"][field] = value;
+    std::ofstream(cache.file) << bad.dump();
+    const auto warned = run_cli("doctor --json");
+    CHECK(warned.code == 0);
+    CHECK(warned.err.find(field) != std::string::npos);
+    CHECK(Json::parse(warned.out)["flash_tuning"]["decode"]["source"] == "built-in");
+  }
+  // A file from before tune timed the near distance runs its other settings and the built-in near.
+  Json older = both;
+  older["decode"].erase("bf16_near_keys");
+  std::ofstream(cache.file) << older.dump();
+  t = doctor_tuning()["decode"];
+  CHECK(t["source"] == "tuned");
+  CHECK(t["prefetch_blocks"] == 2);
+  CHECK(t["bf16_near_keys"] == builtin.bf16_near_keys);
 }
 
 TEST_CASE("cli tune: the decode stages' table names every stage and the bit check") {
@@ -384,7 +409,7 @@ TEST_CASE("cli tune: the decode stages' table names every stage and the bit chec
   const auto r = run_cli("tune --only decode --heads 1 --rounds 1 --decode-kv 512 --threads 2 --no-save");
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
-  for (const char* words : {"Prefetch distance", "blocks ahead", "Decode, one query row", "Prefill, n x n",
+  for (const char* words : {"Prefetch distance", "blocks ahead", "keys ahead", "Decode, one query row", "Prefill, n x n",
                             "The stages chose: prefetch", "bit for bit"})
     CHECK(r.out.find(words) != std::string::npos);
   CHECK(!fs::exists(cache.file));

@@ -119,19 +119,24 @@ void print_tune_table(const TuneConfig& c, const TuneResult& r, bool all_same) {
 
 // The decode stages' runs, against the time and memory budgets, before the first.
 void check_decode_tune_budgets(const DecodeTuneConfig& c) {
-  const double cache = 2.0 * 4 * double(c.heads) * double(c.kv) * double(c.head_dim);
-  require_memory(cache + 64.0 * (1 << 20), "tune's decode cache (--decode-kv)", "lower --decode-kv or --heads");
+  const double cache = 2.0 * 4 * double(c.heads) * double(c.kv) * double(c.head_dim);  // float32 K and V
+  // The float32 cache and its bfloat16 copy, which the near-distance stage reads.
+  require_memory(1.5 * cache + 64.0 * (1 << 20), "tune's decode cache (--decode-kv)", "lower --decode-kv or --heads");
   // Each sample repeats its call for sample_ms, or runs it once when it is longer: the cache's
   // read at 5 GB/s (a slow machine's memory) bounds the longest.
   const double call_s = std::max(c.sample_ms / 1000, cache / 5e9);
-  const double samples = double(c.rounds + 1) * (tune_prefetch_blocks().size() + 2 * (6 + 8) + 8);
+  const double samples =
+      double(c.rounds + 1) * (tune_prefetch_blocks().size() + tune_bf16_near_keys().size() + 2 * (6 + 8) + 8);
   require_time(samples * call_s, "tune's decode stages with these --decode-kv, --heads and --rounds", "lower them");
 }
 
 Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
-  Json prefetch = Json::array();
-  for (const PrefetchCandidate& p : r.prefetch)
-    prefetch.push_back({{"prefetch_blocks", p.prefetch_blocks}, {"ms", p.ms}, {"same_bits", p.same_bits}});
+  auto distances = [](const std::vector<DistanceCandidate>& candidates, const char* field) {
+    Json out = Json::array();
+    for (const DistanceCandidate& p : candidates)
+      out.push_back({{field, p.distance}, {"ms", p.ms}, {"same_bits", p.same_bits}});
+    return out;
+  };
   auto ladder = [](const std::vector<CrossoverPoint>& points) {
     Json out = Json::array();
     for (const CrossoverPoint& p : points)
@@ -142,7 +147,8 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
   return {{"shape", {{"kv", c.kv}, {"heads", c.heads}, {"head_dim", c.head_dim}}},
           {"threads", r.threads},
           {"score", "ms per call, the best of the rounds' samples"},
-          {"prefetch", prefetch},
+          {"prefetch", distances(r.prefetch, "prefetch_blocks")},
+          {"bf16_near", distances(r.bf16_near, "bf16_near_keys")},
           {"decode_ladder", ladder(r.decode_ladder)},
           {"prefill_ladder", ladder(r.prefill_ladder)},
           {"builtin", decode_tuning_fields(r.builtin)},
@@ -151,6 +157,13 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
           {"builtin_ms", r.builtin_ms},
           {"staged_ms", r.staged_ms},
           {"all_same_bits", r.all_same_bits}};
+}
+
+void print_distances(const char* unit, const std::vector<DistanceCandidate>& candidates) {
+  std::printf("%13s %12s %9s\n", unit, "ms", "vs first");
+  for (const DistanceCandidate& p : candidates)
+    std::printf("%13zu %9.4f ms %9.3f%s\n", p.distance, p.ms, p.ms / candidates.front().ms,
+                p.same_bits ? "" : "  DIFFERENT BITS: never chosen");
 }
 
 void print_crossover(const char* title, const char* unit, const std::vector<CrossoverPoint>& points,
@@ -165,11 +178,11 @@ void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& 
   std::printf("Tuning the decode path and small prefill on %s, %zu thread(s), H = %zu, d = %zu;\n"
               "each time is ms per call, the best of %zu samples of back-to-back calls.\n\n",
               machine_json()["cpu"].get<std::string>().c_str(), r.threads, c.heads, c.head_dim, c.rounds);
-  std::printf("Prefetch distance (one query row against %zu keys, %.1f MiB of K and V):\n%13s %12s %9s\n", c.kv,
-              2.0 * 4 * double(c.heads * c.kv * c.head_dim) / (1 << 20), "blocks ahead", "ms", "vs first");
-  for (const PrefetchCandidate& p : r.prefetch)
-    std::printf("%13zu %9.4f ms %9.3f%s\n", p.prefetch_blocks, p.ms, p.ms / r.prefetch.front().ms,
-                p.same_bits ? "" : "  DIFFERENT BITS: never chosen");
+  const double mib = 2.0 * 4 * double(c.heads * c.kv * c.head_dim) / (1 << 20);
+  std::printf("Prefetch distance (one query row against %zu keys, %.1f MiB of float32 K and V):\n", c.kv, mib);
+  print_distances("blocks ahead", r.prefetch);
+  std::printf("\nA bfloat16 cache's rows asked into L1 ahead (the same cache in bfloat16, %.1f MiB):\n", mib / 2);
+  print_distances("keys ahead", r.bf16_near);
   if (r.threads > 1) {
     print_crossover("Decode, one query row: 1 thread against all, by cache length", "(key,row) pairs",
                     r.decode_ladder, r.threads);
@@ -255,9 +268,9 @@ void setup_tune(CLI::App& app) {
   cmd->add_option("--rounds", o->config.rounds, "timed runs of each candidate (its best counts)")
       ->capture_default_str()->check(CLI::Range(1, 100));
   cmd->add_option("--only", o->only, "what to measure: all, flash (the blockings) or decode (the decode path's "
-                  "prefetch and the thread crossovers); the saved file keeps the other part")
+                  "prefetch distances and the thread crossovers); the saved file keeps the other part")
       ->capture_default_str()->check(CLI::IsMember({"all", "flash", "decode"}));
-  cmd->add_option("--decode-kv", o->decode.kv, "cache length the decode prefetch stage times")
+  cmd->add_option("--decode-kv", o->decode.kv, "cache length the decode prefetch stages time")
       ->capture_default_str()->check(CLI::Range(256, 1 << 22));
   cmd->add_flag("--json", o->json, "print JSON instead of a table");
   cmd->add_flag("--no-save", o->no_save, "measure and report only; keep the saved tuning as it is");
@@ -279,7 +292,8 @@ and used by later commands on the same CPU model and attn-cli version; `attn-cli
 what runs. ATTN_CLI_TUNING=off runs the built-in blockings whatever the file says.
 
 Then the decode path (a few query rows against a long KV cache) and small prefill: how many
-128-key blocks ahead decode prefetches K and V (timed against a --decode-kv cache), and from
+128-key blocks ahead decode prefetches K and V (timed against a --decode-kv cache), how many
+keys ahead a bfloat16 cache's rows are asked into L1 (the same cache in bfloat16), and from
 what work size a second thread pays for waking it, measured as a crossover: each size of a
 ladder runs on one thread and on all, in alternating rounds, and all threads are used from the
 smallest size where they win by the margin there and at every larger size. What these stages

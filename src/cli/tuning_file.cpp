@@ -56,6 +56,13 @@ DecodeTuning parse_decode_tuning(const Json& d) {
     throw InputError("decode.prefetch_blocks: expected one of the distances attn-cli tune tries");
   DecodeTuning t;
   t.prefetch_blocks = d["prefetch_blocks"].get<std::size_t>();
+  // A file written before tune timed the near distance has none: the built-in runs.
+  const std::vector<std::size_t> near = tune_bf16_near_keys();
+  if (d.contains("bf16_near_keys") &&
+      (!d["bf16_near_keys"].is_number_unsigned() ||
+       std::find(near.begin(), near.end(), d["bf16_near_keys"].get<std::size_t>()) == near.end()))
+    throw InputError("decode.bf16_near_keys: expected one of the distances attn-cli tune tries");
+  if (d.contains("bf16_near_keys")) t.bf16_near_keys = d["bf16_near_keys"].get<std::size_t>();
   for (auto [field, value] : {std::pair{"decode_thread_work", &t.decode_thread_work},
                               std::pair{"prefill_thread_work", &t.prefill_thread_work}}) {
     if (!d.contains(field) || !d[field].is_number_unsigned() || d[field].get<std::size_t>() < 1 ||
@@ -135,26 +142,24 @@ Json flash_tuning_fields(const FlashTuning& t) {
 Json decode_tuning_fields(const DecodeTuning& t) {
   return {{"prefetch_blocks", t.prefetch_blocks},
           {"decode_thread_work", t.decode_thread_work},
-          {"prefill_thread_work", t.prefill_thread_work}};
+          {"prefill_thread_work", t.prefill_thread_work},
+          {"bf16_near_keys", t.bf16_near_keys}};
 }
 
 std::string decode_tuning_text(const DecodeTuning& t) {
-  return "prefetch " + std::to_string(t.prefetch_blocks) + " block(s) ahead; a second thread from " +
+  return "prefetch " + std::to_string(t.prefetch_blocks) + " block(s) ahead, a bfloat16 cache's rows " +
+         std::to_string(t.bf16_near_keys) + " keys ahead into L1; a second thread from " +
          std::to_string(t.decode_thread_work) + " (key, row) pairs a thread (decode), " +
          std::to_string(t.prefill_thread_work) + " multiply-adds a thread (prefill)";
 }
 
 std::string decode_tuning_line(const Json& t) {
   const Json& d = t["decode"];
-  const std::string line = decode_tuning_text({d["prefetch_blocks"].get<std::size_t>(),
-                                               d["decode_thread_work"].get<std::size_t>(),
-                                               d["prefill_thread_work"].get<std::size_t>()});
-  const std::string near = d.contains("bf16_near_keys")
-                               ? "; a bfloat16 cache's rows asked into L1 " +
-                                     std::to_string(d["bf16_near_keys"].get<std::size_t>()) + " keys ahead (built-in)"
-                               : std::string();
-  if (d["source"] == "tuned") return line + " (measured here by attn-cli tune)" + near;
-  return line + " (built-in" + (d.contains("note") ? ": " + d["note"].get<std::string>() : std::string()) + ")" + near;
+  const std::string line = decode_tuning_text(
+      {d["prefetch_blocks"].get<std::size_t>(), d["decode_thread_work"].get<std::size_t>(),
+       d["prefill_thread_work"].get<std::size_t>(), d["bf16_near_keys"].get<std::size_t>()});
+  if (d["source"] == "tuned") return line + " (measured here by attn-cli tune)";
+  return line + " (built-in" + (d.contains("note") ? ": " + d["note"].get<std::string>() : std::string()) + ")";
 }
 
 Json tuning_json() {
@@ -167,8 +172,6 @@ Json tuning_json() {
   if (const auto path = tuning_file_path()) j["file"] = *path;
   if (!loaded().note.empty()) j["note"] = loaded().note;
   Json d = decode_tuning_fields(decode_tuning());
-  // Not timed by tune yet, so never saved in the file: what runs is shown all the same.
-  d["bf16_near_keys"] = decode_tuning().bf16_near_keys;
   d["source"] = loaded().decode_tuned ? "tuned" : "built-in";
   if (!loaded().decode_tuned)  // why: turned off, a file that was not used, or never measured
     d["note"] = !loaded().note.empty() ? loaded().note : "attn-cli tune has not measured decode on this CPU";

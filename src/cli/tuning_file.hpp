@@ -24,12 +24,13 @@ void load_flash_tuning();
 // {qk_kernel, pv_kernel, block_q, source: "built-in" | "tuned", file, note, decode: {prefetch_blocks,
 // decode_thread_work, prefill_thread_work, bf16_near_keys, source, note}}: what the flash kernel
 // runs and why, for doctor and bench --json. decode's note says when tune has not measured it
-// here; bf16_near_keys is always the built-in (tune does not time it yet).
+// here.
 Json tuning_json();
 
 // {qk_kernel, pv_kernel, block_q}: a tuning as the file, tune --json and doctor write it.
 Json flash_tuning_fields(const FlashTuning& tuning);
-// {prefetch_blocks, decode_thread_work, prefill_thread_work}: the same for DecodeTuning.
+// {prefetch_blocks, decode_thread_work, prefill_thread_work, bf16_near_keys}: the same for
+// DecodeTuning.
 Json decode_tuning_fields(const DecodeTuning& tuning);
 
 // What the decode path and small prefill run, in words; and that with where it came from (the

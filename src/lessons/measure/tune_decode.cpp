@@ -1,4 +1,4 @@
-// attn-cli tune, after the blockings: the decode path's prefetch distance and the thread
+// attn-cli tune, after the blockings: the decode path's prefetch distances and the thread
 // crossovers of decode and small prefill, chosen by timing them here.
 #include "attn/lessons/measure/tune_decode.hpp"
 
@@ -19,16 +19,18 @@ namespace {
 using bench_detail::Clock;
 using bench_detail::ms_since;
 
-// One shape's inputs.
+// One shape's inputs: K and V in float32, or (bf16) in bfloat16 as a bfloat16 KV cache keeps them.
 struct Call {
   Tensor3 q, k, v;
+  Bf16Tensor3 k16, v16;
+  bool bf16 = false;
 };
 
 FlashResult run(const Call& c, const DecodeTuning& t, std::size_t threads) {
   FlashOptions fo;
   fo.threads = threads;
   fo.decode_tuning = &t;
-  return flash_attention(c.q, c.k, c.v, nullptr, fo);
+  return c.bf16 ? flash_decode_bf16(c.q, c.k16, c.v16, nullptr, fo) : flash_attention(c.q, c.k, c.v, nullptr, fo);
 }
 
 // The same bytes: -0 is not +0, and a NaN equals the same NaN (== says neither).
@@ -90,6 +92,29 @@ Call random_call(Rng& rng, std::size_t heads, std::size_t queries, std::size_t k
           bench_detail::random_tensor(rng, heads, keys, d)};
 }
 
+// The same query against the same cache, stored in bfloat16.
+Call bf16_call(const Call& c) { return {c.q, {}, {}, to_bf16(c.k), to_bf16(c.v), true}; }
+
+// A prefetch stage: `call` with each distance in turn (set by `with`, from `base`), on all
+// threads, every run's bytes against the base's; the built-in distance first, and the index of
+// the one the margin rule picks.
+using WithDistance = DecodeTuning (*)(DecodeTuning, std::size_t);
+std::size_t distance_stage(const Call& call, const DecodeTuning& base, const std::vector<std::size_t>& distances,
+                           WithDistance with, DecodeTuneResult& r, std::vector<DistanceCandidate>& out,
+                           const DecodeTuneConfig& c) {
+  const FlashResult reference = run(call, base, r.threads);
+  std::vector<Setting> settings;
+  for (std::size_t distance : distances) settings.push_back({&call, with(base, distance), r.threads, &reference});
+  const std::vector<Timed> timed = time_settings(settings, c);
+  std::vector<double> scores;
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    out.push_back({distances[i], timed[i].ms, timed[i].same_bits});
+    scores.push_back(timed[i].same_bits ? timed[i].ms : std::numeric_limits<double>::infinity());
+    r.all_same_bits = r.all_same_bits && timed[i].same_bits;
+  }
+  return pick_faster(scores, 0, c.margin);
+}
+
 // A ladder's shapes: decode (one query row against n keys) or prefill (n x n), and the work
 // each means to the crossover that the kernel applies.
 struct Ladder {
@@ -146,17 +171,18 @@ void check_decode_tune_config(const DecodeTuneConfig& c) {
     throw InputError("margin: expected a fraction in [0, 1)");
 }
 
-// The built-in against what the stages chose, on the shapes where the two run differently: the
-// prefetch shape when the distances differ, each ladder point where the thread counts do.
-void head_to_head(DecodeTuneResult& r, const Call& prefetch_call, const FlashResult& prefetch_ref, const Ladder& dl,
-                  const Ladder& pl, const std::vector<FlashResult>& dref, const std::vector<FlashResult>& pref,
-                  const DecodeTuneConfig& c) {
+// The built-in against what the stages chose, on the shapes where the two run differently: a
+// prefetch stage's shape when its distances differ, each ladder point where the thread counts do.
+void head_to_head(DecodeTuneResult& r, const Call& f32, const Call& bf16, const Ladder& dl, const Ladder& pl,
+                  const std::vector<FlashResult>& dref, const std::vector<FlashResult>& pref, const DecodeTuneConfig& c) {
   std::vector<Setting> settings;
   auto both = [&](const Call& call, const FlashResult& ref) {
     settings.push_back({&call, r.builtin, r.threads, &ref});
     settings.push_back({&call, r.staged, r.threads, &ref});
   };
-  if (r.staged.prefetch_blocks != r.builtin.prefetch_blocks) both(prefetch_call, prefetch_ref);
+  const FlashResult f32_ref = run(f32, r.builtin, r.threads), bf16_ref = run(bf16, r.builtin, r.threads);
+  if (r.staged.prefetch_blocks != r.builtin.prefetch_blocks) both(f32, f32_ref);
+  if (r.staged.bf16_near_keys != r.builtin.bf16_near_keys) both(bf16, bf16_ref);
   const std::size_t any = std::numeric_limits<std::size_t>::max();
   for (std::size_t i = 0; i < dl.calls.size(); ++i)
     if (threads_for_work(r.threads, any, dl.work[i], r.builtin.decode_thread_work) !=
@@ -180,6 +206,8 @@ void head_to_head(DecodeTuneResult& r, const Call& prefetch_call, const FlashRes
 
 std::vector<std::size_t> tune_prefetch_blocks() { return {decode_tuning_builtin().prefetch_blocks, 0, 2, 4}; }
 
+std::vector<std::size_t> tune_bf16_near_keys() { return {decode_tuning_builtin().bf16_near_keys, 0, 32, 128, 256}; }
+
 std::size_t crossover_work(const std::vector<CrossoverPoint>& ladder, std::size_t threads, double margin) {
   if (ladder.empty() || threads < 2) return decode_tuning_builtin().decode_thread_work;
   std::size_t from = ladder.size();
@@ -196,23 +224,14 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
   r.builtin = r.staged = r.chosen = decode_tuning_builtin();
   Rng rng(c.seed);
 
-  // Stage 1, the prefetch distance: one query row against a cache of c.kv keys, all threads.
-  const Call prefetch_call = random_call(rng, c.heads, 1, c.kv, c.head_dim);
-  const FlashResult prefetch_ref = run(prefetch_call, r.builtin, r.threads);
-  std::vector<Setting> settings;
-  for (std::size_t pb : tune_prefetch_blocks()) {
-    DecodeTuning t = r.builtin;
-    t.prefetch_blocks = pb;
-    settings.push_back({&prefetch_call, t, r.threads, &prefetch_ref});
-  }
-  const std::vector<Timed> timed = time_settings(settings, c);
-  std::vector<double> scores;
-  for (std::size_t i = 0; i < settings.size(); ++i) {
-    r.prefetch.push_back({settings[i].tuning.prefetch_blocks, timed[i].ms, timed[i].same_bits});
-    scores.push_back(timed[i].same_bits ? timed[i].ms : std::numeric_limits<double>::infinity());
-    r.all_same_bits = r.all_same_bits && timed[i].same_bits;
-  }
-  r.staged.prefetch_blocks = r.prefetch[pick_faster(scores, 0, c.margin)].prefetch_blocks;
+  // Stage 1, the prefetch distance: one query row against a float32 cache of c.kv keys, all
+  // threads. Stage 2, a bfloat16 cache's near distance: the same query and cache in bfloat16.
+  const Call f32 = random_call(rng, c.heads, 1, c.kv, c.head_dim), bf16 = bf16_call(f32);
+  const std::vector<std::size_t> blocks = tune_prefetch_blocks(), near = tune_bf16_near_keys();
+  r.staged.prefetch_blocks = blocks[distance_stage(
+      f32, r.builtin, blocks, [](DecodeTuning t, std::size_t d) { return t.prefetch_blocks = d, t; }, r, r.prefetch, c)];
+  r.staged.bf16_near_keys = near[distance_stage(
+      bf16, r.staged, near, [](DecodeTuning t, std::size_t d) { return t.bf16_near_keys = d, t; }, r, r.bf16_near, c)];
 
   // Stages 2 and 3, the crossovers: each ladder point on one thread and on all.
   const Ladder dl = r.threads > 1 ? decode_ladder(rng, c) : Ladder{}, pl = r.threads > 1 ? prefill_ladder(rng, c) : Ladder{};
@@ -228,7 +247,7 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
     r.staged.prefill_thread_work = crossover_work(r.prefill_ladder, r.threads, c.margin);
   }
   if (!r.all_same_bits) r.staged = r.builtin;  // a setting that changed the bits is never chosen
-  if (r.staged != r.builtin) head_to_head(r, prefetch_call, prefetch_ref, dl, pl, dref, pref, c);
+  if (r.staged != r.builtin) head_to_head(r, f32, bf16, dl, pl, dref, pref, c);
   return r;
 }
 

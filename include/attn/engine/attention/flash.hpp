@@ -206,8 +206,8 @@ struct DecodeTuning {
   // per head, half that when causal); fewer threads run below it.
   std::size_t prefill_thread_work = std::size_t(1) << 20;
   // A bfloat16 cache's K and V rows are asked into L1 this many keys ahead of the row the
-  // products read (0 = never). Not yet timed by `attn-cli tune`: 64, measured on the Intel Xeon
-  // (docs/performance.md), holds until it is.
+  // products read (0 = never). 64: from memory on the Intel Xeon it beat 32 and 128, and 32 was
+  // slower from its L3 (docs/performance.md); `attn-cli tune` times 0 to 256 where it runs.
   std::size_t bf16_near_keys = 64;
   bool operator==(const DecodeTuning&) const = default;
 };

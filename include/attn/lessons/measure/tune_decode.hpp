@@ -1,5 +1,5 @@
 #pragma once
-// Choosing the decode path's prefetch distance and the thread crossovers of decode and small
+// Choosing the decode path's prefetch distances and the thread crossovers of decode and small
 // prefill for this machine by measurement (`attn-cli tune`, after the blockings). How far
 // ahead a prefetch must ask depends on the memory's latency and the core's hardware
 // prefetcher; from what size a second thread pays for being woken depends on the cores, the
@@ -14,7 +14,7 @@
 namespace attn {
 
 struct DecodeTuneConfig {
-  std::size_t kv = 16384;                // the cache length the prefetch stage times (one query row)
+  std::size_t kv = 16384;                // the cache length the prefetch stages time (one query row)
   std::size_t heads = 8, head_dim = 64;  // the shapes timed (key/value heads = heads)
   std::size_t threads = 0;               // 0 = all hardware threads
   std::size_t rounds = 5;                // timed samples of each setting, in alternating rounds
@@ -24,9 +24,10 @@ struct DecodeTuneConfig {
   std::function<void(std::size_t done, std::size_t total)> progress;  // after each round
 };
 
-// One prefetch distance as timed at the prefetch stage's shape: ms per call, its best sample.
-struct PrefetchCandidate {
-  std::size_t prefetch_blocks = 0;
+// One prefetch distance as timed at a prefetch stage's shape: ms per call, its best sample.
+// The distance is in 128-key blocks (prefetch_blocks) or in keys (bf16_near_keys).
+struct DistanceCandidate {
+  std::size_t distance = 0;
   double ms = 0;
   bool same_bits = false;
 };
@@ -42,7 +43,8 @@ struct CrossoverPoint {
 struct DecodeTuneResult {
   std::size_t threads = 0;  // as resolved
   DecodeTuning builtin, staged, chosen;
-  std::vector<PrefetchCandidate> prefetch;  // the built-in first
+  std::vector<DistanceCandidate> prefetch;   // prefetch_blocks, float32 cache; the built-in first
+  std::vector<DistanceCandidate> bf16_near;  // bf16_near_keys, a bfloat16 cache; the built-in first
   // The crossovers: the smallest size from which all threads beat one by the margin, at it and
   // every larger size, sets the work a thread needs (its work / threads). Empty on one thread.
   std::vector<CrossoverPoint> decode_ladder, prefill_ladder;
@@ -52,13 +54,16 @@ struct DecodeTuneResult {
   bool all_same_bits = true;
 };
 
-// Three stages: the prefetch distance (tune_prefetch_blocks), the decode crossover, the small
-// prefill crossover; what they chose is kept only if it then beats the built-in by the margin
-// in rounds of its own, on the shapes where the two run differently.
+// Four stages: the prefetch distance (tune_prefetch_blocks), a bfloat16 cache's near distance
+// (tune_bf16_near_keys), the decode crossover, the small prefill crossover; what they chose is
+// kept only if it then beats the built-in by the margin in rounds of its own, on the shapes
+// where the two run differently.
 DecodeTuneResult tune_decode(const DecodeTuneConfig& config);
 
-// The prefetch distances tune tries, the built-in first. A saved tuning must hold one.
+// The distances tune tries, the built-in first: 128-key blocks ahead, and a bfloat16 cache's
+// keys ahead. A saved tuning must hold one of each.
 std::vector<std::size_t> tune_prefetch_blocks();
+std::vector<std::size_t> tune_bf16_near_keys();
 
 // The crossover a ladder measured: work / threads at the smallest point from which `many_ms`
 // beats `one_ms` by the margin at every larger point; when it never does, just over the

@@ -339,12 +339,31 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   CHECK(d["prefill_ladder"].size() >= 4);
   CHECK(d["staged"]["decode_thread_work"] == crossover_from(d["decode_ladder"], 2, margin));
   CHECK(d["staged"]["prefill_thread_work"] == crossover_from(d["prefill_ladder"], 2, margin));
-  // Kept only when it beat the built-in head to head where they differ.
-  if (d["staged"] != d["builtin"] && d["builtin_ms"].get<double>() > 0) {
-    const bool won = d["staged_ms"].get<double>() < d["builtin_ms"].get<double>() * (1 - margin);
-    CHECK(d["chosen"] == (won ? d["staged"] : d["builtin"]));
-  } else {
-    CHECK(d["chosen"] == d["builtin"]);
+  // Each change kept only when it beat the built-in head to head where it runs differently; the
+  // others stay the built-in's.
+  Json expected = d["builtin"];
+  double builtin_sum = 0, staged_sum = 0;
+  for (const Json& h : d["head_to_head"]) {
+    const std::string field = h["setting"];
+    CAPTURE(field);
+    CHECK(h["builtin"] == d["builtin"][field]);
+    CHECK(h["staged"] == d["staged"][field]);
+    CHECK(h["staged"] != h["builtin"]);
+    const bool won = h["staged_ms"].get<double>() < h["builtin_ms"].get<double>() * (1 - margin);
+    CHECK(h["kept"] == won);
+    if (won) expected[field] = h["staged"];
+    builtin_sum += h["builtin_ms"].get<double>();
+    staged_sum += h["staged_ms"].get<double>();
+  }
+  CHECK(d["chosen"] == expected);
+  CHECK(d["builtin_ms"].get<double>() == doctest::Approx(builtin_sum));
+  CHECK(d["staged_ms"].get<double>() == doctest::Approx(staged_sum));
+  // Every changed setting that runs differently on some shape is compared: the prefetch
+  // distances always do (their stage's cache), a crossover only where a ladder point moves.
+  for (const char* field : {"prefetch_blocks", "bf16_near_keys"}) {
+    bool compared = false;
+    for (const Json& h : d["head_to_head"]) compared = compared || h["setting"] == field;
+    CHECK(compared == (d["staged"][field] != d["builtin"][field]));
   }
   // Saved without blockings (none were measured or saved before); doctor runs it.
   const Json saved = read_json(cache.file.string());

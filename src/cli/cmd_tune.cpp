@@ -137,6 +137,10 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
       out.push_back({{field, p.distance}, {"ms", p.ms}, {"same_bits", p.same_bits}});
     return out;
   };
+  Json compared = Json::array();
+  for (const HeadToHead& h : r.compared)
+    compared.push_back({{"setting", h.setting}, {"builtin", h.builtin}, {"staged", h.staged},
+                        {"builtin_ms", h.builtin_ms}, {"staged_ms", h.staged_ms}, {"kept", h.kept}});
   auto ladder = [](const std::vector<CrossoverPoint>& points) {
     Json out = Json::array();
     for (const CrossoverPoint& p : points)
@@ -154,6 +158,7 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
           {"builtin", decode_tuning_fields(r.builtin)},
           {"staged", decode_tuning_fields(r.staged)},
           {"chosen", decode_tuning_fields(r.chosen)},
+          {"head_to_head", compared},
           {"builtin_ms", r.builtin_ms},
           {"staged_ms", r.staged_ms},
           {"all_same_bits", r.all_same_bits}};
@@ -193,12 +198,16 @@ void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& 
   }
   std::printf("\nThe stages chose: %s.\n", decode_tuning_text(r.staged).c_str());
   if (r.staged == r.builtin) std::printf("That is the built-in: kept.\n");
-  else if (r.builtin_ms == 0) std::printf("It runs as the built-in on every shape timed: the built-in is kept.\n");
-  else
-    std::printf("Against the built-in, on the shapes where they differ, in %zu more rounds: %.4f ms against %.4f ms "
-                "(%.3fx as fast): %s.\n",
-                c.rounds, r.staged_ms, r.builtin_ms, r.builtin_ms / r.staged_ms,
-                r.chosen == r.builtin ? "the built-in is kept (not faster by the margin)" : "chosen");
+  else if (r.compared.empty()) std::printf("It runs as the built-in on every shape timed: the built-in is kept.\n");
+  else {
+    std::printf("Each change against the built-in, on the shapes where it runs differently, in %zu more rounds:\n",
+                c.rounds);
+    for (const HeadToHead& h : r.compared)
+      std::printf("  %s %zu instead of %zu: %.4f ms against %.4f ms (%.3fx as fast): %s\n", h.setting.c_str(),
+                  h.staged, h.builtin, h.staged_ms, h.builtin_ms, h.builtin_ms / h.staged_ms,
+                  h.kept ? "kept" : "the built-in stays (not faster by the margin)");
+    std::printf("Chosen: %s.\n", decode_tuning_text(r.chosen).c_str());
+  }
   std::printf("%s\n", r.all_same_bits ? "Every setting gave the built-in's output and lse, bit for bit."
                                       : "Some settings changed the bits: a bug, please report it.");
 }
@@ -296,8 +305,9 @@ Then the decode path (a few query rows against a long KV cache) and small prefil
 keys ahead a bfloat16 cache's rows are asked into L1 (the same cache in bfloat16), and from
 what work size a second thread pays for waking it, measured as a crossover: each size of a
 ladder runs on one thread and on all, in alternating rounds, and all threads are used from the
-smallest size where they win by the margin there and at every larger size. What these stages
-chose must beat the built-in by the margin on the shapes where the two differ. None of it
+smallest size where they win by the margin there and at every larger size. Each setting these
+stages changed must then beat the built-in by the margin, alone, on the shapes where that
+change runs differently. None of it
 changes a number either: decode cuts its cache into chunks by its shape alone, never by its
 threads or tuning (the run compares every output with the built-in's, byte for byte).
 

@@ -171,35 +171,65 @@ void check_decode_tune_config(const DecodeTuneConfig& c) {
     throw InputError("margin: expected a fraction in [0, 1)");
 }
 
-// The built-in against what the stages chose, on the shapes where the two run differently: a
-// prefetch stage's shape when its distances differ, each ladder point where the thread counts do.
+// One setting of DecodeTuning: its name and where it lives.
+struct Field {
+  const char* name;
+  std::size_t DecodeTuning::*member;
+};
+constexpr Field kFields[] = {{"prefetch_blocks", &DecodeTuning::prefetch_blocks},
+                             {"bf16_near_keys", &DecodeTuning::bf16_near_keys},
+                             {"decode_thread_work", &DecodeTuning::decode_thread_work},
+                             {"prefill_thread_work", &DecodeTuning::prefill_thread_work}};
+
+// Each setting the stages changed against the built-in, on the shapes where that change alone
+// runs differently (the float32 cache, the bfloat16 one, each ladder point where the thread
+// counts differ), all in one set of alternating rounds; each is kept only when it wins there by
+// the margin, so a noisy pick does not ride on another setting's clear win.
 void head_to_head(DecodeTuneResult& r, const Call& f32, const Call& bf16, const Ladder& dl, const Ladder& pl,
                   const std::vector<FlashResult>& dref, const std::vector<FlashResult>& pref, const DecodeTuneConfig& c) {
-  std::vector<Setting> settings;
-  auto both = [&](const Call& call, const FlashResult& ref) {
-    settings.push_back({&call, r.builtin, r.threads, &ref});
-    settings.push_back({&call, r.staged, r.threads, &ref});
-  };
   const FlashResult f32_ref = run(f32, r.builtin, r.threads), bf16_ref = run(bf16, r.builtin, r.threads);
-  if (r.staged.prefetch_blocks != r.builtin.prefetch_blocks) both(f32, f32_ref);
-  if (r.staged.bf16_near_keys != r.builtin.bf16_near_keys) both(bf16, bf16_ref);
-  const std::size_t any = std::numeric_limits<std::size_t>::max();
-  for (std::size_t i = 0; i < dl.calls.size(); ++i)
-    if (threads_for_work(r.threads, any, dl.work[i], r.builtin.decode_thread_work) !=
-        threads_for_work(r.threads, any, dl.work[i], r.staged.decode_thread_work))
-      both(dl.calls[i], dref[i]);
-  for (std::size_t i = 0; i < pl.calls.size(); ++i)
-    if (threads_for_work(r.threads, any, pl.work[i], r.builtin.prefill_thread_work) !=
-        threads_for_work(r.threads, any, pl.work[i], r.staged.prefill_thread_work))
-      both(pl.calls[i], pref[i]);
+  std::vector<Setting> settings;
+  std::vector<std::size_t> owner;  // settings[2i], [2i + 1]: the built-in and the change, for r.compared[owner[i]]
+  for (const Field& f : kFields) {
+    if (r.staged.*f.member == r.builtin.*f.member) continue;
+    DecodeTuning changed = r.builtin;
+    changed.*f.member = r.staged.*f.member;
+    const std::size_t before = settings.size();
+    auto both = [&](const Call& call, const FlashResult& ref) {
+      settings.push_back({&call, r.builtin, r.threads, &ref});
+      settings.push_back({&call, changed, r.threads, &ref});
+      owner.push_back(r.compared.size());
+    };
+    const std::size_t any = std::numeric_limits<std::size_t>::max();
+    auto ladder = [&](const Ladder& l, const std::vector<FlashResult>& refs, std::size_t DecodeTuning::*work) {
+      for (std::size_t i = 0; i < l.calls.size(); ++i)
+        if (threads_for_work(r.threads, any, l.work[i], r.builtin.*work) !=
+            threads_for_work(r.threads, any, l.work[i], changed.*work))
+          both(l.calls[i], refs[i]);
+    };
+    if (f.member == &DecodeTuning::prefetch_blocks) both(f32, f32_ref);
+    if (f.member == &DecodeTuning::bf16_near_keys) both(bf16, bf16_ref);
+    if (f.member == &DecodeTuning::decode_thread_work) ladder(dl, dref, f.member);
+    if (f.member == &DecodeTuning::prefill_thread_work) ladder(pl, pref, f.member);
+    // A change that runs as the built-in on every shape timed is not worth keeping.
+    if (settings.size() > before) r.compared.push_back({f.name, r.builtin.*f.member, r.staged.*f.member});
+  }
   if (settings.empty()) return;  // they never run differently here: the built-in stays
   const std::vector<Timed> timed = time_settings(settings, c);
   for (std::size_t i = 0; i < timed.size(); i += 2) {
+    HeadToHead& h = r.compared[owner[i / 2]];
+    h.builtin_ms += timed[i].ms;
+    h.staged_ms += timed[i + 1].ms;
     r.builtin_ms += timed[i].ms;
     r.staged_ms += timed[i + 1].ms;
     r.all_same_bits = r.all_same_bits && timed[i].same_bits && timed[i + 1].same_bits;
   }
-  if (pick_faster({r.builtin_ms, r.staged_ms}, 0, c.margin) == 1) r.chosen = r.staged;
+  if (!r.all_same_bits) return;
+  for (HeadToHead& h : r.compared) {
+    h.kept = pick_faster({h.builtin_ms, h.staged_ms}, 0, c.margin) == 1;
+    for (const Field& f : kFields)
+      if (h.kept && h.setting == f.name) r.chosen.*f.member = r.staged.*f.member;
+  }
 }
 
 }  // namespace

@@ -40,6 +40,15 @@ struct CrossoverPoint {
   bool same_bits = false;  // all threads gave one thread's bytes
 };
 
+// One setting the stages changed, timed against the built-in on the shapes where the change
+// alone runs differently (summed over them): kept when faster by the margin.
+struct HeadToHead {
+  std::string setting;  // a DecodeTuning field's name: prefetch_blocks, bf16_near_keys, ...
+  std::size_t builtin = 0, staged = 0;
+  double builtin_ms = 0, staged_ms = 0;
+  bool kept = false;
+};
+
 struct DecodeTuneResult {
   std::size_t threads = 0;  // as resolved
   DecodeTuning builtin, staged, chosen;
@@ -48,16 +57,18 @@ struct DecodeTuneResult {
   // The crossovers: the smallest size from which all threads beat one by the margin, at it and
   // every larger size, sets the work a thread needs (its work / threads). Empty on one thread.
   std::vector<CrossoverPoint> decode_ladder, prefill_ladder;
-  // The built-in against `staged`, head to head, summed over the shapes where they differ
-  // (0 and 0 when they never do).
+  // Each setting `staged` changed, against the built-in head to head on the shapes where that
+  // change runs differently; `chosen` takes the ones kept. The sums over them all (0 and 0
+  // when nothing runs differently).
+  std::vector<HeadToHead> compared;
   double builtin_ms = 0, staged_ms = 0;
   bool all_same_bits = true;
 };
 
 // Four stages: the prefetch distance (tune_prefetch_blocks), a bfloat16 cache's near distance
-// (tune_bf16_near_keys), the decode crossover, the small prefill crossover; what they chose is
-// kept only if it then beats the built-in by the margin in rounds of its own, on the shapes
-// where the two run differently.
+// (tune_bf16_near_keys), the decode crossover, the small prefill crossover; each setting they
+// changed is kept only if it then beats the built-in by the margin in rounds of its own, on the
+// shapes where that change runs differently.
 DecodeTuneResult tune_decode(const DecodeTuneConfig& config);
 
 // The distances tune tries, the built-in first: 128-key blocks ahead, and a bfloat16 cache's

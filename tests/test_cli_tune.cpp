@@ -402,7 +402,8 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   const Json both = read_json(cache.file.string());
   CHECK(both.contains("qk_kernel"));
   CHECK(both["decode"] == other["decode"]);
-  for (auto [field, value] : {std::pair{"prefetch_blocks", 3}, std::pair{"bf16_near_keys", 48}}) {
+  for (auto [field, value] : {std::pair{"prefetch_blocks", Json(3)}, std::pair{"bf16_near_keys", Json(48)},
+                              std::pair{"bf16_near_keys", Json("64")}, std::pair{"bf16_near_keys", Json(-64)}}) {
     const std::string name = field;
     CAPTURE(name);
     Json bad = both;
@@ -413,7 +414,8 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
     CHECK(warned.err.find(field) != std::string::npos);
     CHECK(Json::parse(warned.out)["flash_tuning"]["decode"]["source"] == "built-in");
   }
-  // A file from before tune timed the near distance runs its other settings and the built-in near.
+  // A file from before tune timed the near distance runs its other settings and the built-in
+  // near distance, says so, and tune --only flash keeps its decode part as it was.
   Json older = both;
   older["decode"].erase("bf16_near_keys");
   std::ofstream(cache.file) << older.dump();
@@ -421,6 +423,10 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   CHECK(t["source"] == "tuned");
   CHECK(t["prefetch_blocks"] == 2);
   CHECK(t["bf16_near_keys"] == builtin.bf16_near_keys);
+  CHECK(t["note"].get<std::string>().find("near distance is the built-in") != std::string::npos);
+  CHECK(run_cli("doctor").out.find("predates") != std::string::npos);
+  REQUIRE(run_cli("tune --only flash --n 768 --heads 1 --rounds 1").code == 0);
+  CHECK(read_json(cache.file.string())["decode"] == older["decode"]);
 }
 
 TEST_CASE("cli tune: the decode stages' table names every stage and the bit check") {
@@ -428,7 +434,8 @@ TEST_CASE("cli tune: the decode stages' table names every stage and the bit chec
   const auto r = run_cli("tune --only decode --heads 1 --rounds 1 --decode-kv 512 --threads 2 --no-save");
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
-  for (const char* words : {"Prefetch distance", "blocks ahead", "keys ahead", "Decode, one query row", "Prefill, n x n",
+  for (const char* words : {"Prefetch distance", "blocks ahead", "A bfloat16 cache's rows asked into L1 ahead",
+                            "keys ahead", "Decode, one query row", "Prefill, n x n",
                             "The stages chose: prefetch", "bit for bit"})
     CHECK(r.out.find(words) != std::string::npos);
   CHECK(!fs::exists(cache.file));

@@ -126,7 +126,7 @@ void check_decode_tune_budgets(const DecodeTuneConfig& c) {
   // read at 5 GB/s (a slow machine's memory) bounds the longest.
   const double call_s = std::max(c.sample_ms / 1000, cache / 5e9);
   const double samples =
-      double(c.rounds + 1) * (tune_prefetch_blocks().size() + tune_bf16_near_keys().size() + 2 * (6 + 8) + 8);
+      double(c.rounds + 1) * (tune_prefetch_blocks().size() + tune_bf16_near_keys().size() + 2 * (6 + 8) + 10);
   require_time(samples * call_s, "tune's decode stages with these --decode-kv, --heads and --rounds", "lower them");
 }
 
@@ -205,7 +205,9 @@ void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& 
     for (const HeadToHead& h : r.compared)
       std::printf("  %s %zu instead of %zu: %.4f ms against %.4f ms (%.3fx as fast): %s\n", h.setting.c_str(),
                   h.staged, h.builtin, h.staged_ms, h.builtin_ms, h.builtin_ms / h.staged_ms,
-                  h.kept ? "kept" : "the built-in stays (not faster by the margin)");
+                  h.kept               ? "kept"
+                  : r.all_same_bits    ? "the built-in stays (not faster by the margin)"
+                                       : "the built-in stays (some settings changed the bits)");
     std::printf("Chosen: %s.\n", decode_tuning_text(r.chosen).c_str());
   }
   std::printf("%s\n", r.all_same_bits ? "Every setting gave the built-in's output and lse, bit for bit."

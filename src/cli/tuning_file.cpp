@@ -23,7 +23,9 @@ struct Loaded {
   bool tuned = false;         // the blockings come from the file
   bool decode_tuned = false;  // the decode path's settings come from the file
   std::string note;  // why a file was not used, or that the user turned tuning off
+  std::string decode_note;  // what of a used decode part is the built-in all the same
   Json measured, decode_measured;  // the file's records of how each part was measured
+  Json decode;  // the file's decode part as it was, for tune --only flash to keep
 };
 
 Loaded& loaded() {
@@ -57,12 +59,13 @@ DecodeTuning parse_decode_tuning(const Json& d) {
   DecodeTuning t;
   t.prefetch_blocks = d["prefetch_blocks"].get<std::size_t>();
   // A file written before tune timed the near distance has none: the built-in runs.
-  const std::vector<std::size_t> near = tune_bf16_near_keys();
-  if (d.contains("bf16_near_keys") &&
-      (!d["bf16_near_keys"].is_number_unsigned() ||
-       std::find(near.begin(), near.end(), d["bf16_near_keys"].get<std::size_t>()) == near.end()))
-    throw InputError("decode.bf16_near_keys: expected one of the distances attn-cli tune tries");
-  if (d.contains("bf16_near_keys")) t.bf16_near_keys = d["bf16_near_keys"].get<std::size_t>();
+  if (d.contains("bf16_near_keys")) {
+    const std::vector<std::size_t> near = tune_bf16_near_keys();
+    if (!d["bf16_near_keys"].is_number_unsigned() ||
+        std::find(near.begin(), near.end(), d["bf16_near_keys"].get<std::size_t>()) == near.end())
+      throw InputError("decode.bf16_near_keys: expected one of the distances attn-cli tune tries");
+    t.bf16_near_keys = d["bf16_near_keys"].get<std::size_t>();
+  }
   for (auto [field, value] : {std::pair{"decode_thread_work", &t.decode_thread_work},
                               std::pair{"prefill_thread_work", &t.prefill_thread_work}}) {
     if (!d.contains(field) || !d[field].is_number_unsigned() || d[field].get<std::size_t>() < 1 ||
@@ -129,6 +132,9 @@ void load_flash_tuning() {
     state.decode_tuned = decode.has_value();
     if (j.contains("measured")) state.measured = j["measured"];
     if (j.contains("decode_measured")) state.decode_measured = j["decode_measured"];
+    if (decode) state.decode = j["decode"];
+    if (decode && !j["decode"].contains("bf16_near_keys"))
+      state.decode_note = "the bfloat16 near distance is the built-in: the file predates tune's stage for it";
   } catch (const std::exception& e) {  // a broken cache must not stop every command
     state.note = "not used: " + printable_text(e.what());  // the file's text may be in it
     warn("ignoring " + *path + " (" + e.what() + "); attn-cli tune measures this machine again");
@@ -158,7 +164,9 @@ std::string decode_tuning_line(const Json& t) {
   const std::string line = decode_tuning_text(
       {d["prefetch_blocks"].get<std::size_t>(), d["decode_thread_work"].get<std::size_t>(),
        d["prefill_thread_work"].get<std::size_t>(), d["bf16_near_keys"].get<std::size_t>()});
-  if (d["source"] == "tuned") return line + " (measured here by attn-cli tune)";
+  if (d["source"] == "tuned")
+    return line + " (measured here by attn-cli tune" + (d.contains("note") ? "; " + d["note"].get<std::string>() : "") +
+           ")";
   return line + " (built-in" + (d.contains("note") ? ": " + d["note"].get<std::string>() : std::string()) + ")";
 }
 
@@ -175,6 +183,8 @@ Json tuning_json() {
   d["source"] = loaded().decode_tuned ? "tuned" : "built-in";
   if (!loaded().decode_tuned)  // why: turned off, a file that was not used, or never measured
     d["note"] = !loaded().note.empty() ? loaded().note : "attn-cli tune has not measured decode on this CPU";
+  else if (!loaded().decode_note.empty())
+    d["note"] = loaded().decode_note;
   j["decode"] = d;
   return j;
 }
@@ -209,8 +219,8 @@ void save_flash_tuning(const TuneConfig& config, const TuneResult* flash, const 
     j["decode_measured"] = {{"kv", dc.kv},           {"heads", dc.heads},
                             {"head_dim", dc.head_dim}, {"threads", decode->threads},
                             {"builtin_ms", decode->builtin_ms}, {"staged_ms", decode->staged_ms}};
-  } else if (loaded().decode_tuned) {  // tune --only flash keeps the decode settings the file gave
-    j["decode"] = decode_tuning_fields(decode_tuning());
+  } else if (loaded().decode_tuned) {  // tune --only flash keeps the decode part the file gave
+    j["decode"] = loaded().decode;
     if (!loaded().decode_measured.is_null()) j["decode_measured"] = loaded().decode_measured;
   }
   if (!j.contains("qk_kernel") && !j.contains("decode")) return;  // nothing measured, nothing kept

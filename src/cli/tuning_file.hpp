@@ -24,7 +24,7 @@ void load_flash_tuning();
 // {qk_kernel, pv_kernel, block_q, source: "built-in" | "tuned", file, note, decode: {prefetch_blocks,
 // decode_thread_work, prefill_thread_work, bf16_near_keys, source, note}}: what the flash kernel
 // runs and why, for doctor and bench --json. decode's note says when tune has not measured it
-// here.
+// here, or which of its settings a file that tune wrote is without (those run the built-in).
 Json tuning_json();
 
 // {qk_kernel, pv_kernel, block_q}: a tuning as the file, tune --json and doctor write it.

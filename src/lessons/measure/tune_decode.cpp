@@ -95,16 +95,16 @@ Call random_call(Rng& rng, std::size_t heads, std::size_t queries, std::size_t k
 // The same query against the same cache, stored in bfloat16.
 Call bf16_call(const Call& c) { return {c.q, {}, {}, to_bf16(c.k), to_bf16(c.v), true}; }
 
-// A prefetch stage: `call` with each distance in turn (set by `with`, from `base`), on all
-// threads, every run's bytes against the base's; the built-in distance first, and the index of
-// the one the margin rule picks.
+// A prefetch stage: `call` with each distance in turn (set by `with` on the built-in, so that
+// each distance is timed, and later judged head to head, with every other setting built-in),
+// on all threads, every run's bytes against the built-in's; the built-in distance first, and
+// the index of the one the margin rule picks.
 using WithDistance = DecodeTuning (*)(DecodeTuning, std::size_t);
-std::size_t distance_stage(const Call& call, const DecodeTuning& base, const std::vector<std::size_t>& distances,
-                           WithDistance with, DecodeTuneResult& r, std::vector<DistanceCandidate>& out,
-                           const DecodeTuneConfig& c) {
-  const FlashResult reference = run(call, base, r.threads);
+std::size_t distance_stage(const Call& call, const std::vector<std::size_t>& distances, WithDistance with,
+                           DecodeTuneResult& r, std::vector<DistanceCandidate>& out, const DecodeTuneConfig& c) {
+  const FlashResult reference = run(call, r.builtin, r.threads);
   std::vector<Setting> settings;
-  for (std::size_t distance : distances) settings.push_back({&call, with(base, distance), r.threads, &reference});
+  for (std::size_t distance : distances) settings.push_back({&call, with(r.builtin, distance), r.threads, &reference});
   const std::vector<Timed> timed = time_settings(settings, c);
   std::vector<double> scores;
   for (std::size_t i = 0; i < settings.size(); ++i) {
@@ -182,9 +182,10 @@ constexpr Field kFields[] = {{"prefetch_blocks", &DecodeTuning::prefetch_blocks}
                              {"prefill_thread_work", &DecodeTuning::prefill_thread_work}};
 
 // Each setting the stages changed against the built-in, on the shapes where that change alone
-// runs differently (the float32 cache, the bfloat16 one, each ladder point where the thread
-// counts differ), all in one set of alternating rounds; each is kept only when it wins there by
-// the margin, so a noisy pick does not ride on another setting's clear win.
+// runs differently (prefetch_blocks: both caches, float32 and bfloat16, since both stream with
+// it; bf16_near_keys: the bfloat16 one; a crossover: each ladder point where the thread counts
+// differ), all in one set of alternating rounds; each is kept only when it wins there by the
+// margin, so a noisy pick does not ride on another setting's clear win.
 void head_to_head(DecodeTuneResult& r, const Call& f32, const Call& bf16, const Ladder& dl, const Ladder& pl,
                   const std::vector<FlashResult>& dref, const std::vector<FlashResult>& pref, const DecodeTuneConfig& c) {
   const FlashResult f32_ref = run(f32, r.builtin, r.threads), bf16_ref = run(bf16, r.builtin, r.threads);
@@ -207,7 +208,7 @@ void head_to_head(DecodeTuneResult& r, const Call& f32, const Call& bf16, const 
             threads_for_work(r.threads, any, l.work[i], changed.*work))
           both(l.calls[i], refs[i]);
     };
-    if (f.member == &DecodeTuning::prefetch_blocks) both(f32, f32_ref);
+    if (f.member == &DecodeTuning::prefetch_blocks) both(f32, f32_ref), both(bf16, bf16_ref);
     if (f.member == &DecodeTuning::bf16_near_keys) both(bf16, bf16_ref);
     if (f.member == &DecodeTuning::decode_thread_work) ladder(dl, dref, f.member);
     if (f.member == &DecodeTuning::prefill_thread_work) ladder(pl, pref, f.member);
@@ -256,14 +257,15 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
 
   // Stage 1, the prefetch distance: one query row against a float32 cache of c.kv keys, all
   // threads. Stage 2, a bfloat16 cache's near distance: the same query and cache in bfloat16.
+  // Each from the built-in (the distance stages do not build on each other).
   const Call f32 = random_call(rng, c.heads, 1, c.kv, c.head_dim), bf16 = bf16_call(f32);
   const std::vector<std::size_t> blocks = tune_prefetch_blocks(), near = tune_bf16_near_keys();
   r.staged.prefetch_blocks = blocks[distance_stage(
-      f32, r.builtin, blocks, [](DecodeTuning t, std::size_t d) { return t.prefetch_blocks = d, t; }, r, r.prefetch, c)];
+      f32, blocks, [](DecodeTuning t, std::size_t d) { return t.prefetch_blocks = d, t; }, r, r.prefetch, c)];
   r.staged.bf16_near_keys = near[distance_stage(
-      bf16, r.staged, near, [](DecodeTuning t, std::size_t d) { return t.bf16_near_keys = d, t; }, r, r.bf16_near, c)];
+      bf16, near, [](DecodeTuning t, std::size_t d) { return t.bf16_near_keys = d, t; }, r, r.bf16_near, c)];
 
-  // Stages 2 and 3, the crossovers: each ladder point on one thread and on all.
+  // Stages 3 and 4, the crossovers: each ladder point on one thread and on all.
   const Ladder dl = r.threads > 1 ? decode_ladder(rng, c) : Ladder{}, pl = r.threads > 1 ? prefill_ladder(rng, c) : Ladder{};
   std::vector<FlashResult> dref, pref;
   if (r.threads > 1) {

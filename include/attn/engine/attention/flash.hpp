@@ -189,12 +189,13 @@ void set_flash_tuning(const FlashTuning& tuning);
 FlashTuning flash_tuning();  // as last set ("" and 0 where unset)
 
 // The machine-dependent choices of the decode path (a few query rows against a long KV cache)
-// and of small prefill: how far ahead the decode path prefetches K and V, and from what work
-// size a second thread pays for waking it (below it one thread is faster: the work is shorter
-// than the hand-over). `attn-cli tune` measures them as it measures the blockings. None of them
-// changes a number: the decode path's chunks (its split-KV merge points) come from the shape
-// alone, never from the thread count or the tuning, and each tiled work item is computed the
-// same whichever thread runs it (tests/test_decode_tuning.cpp compares the bytes).
+// and of small prefill: how far ahead the decode path prefetches K and V (whole blocks into L2,
+// and a bfloat16 cache's rows into L1), and from what work size a second thread pays for
+// waking it (below it one thread is faster: the work is shorter than the hand-over).
+// `attn-cli tune` measures them as it measures the blockings. None of them changes a number:
+// the decode path's chunks (its split-KV merge points) come from the shape alone, never from
+// the thread count or the tuning, and each tiled work item is computed the same whichever
+// thread runs it (tests/test_decode_tuning.cpp compares the bytes).
 struct DecodeTuning {
   std::size_t prefetch_blocks = 1;  // K and V are asked for this many 128-key blocks ahead (0 = never)
   // A decode thread must have at least this many (key, query row) pairs (keys of its KV heads

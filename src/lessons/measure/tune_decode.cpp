@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <utility>
 
 #include "attn/engine/core/error.hpp"
 #include "attn/lessons/measure/memory_policy.hpp"
@@ -95,16 +96,30 @@ Call random_call(Rng& rng, std::size_t heads, std::size_t queries, std::size_t k
 // The same query against the same cache, stored in bfloat16.
 Call bf16_call(const Call& c) { return {c.q, {}, {}, to_bf16(c.k), to_bf16(c.v), true}; }
 
-// A prefetch stage: `call` with each distance in turn (set by `with` on the built-in, so that
-// each distance is timed, and later judged head to head, with every other setting built-in),
-// on all threads, every run's bytes against the built-in's; the built-in distance first, and
-// the index of the one the margin rule picks.
-using WithDistance = DecodeTuning (*)(DecodeTuning, std::size_t);
-std::size_t distance_stage(const Call& call, const std::vector<std::size_t>& distances, WithDistance with,
-                           DecodeTuneResult& r, std::vector<DistanceCandidate>& out, const DecodeTuneConfig& c) {
-  const FlashResult reference = run(call, r.builtin, r.threads);
+// A prefetch stage's call and the built-in's bytes for it (on all threads), which the stage and
+// the head-to-head compare every run with.
+struct Checked {
+  Call call;
+  FlashResult reference;
+};
+Checked checked(Call call, const DecodeTuneResult& r) {
+  FlashResult reference = run(call, r.builtin, r.threads);
+  return {std::move(call), std::move(reference)};
+}
+
+// A prefetch stage: the call with each distance in turn (set in `member` of the built-in, so
+// that each distance is timed, and later judged head to head, with every other setting
+// built-in), on all threads; the built-in distance first, and the index of the one the margin
+// rule picks.
+std::size_t distance_stage(const Checked& shape, const std::vector<std::size_t>& distances,
+                           std::size_t DecodeTuning::*member, DecodeTuneResult& r, std::vector<DistanceCandidate>& out,
+                           const DecodeTuneConfig& c) {
   std::vector<Setting> settings;
-  for (std::size_t distance : distances) settings.push_back({&call, with(r.builtin, distance), r.threads, &reference});
+  for (std::size_t distance : distances) {
+    DecodeTuning t = r.builtin;
+    t.*member = distance;
+    settings.push_back({&shape.call, t, r.threads, &shape.reference});
+  }
   const std::vector<Timed> timed = time_settings(settings, c);
   std::vector<double> scores;
   for (std::size_t i = 0; i < settings.size(); ++i) {
@@ -186,9 +201,9 @@ constexpr Field kFields[] = {{"prefetch_blocks", &DecodeTuning::prefetch_blocks}
 // it; bf16_near_keys: the bfloat16 one; a crossover: each ladder point where the thread counts
 // differ), all in one set of alternating rounds; each is kept only when it wins there by the
 // margin, so a noisy pick does not ride on another setting's clear win.
-void head_to_head(DecodeTuneResult& r, const Call& f32, const Call& bf16, const Ladder& dl, const Ladder& pl,
-                  const std::vector<FlashResult>& dref, const std::vector<FlashResult>& pref, const DecodeTuneConfig& c) {
-  const FlashResult f32_ref = run(f32, r.builtin, r.threads), bf16_ref = run(bf16, r.builtin, r.threads);
+void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, const Ladder& dl, const Ladder& pl,
+                  const std::vector<FlashResult>& dref, const std::vector<FlashResult>& pref,
+                  const DecodeTuneConfig& c) {
   std::vector<Setting> settings;
   std::vector<std::size_t> owner;  // settings[2i], [2i + 1]: the built-in and the change, for r.compared[owner[i]]
   for (const Field& f : kFields) {
@@ -208,8 +223,8 @@ void head_to_head(DecodeTuneResult& r, const Call& f32, const Call& bf16, const 
             threads_for_work(r.threads, any, l.work[i], changed.*work))
           both(l.calls[i], refs[i]);
     };
-    if (f.member == &DecodeTuning::prefetch_blocks) both(f32, f32_ref), both(bf16, bf16_ref);
-    if (f.member == &DecodeTuning::bf16_near_keys) both(bf16, bf16_ref);
+    if (f.member == &DecodeTuning::prefetch_blocks) both(f32.call, f32.reference), both(bf16.call, bf16.reference);
+    if (f.member == &DecodeTuning::bf16_near_keys) both(bf16.call, bf16.reference);
     if (f.member == &DecodeTuning::decode_thread_work) ladder(dl, dref, f.member);
     if (f.member == &DecodeTuning::prefill_thread_work) ladder(pl, pref, f.member);
     // A change that runs as the built-in on every shape timed is not worth keeping.
@@ -258,12 +273,11 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
   // Stage 1, the prefetch distance: one query row against a float32 cache of c.kv keys, all
   // threads. Stage 2, a bfloat16 cache's near distance: the same query and cache in bfloat16.
   // Each from the built-in (the distance stages do not build on each other).
-  const Call f32 = random_call(rng, c.heads, 1, c.kv, c.head_dim), bf16 = bf16_call(f32);
+  const Checked f32 = checked(random_call(rng, c.heads, 1, c.kv, c.head_dim), r);
+  const Checked bf16 = checked(bf16_call(f32.call), r);
   const std::vector<std::size_t> blocks = tune_prefetch_blocks(), near = tune_bf16_near_keys();
-  r.staged.prefetch_blocks = blocks[distance_stage(
-      f32, blocks, [](DecodeTuning t, std::size_t d) { return t.prefetch_blocks = d, t; }, r, r.prefetch, c)];
-  r.staged.bf16_near_keys = near[distance_stage(
-      bf16, near, [](DecodeTuning t, std::size_t d) { return t.bf16_near_keys = d, t; }, r, r.bf16_near, c)];
+  r.staged.prefetch_blocks = blocks[distance_stage(f32, blocks, &DecodeTuning::prefetch_blocks, r, r.prefetch, c)];
+  r.staged.bf16_near_keys = near[distance_stage(bf16, near, &DecodeTuning::bf16_near_keys, r, r.bf16_near, c)];
 
   // Stages 3 and 4, the crossovers: each ladder point on one thread and on all.
   const Ladder dl = r.threads > 1 ? decode_ladder(rng, c) : Ladder{}, pl = r.threads > 1 ? prefill_ladder(rng, c) : Ladder{};

@@ -1,5 +1,5 @@
 // `attn-cli bench` (prefill): docs/contracts.md's fields, the FLOP count from the shape by FlashAttention's
-// rule, and the ratio against sgemm taken best run against best run.
+// rule, and the ratios against sgemm: best run against best run, and each run against an sgemm beside it.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 
@@ -10,7 +10,7 @@
 using namespace attn;
 using test::run_cli;
 
-TEST_CASE("cli bench: every docs/contracts.md field, FLOPs from the shape, flash against sgemm best against best") {
+TEST_CASE("cli bench: every docs/contracts.md field, FLOPs from the shape, flash against sgemm best against best and side by side") {
   const auto r = run_cli("bench --backend naive,flash --n 48,80 --heads 3 --head-dim 8 --threads 1,2 --repeat 3 "
                          "--sgemm 64 --json");
   CAPTURE(r.err);
@@ -32,10 +32,46 @@ TEST_CASE("cli bench: every docs/contracts.md field, FLOPs from the shape, flash
     REQUIRE(sgemm["threads"] == x["threads"]);
     CHECK(x["fraction_of_sgemm"].get<double>() ==
           doctest::Approx(x["flops"].get<double>() / (min_ms * 1e6) / sgemm["gflops"].get<double>()));
+    // Side by side: one sgemm 64^3 after each timed run; the median of the 3 runs' ratios is the
+    // middle one, and the runs' times are those the min and median come from.
+    const std::vector<double> run_ms = x["ms_by_round"], sgemm_ms = x["sgemm_ms_by_round"];
+    REQUIRE(run_ms.size() == 3);
+    REQUIRE(sgemm_ms.size() == 3);
+    std::vector<double> sorted = run_ms, ratios;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(min_ms == sorted[0]);
+    CHECK(median_ms == sorted[1]);
+    for (std::size_t k = 0; k < 3; ++k) {
+      CHECK(sgemm_ms[k] > 0);
+      ratios.push_back(x["flops"].get<double>() / run_ms[k] / (2.0 * 64 * 64 * 64 / sgemm_ms[k]));
+    }
+    std::sort(ratios.begin(), ratios.end());
+    CHECK(x["side_by_side_fraction_of_sgemm"].get<double>() == doctest::Approx(ratios[1]));
   }
+  CHECK(out["timing"].get<std::string>().find("side_by_side_fraction_of_sgemm") != std::string::npos);
   const auto causal = run_cli("bench --backend flash --n 40 --heads 2 --head-dim 4 --causal --repeat 1 --json");
   REQUIRE(causal.code == 0);
   CHECK(Json::parse(causal.out)["runs"][0]["flops"].get<double>() == 4 * 2 * 40 * 40 * 4 / 2);  // halved
+  CHECK_FALSE(Json::parse(causal.out)["runs"][0].contains("side_by_side_fraction_of_sgemm"));  // no --sgemm
+}
+
+TEST_CASE("cli bench: the sgemm beside each run, in the table, for the backward pass, not for flash in bf16") {
+  const auto table = run_cli("bench --backend flash --n 32 --heads 2 --head-dim 8 --repeat 3 --sgemm 32");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("x sgemm  beside") != std::string::npos);
+  CHECK(table.out.find("one sgemm timed right after it") != std::string::npos);
+  const auto backward = run_cli("bench --backend flash --backward --n 32 --heads 2 --head-dim 8 --repeat 2 --sgemm 32 --json");
+  REQUIRE(backward.code == 0);
+  const Json b = Json::parse(backward.out)["runs"][0];
+  CHECK(b["sgemm_ms_by_round"].size() == 2);
+  CHECK(b["side_by_side_fraction_of_sgemm"].get<double>() > 0);
+  const auto bf16 = run_cli("bench --backend flash --dtype bf16 --n 32 --heads 2 --head-dim 8 --repeat 2 --sgemm 32 --json");
+  REQUIRE(bf16.code == 0);
+  const Json f = Json::parse(bf16.out)["runs"][0];
+  CHECK(f.contains("fraction_of_sgemm"));  // against the sgemm measured first, as before
+  CHECK_FALSE(f.contains("sgemm_ms_by_round"));  // timed beside float32 flash instead
+  // The operands (3 x 16384^2 floats, 3 GiB) are counted before anything runs.
+  test::check_input_error(run_cli("bench --backend flash --n 32 --sgemm 16384 --max-memory 1G"), "sgemm operands");
 }
 
 namespace {

@@ -66,15 +66,37 @@ double attention_flops(const BenchOptions& o, std::size_t n) {
   return o.causal ? f / 2 : f;
 }
 
+BenchConfig bench_config(const BenchOptions& o, const std::string& backend, std::size_t n, std::size_t threads) {
+  BenchConfig c;
+  c.backend = backend;
+  c.n = n;
+  c.heads = o.heads;
+  c.head_dim = o.head_dim;
+  c.causal = o.causal;
+  c.threads = threads;
+  c.repeat = o.repeat;
+  c.block_q = o.block_q;
+  c.block_k = o.block_k;
+  c.check = !o.no_check && naive_fits(o, n);
+  c.backward = o.backward;
+  c.dtype = o.dtype;
+  // The yardstick beside each timed run, where the run is on this CPU in float32.
+  if (backend != "cuda" && o.dtype == "f32") c.sgemm_n = o.sgemm_n;
+  return c;
+}
+
 // Every run the flags ask for, checked against the memory and time budgets before the first.
 void check_budgets(const BenchOptions& o) {
   double seconds = 0;
+  const double sgemm_flops = 2.0 * std::pow(double(o.sgemm_n), 3), sgemm_bytes = 3.0 * 4 * double(o.sgemm_n) * double(o.sgemm_n);
   for (std::size_t t : o.threads) {
     // sgemm_rate: one untimed run and 3 timed ones of 2 N^3.
-    if (o.sgemm_n) seconds += 4 * 2.0 * std::pow(double(o.sgemm_n), 3) / (kFlopsPerSecond * 5 * double(t));
+    seconds += 4 * sgemm_flops / (kFlopsPerSecond * 5 * double(t));
     for (std::size_t n : o.n) {
       const double inputs = 4.0 * double(o.heads) * double(n) * double(o.head_dim) * 4 * 3;  // q, k, v, o; f32 + f64
-      require_memory(inputs, "bench --n " + std::to_string(n) + ": the inputs", "lower --n, --heads or --head-dim");
+      require_memory(inputs + sgemm_bytes,
+                     "bench --n " + std::to_string(n) + ": the inputs" + (o.sgemm_n ? " and the sgemm operands" : ""),
+                     o.sgemm_n ? "lower --n, --heads, --head-dim or --sgemm" : "lower --n, --heads or --head-dim");
       const double pass = attention_flops(o, n) * (o.backward ? 3.5 : 1.0);
       for (const std::string& backend : o.backends) {
         const bool dense = backend == "naive" || backend == "blas";
@@ -89,6 +111,8 @@ void check_budgets(const BenchOptions& o) {
         // flash in bf16 is timed beside flash in float32, and checked against a plain bf16 run too.
         const double runs = backend == "flash" && o.dtype == "bf16" ? 2.0 : 1.0;
         seconds += runs * double(o.repeat + 1) * pass / rate;
+        if (bench_config(o, backend, n, t).sgemm_n)  // the yardstick after each run and the warm-up
+          seconds += double(o.repeat + 1) * sgemm_flops / (kFlopsPerSecond * 5 * double(t));
         if (!o.no_check && naive_fits(o, n)) seconds += runs * attention_flops(o, n) / kFlopsPerSecond;
       }
     }
@@ -114,23 +138,6 @@ std::vector<double> measure_sgemm(const BenchOptions& o, bool progress, Json& sg
   return sgemm_by_threads;
 }
 
-BenchConfig bench_config(const BenchOptions& o, const std::string& backend, std::size_t n, std::size_t threads) {
-  BenchConfig c;
-  c.backend = backend;
-  c.n = n;
-  c.heads = o.heads;
-  c.head_dim = o.head_dim;
-  c.causal = o.causal;
-  c.threads = threads;
-  c.repeat = o.repeat;
-  c.block_q = o.block_q;
-  c.block_k = o.block_k;
-  c.check = !o.no_check && naive_fits(o, n);
-  c.backward = o.backward;
-  c.dtype = o.dtype;
-  return c;
-}
-
 // One run (of config c) as the JSON's "runs" hold it; sgemm_gflops is sgemm's rate on its thread count.
 Json run_json(const BenchOptions& o, const BenchConfig& c, const BenchRun& r, double sgemm_gflops) {
   const std::string& backend = c.backend;
@@ -145,6 +152,11 @@ Json run_json(const BenchOptions& o, const BenchConfig& c, const BenchRun& r, do
   // Best against best: sgemm's rate is from its fastest run, so this is the fastest run's
   // rate too (the median's would put one run's noise on one side of the ratio only).
   if (o.sgemm_n) run["fraction_of_sgemm"] = r.flops / (r.min_ms * 1e6) / sgemm_gflops;
+  if (r.side_by_side_fraction_of_sgemm) {  // each run against the sgemm timed right after it
+    run["ms_by_round"] = r.run_ms;
+    run["sgemm_ms_by_round"] = r.sgemm_ms;
+    run["side_by_side_fraction_of_sgemm"] = *r.side_by_side_fraction_of_sgemm;
+  }
   if (c.threads == 1) run["min_thread_cpu_ms"] = r.min_thread_cpu_ms;
   if (r.f32_median_ms) {  // flash in bf16: the speed-up over float32 and the rule's two errors
     run["dtype"] = "bf16";
@@ -178,7 +190,10 @@ void print_bench_json(const BenchOptions& o, const Json& runs, const Json& sgemm
               {"timing", std::string("one untimed warm-up run, then --repeat timed runs; cuda: CUDA events around "
                                      "each launch, inputs already on the device; gflops from the median run") +
                              (o.sgemm_n ? "; sgemm from the fastest of " + std::to_string(kSgemmRepeat + 1) +
-                                              " runs, and fraction_of_sgemm = flops / min_ms against it"
+                                              " runs, and fraction_of_sgemm = flops / min_ms against it; on the CPU in "
+                                              "float32 also one sgemm timed after each timed run (sgemm_ms_by_round, "
+                                              "beside ms_by_round), and side_by_side_fraction_of_sgemm = the median of "
+                                              "the runs' rates over their sgemm's"
                                         : std::string())},
               {"isa", flash_isa()},
               {"machine", machine_json()},
@@ -206,7 +221,9 @@ void print_bench_preamble(const BenchOptions& o, const std::vector<double>& sgem
       std::printf("OpenBLAS sgemm %zu^3 on %zu thread(s): %.1f GFLOP/s\n", o.sgemm_n, o.threads[ti],
                   sgemm_by_threads[ti]);
   if (o.sgemm_n)
-    std::printf("(x sgemm: the fastest run's GFLOP/s over sgemm's fastest of %zu runs)\n", kSgemmRepeat + 1);
+    std::printf("(x sgemm: the fastest run's GFLOP/s over sgemm's fastest of %zu runs; beside: the median over\n"
+                " the timed runs of each run's GFLOP/s over that of one sgemm timed right after it, on the same threads)\n",
+                kSgemmRepeat + 1);
 }
 
 // Under the table, each flash/bf16 run against float32 flash timed beside it, and its error
@@ -229,16 +246,17 @@ void print_bench_table(const BenchOptions& o, const std::vector<BenchRun>& resul
                        const std::vector<double>& sgemm_by_threads) {
   print_bench_preamble(o, sgemm_by_threads);
   std::printf("(peak MiB: the process's peak during the runs; +MiB: above its size with the inputs)\n");
-  std::printf("\n%-9s %6s %7s %11s %9s %8s %10s %8s %12s\n", "backend", "n", "threads", "median ms", "GFLOP/s",
-              o.sgemm_n ? "x sgemm" : "", "peak MiB", "+MiB", "max |err|");
+  std::printf("\n%-9s %6s %7s %11s %9s %8s %7s %10s %8s %12s\n", "backend", "n", "threads", "median ms", "GFLOP/s",
+              o.sgemm_n ? "x sgemm" : "", o.sgemm_n ? "beside" : "", "peak MiB", "+MiB", "max |err|");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const BenchRun& r = results[i];
-    char frac[16] = "", err[24] = "-";
+    char frac[16] = "", beside[16] = "", err[24] = "-";
     if (o.sgemm_n) std::snprintf(frac, sizeof frac, "%.2f", runs[i]["fraction_of_sgemm"].get<double>());
+    if (r.side_by_side_fraction_of_sgemm) std::snprintf(beside, sizeof beside, "%.2f", *r.side_by_side_fraction_of_sgemm);
     if (r.max_abs_err_vs_naive) std::snprintf(err, sizeof err, "%.2e", *r.max_abs_err_vs_naive);
     const std::string label = r.config.dtype != "f32" ? r.config.backend + "/" + r.config.dtype : r.config.backend;
-    std::printf("%-9s %6zu %7zu %11.2f %9.1f %8s %10.1f %8.1f %12s\n", label.c_str(), r.config.n,
-                r.config.threads, r.median_ms, r.gflops, frac, double(r.peak_rss_bytes) / (1 << 20),
+    std::printf("%-9s %6zu %7zu %11.2f %9.1f %8s %7s %10.1f %8.1f %12s\n", label.c_str(), r.config.n,
+                r.config.threads, r.median_ms, r.gflops, frac, beside, double(r.peak_rss_bytes) / (1 << 20),
                 (double(r.peak_rss_bytes) - double(r.baseline_rss_bytes)) / (1 << 20), err);
   }
   print_bf16_notes(results);
@@ -481,7 +499,7 @@ void setup_bench(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("--block-q", o->block_q, "flash query tile (0 = default)")->check(CLI::Range(0, 65536));
   cmd->add_option("--block-k", o->block_k, "flash key tile (0 = default)")->check(CLI::Range(0, 65536));
-  cmd->add_option("--sgemm", o->sgemm_n, "also measure OpenBLAS sgemm N^3 as the yardstick (0 = off)")
+  cmd->add_option("--sgemm", o->sgemm_n, "also time OpenBLAS sgemm N^3 as the yardstick: its best of 4 runs first, and one after each timed run (0 = off)")
       ->check(CLI::Range(0, 16384));
   cmd->add_flag("--no-check", o->no_check, "skip the naive run used for the error column");
   cmd->add_flag("--backward", o->backward,

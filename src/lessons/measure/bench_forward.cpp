@@ -11,7 +11,6 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/models/decoder_model.hpp"
 #include "attn/engine/models/gpt2_model.hpp"
-#include "attn/engine/platform/machine.hpp"
 #include "attn/io/decoder_model_file.hpp"
 #include "attn/io/gpt2_model_file.hpp"
 #include "attn/lessons/measure/bench.hpp"
@@ -92,14 +91,6 @@ ForwardBenchRun ForwardBench::run(const ForwardBenchConfig& c) const {
   };
   std::optional<SgemmOperands> sgemm;
   if (c.sgemm_n) sgemm.emplace(c.sgemm_n);
-  // One sgemm, timed. OpenBLAS's workers are stopped after it (idle, they would spin beside the
-  // next pass), so it starts them again inside the clock: within the noise of a 2048^3 product.
-  auto product_ms = [&] {
-    set_openblas_threads(c.threads);
-    const double ms = time_runs(1, [&] { sgemm->multiply(); }).wall_ms[0];
-    rest_openblas_threads();
-    return ms;
-  };
 
   ForwardBenchRun run;
   run.config = c;
@@ -108,7 +99,7 @@ ForwardBenchRun ForwardBench::run(const ForwardBenchConfig& c) const {
   const long faults_before = minor_faults();
   run.first_ms = time_runs(1, pass).wall_ms[0];
   run.first_minor_faults = minor_faults() - faults_before;
-  if (sgemm) product_ms();  // untimed: its output's pages touched
+  if (sgemm) sgemm->timed_ms(c.threads);  // untimed: its output's pages touched
   std::vector<double> ratios;
   long timed_faults = 0;
   for (std::size_t r = 0; r < c.repeat; ++r) {  // side by side: both see the machine as it is
@@ -116,7 +107,7 @@ ForwardBenchRun ForwardBench::run(const ForwardBenchConfig& c) const {
     run.pass_ms.push_back(time_runs(1, pass).wall_ms[0]);
     timed_faults += minor_faults() - f0;
     if (!sgemm) continue;
-    run.sgemm_ms.push_back(product_ms());
+    run.sgemm_ms.push_back(sgemm->timed_ms(c.threads));
     ratios.push_back(run.sgemm_ms.back() / run.pass_ms.back() * run.flops / sgemm->flops());
   }
   run.timed_minor_faults = double(timed_faults) / double(c.repeat);

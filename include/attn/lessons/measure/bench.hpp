@@ -23,6 +23,9 @@ struct BenchConfig {
   bool check = true;  // also run naive on the same inputs and report the max abs error
   std::size_t block_q = 0, block_k = 0;
   std::uint64_t seed = 42;
+  // > 0: one sgemm sgemm_n^3 on the same threads after each timed run (SgemmOperands::timed_ms),
+  // in BenchRun::sgemm_ms. Not for the cuda backend or flash in bf16 (timed their own way).
+  std::size_t sgemm_n = 0;
   // Time the backward pass instead (naive or flash, float64): dQ, dK, dV for a random dO from
   // a forward run before the clock starts (naive: its weights; flash: its output and lse).
   bool backward = false;
@@ -43,6 +46,11 @@ struct BenchRun {
   std::optional<double> f32_median_ms;
   double f32_min_thread_cpu_ms = 0;  // as min_thread_cpu_ms, for that float32 kernel
   std::optional<double> bf16_reference_err;
+  // With config.sgemm_n: each timed run's time in order, the sgemm timed right after it, and the
+  // median over the runs of run rate / that sgemm's rate (both sides of each ratio see the same
+  // moment of the machine, where the best run against sgemm's best may not).
+  std::vector<double> run_ms, sgemm_ms;
+  std::optional<double> side_by_side_fraction_of_sgemm;
 };
 
 // FlashAttention's benchmark rule: 4 * H * n^2 * d, halved when causal.
@@ -69,6 +77,11 @@ class SgemmOperands {
  public:
   explicit SgemmOperands(std::size_t n);
   void multiply();  // out = a b, on the threads OpenBLAS was last set to (set_openblas_threads)
+  // One product on `threads`, timed (ms). OpenBLAS's workers are stopped after it (idle, they
+  // would spin beside whatever is timed next), so it starts them again inside the clock: within
+  // the noise of a 2048^3 product. The yardstick timed beside a kernel's runs (`bench --sgemm`,
+  // `bench --mode forward`), so that both sides of a ratio see the machine as it is.
+  double timed_ms(std::size_t threads);
   double flops() const { return 2.0 * double(n_) * double(n_) * double(n_); }
 
  private:

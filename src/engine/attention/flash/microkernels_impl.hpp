@@ -106,7 +106,7 @@ struct KernelSet {
       for (std::size_t i0 = 0; i0 < rows; i0 += QK_MR) {
         if (p + 1 < npanels && blocks > 1) {  // the next panel, a share of it per row block
           const Share lines = share_of(depth * PW * sizeof(T) / 64, i0 / QK_MR, blocks);
-          ask_into_l2(kp + depth * PW, lines.first * 64, lines.count * 64);
+          ask_into<2>(kp + depth * PW, lines.first * 64, (lines.first + lines.count) * 64);
         }
         T* o = out + i0 * ldo + p * PW;
         batch acc[QK_MR][QK_NR];
@@ -270,7 +270,7 @@ struct KernelSet {
         if (next && blocks > 1) {  // the next slice's rows of V, a share of them per row block
           const Share ahead = share_of(next, i0 / MR, blocks);
           for (std::size_t k = k1 + ahead.first; k < k1 + ahead.first + ahead.count; ++k)
-            ask_into_l2(v + k * ldv, 0, NV * W * sizeof(VT));
+            ask_into<2>(v + k * ldv, 0, NV * W * sizeof(VT));
         }
         batch acc[MR][NV];
 #pragma GCC unroll 8
@@ -284,7 +284,7 @@ struct KernelSet {
         for (std::size_t k = k0; k < k1; ++k) {
           if constexpr (std::is_same_v<VT, std::uint16_t>)  // by the first block of rows only
             if (i0 == 0 && near.keys && near.keys < near.readable && k < near.readable - near.keys)
-              ask_into_l1(v + (k + near.keys) * ldv, NV * W);
+              ask_into<3>(v + (k + near.keys) * ldv, 0, NV * W * sizeof(VT));
           batch vb[NV];
 #pragma GCC unroll 4
           for (std::size_t c = 0; c < NV; ++c) vb[c] = load_k(v + k * ldv + c * W);
@@ -370,8 +370,8 @@ struct KernelSet {
   // one panel (slice), each asks a share of the next into L2; L1's own prefetcher takes it from
   // there. Only where there are several row blocks to share it (a decode step's one block has its
   // own prefetch, flash_decode.cpp). Alternated in one process at n = 4096, H = 8, d = 64 on an
-  // Emerald Rapids Xeon: 1.013-1.040x the speed without it on 1 thread (four runs of 10-16
-  // rounds), 1.018-1.025x on 2; the panel's part alone 1.021-1.029x. The same bits: only hints.
+  // Emerald Rapids Xeon: 1.014-1.019x the speed without it on 1 thread, 1.015-1.020x on 2 (two
+  // runs of 12-16 rounds each); the panel's part alone 1.010. The same bits: only hints.
   struct Share {
     std::size_t first, count;
   };
@@ -380,21 +380,16 @@ struct KernelSet {
     const std::size_t per = (n + blocks - 1) / blocks, first = std::min(n, b * per);
     return {first, std::min(n, first + per) - first};
   }
-  // Bytes [from, to) of p, line by line, asked into L2 (a read hint; never a fault).
-  template <class E>
-  static void ask_into_l2(const E* p, std::size_t from, std::size_t to) {
+  // Bytes [from, to) of p, a line at a time, asked into L1 (Locality 3: a row a decode step
+  // reads soon) or L2 (2): read hints, never a fault. A row that does not start on a line leaves
+  // its last line to the next row's first.
+  template <int Locality, class E>
+  static void ask_into(const E* p, std::size_t from, std::size_t to) {
     const char* b = reinterpret_cast<const char*>(p);
-    for (std::size_t off = from; off < to; off += 64) __builtin_prefetch(b + off, 0, 2);
+    for (std::size_t off = from; off < to; off += 64) __builtin_prefetch(b + off, 0, Locality);
   }
 
   using Near = attn::flash::NearPrefetch;  // Near{}: none
-  // n values from p on into L1 (a read hint; the prefetch of a row a decode step reads soon). A
-  // row that does not start on a line leaves its last line to the next row's first.
-  template <class E>
-  static void ask_into_l1(const E* p, std::size_t n) {
-    const char* b = reinterpret_cast<const char*>(p);
-    for (std::size_t off = 0; off < n * sizeof(E); off += 64) __builtin_prefetch(b + off, 0, 3);
-  }
 
   // out[t] = the sum of acc[t]'s lanes, t < W. Where the instruction set has the shuffles (float
   // on AVX-512 and AVX2), as one transpose-and-add tree: each level adds pairs of vectors after
@@ -502,7 +497,7 @@ struct KernelSet {
     for (; j0 + BT <= keys; j0 += BT) {
       if constexpr (std::is_same_v<KV, std::uint16_t>)
         if (near.keys && near.keys < near.readable && j0 + BT <= near.readable - near.keys)
-          ask_into_l1(k + (j0 + near.keys) * ldk, BT * ldk);
+          ask_into<3>(k + (j0 + near.keys) * ldk, 0, BT * ldk * sizeof(KV));
       batch acc[W];
 #pragma GCC unroll 16
       for (std::size_t t = 0; t < W; ++t) acc[t] = batch(T(0));

@@ -519,3 +519,28 @@ TEST_CASE("flash: oversized tiles are refused with an input error, not allocated
   o.block_q = o.block_k = 0;  // the defaults are fine at this size
   CHECK(flash_attention(q, q, q, nullptr, o).output.shape(1) == 5000);
 }
+
+TEST_CASE("flash: share_of cuts n items into near-equal shares, in order, each item in exactly one") {
+  // What each row block of a prefill product asks ahead of the next K panel or slice of V: a
+  // share that overlaps another asks twice, a gap leaves lines for L3, a share past n reads
+  // outside the panel.
+  for (std::size_t n : {0, 1, 7, 33, 64, 128, 256})
+    for (std::size_t blocks : {1, 2, 3, 11, 32, 40}) {
+      CAPTURE(n);
+      CAPTURE(blocks);
+      std::size_t next = 0, smallest = n, largest = 0;
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const attn::flash::Share s = attn::flash::share_of(n, b, blocks);
+        CHECK(s.first == next);
+        CHECK(s.first <= s.end);
+        CHECK(s.end <= n);
+        smallest = std::min(smallest, s.end - s.first);
+        largest = std::max(largest, s.end - s.first);
+        next = s.end;
+      }
+      CHECK(next == n);
+      CHECK(largest - smallest <= 1);
+      const attn::flash::Share past = attn::flash::share_of(n, blocks, blocks);
+      CHECK(past.first == past.end);
+    }
+}

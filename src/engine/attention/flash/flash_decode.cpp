@@ -23,6 +23,9 @@ constexpr std::size_t kMinKeys = 256;
 // Keys per inner block: its K and V rows (128 x d each) and scores stay in L1/L2 while every
 // query row of the task meets them, so K and V come from memory once.
 constexpr std::size_t kBlockKeys = 128;
+// One slice of the P V kernel, so that the prefill's prefetch of the next slice never runs here
+// on top of this file's own (microkernels_impl.hpp).
+static_assert(kBlockKeys <= kPvSliceKeys);
 // The scores of a block are computed this many keys at a time, each step asking for its share
 // of the bytes ahead (below). A multiple of every ISA's keys per score group (W <= 16), so the
 // steps give the scores a whole-block call would, bit for bit.

@@ -26,6 +26,21 @@ struct NearPrefetch {
   std::size_t keys = 0, readable = 0;
 };
 
+// Keys per pass of the prefill's P V kernel (microkernels_impl.hpp: PV_KEYS): a slice of V that
+// stays in L1 while every row block of the tile streams past it.
+inline constexpr std::size_t kPvSliceKeys = 128;
+
+// Items [first, end) of n, share b of `blocks` near-equal shares in order (sizes differ by at most
+// one; b >= blocks: empty): what each row block of a prefill product asks ahead of the next K
+// panel or V slice (microkernels_impl.hpp).
+struct Share {
+  std::size_t first, end;
+};
+inline Share share_of(std::size_t n, std::size_t b, std::size_t blocks) {
+  if (b >= blocks) return {n, n};
+  return {b * n / blocks, (b + 1) * n / blocks};
+}
+
 template <class T>
 struct Microkernels {
   const char* isa;

@@ -92,11 +92,14 @@ struct KernelSet {
   // output sums its terms in c order, whatever the ISA.
   static void gemm(const T* a, std::size_t ars, std::size_t acs, std::size_t depth, std::size_t rows,
                    const T* panels, std::size_t npanels, T* out, std::size_t ldo, bool accumulate) {
-    gemm_with<false>(a, ars, acs, depth, rows, panels, npanels, out, ldo, accumulate, nullptr);
+    gemm_with<false, false>(a, ars, acs, depth, rows, panels, npanels, out, ldo, accumulate, nullptr);
   }
 
-  // gemm, and with LaneMax each output row's running maximum per lane (qk's lane_max).
-  template <bool LaneMax>
+  // gemm, and with LaneMax each output row's running maximum per lane (qk's lane_max). With
+  // AskAhead, the next panel asked into L2 (below ask_into): qk's panels are a head's K, packed
+  // once and read again by every query tile, gone from L2 in between; gemm's callers pack B just
+  // before the product, so it is still there.
+  template <bool LaneMax, bool AskAhead>
   static void gemm_with(const T* a, std::size_t ars, std::size_t acs, std::size_t depth, std::size_t rows,
                         const T* panels, std::size_t npanels, T* out, std::size_t ldo, bool accumulate,
                         T* lane_max) {
@@ -104,9 +107,9 @@ struct KernelSet {
     for (std::size_t p = 0; p < npanels; ++p) {
       const T* kp = panels + p * depth * PW;
       for (std::size_t i0 = 0; i0 < rows; i0 += QK_MR) {
-        if (p + 1 < npanels && blocks > 1) {  // the next panel, a share of it per row block
-          const Share lines = share_of(depth * PW * sizeof(T) / 64, i0 / QK_MR, blocks);
-          ask_into<2>(kp + depth * PW, lines.first * 64, (lines.first + lines.count) * 64);
+        if (AskAhead && p + 1 < npanels && blocks > 1) {  // the next panel, a share of it per row block
+          const attn::flash::Share lines = attn::flash::share_of(depth * PW * sizeof(T) / 64, i0 / QK_MR, blocks);
+          ask_into<2>(kp + depth * PW, lines.first * 64, lines.end * 64);
         }
         T* o = out + i0 * ldo + p * PW;
         batch acc[QK_MR][QK_NR];
@@ -150,8 +153,8 @@ struct KernelSet {
 
   static void qk(const T* q, std::size_t d, std::size_t rows, const T* panels,
                  std::size_t npanels, T* s, std::size_t lds, T* lane_max) {
-    if (lane_max) gemm_with<true>(q, d, 1, d, rows, panels, npanels, s, lds, false, lane_max);
-    else gemm_with<false>(q, d, 1, d, rows, panels, npanels, s, lds, false, nullptr);
+    if (lane_max) gemm_with<true, true>(q, d, 1, d, rows, panels, npanels, s, lds, false, lane_max);
+    else gemm_with<false, true>(q, d, 1, d, rows, panels, npanels, s, lds, false, nullptr);
   }
 
   // The max of W lanes (qk's lane_max of one row; row_max's running maxima).
@@ -257,7 +260,7 @@ struct KernelSet {
 
   // Keys per pass of the P V kernel: a 128-key slice of V (32 KiB at d_v = 64) stays in L1
   // while every row block of the tile streams past it; a whole 512-key block would not fit.
-  static constexpr std::size_t PV_KEYS = 128;
+  static constexpr std::size_t PV_KEYS = attn::flash::kPvSliceKeys;
 
   template <std::size_t MR, std::size_t NV, class VT>
   static void pv_columns(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys,
@@ -268,8 +271,8 @@ struct KernelSet {
       const std::size_t k1 = std::min(keys, k0 + PV_KEYS), next = std::min(keys, k1 + PV_KEYS) - k1;
       for (std::size_t i0 = 0; i0 < rows; i0 += MR) {
         if (next && blocks > 1) {  // the next slice's rows of V, a share of them per row block
-          const Share ahead = share_of(next, i0 / MR, blocks);
-          for (std::size_t k = k1 + ahead.first; k < k1 + ahead.first + ahead.count; ++k)
+          const attn::flash::Share ahead = attn::flash::share_of(next, i0 / MR, blocks);
+          for (std::size_t k = k1 + ahead.first; k < k1 + ahead.end; ++k)
             ask_into<2>(v + k * ldv, 0, NV * W * sizeof(VT));
         }
         batch acc[MR][NV];
@@ -364,22 +367,16 @@ struct KernelSet {
     pv_any(p, ldp, rows, keys, v, ldv, dvp, alpha, o, ldo, near);
   }
 
-  // What the first row block of a K panel or a slice of V reads comes from L3 otherwise: a
-  // query tile's scores (576 KiB at 192 x 768) and the head's K and V (2 MiB at n = 4096, d = 64)
-  // do not all stay in a 2 MiB L2 from one query tile to the next. So while the row blocks walk
-  // one panel (slice), each asks a share of the next into L2; L1's own prefetcher takes it from
-  // there. Only where there are several row blocks to share it (a decode step's one block has its
-  // own prefetch, flash_decode.cpp). Alternated in one process at n = 4096, H = 8, d = 64 on an
-  // Emerald Rapids Xeon: 1.014-1.019x the speed without it on 1 thread, 1.015-1.020x on 2 (two
-  // runs of 12-16 rounds each); the panel's part alone 1.010. The same bits: only hints.
-  struct Share {
-    std::size_t first, count;
-  };
-  // Share b of `blocks` (near-equal, in order) of n items.
-  static Share share_of(std::size_t n, std::size_t b, std::size_t blocks) {
-    const std::size_t per = (n + blocks - 1) / blocks, first = std::min(n, b * per);
-    return {first, std::min(n, first + per) - first};
-  }
+  // The prefill's prefetch (qk's gemm_with and pv_columns). What the first row block of a K panel or
+  // a slice of V reads comes from L3 otherwise: a query tile's scores (576 KiB at 192 x 768) and
+  // the head's K and V (2 MiB at n = 4096, d = 64) do not all stay in a 2 MiB L2 from one query
+  // tile to the next. So while the row blocks walk one panel (slice), each asks its share
+  // (share_of) of the next into L2; L1's own prefetcher takes it from there. Only where there are
+  // several row blocks to share it. A decode step never runs it: its Q K^T reads K in place
+  // (qk_unpacked), and its P V calls are one slice long (kBlockKeys = kPvSliceKeys), with a
+  // prefetch of their own (flash_decode.cpp). Alternated in one process at n = 4096, H = 8, d = 64
+  // on an Emerald Rapids Xeon: 1.014-1.019x the speed without it on 1 thread, 1.015-1.020x on 2
+  // (two runs of 12-16 rounds each); the panel's part alone 1.010. The same bits: only hints.
   // Bytes [from, to) of p, a line at a time, asked into L1 (Locality 3: a row a decode step
   // reads soon) or L2 (2): read hints, never a fault. A row that does not start on a line leaves
   // its last line to the next row's first.

@@ -3,9 +3,10 @@
 # threads against OpenBLAS's sgemm 2048^3 (the same FLOP rate a GEMM reaches here), and causal
 # against non-causal time. Rounds alternate causal and non-causal runs, each with its own sgemm,
 # and the table gives each column's best over the rounds (minimum time, maximum sgemm rate), and
-# flash/sgemm "beside": the median over every timed run of its rate against one sgemm timed right
-# after it in the same process (bench's side_by_side_fraction_of_sgemm), so that a slow moment of a
-# shared machine, or its clock moving between rounds, does not land on one side of the ratio only.
+# flash/sgemm "beside": the median, over all the rounds, of bench's runs beside an sgemm (each run's
+# rate against one sgemm timed right after it in the same process: run_ms_by_round and
+# sgemm_ms_by_round), so that a slow moment of a shared machine, or its clock moving between
+# rounds, does not land on one side of the ratio only.
 #   scripts/bench_flash.sh            5 rounds of 2 timed runs each (installs what is missing
 #                                     and builds first)
 #   scripts/bench_flash.sh --smoke    tiny sizes, seconds (what the test suite runs)
@@ -53,7 +54,7 @@ for path in sorted(glob.glob(os.path.join(work, "*.json"))):
         if key not in best or r["min_ms"] < best[key][0]:
             best[key] = (r["min_ms"], r["flops"])  # bench's own count (halved when causal)
         beside.setdefault(key, []).extend(
-            (r["flops"] / ms) / (sgemm_flops / sms) for ms, sms in zip(r["ms_by_round"], r["sgemm_ms_by_round"]))
+            (r["flops"] / ms) / (sgemm_flops / sms) for ms, sms in zip(r["run_ms_by_round"], r["sgemm_ms_by_round"]))
 
 blas = machine["blas"]
 n, heads, d = shape
@@ -63,10 +64,10 @@ print(f"CPU: {machine['cpu']} ({machine['cpu_vectors']}); flash kernels: {machin
 tune = machine["flash_tuning"]
 print(f"flash blockings: Q K^T {tune['qk_kernel']}, P V {tune['pv_kernel']}, query tile {tune['block_q']} "
       f"({'chosen by attn-cli tune on this machine' if tune['source'] == 'tuned' else 'built-in'})")
-print("best: each column's best over the rounds (minimum time, maximum sgemm rate). beside: the median, over every")
-print("non-causal timed run of the rounds, of its rate over that of one sgemm timed right after it, so that both")
-print("sides of each ratio see the same moment of the machine (where its clock moves, best against best can pair")
-print("one side's fast moment with the other's slow one)")
+print("best: each column's best over the rounds (minimum time, maximum sgemm rate). beside: the median, over the")
+print("non-causal runs of all the rounds that bench times beside an sgemm, of each one's rate over that of the")
+print("sgemm timed right after it, so that both sides of each ratio see the same moment of the machine (where its")
+print("clock moves, best against best can pair one side's fast moment with the other's slow one)")
 print(f"{'':>7}  {' best over the rounds ':-^86}  {'beside':->13}")
 print(f"{'threads':>7}  {'sgemm GFLOP/s':>13}  {'non-causal ms':>13}  {'flash GFLOP/s':>13}  "
       f"{'flash/sgemm':>11}  {'causal ms':>9}  {'causal/non-causal':>17}  {'flash/sgemm':>13}")
@@ -76,7 +77,7 @@ for t in sorted({t for (kind, t) in best if kind != "sgemm"}):
     rate = flops / (full * 1e6)
     print(f"{t:>7}  {sg:>13.1f}  {full:>13.2f}  {rate:>13.1f}  {rate / sg:>11.2f}  {causal:>9.2f}  "
           f"{causal / full:>17.3f}  {statistics.median(beside[(False, t)]):>13.2f}")
-print(f"({len(beside[(False, 1)])} runs beside an sgemm for each beside figure)")
+print(f"({len(next(iter(beside.values())))} runs beside an sgemm for each beside figure)")
 print("goals of issue 18: flash/sgemm >= 0.90, causal/non-causal <= 0.55 (the causal run does 0.5 + 1/(2n)"
       " of the score work)")
 EOF

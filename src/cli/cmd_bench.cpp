@@ -80,7 +80,7 @@ BenchConfig bench_config(const BenchOptions& o, const std::string& backend, std:
   c.check = !o.no_check && naive_fits(o, n);
   c.backward = o.backward;
   c.dtype = o.dtype;
-  // The yardstick beside each timed run, where the run is on this CPU in float32.
+  // Runs beside the yardstick, on the CPU except flash in bf16 (timed beside float32 flash).
   if (backend != "cuda" && o.dtype == "f32") c.sgemm_n = o.sgemm_n;
   return c;
 }
@@ -94,9 +94,12 @@ void check_budgets(const BenchOptions& o) {
     seconds += 4 * sgemm_flops / (kFlopsPerSecond * 5 * double(t));
     for (std::size_t n : o.n) {
       const double inputs = 4.0 * double(o.heads) * double(n) * double(o.head_dim) * 4 * 3;  // q, k, v, o; f32 + f64
-      require_memory(inputs + sgemm_bytes,
-                     "bench --n " + std::to_string(n) + ": the inputs" + (o.sgemm_n ? " and the sgemm operands" : ""),
-                     o.sgemm_n ? "lower --n, --heads, --head-dim or --sgemm" : "lower --n, --heads or --head-dim");
+      // The operands live beside the inputs where a run is timed beside the yardstick.
+      const bool beside = std::any_of(o.backends.begin(), o.backends.end(),
+                                      [&](const std::string& b) { return bench_config(o, b, n, t).sgemm_n > 0; });
+      require_memory(inputs + (beside ? sgemm_bytes : 0.0),
+                     "bench --n " + std::to_string(n) + ": the inputs" + (beside ? " and the sgemm operands" : ""),
+                     beside ? "lower --n, --heads, --head-dim or --sgemm" : "lower --n, --heads or --head-dim");
       const double pass = attention_flops(o, n) * (o.backward ? 3.5 : 1.0);
       for (const std::string& backend : o.backends) {
         const bool dense = backend == "naive" || backend == "blas";
@@ -111,8 +114,8 @@ void check_budgets(const BenchOptions& o) {
         // flash in bf16 is timed beside flash in float32, and checked against a plain bf16 run too.
         const double runs = backend == "flash" && o.dtype == "bf16" ? 2.0 : 1.0;
         seconds += runs * double(o.repeat + 1) * pass / rate;
-        if (bench_config(o, backend, n, t).sgemm_n)  // the yardstick after each run and the warm-up
-          seconds += double(o.repeat + 1) * sgemm_flops / (kFlopsPerSecond * 5 * double(t));
+        if (bench_config(o, backend, n, t).sgemm_n)  // repeat more runs, each beside an sgemm, and its warm-up
+          seconds += double(o.repeat) * pass / rate + double(o.repeat + 1) * sgemm_flops / (kFlopsPerSecond * 5 * double(t));
         if (!o.no_check && naive_fits(o, n)) seconds += runs * attention_flops(o, n) / kFlopsPerSecond;
       }
     }
@@ -153,7 +156,7 @@ Json run_json(const BenchOptions& o, const BenchConfig& c, const BenchRun& r, do
   // rate too (the median's would put one run's noise on one side of the ratio only).
   if (o.sgemm_n) run["fraction_of_sgemm"] = r.flops / (r.min_ms * 1e6) / sgemm_gflops;
   if (r.side_by_side_fraction_of_sgemm) {  // each run against the sgemm timed right after it
-    run["ms_by_round"] = r.run_ms;
+    run["run_ms_by_round"] = r.run_ms;
     run["sgemm_ms_by_round"] = r.sgemm_ms;
     run["side_by_side_fraction_of_sgemm"] = *r.side_by_side_fraction_of_sgemm;
   }
@@ -190,10 +193,11 @@ void print_bench_json(const BenchOptions& o, const Json& runs, const Json& sgemm
               {"timing", std::string("one untimed warm-up run, then --repeat timed runs; cuda: CUDA events around "
                                      "each launch, inputs already on the device; gflops from the median run") +
                              (o.sgemm_n ? "; sgemm from the fastest of " + std::to_string(kSgemmRepeat + 1) +
-                                              " runs, and fraction_of_sgemm = flops / min_ms against it; on the CPU in "
-                                              "float32 also one sgemm timed after each timed run (sgemm_ms_by_round, "
-                                              "beside ms_by_round), and side_by_side_fraction_of_sgemm = the median of "
-                                              "the runs' rates over their sgemm's"
+                                              " runs, and fraction_of_sgemm = flops / min_ms against it; on the CPU (not "
+                                              "flash in bf16), after the timed runs, --repeat more, each followed by one "
+                                              "sgemm (run_ms_by_round, sgemm_ms_by_round), and "
+                                              "side_by_side_fraction_of_sgemm = the median of their rates over their "
+                                              "sgemm's (the lower middle for an even count)"
                                         : std::string())},
               {"isa", flash_isa()},
               {"machine", machine_json()},
@@ -221,8 +225,9 @@ void print_bench_preamble(const BenchOptions& o, const std::vector<double>& sgem
       std::printf("OpenBLAS sgemm %zu^3 on %zu thread(s): %.1f GFLOP/s\n", o.sgemm_n, o.threads[ti],
                   sgemm_by_threads[ti]);
   if (o.sgemm_n)
-    std::printf("(x sgemm: the fastest run's GFLOP/s over sgemm's fastest of %zu runs; beside: the median over\n"
-                " the timed runs of each run's GFLOP/s over that of one sgemm timed right after it, on the same threads)\n",
+    std::printf("(x sgemm: the fastest run's GFLOP/s over sgemm's fastest of %zu runs; beside: after the timed runs,\n"
+                " --repeat more, each followed by one sgemm on the same threads: the median of their GFLOP/s over\n"
+                " that sgemm's)\n",
                 kSgemmRepeat + 1);
 }
 
@@ -499,7 +504,9 @@ void setup_bench(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("--block-q", o->block_q, "flash query tile (0 = default)")->check(CLI::Range(0, 65536));
   cmd->add_option("--block-k", o->block_k, "flash key tile (0 = default)")->check(CLI::Range(0, 65536));
-  cmd->add_option("--sgemm", o->sgemm_n, "also time OpenBLAS sgemm N^3 as the yardstick: its best of 4 runs first, and one after each timed run (0 = off)")
+  cmd->add_option("--sgemm", o->sgemm_n,
+                  "also time OpenBLAS sgemm N^3 as the yardstick: its best of 4 runs first, then --repeat more runs "
+                  "each followed by one sgemm (0 = off)")
       ->check(CLI::Range(0, 16384));
   cmd->add_flag("--no-check", o->no_check, "skip the naive run used for the error column");
   cmd->add_flag("--backward", o->backward,

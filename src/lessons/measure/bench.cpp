@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <string>
 
 #include "attn/engine/attention/attention.hpp"
@@ -25,26 +24,32 @@ namespace {
 
 using namespace bench_detail;
 
-// One untimed warm-up (first-touch page faults, thread and CUDA start-up), then c.repeat
-// timed runs: their times, the process's peak memory during them, and GFLOP/s for `flops`.
-// With a yardstick (made before `baseline` was measured), one sgemm is timed after each run.
+// With c.sgemm_n, after the timed runs (so that they, their times and memory, are as without
+// it): the operands, one untimed sgemm (OpenBLAS's start and buffers), then c.repeat rounds of one
+// run and one sgemm, each timed: run.run_ms, run.sgemm_ms and the median of their ratios (the
+// lower middle for an even count: the cautious side, as median_ms takes the slower run).
 template <class F>
-BenchRun time_bench(const BenchConfig& c, std::size_t baseline, double flops, F&& run_once,
-                    SgemmOperands* sgemm = nullptr) {
-  run_once();
-  if (sgemm) sgemm->timed_ms(c.threads);  // untimed: its output's pages touched
-  reset_peak_rss();
-  std::vector<double> run_ms, sgemm_ms;
-  Timings t;
-  t.min_thread_cpu_ms = INFINITY;
+void time_beside_sgemm(const BenchConfig& c, F&& run_once, BenchRun& run) {
+  SgemmOperands sgemm(c.sgemm_n);
+  sgemm.timed_ms(c.threads);
+  std::vector<double> ratios;
   for (std::size_t r = 0; r < c.repeat; ++r) {  // side by side: both see the machine as it is
-    const Timings one = time_runs(1, run_once);
-    t.min_thread_cpu_ms = std::min(t.min_thread_cpu_ms, one.min_thread_cpu_ms);
-    run_ms.push_back(one.wall_ms[0]);
-    if (sgemm) sgemm_ms.push_back(sgemm->timed_ms(c.threads));
+    run.run_ms.push_back(time_runs(1, run_once).wall_ms[0]);
+    run.sgemm_ms.push_back(sgemm.timed_ms(c.threads));
+    ratios.push_back(run.sgemm_ms.back() / run.run_ms.back() * run.flops / sgemm.flops());
   }
-  t.wall_ms = run_ms;
-  std::sort(t.wall_ms.begin(), t.wall_ms.end());
+  std::sort(ratios.begin(), ratios.end());
+  run.side_by_side_fraction_of_sgemm = ratios[(ratios.size() - 1) / 2];
+}
+
+// One untimed warm-up (first-touch page faults, thread and CUDA start-up), then c.repeat
+// timed runs: their times, the process's peak memory during them, and GFLOP/s for `flops`;
+// then, with c.sgemm_n, the runs beside an sgemm (time_beside_sgemm).
+template <class F>
+BenchRun time_bench(const BenchConfig& c, std::size_t baseline, double flops, F&& run_once) {
+  run_once();
+  reset_peak_rss();
+  const Timings t = time_runs(c.repeat, run_once);
   BenchRun run;
   run.config = c;
   run.flops = flops;
@@ -54,12 +59,7 @@ BenchRun time_bench(const BenchConfig& c, std::size_t baseline, double flops, F&
   run.median_ms = t.wall_ms[t.wall_ms.size() / 2];
   run.min_thread_cpu_ms = t.min_thread_cpu_ms;
   run.gflops = flops / (run.median_ms * 1e6);
-  if (sgemm) {
-    std::vector<double> ratios;
-    for (std::size_t r = 0; r < run_ms.size(); ++r) ratios.push_back(sgemm_ms[r] / run_ms[r] * flops / sgemm->flops());
-    run.side_by_side_fraction_of_sgemm = median_of(ratios);
-    run.run_ms = std::move(run_ms), run.sgemm_ms = std::move(sgemm_ms);
-  }
+  if (c.sgemm_n) time_beside_sgemm(c, run_once, run);
   return run;
 }
 
@@ -82,15 +82,12 @@ BenchRun run_backward_bench(const BenchConfig& c, const Tensor3& q, const Tensor
   const SdpaResult forward = attention(q, k, v, nullptr, so, b, /*with_weights=*/false);
 
   SdpaGradients g;
-  std::optional<SgemmOperands> sgemm;
-  if (c.sgemm_n) sgemm.emplace(c.sgemm_n);
   const std::size_t before = baseline_rss();  // the forward's kept memory is not the backward's
   auto run_once = [&] {
     g = SdpaGradients();
     g = attention_backward(q, k, v, nullptr, forward, dO, so, b);
   };
-  BenchRun run = time_bench(c, before, attention_backward_flops(c.n, c.heads, c.head_dim, c.causal), run_once,
-                            sgemm ? &*sgemm : nullptr);
+  BenchRun run = time_bench(c, before, attention_backward_flops(c.n, c.heads, c.head_dim, c.causal), run_once);
   if (c.check) {  // the largest error of dQ, dK, dV against the naive backward
     const SdpaGradients ref = b.backend == Backend::naive ? g : attention_backward(q, k, v, nullptr, dO, so, {});
     run.max_abs_err_vs_naive = std::max({max_abs_diff(g.grad_q, ref.grad_q), max_abs_diff(g.grad_k, ref.grad_k),
@@ -224,9 +221,7 @@ BenchRun run_bench(const BenchConfig& c) {
   so.causal = c.causal;
 
   Tensor3 output;
-  std::optional<SgemmOperands> sgemm;
-  if (c.sgemm_n) sgemm.emplace(c.sgemm_n);
-  const std::size_t before = baseline_rss();  // the process with its inputs (and the yardstick's), before any run
+  const std::size_t before = baseline_rss();  // the process with its inputs, before any run
   auto run_once = [&] {
     output = Tensor3();  // free the previous run's output first: peak memory is one run's
     if (c.backend == "blas") {
@@ -235,8 +230,7 @@ BenchRun run_bench(const BenchConfig& c) {
       output = attention(q, k, v, nullptr, so, backend, /*with_weights=*/false).output;
     }
   };
-  BenchRun run =
-      time_bench(c, before, attention_flops(c.n, c.heads, c.head_dim, c.causal), run_once, sgemm ? &*sgemm : nullptr);
+  BenchRun run = time_bench(c, before, attention_flops(c.n, c.heads, c.head_dim, c.causal), run_once);
   if (c.check) {
     const Tensor3 ref = c.backend == "naive" ? output : attention(q, k, v, nullptr, so).output;
     run.max_abs_err_vs_naive = max_abs_diff(output, ref);

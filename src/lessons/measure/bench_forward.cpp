@@ -99,7 +99,7 @@ ForwardBenchRun ForwardBench::run(const ForwardBenchConfig& c) const {
   const long faults_before = minor_faults();
   run.first_ms = time_runs(1, pass).wall_ms[0];
   run.first_minor_faults = minor_faults() - faults_before;
-  if (sgemm) sgemm->timed_ms(c.threads);  // untimed: its output's pages touched
+  if (sgemm) sgemm->timed_ms(c.threads);  // untimed: OpenBLAS started, its buffers allocated
   std::vector<double> ratios;
   long timed_faults = 0;
   for (std::size_t r = 0; r < c.repeat; ++r) {  // side by side: both see the machine as it is

@@ -23,8 +23,9 @@ struct BenchConfig {
   bool check = true;  // also run naive on the same inputs and report the max abs error
   std::size_t block_q = 0, block_k = 0;
   std::uint64_t seed = 42;
-  // > 0: one sgemm sgemm_n^3 on the same threads after each timed run (SgemmOperands::timed_ms),
-  // in BenchRun::sgemm_ms. Not for the cuda backend or flash in bf16 (timed their own way).
+  // > 0: after the timed runs, `repeat` more, each followed by one sgemm sgemm_n^3 on the same
+  // threads (SgemmOperands::timed_ms): BenchRun::run_ms and sgemm_ms. Not for the cuda backend or
+  // flash in bf16 (timed their own way).
   std::size_t sgemm_n = 0;
   // Time the backward pass instead (naive or flash, float64): dQ, dK, dV for a random dO from
   // a forward run before the clock starts (naive: its weights; flash: its output and lse).
@@ -46,9 +47,9 @@ struct BenchRun {
   std::optional<double> f32_median_ms;
   double f32_min_thread_cpu_ms = 0;  // as min_thread_cpu_ms, for that float32 kernel
   std::optional<double> bf16_reference_err;
-  // With config.sgemm_n: each timed run's time in order, the sgemm timed right after it, and the
-  // median over the runs of run rate / that sgemm's rate (both sides of each ratio see the same
-  // moment of the machine, where the best run against sgemm's best may not).
+  // With config.sgemm_n: the runs beside an sgemm, in order, the sgemm timed right after each, and
+  // the median over them of run rate / that sgemm's rate, the lower middle for an even count (both
+  // sides of each ratio see the same moment of the machine, where best against best may not).
   std::vector<double> run_ms, sgemm_ms;
   std::optional<double> side_by_side_fraction_of_sgemm;
 };

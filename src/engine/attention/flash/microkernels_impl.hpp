@@ -377,7 +377,8 @@ struct KernelSet {
   // prefetch of their own (flash_decode.cpp). Alternated in one process at n = 4096, H = 8, d = 64
   // on an Emerald Rapids Xeon: 1.014-1.019x the speed without it on 1 thread, 1.015-1.020x on 2
   // (two runs of 12-16 rounds each); the panel's part alone 1.010. The same bits: only hints.
-  // Bytes [from, to) of p, a line at a time, asked into L1 (Locality 3: a row a decode step
+  //
+  // ask_into: bytes [from, to) of p, a line at a time, asked into L1 (Locality 3: a row a decode step
   // reads soon) or L2 (2): read hints, never a fault. A row that does not start on a line leaves
   // its last line to the next row's first.
   template <int Locality, class E>

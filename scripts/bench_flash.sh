@@ -7,8 +7,8 @@
 # rate against one sgemm timed right after it in the same process: run_ms_by_round and
 # sgemm_ms_by_round), so that a slow moment of a shared machine, or its clock moving between
 # rounds, does not land on one side of the ratio only.
-#   scripts/bench_flash.sh            5 rounds of 2 timed runs each (installs what is missing
-#                                     and builds first)
+#   scripts/bench_flash.sh            5 rounds of 2 timed runs each, and 2 more beside an sgemm
+#                                     (installs what is missing and builds first)
 #   scripts/bench_flash.sh --smoke    tiny sizes, seconds (what the test suite runs)
 # ATTN_CLI=path/to/attn-cli skips the install and build; ROUNDS=N and REPEAT=N set the rounds
 # and the timed runs per round (each after one untimed warm-up). OpenBLAS
@@ -40,7 +40,7 @@ import glob, json, os, statistics, sys
 work, sgemm_n, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sgemm_flops = 2.0 * sgemm_n ** 3
 best = {}    # (causal, threads) -> (min ms, FLOPs of that run); ("sgemm", threads) -> max GFLOP/s
-beside = {}  # (causal, threads) -> every timed run's rate over that of the sgemm timed right after it
+beside = {}  # (causal, threads) -> each run bench timed beside an sgemm: its rate over that sgemm's
 machine = shape = None
 for path in sorted(glob.glob(os.path.join(work, "*.json"))):
     d = json.load(open(path))

@@ -319,7 +319,8 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   const DecodeTuning builtin = decode_tuning_builtin();
   for (auto [stage, field, distances, first] :
        {std::tuple{"prefetch", "prefetch_blocks", tune_prefetch_blocks(), builtin.prefetch_blocks},
-        std::tuple{"bf16_near", "bf16_near_keys", tune_bf16_near_keys(), builtin.bf16_near_keys}}) {
+        std::tuple{"bf16_near", "bf16_near_keys", tune_bf16_near_keys(), builtin.bf16_near_keys},
+        std::tuple{"f32_near", "f32_near_keys", tune_f32_near_keys(), builtin.f32_near_keys}}) {
     const std::string name = stage;  // CAPTURE takes no structured binding (clang 14)
     CAPTURE(name);
     const Json& timed = d[stage];
@@ -360,7 +361,7 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   CHECK(d["staged_ms"].get<double>() == doctest::Approx(staged_sum));
   // Every changed setting that runs differently on some shape is compared: the prefetch
   // distances always do (their stage's cache), a crossover only where a ladder point moves.
-  for (const char* field : {"prefetch_blocks", "bf16_near_keys"}) {
+  for (const char* field : {"prefetch_blocks", "bf16_near_keys", "f32_near_keys"}) {
     bool compared = false;
     for (const Json& h : d["head_to_head"]) compared = compared || h["setting"] == field;
     CHECK(compared == (d["staged"][field] != d["builtin"][field]));
@@ -372,22 +373,24 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   const Json tuning = doctor_tuning();
   CHECK(tuning["source"] == "built-in");
   CHECK(tuning["decode"]["source"] == "tuned");
-  for (const char* field : {"prefetch_blocks", "decode_thread_work", "prefill_thread_work", "bf16_near_keys"})
+  for (const char* field :
+       {"prefetch_blocks", "decode_thread_work", "prefill_thread_work", "bf16_near_keys", "f32_near_keys"})
     CHECK(tuning["decode"][field] == d["chosen"][field]);
 
   // A setting other than the built-in is what later commands run, and bench says so.
   Json other = saved;
   other["decode"] = {{"prefetch_blocks", 2}, {"decode_thread_work", 7}, {"prefill_thread_work", 9},
-                     {"bf16_near_keys", 128}};
+                     {"bf16_near_keys", 128}, {"f32_near_keys", 32}};
   std::ofstream(cache.file) << other.dump();
   t = doctor_tuning()["decode"];
   CHECK(t["source"] == "tuned");
   CHECK(t["prefetch_blocks"] == 2);
   CHECK(t["decode_thread_work"] == 7);
   CHECK(t["bf16_near_keys"] == 128);
+  CHECK(t["f32_near_keys"] == 32);
   const auto doctor_text = run_cli("doctor");
-  CHECK(doctor_text.out.find("decode:     prefetch 2 block(s) ahead, a bfloat16 cache's rows 128 keys ahead") !=
-        std::string::npos);
+  CHECK(doctor_text.out.find("decode:     prefetch 2 block(s) ahead, a bfloat16 cache's rows 128 keys ahead into "
+                             "L1, a float32 cache's 32 into L2;") != std::string::npos);
   const auto bench_tuned = run_cli("bench --mode decode --kv 256 --heads 1 --repeat 1 --no-check");
   CHECK(bench_tuned.out.find("measured here by attn-cli tune") != std::string::npos);
   {
@@ -403,7 +406,8 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   CHECK(both.contains("qk_kernel"));
   CHECK(both["decode"] == other["decode"]);
   for (auto [field, value] : {std::pair{"prefetch_blocks", Json(3)}, std::pair{"bf16_near_keys", Json(48)},
-                              std::pair{"bf16_near_keys", Json("64")}, std::pair{"bf16_near_keys", Json(-64)}}) {
+                              std::pair{"bf16_near_keys", Json("64")}, std::pair{"bf16_near_keys", Json(-64)},
+                              std::pair{"f32_near_keys", Json(48)}, std::pair{"f32_near_keys", Json(-32)}}) {
     const std::string name = field;
     CAPTURE(name);
     Json bad = both;
@@ -427,6 +431,21 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   CHECK(run_cli("doctor").out.find("predates") != std::string::npos);
   REQUIRE(run_cli("tune --only flash --n 768 --heads 1 --rounds 1").code == 0);
   CHECK(read_json(cache.file.string())["decode"] == older["decode"]);
+  // The same for the float32 near distance, and for both.
+  older = both;
+  older["decode"].erase("f32_near_keys");
+  std::ofstream(cache.file) << older.dump();
+  t = doctor_tuning()["decode"];
+  CHECK(t["f32_near_keys"] == builtin.f32_near_keys);
+  CHECK(t["bf16_near_keys"] == 128);
+  CHECK(t["note"].get<std::string>().find("float32 near distance is the built-in") != std::string::npos);
+  older["decode"].erase("bf16_near_keys");
+  std::ofstream(cache.file) << older.dump();
+  t = doctor_tuning()["decode"];
+  CHECK(t["source"] == "tuned");
+  CHECK(t["bf16_near_keys"] == builtin.bf16_near_keys);
+  CHECK(t["note"].get<std::string>().find("bfloat16 and float32 near distances are the built-in") !=
+        std::string::npos);
 }
 
 TEST_CASE("cli tune: the decode stages' table names every stage and the bit check") {
@@ -435,7 +454,7 @@ TEST_CASE("cli tune: the decode stages' table names every stage and the bit chec
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   for (const char* words : {"Prefetch distance", "blocks ahead", "A bfloat16 cache's rows asked into L1 ahead",
-                            "keys ahead", "Decode, one query row", "Prefill, n x n",
+                            "The float32 cache's rows asked into L2 ahead", "keys ahead", "Decode, one query row", "Prefill, n x n",
                             "The stages chose: prefetch", "bit for bit"})
     CHECK(r.out.find(words) != std::string::npos);
   CHECK(!fs::exists(cache.file));

@@ -29,11 +29,12 @@ std::vector<DecodeTuning> tuning_candidates() {
   // Each with a bfloat16 cache's near prefetch too: none, 16 keys, past a block (200), the most
   // allowed (1024).
   struct Distances {
-    std::size_t prefetch_blocks, near_keys;
+    std::size_t prefetch_blocks, bf16_near_keys, f32_near_keys;
   };
-  for (const Distances& a : {Distances{0, 0}, Distances{1, 16}, Distances{2, 200}, Distances{4, 1024}})
+  for (const Distances& a : {Distances{0, 0, 0}, Distances{1, 16, 32}, Distances{2, 200, 16},
+                             Distances{4, 1024, 1024}, Distances{0, 0, 64}})
     for (std::size_t work : {std::size_t(1), std::size_t(1) << 40})
-      out.push_back({a.prefetch_blocks, work, work, a.near_keys});
+      out.push_back({a.prefetch_blocks, work, work, a.bf16_near_keys, a.f32_near_keys});
   return out;
 }
 
@@ -68,6 +69,7 @@ void check_same_bytes_every_setting(const DecodeShape& c, bool bf16_cache) {
       CAPTURE(t.prefetch_blocks);
       CAPTURE(t.decode_thread_work);
       CAPTURE(t.bf16_near_keys);
+      CAPTURE(t.f32_near_keys);
       CAPTURE(threads);
       CHECK(same_result_bytes(run(&t, threads), builtin));
     }

@@ -126,7 +126,8 @@ void check_decode_tune_budgets(const DecodeTuneConfig& c) {
   // read at 5 GB/s (a slow machine's memory) bounds the longest.
   const double call_s = std::max(c.sample_ms / 1000, cache / 5e9);
   const double samples =
-      double(c.rounds + 1) * (tune_prefetch_blocks().size() + tune_bf16_near_keys().size() + 2 * (6 + 8) + 10);
+      double(c.rounds + 1) * (tune_prefetch_blocks().size() + tune_bf16_near_keys().size() + tune_f32_near_keys().size() +
+                              2 * (6 + 8) + 12);
   require_time(samples * call_s, "tune's decode stages with these --decode-kv, --heads and --rounds", "lower them");
 }
 
@@ -153,6 +154,7 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
           {"score", "ms per call, the best of the rounds' samples"},
           {"prefetch", distances(r.prefetch, "prefetch_blocks")},
           {"bf16_near", distances(r.bf16_near, "bf16_near_keys")},
+          {"f32_near", distances(r.f32_near, "f32_near_keys")},
           {"decode_ladder", ladder(r.decode_ladder)},
           {"prefill_ladder", ladder(r.prefill_ladder)},
           {"builtin", decode_tuning_fields(r.builtin)},
@@ -188,6 +190,8 @@ void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& 
   print_distances("blocks ahead", r.prefetch);
   std::printf("\nA bfloat16 cache's rows asked into L1 ahead (the same cache in bfloat16, %.1f MiB):\n", mib / 2);
   print_distances("keys ahead", r.bf16_near);
+  std::printf("\nThe float32 cache's rows asked into L2 ahead, a step of 16 keys at a time:\n");
+  print_distances("keys ahead", r.f32_near);
   if (r.threads > 1) {
     print_crossover("Decode, one query row: 1 thread against all, by cache length", "(key,row) pairs",
                     r.decode_ladder, r.threads);
@@ -304,7 +308,8 @@ what runs. ATTN_CLI_TUNING=off runs the built-in blockings whatever the file say
 
 Then the decode path (a few query rows against a long KV cache) and small prefill: how many
 128-key blocks ahead decode prefetches K and V (timed against a --decode-kv cache), how many
-keys ahead a bfloat16 cache's rows are asked into L1 (the same cache in bfloat16), and from
+keys ahead a bfloat16 cache's rows are asked into L1 (the same cache in bfloat16) and a
+float32 cache's into L2 (the --decode-kv cache again), and from
 what work size a second thread pays for waking it, measured as a crossover: each size of a
 ladder runs on one thread and on all, in alternating rounds, and all threads are used from the
 smallest size where they win by the margin there and at every larger size. Each setting these

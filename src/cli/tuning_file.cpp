@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 #include <utility>
 
 #include "attn/engine/core/error.hpp"
@@ -58,13 +59,13 @@ DecodeTuning parse_decode_tuning(const Json& d) {
     throw InputError("decode.prefetch_blocks: expected one of the distances attn-cli tune tries");
   DecodeTuning t;
   t.prefetch_blocks = d["prefetch_blocks"].get<std::size_t>();
-  // A file written before tune timed the near distance has none: the built-in runs.
-  if (d.contains("bf16_near_keys")) {
-    const std::vector<std::size_t> near = tune_bf16_near_keys();
-    if (!d["bf16_near_keys"].is_number_unsigned() ||
-        std::find(near.begin(), near.end(), d["bf16_near_keys"].get<std::size_t>()) == near.end())
-      throw InputError("decode.bf16_near_keys: expected one of the distances attn-cli tune tries");
-    t.bf16_near_keys = d["bf16_near_keys"].get<std::size_t>();
+  // A file written before tune timed a near distance has none: the built-in runs.
+  for (auto [field, value, near] : {std::tuple{"bf16_near_keys", &t.bf16_near_keys, tune_bf16_near_keys()},
+                                    std::tuple{"f32_near_keys", &t.f32_near_keys, tune_f32_near_keys()}}) {
+    if (!d.contains(field)) continue;
+    if (!d[field].is_number_unsigned() || std::find(near.begin(), near.end(), d[field].get<std::size_t>()) == near.end())
+      throw InputError(std::string("decode.") + field + ": expected one of the distances attn-cli tune tries");
+    *value = d[field].get<std::size_t>();
   }
   for (auto [field, value] : {std::pair{"decode_thread_work", &t.decode_thread_work},
                               std::pair{"prefill_thread_work", &t.prefill_thread_work}}) {
@@ -133,8 +134,15 @@ void load_flash_tuning() {
     if (j.contains("measured")) state.measured = j["measured"];
     if (j.contains("decode_measured")) state.decode_measured = j["decode_measured"];
     if (decode) state.decode = j["decode"];
-    if (decode && !j["decode"].contains("bf16_near_keys"))
-      state.decode_note = "the bfloat16 near distance is the built-in: the file predates tune's stage for it";
+    if (decode) {
+      std::vector<std::string> older;  // the near distances the file predates
+      if (!j["decode"].contains("bf16_near_keys")) older.push_back("bfloat16");
+      if (!j["decode"].contains("f32_near_keys")) older.push_back("float32");
+      if (older.size() == 1)
+        state.decode_note = "the " + older[0] + " near distance is the built-in: the file predates tune's stage for it";
+      if (older.size() == 2)
+        state.decode_note = "the bfloat16 and float32 near distances are the built-in: the file predates tune's stages for them";
+    }
   } catch (const std::exception& e) {  // a broken cache must not stop every command
     state.note = "not used: " + printable_text(e.what());  // the file's text may be in it
     warn("ignoring " + *path + " (" + e.what() + "); attn-cli tune measures this machine again");
@@ -149,12 +157,14 @@ Json decode_tuning_fields(const DecodeTuning& t) {
   return {{"prefetch_blocks", t.prefetch_blocks},
           {"decode_thread_work", t.decode_thread_work},
           {"prefill_thread_work", t.prefill_thread_work},
-          {"bf16_near_keys", t.bf16_near_keys}};
+          {"bf16_near_keys", t.bf16_near_keys},
+          {"f32_near_keys", t.f32_near_keys}};
 }
 
 std::string decode_tuning_text(const DecodeTuning& t) {
   return "prefetch " + std::to_string(t.prefetch_blocks) + " block(s) ahead, a bfloat16 cache's rows " +
-         std::to_string(t.bf16_near_keys) + " keys ahead into L1; a second thread from " +
+         std::to_string(t.bf16_near_keys) + " keys ahead into L1, a float32 cache's " +
+         std::to_string(t.f32_near_keys) + " into L2; a second thread from " +
          std::to_string(t.decode_thread_work) + " (key, row) pairs a thread (decode), " +
          std::to_string(t.prefill_thread_work) + " multiply-adds a thread (prefill)";
 }
@@ -163,7 +173,8 @@ std::string decode_tuning_line(const Json& t) {
   const Json& d = t["decode"];
   const std::string line = decode_tuning_text(
       {d["prefetch_blocks"].get<std::size_t>(), d["decode_thread_work"].get<std::size_t>(),
-       d["prefill_thread_work"].get<std::size_t>(), d["bf16_near_keys"].get<std::size_t>()});
+       d["prefill_thread_work"].get<std::size_t>(), d["bf16_near_keys"].get<std::size_t>(),
+       d["f32_near_keys"].get<std::size_t>()});
   if (d["source"] == "tuned")
     return line + " (measured here by attn-cli tune" + (d.contains("note") ? "; " + d["note"].get<std::string>() : "") +
            ")";

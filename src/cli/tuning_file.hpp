@@ -22,14 +22,14 @@ std::optional<std::string> tuning_file_path();
 void load_flash_tuning();
 
 // {qk_kernel, pv_kernel, block_q, source: "built-in" | "tuned", file, note, decode: {prefetch_blocks,
-// decode_thread_work, prefill_thread_work, bf16_near_keys, source, note}}: what the flash kernel
+// decode_thread_work, prefill_thread_work, bf16_near_keys, f32_near_keys, source, note}}: what the flash kernel
 // runs and why, for doctor and bench --json. decode's note says when tune has not measured it
 // here, or which of its settings a file that tune wrote is without (those run the built-in).
 Json tuning_json();
 
 // {qk_kernel, pv_kernel, block_q}: a tuning as the file, tune --json and doctor write it.
 Json flash_tuning_fields(const FlashTuning& tuning);
-// {prefetch_blocks, decode_thread_work, prefill_thread_work, bf16_near_keys}: the same for
+// {prefetch_blocks, decode_thread_work, prefill_thread_work, bf16_near_keys, f32_near_keys}: the same for
 // DecodeTuning.
 Json decode_tuning_fields(const DecodeTuning& tuning);
 

@@ -193,12 +193,13 @@ struct Field {
 };
 constexpr Field kFields[] = {{"prefetch_blocks", &DecodeTuning::prefetch_blocks},
                              {"bf16_near_keys", &DecodeTuning::bf16_near_keys},
+                             {"f32_near_keys", &DecodeTuning::f32_near_keys},
                              {"decode_thread_work", &DecodeTuning::decode_thread_work},
                              {"prefill_thread_work", &DecodeTuning::prefill_thread_work}};
 
 // Each setting the stages changed against the built-in, on the shapes where that change alone
 // runs differently (prefetch_blocks: both caches, float32 and bfloat16, since both stream with
-// it; bf16_near_keys: the bfloat16 one; a crossover: each ladder point where the thread counts
+// it; bf16_near_keys: the bfloat16 one; f32_near_keys: the float32 one; a crossover: each ladder point where the thread counts
 // differ), all in one set of alternating rounds; each is kept only when it wins there by the
 // margin, so a noisy pick does not ride on another setting's clear win.
 void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, const Ladder& dl, const Ladder& pl,
@@ -225,6 +226,7 @@ void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, 
     };
     if (f.member == &DecodeTuning::prefetch_blocks) both(f32.call, f32.reference), both(bf16.call, bf16.reference);
     if (f.member == &DecodeTuning::bf16_near_keys) both(bf16.call, bf16.reference);
+    if (f.member == &DecodeTuning::f32_near_keys) both(f32.call, f32.reference);
     if (f.member == &DecodeTuning::decode_thread_work) ladder(dl, dref, f.member);
     if (f.member == &DecodeTuning::prefill_thread_work) ladder(pl, pref, f.member);
     // A change that runs as the built-in on every shape timed is not worth keeping.
@@ -254,6 +256,8 @@ std::vector<std::size_t> tune_prefetch_blocks() { return {decode_tuning_builtin(
 
 std::vector<std::size_t> tune_bf16_near_keys() { return {decode_tuning_builtin().bf16_near_keys, 0, 32, 128, 256}; }
 
+std::vector<std::size_t> tune_f32_near_keys() { return {decode_tuning_builtin().f32_near_keys, 16, 32, 64, 128, 256}; }
+
 std::size_t crossover_work(const std::vector<CrossoverPoint>& ladder, std::size_t threads, double margin) {
   if (ladder.empty() || threads < 2) return decode_tuning_builtin().decode_thread_work;
   std::size_t from = ladder.size();
@@ -272,14 +276,18 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
 
   // Stage 1, the prefetch distance: one query row against a float32 cache of c.kv keys, all
   // threads. Stage 2, a bfloat16 cache's near distance: the same query and cache in bfloat16.
-  // Each from the built-in (the distance stages do not build on each other).
+  // Stage 3, a float32 cache's near distance. Each from the built-in (the distance stages do
+  // not build on each other).
   const Checked f32 = checked(random_call(rng, c.heads, 1, c.kv, c.head_dim), r);
   const Checked bf16 = checked(bf16_call(f32.call), r);
-  const std::vector<std::size_t> blocks = tune_prefetch_blocks(), near = tune_bf16_near_keys();
+  const std::vector<std::size_t> blocks = tune_prefetch_blocks(), near = tune_bf16_near_keys(),
+                                 f32_near = tune_f32_near_keys();
   r.staged.prefetch_blocks = blocks[distance_stage(f32, blocks, &DecodeTuning::prefetch_blocks, r, r.prefetch, c)];
   r.staged.bf16_near_keys = near[distance_stage(bf16, near, &DecodeTuning::bf16_near_keys, r, r.bf16_near, c)];
+  r.staged.f32_near_keys =
+      f32_near[distance_stage(f32, f32_near, &DecodeTuning::f32_near_keys, r, r.f32_near, c)];
 
-  // Stages 3 and 4, the crossovers: each ladder point on one thread and on all.
+  // Stages 4 and 5, the crossovers: each ladder point on one thread and on all.
   const Ladder dl = r.threads > 1 ? decode_ladder(rng, c) : Ladder{}, pl = r.threads > 1 ? prefill_ladder(rng, c) : Ladder{};
   std::vector<FlashResult> dref, pref;
   if (r.threads > 1) {

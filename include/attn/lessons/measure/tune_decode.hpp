@@ -25,7 +25,7 @@ struct DecodeTuneConfig {
 };
 
 // One prefetch distance as timed at a prefetch stage's shape: ms per call, its best sample.
-// The distance is in 128-key blocks (prefetch_blocks) or in keys (bf16_near_keys).
+// The distance is in 128-key blocks (prefetch_blocks) or in keys (bf16_near_keys, f32_near_keys).
 struct DistanceCandidate {
   std::size_t distance = 0;
   double ms = 0;
@@ -54,6 +54,7 @@ struct DecodeTuneResult {
   DecodeTuning builtin, staged, chosen;
   std::vector<DistanceCandidate> prefetch;   // prefetch_blocks, float32 cache; the built-in first
   std::vector<DistanceCandidate> bf16_near;  // bf16_near_keys, a bfloat16 cache; the built-in first
+  std::vector<DistanceCandidate> f32_near;   // f32_near_keys, the float32 cache; the built-in first
   // The crossovers: the smallest size from which all threads beat one by the margin, at it and
   // every larger size, sets the work a thread needs (its work / threads). Empty on one thread.
   std::vector<CrossoverPoint> decode_ladder, prefill_ladder;
@@ -65,16 +66,17 @@ struct DecodeTuneResult {
   bool all_same_bits = true;
 };
 
-// Four stages: the prefetch distance (tune_prefetch_blocks), a bfloat16 cache's near distance
-// (tune_bf16_near_keys), the decode crossover, the small prefill crossover; each setting they
+// Five stages: the prefetch distance (tune_prefetch_blocks), a bfloat16 cache's near distance
+// (tune_bf16_near_keys), a float32 cache's (tune_f32_near_keys), the decode crossover, the small prefill crossover; each setting they
 // changed is kept only if it then beats the built-in by the margin in rounds of its own, on the
 // shapes where that change runs differently.
 DecodeTuneResult tune_decode(const DecodeTuneConfig& config);
 
-// The distances tune tries, the built-in first: 128-key blocks ahead, and a bfloat16 cache's
-// keys ahead. A saved tuning must hold one of each.
+// The distances tune tries, the built-in first: 128-key blocks ahead, and a bfloat16 or
+// float32 cache's keys ahead. A saved tuning must hold one of each.
 std::vector<std::size_t> tune_prefetch_blocks();
 std::vector<std::size_t> tune_bf16_near_keys();
+std::vector<std::size_t> tune_f32_near_keys();
 
 // The crossover a ladder measured: work / threads at the smallest point from which `many_ms`
 // beats `one_ms` by the margin at every larger point; when it never does, just over the

@@ -46,9 +46,19 @@ struct Rows {
   std::size_t count, padded, group;
 };
 
+// Asks rows [first, first + count) of a [*, width] array into L2 (a read hint, never a fault).
+// Always inlined: GCC 12 counts a function whose only effect is prefetches as free of side
+// effects (its pure-const pass) and deletes the calls to it it has not inlined, which is what
+// became of the float32 near prefetch while it was a lambda of its own.
+template <class KV>
+[[gnu::always_inline]] inline void ask_rows(const KV* rows, std::size_t first, std::size_t count, std::size_t width) {
+  const char* b = reinterpret_cast<const char*>(rows + first * width);
+  for (std::size_t off = 0; off < count * width * sizeof(KV); off += 64) __builtin_prefetch(b + off, 0, 2);
+}
+
 template <class T>
 struct Workspace {
-  Aligned<T> q, v_block, s, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
+  Aligned<T> q, v_block, s, o, alpha, ones;  // padded rows of s stay 0: P V adds nothing for them
   std::vector<tile::RowState<T>> rows;
 };
 
@@ -83,23 +93,26 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   // at d = 64 in float32) a step. Asked all at once, 32 KiB of V before the scores and 32 KiB of K before
   // P V, they overflowed the core's queue of misses: a 64 MiB decode step ran at 0.52-0.58 of a
   // streaming read on 1 thread and 0.63-0.70 on 2, spread 0.66-0.77 and 0.85-0.99 (alternated).
-  auto prefetch = [](const KV* from, std::size_t count) {
-    const char* b = reinterpret_cast<const char*>(from);
-    for (std::size_t off = 0; off < count * sizeof(KV); off += 64) __builtin_prefetch(b + off, 0, 2);
-  };
   const std::size_t ahead = p.tuning.prefetch_blocks;
+  // A float32 (or float64) cache's rows are also asked into L2 `near` keys ahead of the rows
+  // being read (DecodeTuning::f32_near_keys), a step of whole rows at a time: K's while the scores
+  // are computed, V's while P V runs, in steps too, so that a step's rows of V stay in L1 while
+  // the kernel makes its passes over their column panels (on AVX2 one 16-column panel of every
+  // row at a time). A bfloat16 cache asks inside its kernels (NearPrefetch).
+  const std::size_t near = widen ? 0 : p.tuning.f32_near_keys;
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb);
     // Without prefetches there is nothing to spread: the block's scores in one call.
-    const std::size_t step = ahead ? kStepKeys : nb;
+    const std::size_t step = ahead || near ? kStepKeys : nb;
     for (std::size_t s0 = 0; s0 < nb; s0 += step) {
       const std::size_t ns = std::min(step, nb - s0);
       if (ahead) {  // spread over the scores: this step's share of the V and K blocks ahead
         if (const std::size_t jv = jb + (ahead - 1) * kBlockKeys + s0; jv < j1)
-          prefetch(v + jv * dv, std::min(ns, j1 - jv) * dv);
+          ask_rows(v, jv, std::min(ns, j1 - jv), dv);
         if (const std::size_t jk = jb + ahead * kBlockKeys + s0; jk < j1)
-          prefetch(k + jk * d, std::min(ns, j1 - jk) * d);
+          ask_rows(k, jk, std::min(ns, j1 - jk), d);
       }
+      if (const std::size_t jk = jb + s0 + near; near && jk < j1) ask_rows(k, jk, std::min(ns, j1 - jk), d);
       if constexpr (widen)  // K read in place, bfloat16 widened in registers
         mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + (jb + s0) * d, d, ns, ws.s.data() + s0, lds,
                             {p.tuning.bf16_near_keys, p.Lk - (jb + s0)});
@@ -128,7 +141,13 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
         mk.pv_bf16(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp,
                    {p.tuning.bf16_near_keys, p.Lk - jb});
       else
-        mk.pv(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp);
+        for (std::size_t s0 = 0; s0 < nb; s0 += step) {  // step = nb without prefetches
+          const std::size_t ns = std::min(step, nb - s0);
+          if (const std::size_t jv = jb + s0 + near; near && jv < j1) ask_rows(v, jv, std::min(ns, j1 - jv), dv);
+          // The rescale by alpha with the first step, then by 1: the same bits as one call.
+          mk.pv(ws.s.data() + s0, lds, rows.count, ns, vrows + s0 * dv, dv, dvp,
+                (s0 == 0 ? ws.alpha : ws.ones).data(), ws.o.data(), dvp);
+        }
     } else {
       for (std::size_t j = 0; j < nb; ++j) {
         if constexpr (widen) mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
@@ -178,6 +197,7 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
     ws.s.resize(rows.padded * lds);
     ws.o.resize(rows.padded * dvp);
     ws.alpha.resize(rows.padded);
+    ws.ones.assign(rows.padded, T(1));
     ws.rows.resize(rows.padded);
   }
   std::vector<Partial<T>> parts(p.Hkv * split.chunks);  // [KV head][chunk]

@@ -280,7 +280,7 @@ struct KernelSet {
         for (std::size_t r = 0; r < MR; ++r) {
           // The rescale of line 12, folded into the accumulator load of the first slice.
           const batch a(k0 == 0 ? alpha[i0 + r] : T(1));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (std::size_t c = 0; c < NV; ++c)
             acc[r][c] = batch::load_unaligned(o + (i0 + r) * ldo + c * W) * a;
         }
@@ -289,30 +289,38 @@ struct KernelSet {
             if (i0 == 0 && near.keys && near.keys < near.readable && k < near.readable - near.keys)
               ask_into<3>(v + (k + near.keys) * ldv, 0, NV * W * sizeof(VT));
           batch vb[NV];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (std::size_t c = 0; c < NV; ++c) vb[c] = load_k(v + k * ldv + c * W);
 #pragma GCC unroll 8
           for (std::size_t r = 0; r < MR; ++r) {
             const batch pb(p[(i0 + r) * ldp + k]);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (std::size_t c = 0; c < NV; ++c) acc[r][c] = fused(pb, vb[c], acc[r][c]);
           }
         }
 #pragma GCC unroll 8
         for (std::size_t r = 0; r < MR; ++r)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (std::size_t c = 0; c < NV; ++c) acc[r][c].store_unaligned(o + (i0 + r) * ldo + c * W);
       }
     }
   }
 
   // rows (a multiple of MR) in blocks of MR: pv_any gives a decode step's one to few rows
-  // blocks of their own size, so that no FMA is spent on padding rows.
+  // blocks of their own size, so that no FMA is spent on padding rows. One or two rows take
+  // panels of up to 8 / MR registers (8 accumulators), where the set's PV_NR would give one row
+  // only PV_NR chains of FMAs, each waiting on its last: on AVX2 (PV_NR = 2) a decode step's one
+  // row then spent 4 cycles a key on each 16-column panel, and read V a panel at a time. The
+  // same sums in the same order either way: only which columns share a pass changes.
   template <std::size_t MR, class VT>
   static void pv_block(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const VT* v,
                        std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo,
                        attn::flash::NearPrefetch near) {
+    constexpr std::size_t WIDE = std::max<std::size_t>(PV_NR, 8 / MR);
     std::size_t c0 = 0;
+    if constexpr (WIDE > PV_NR)
+      for (; c0 + WIDE * W <= dvp; c0 += WIDE * W)
+        pv_columns<MR, WIDE>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo, near);
     for (; c0 + PV_NR * W <= dvp; c0 += PV_NR * W)
       pv_columns<MR, PV_NR>(p, ldp, rows, keys, v + c0, ldv, alpha, o + c0, ldo, near);
     // Narrower tails for d_v not a multiple of PV_NR registers (d_v is padded to W).

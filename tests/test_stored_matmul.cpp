@@ -244,25 +244,71 @@ TEST_CASE("stored gemm: each output is its bias then its terms fused in k order,
   }
 }
 
-TEST_CASE("stored gemm: the AVX-512 and portable widenings, straight and transposed, give the same floats") {
+TEST_CASE("stored gemm: the AVX-512, AVX2 and portable widenings, straight and transposed, give the same floats") {
   std::mt19937 rng(17);
-  const detail::StoredWidenTransposedKernel avx512 = detail::stored_widen_transposed_avx512();
-  const detail::StoredWidenTransposedKernel generic = detail::stored_widen_transposed_generic();
+  struct Vector {
+    const char* isa;
+    detail::StoredWidenKernel straight;
+    detail::StoredWidenTransposedKernel transposed;
+  };
+  // Null where not compiled in or where this CPU lacks the instructions; the portable one always.
+  const Vector vectors[] = {{"avx512", detail::stored_widen_avx512(), detail::stored_widen_transposed_avx512()},
+                            {"avx2", detail::stored_widen_avx2(), detail::stored_widen_transposed_avx2()}};
+  const detail::StoredWidenKernel generic = detail::stored_widen_generic();
+  const detail::StoredWidenTransposedKernel generic_t = detail::stored_widen_transposed_generic();
   for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16}) {
     const StoredTestMatrix w = make_stored(type, 70, 45, rng);
     for (auto [row, rows, col, depth] : {std::array<std::size_t, 4>{0, 70, 0, 45}, {3, 17, 5, 33}, {64, 6, 40, 5},
-                                         {0, 16, 0, 16}, {69, 1, 44, 1}}) {
+                                         {0, 16, 0, 16}, {69, 1, 44, 1}, {8, 9, 7, 8}}) {
       const std::size_t ldo = 80;
-      std::vector<float> a(depth * ldo, -7.0f), b(depth * ldo, -7.0f);
-      CHECK(generic(w.view, row, rows, col, depth, a.data(), ldo));
-      bool values = true;  // the transposition, by the test's own decoding
-      for (std::size_t c = 0; c < depth; ++c)
+      std::vector<float> a(depth * ldo, -7.0f), line(depth + 3, -7.0f);
+      CHECK(generic_t(w.view, row, rows, col, depth, a.data(), ldo));
+      CHECK(generic(w.view, row, col, depth, line.data()));
+      bool values = true;  // the transposition, and the straight row, by the test's own decoding
+      for (std::size_t c = 0; c < depth; ++c) {
+        values &= line[c] == float(w.values[row * 45 + col + c]);
         for (std::size_t t = 0; t < ldo; ++t)
           values &= t < rows ? a[c * ldo + t] == float(w.values[(row + t) * 45 + col + c]) : a[c * ldo + t] == -7.0f;
+      }
       CHECK(values);
-      if (!avx512) continue;  // not compiled in, or this CPU lacks AVX-512
-      CHECK(avx512(w.view, row, rows, col, depth, b.data(), ldo));
-      CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);  // and nothing outside the block written
+      for (const Vector& v : vectors) {
+        if (!v.straight) continue;
+        CAPTURE(v.isa);
+        std::vector<float> b(depth * ldo, -7.0f), line_b(depth + 3, -7.0f);
+        CHECK(v.transposed(w.view, row, rows, col, depth, b.data(), ldo));
+        CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);  // and nothing outside the block written
+        CHECK(v.straight(w.view, row, col, depth, line_b.data()));
+        CHECK(std::memcmp(line.data(), line_b.data(), line.size() * 4) == 0);  // nor past the row's end
+      }
+    }
+  }
+  // Every finite bfloat16 and float16 bit pattern (subnormals, signed zeros, the largest), and
+  // each kernel's report of one that is not finite at every place of a register.
+  for (StoredType type : {StoredType::bf16, StoredType::f16}) {
+    std::vector<std::uint16_t> bits;
+    for (std::uint32_t h = 0; h < 0x10000; ++h)
+      if (((h >> (type == StoredType::bf16 ? 7 : 10)) & (type == StoredType::bf16 ? 0xff : 0x1f)) !=
+          (type == StoredType::bf16 ? 0xffu : 0x1fu))
+        bits.push_back(std::uint16_t(h));
+    const StoredMatrix all{bits.data(), type, 1, bits.size()};
+    std::vector<float> want(bits.size());
+    CHECK(generic(all, 0, 0, bits.size(), want.data()));
+    for (const Vector& v : vectors) {
+      if (!v.straight) continue;
+      CAPTURE(v.isa);
+      std::vector<float> got(bits.size());
+      CHECK(v.straight(all, 0, 0, bits.size(), got.data()));
+      CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0);
+      std::vector<std::uint16_t> one(19, 0x3c00);  // 1.0 in float16; a small number in bfloat16
+      for (std::size_t at = 0; at < one.size(); ++at) {
+        CAPTURE(at);
+        one[at] = type == StoredType::bf16 ? 0x7f80 : 0x7c00;  // +infinity
+        const StoredMatrix bad{one.data(), type, 1, one.size()};
+        std::vector<float> out(one.size());
+        CHECK_FALSE(v.straight(bad, 0, 0, one.size(), out.data()));
+        CHECK_FALSE(v.transposed(bad, 0, 1, 0, one.size(), out.data(), 1));
+        one[at] = 0x3c00;
+      }
     }
   }
 }

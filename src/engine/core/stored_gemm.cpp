@@ -35,8 +35,8 @@ constexpr std::size_t kStreamRows = 4, kStreamColumns = 4096;
 
 detail::StoredWidenKernel widen_kernel() {
   static const detail::StoredWidenKernel kernel = [] {
-    const detail::StoredWidenKernel avx512 = detail::stored_widen_avx512();
-    return avx512 ? avx512 : detail::stored_widen_generic();
+    const detail::StoredWidenKernel avx512 = detail::stored_widen_avx512(), avx2 = detail::stored_widen_avx2();
+    return avx512 ? avx512 : avx2 ? avx2 : detail::stored_widen_generic();
   }();
   return kernel;
 }
@@ -69,8 +69,9 @@ bool stream_rows(const float* x, std::size_t m, const StoredMatrix& w, const flo
 
 detail::StoredWidenTransposedKernel widen_transposed_kernel() {
   static const detail::StoredWidenTransposedKernel kernel = [] {
-    const detail::StoredWidenTransposedKernel avx512 = detail::stored_widen_transposed_avx512();
-    return avx512 ? avx512 : detail::stored_widen_transposed_generic();
+    const detail::StoredWidenTransposedKernel avx512 = detail::stored_widen_transposed_avx512(),
+                                              avx2 = detail::stored_widen_transposed_avx2();
+    return avx512 ? avx512 : avx2 ? avx2 : detail::stored_widen_transposed_generic();
   }();
   return kernel;
 }

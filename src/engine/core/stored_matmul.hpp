@@ -20,6 +20,7 @@ using StoredWidenKernel = bool (*)(const StoredMatrix& w, std::size_t row, std::
 
 StoredWidenKernel stored_widen_generic();
 StoredWidenKernel stored_widen_avx512();  // null when not compiled in
+StoredWidenKernel stored_widen_avx2();    // AVX2 + F16C (stored_matmul_avx2.cpp); null the same way
 
 // The same, transposed: out[c * ldo + t] = W[row + t, col + c] for t < rows, c < depth (rows of W
 // become columns of out: stored_gemm's panels of a matrix stored [out, in]). out is not written
@@ -29,6 +30,7 @@ using StoredWidenTransposedKernel = bool (*)(const StoredMatrix& w, std::size_t 
 
 StoredWidenTransposedKernel stored_widen_transposed_generic();
 StoredWidenTransposedKernel stored_widen_transposed_avx512();  // null when not compiled in
+StoredWidenTransposedKernel stored_widen_transposed_avx2();
 
 // y[i, j] for j in [j0, j1), i < m, W stored [K, N] (in, out): y starts from bias (or 0) and adds
 // x[i, k] W[k, j] for k = 0, 1, ... by fused multiply-adds, so each output has the bits of

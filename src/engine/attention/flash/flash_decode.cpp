@@ -69,6 +69,26 @@ struct Partial {
   std::vector<T> o;
 };
 
+// The online softmax over one block's scores, row by row (causal and masked keys out), each
+// row's rescale of its earlier output left in ws.alpha.
+template <class T>
+void block_softmax(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,
+                   std::size_t jb, std::size_t nb, Workspace<T>& ws) {
+  for (std::size_t r = 0; r < rows.count; ++r) {
+    const std::size_t h = g * rows.group + r / p.Lq, i = r % p.Lq;
+    T* s = ws.s.data() + r * kBlockKeys;
+    // Causal (bottom-right): row i sees a prefix of the block.
+    const long end = p.causal ? tile::causal_key_end(long(i) + 1, long(p.Lq), long(p.Lk)) : long(p.Lk);
+    const std::size_t n = std::size_t(std::clamp(end - long(jb), 0L, long(nb)));
+    if (p.allowed) {
+      const bool* m = p.allowed->data() + ((p.allowed->shape(0) == 1 ? 0 : h) * p.Lq + i) * p.Lk + jb;
+      for (std::size_t j = 0; j < n; ++j)
+        if (!m[j]) s[j] = -T(INFINITY);
+    }
+    ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
+  }
+}
+
 // KV is T or std::uint16_t, bfloat16 bits. Either way K and V are read in place, a bfloat16
 // element widened in registers as it is loaded (only V rows of a length that is not a whole
 // number of registers are first widened into the L1-sized workspace); everything after is the same.
@@ -119,19 +139,7 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
       else  // K read in place
         mk.qk_unpacked(ws.q.data(), rows.count, d, k + (jb + s0) * d, d, ns, ws.s.data() + s0, lds);
     }
-    for (std::size_t r = 0; r < rows.count; ++r) {
-      const std::size_t h = g * rows.group + r / p.Lq, i = r % p.Lq;
-      T* s = ws.s.data() + r * lds;
-      // Causal (bottom-right): row i sees a prefix of the block.
-      const long end = p.causal ? tile::causal_key_end(long(i) + 1, long(p.Lq), long(p.Lk)) : long(p.Lk);
-      const std::size_t n = std::size_t(std::clamp(end - long(jb), 0L, long(nb)));
-      if (p.allowed) {
-        const bool* m = p.allowed->data() + ((p.allowed->shape(0) == 1 ? 0 : h) * p.Lq + i) * p.Lk + jb;
-        for (std::size_t j = 0; j < n; ++j)
-          if (!m[j]) s[j] = -T(INFINITY);
-      }
-      ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
-    }
+    block_softmax(mk, p, rows, g, jb, nb, ws);
     // P V for the task's rows only (padding rows would be FMAs on zeros). V rows whose length
     // is a whole number of registers are read in place (bfloat16 widened in registers); others
     // are first copied or widened into padded rows.

@@ -54,7 +54,7 @@ print(f"decode: 1 query row x 8 heads, d = 64, float32 arithmetic; best of {roun
       "min time, and the fastest streaming read of the same bytes (same processes)")
 print(f"CPU: {machine['cpu']} ({machine['cpu_vectors']}); flash kernels: {machine['flash_isa']}")
 print(f"decode tuning: prefetch {tune['prefetch_blocks']} block(s) ahead, a bfloat16 cache's rows "
-      f"{tune['bf16_near_keys']} keys ahead, a float32 cache's {tune['f32_near_keys']}, a second thread from "
+      f"{tune['bf16_near_keys']} keys ahead, a float32 cache's {tune.get('f32_near_keys', 0)}, a second thread from "
       f"{tune['decode_thread_work']} (key, row) pairs "
       f"({'measured here by attn-cli tune' if tune['source'] == 'tuned' else 'built-in: ' + tune.get('note', '')})")
 print("KV GB/s = bytes of K and V / min time; ratio = that / stream; 2M pages = the share of K and V Linux backed")

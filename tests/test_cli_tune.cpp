@@ -454,7 +454,8 @@ TEST_CASE("cli tune: the decode stages' table names every stage and the bit chec
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   for (const char* words : {"Prefetch distance", "blocks ahead", "A bfloat16 cache's rows asked into L1 ahead",
-                            "The float32 cache's rows asked into L2 ahead", "keys ahead", "Decode, one query row", "Prefill, n x n",
+                            "The float32 cache's rows asked into L2 ahead", "keys ahead", "Decode, one query row",
+                            "Prefill, n x n",
                             "The stages chose: prefetch", "bit for bit"})
     CHECK(r.out.find(words) != std::string::npos);
   CHECK(!fs::exists(cache.file));

@@ -26,8 +26,8 @@ bool same_result_bytes(const FlashResult& a, const FlashResult& b) {
 // thread to work (1) or keep one thread (huge).
 std::vector<DecodeTuning> tuning_candidates() {
   std::vector<DecodeTuning> out;
-  // Each with a bfloat16 cache's near prefetch too: none, 16 keys, past a block (200), the most
-  // allowed (1024).
+  // Each with near prefetches too, a bfloat16 cache's and a float32 one's: none, 16 or 32 keys,
+  // past a block (200), the most allowed (1024), and in other pairings.
   struct Distances {
     std::size_t prefetch_blocks, bf16_near_keys, f32_near_keys;
   };
@@ -146,13 +146,14 @@ TEST_CASE("decode tuning: set once, later calls run it, and out-of-range values 
     ~Restore() { set_decode_tuning(decode_tuning_builtin()); }
   } restore;
   CHECK(decode_tuning() == decode_tuning_builtin());
-  set_decode_tuning({2, 4096, 1 << 18, 32});
-  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18, 32});
+  set_decode_tuning({2, 4096, 1 << 18, 32, 64});
+  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18, 32, 64});
   CHECK_THROWS_AS(set_decode_tuning({17, 4096, 1}), InputError);
   CHECK_THROWS_AS(set_decode_tuning({1, 0, 1}), InputError);
   CHECK_THROWS_AS(set_decode_tuning({1, 1, 0}), InputError);
   CHECK_THROWS_AS(set_decode_tuning({1, 1, 1, 1025}), InputError);
-  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18, 32});  // a refused setting changes nothing
+  CHECK_THROWS_AS(set_decode_tuning({1, 1, 1, 64, 1025}), InputError);
+  CHECK(decode_tuning() == DecodeTuning{2, 4096, 1 << 18, 32, 64});  // a refused setting changes nothing
 }
 
 TEST_CASE("decode tuning: the crossover is the smallest size from which all threads win at every larger size") {

@@ -280,20 +280,33 @@ template <class T>
 void check_pv_rows(const flash::Microkernels<T>& mk) {
   const std::string isa = mk.isa;
   CAPTURE(isa);
-  const std::size_t keys = 37, dvp = 2 * mk.lanes, ldp = 40;
-  Rng rng(5);
-  std::vector<T> v(keys * dvp), p(16 * ldp), alpha(16), o0(16 * dvp);
-  for (T& x : v) x = T(rng.normal());
-  for (T& x : p) x = T(rng.uniform());
-  for (T& x : alpha) x = T(0.5 + rng.uniform());
-  for (T& x : o0) x = T(rng.normal());
-  for (std::size_t rows = 1; rows <= 16; ++rows) {
-    CAPTURE(rows);
-    std::vector<T> together = o0, alone = o0;
-    mk.pv(p.data(), ldp, rows, keys, v.data(), dvp, dvp, alpha.data(), together.data(), dvp);
-    for (std::size_t r = 0; r < rows; ++r)
-      mk.pv(p.data() + r * ldp, ldp, 1, keys, v.data(), dvp, dvp, alpha.data() + r, alone.data() + r * dvp, dvp);
-    CHECK(std::memcmp(together.data(), alone.data(), together.size() * sizeof(T)) == 0);
+  // 11 registers of columns: one or two rows take panels of 8 / rows registers, the set's own
+  // blocks of rows panels of PV_NR, and the rest narrower tails; all must agree.
+  for (const std::size_t dvp : {2 * mk.lanes, 11 * mk.lanes}) {
+    CAPTURE(dvp);
+    const std::size_t keys = 37, ldp = 40;
+    Rng rng(5);
+    std::vector<T> v(keys * dvp), p(16 * ldp), alpha(16), o0(16 * dvp);
+    for (T& x : v) x = T(rng.normal());
+    for (T& x : p) x = T(rng.uniform());
+    for (T& x : alpha) x = T(0.5 + rng.uniform());
+    for (T& x : o0) x = T(rng.normal());
+    for (std::size_t rows = 1; rows <= 16; ++rows) {
+      CAPTURE(rows);
+      std::vector<T> together = o0, alone = o0;
+      mk.pv(p.data(), ldp, rows, keys, v.data(), dvp, dvp, alpha.data(), together.data(), dvp);
+      for (std::size_t r = 0; r < rows; ++r)
+        mk.pv(p.data() + r * ldp, ldp, 1, keys, v.data(), dvp, dvp, alpha.data() + r, alone.data() + r * dvp, dvp);
+      CHECK(std::memcmp(together.data(), alone.data(), together.size() * sizeof(T)) == 0);
+      double worst = 0;  // and the values themselves, against float64
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < dvp; ++c) {
+          double want = double(o0[r * dvp + c]) * double(alpha[r]);
+          for (std::size_t k = 0; k < keys; ++k) want += double(p[r * ldp + k]) * double(v[k * dvp + c]);
+          worst = std::max(worst, std::abs(want - double(together[r * dvp + c])));
+        }
+      CHECK(worst < 1e-4);
+    }
   }
 }
 

@@ -282,8 +282,8 @@ TEST_CASE("stored gemm: the AVX-512, AVX2 and portable widenings, straight and t
       }
     }
   }
-  // Every finite bfloat16 and float16 bit pattern (subnormals, signed zeros, the largest), and
-  // each kernel's report of one that is not finite at every place of a register.
+  // Every finite bfloat16 and float16 bit pattern (subnormals, signed zeros, the largest),
+  // straight and as one transposed row.
   for (StoredType type : {StoredType::bf16, StoredType::f16}) {
     std::vector<std::uint16_t> bits;
     for (std::uint32_t h = 0; h < 0x10000; ++h)
@@ -296,19 +296,42 @@ TEST_CASE("stored gemm: the AVX-512, AVX2 and portable widenings, straight and t
     for (const Vector& v : vectors) {
       if (!v.straight) continue;
       CAPTURE(v.isa);
-      std::vector<float> got(bits.size());
+      std::vector<float> got(bits.size()), got_t(bits.size());
       CHECK(v.straight(all, 0, 0, bits.size(), got.data()));
       CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0);
-      std::vector<std::uint16_t> one(19, 0x3c00);  // 1.0 in float16; a small number in bfloat16
-      for (std::size_t at = 0; at < one.size(); ++at) {
-        CAPTURE(at);
-        one[at] = type == StoredType::bf16 ? 0x7f80 : 0x7c00;  // +infinity
-        const StoredMatrix bad{one.data(), type, 1, one.size()};
-        std::vector<float> out(one.size());
-        CHECK_FALSE(v.straight(bad, 0, 0, one.size(), out.data()));
-        CHECK_FALSE(v.transposed(bad, 0, 1, 0, one.size(), out.data(), 1));
-        one[at] = 0x3c00;
-      }
+      CHECK(v.transposed(all, 0, 1, 0, bits.size(), got_t.data(), 1));
+      CHECK(std::memcmp(want.data(), got_t.data(), want.size() * 4) == 0);
+    }
+  }
+  // An infinity or a NaN at any place of a 10 x 19 matrix (past a block of 8 rows or columns
+  // too) is reported by every kernel, straight (its row) and transposed (all rows), every type.
+  for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16}) {
+    const std::size_t R = 10, C = 19, width = type == StoredType::f32 ? 4 : 2;
+    const std::uint32_t one32 = 0x3f800000u, bad32[2] = {0x7f800000u, 0x7fc00000u};
+    const std::uint16_t one16 = type == StoredType::bf16 ? 0x3f80 : 0x3c00;
+    const std::uint16_t bad16[2] = {std::uint16_t(type == StoredType::bf16 ? 0x7f80 : 0x7c00),
+                                    std::uint16_t(type == StoredType::bf16 ? 0x7fc0 : 0x7e00)};
+    std::vector<unsigned char> bytes(R * C * width);
+    auto put = [&](std::size_t at, bool bad, int which) {
+      if (type == StoredType::f32) std::memcpy(bytes.data() + at * 4, bad ? &bad32[which] : &one32, 4);
+      else std::memcpy(bytes.data() + at * 2, bad ? &bad16[which] : &one16, 2);
+    };
+    for (std::size_t at = 0; at < R * C; ++at) put(at, false, 0);
+    const StoredMatrix m{bytes.data(), type, R, C};
+    std::vector<float> out(R * C);
+    for (const Vector& v : vectors) {
+      if (!v.straight) continue;
+      CAPTURE(v.isa);
+      for (std::size_t at = 0; at < R * C; ++at)
+        for (int which = 0; which < 2; ++which) {
+          CAPTURE(at);
+          put(at, true, which);
+          CHECK_FALSE(v.straight(m, at / C, 0, C, out.data()));
+          CHECK_FALSE(v.transposed(m, 0, R, 0, C, out.data(), R));
+          put(at, false, 0);
+        }
+      CHECK(v.straight(m, 0, 0, C, out.data()));
+      CHECK(v.transposed(m, 0, R, 0, C, out.data(), R));
     }
   }
 }

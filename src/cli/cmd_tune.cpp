@@ -126,8 +126,8 @@ void check_decode_tune_budgets(const DecodeTuneConfig& c) {
   // read at 5 GB/s (a slow machine's memory) bounds the longest.
   const double call_s = std::max(c.sample_ms / 1000, cache / 5e9);
   const double samples =
-      double(c.rounds + 1) * (tune_prefetch_blocks().size() + tune_bf16_near_keys().size() + tune_f32_near_keys().size() +
-                              2 * (6 + 8) + 12);
+      double(c.rounds + 1) *
+      (tune_prefetch_blocks().size() + tune_bf16_near_keys().size() + tune_f32_near_keys().size() + 2 * (6 + 8) + 12);
   require_time(samples * call_s, "tune's decode stages with these --decode-kv, --heads and --rounds", "lower them");
 }
 

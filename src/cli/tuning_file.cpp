@@ -63,7 +63,8 @@ DecodeTuning parse_decode_tuning(const Json& d) {
   for (auto [field, value, near] : {std::tuple{"bf16_near_keys", &t.bf16_near_keys, tune_bf16_near_keys()},
                                     std::tuple{"f32_near_keys", &t.f32_near_keys, tune_f32_near_keys()}}) {
     if (!d.contains(field)) continue;
-    if (!d[field].is_number_unsigned() || std::find(near.begin(), near.end(), d[field].get<std::size_t>()) == near.end())
+    if (!d[field].is_number_unsigned() ||
+        std::find(near.begin(), near.end(), d[field].get<std::size_t>()) == near.end())
       throw InputError(std::string("decode.") + field + ": expected one of the distances attn-cli tune tries");
     *value = d[field].get<std::size_t>();
   }
@@ -141,7 +142,8 @@ void load_flash_tuning() {
       if (older.size() == 1)
         state.decode_note = "the " + older[0] + " near distance is the built-in: the file predates tune's stage for it";
       if (older.size() == 2)
-        state.decode_note = "the bfloat16 and float32 near distances are the built-in: the file predates tune's stages for them";
+        state.decode_note =
+            "the bfloat16 and float32 near distances are the built-in: the file predates tune's stages for them";
     }
   } catch (const std::exception& e) {  // a broken cache must not stop every command
     state.note = "not used: " + printable_text(e.what());  // the file's text may be in it

@@ -99,8 +99,9 @@ struct Item {
   std::size_t r0, rows, padded, p0, p1;
 };
 
-// The prefetch hint for `bytes` bytes from p, one per cache line.
-void prefetch(const unsigned char* p, std::size_t bytes) {
+// The prefetch hint for `bytes` bytes from p, one per cache line. Always inlined: GCC 12 may
+// delete a call, not inlined, to a function whose only effect is prefetches (flash_decode.cpp).
+[[gnu::always_inline]] inline void prefetch(const unsigned char* p, std::size_t bytes) {
   for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
 }
 

@@ -8,7 +8,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 
 #include "transpose_simd.hpp"
@@ -115,7 +114,9 @@ bool avx2_supported() {
 }  // namespace
 
 StoredWidenKernel stored_widen_avx2() { return avx2_supported() ? widen_avx2 : nullptr; }
-StoredWidenTransposedKernel stored_widen_transposed_avx2() { return avx2_supported() ? widen_transposed_avx2 : nullptr; }
+StoredWidenTransposedKernel stored_widen_transposed_avx2() {
+  return avx2_supported() ? widen_transposed_avx2 : nullptr;
+}
 
 }  // namespace attn::detail
 #else

@@ -199,9 +199,10 @@ constexpr Field kFields[] = {{"prefetch_blocks", &DecodeTuning::prefetch_blocks}
 
 // Each setting the stages changed against the built-in, on the shapes where that change alone
 // runs differently (prefetch_blocks: both caches, float32 and bfloat16, since both stream with
-// it; bf16_near_keys: the bfloat16 one; f32_near_keys: the float32 one; a crossover: each ladder point where the thread counts
-// differ), all in one set of alternating rounds; each is kept only when it wins there by the
-// margin, so a noisy pick does not ride on another setting's clear win.
+// it; bf16_near_keys: the bfloat16 one; f32_near_keys: the float32 one; a crossover: each
+// ladder point where the thread counts differ), all in one set of alternating rounds; each is
+// kept only when it wins there by the margin, so a noisy pick does not ride on another
+// setting's clear win.
 void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, const Ladder& dl, const Ladder& pl,
                   const std::vector<FlashResult>& dref, const std::vector<FlashResult>& pref,
                   const DecodeTuneConfig& c) {

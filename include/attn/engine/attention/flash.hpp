@@ -190,7 +190,7 @@ FlashTuning flash_tuning();  // as last set ("" and 0 where unset)
 
 // The machine-dependent choices of the decode path (a few query rows against a long KV cache)
 // and of small prefill: how far ahead the decode path prefetches K and V (whole blocks into L2,
-// and each cache's rows into L1), and from what work size a second thread pays for
+// a bfloat16 cache's rows into L1, a float32 cache's into L2), and from what work size a second thread pays for
 // waking it (below it one thread is faster: the work is shorter than the hand-over).
 // `attn-cli tune` measures them as it measures the blockings. None of them changes a number:
 // the decode path's chunks (its split-KV merge points) come from the shape alone, never from
@@ -212,8 +212,8 @@ struct DecodeTuning {
   std::size_t bf16_near_keys = 64;
   // A float32 (or float64) cache's rows are asked into L2 this many keys ahead (0 = never).
   // 0: on the Zen 5 and Intel machines the hardware prefetcher alone kept a float32 step near
-  // 0.9 of a streaming read; a Zen 3 EPYC's read 0.5 of one, and `attn-cli tune` times 16 to
-  // 256 (docs/performance.md).
+  // 0.9 of a streaming read; `attn-cli tune` times 16 to 256 keys where it runs (a Zen 3 EPYC:
+  // docs/performance.md).
   std::size_t f32_near_keys = 0;
   bool operator==(const DecodeTuning&) const = default;
 };

@@ -67,9 +67,9 @@ struct DecodeTuneResult {
 };
 
 // Five stages: the prefetch distance (tune_prefetch_blocks), a bfloat16 cache's near distance
-// (tune_bf16_near_keys), a float32 cache's (tune_f32_near_keys), the decode crossover, the small prefill crossover; each setting they
-// changed is kept only if it then beats the built-in by the margin in rounds of its own, on the
-// shapes where that change runs differently.
+// (tune_bf16_near_keys), a float32 cache's (tune_f32_near_keys), the decode crossover, the
+// small prefill crossover; each setting they changed is kept only if it then beats the built-in
+// by the margin in rounds of its own, on the shapes where that change runs differently.
 DecodeTuneResult tune_decode(const DecodeTuneConfig& config);
 
 // The distances tune tries, the built-in first: 128-key blocks ahead, and a bfloat16 or

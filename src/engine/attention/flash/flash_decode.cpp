@@ -58,7 +58,8 @@ template <class KV>
 
 template <class T>
 struct Workspace {
-  Aligned<T> q, v_block, s, o, alpha, ones;  // padded rows of s stay 0: P V adds nothing for them
+  Aligned<T> q, v_block, s, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
+  Aligned<T> ones;                     // the rescale of a block's later P V steps: none
   std::vector<tile::RowState<T>> rows;
 };
 
@@ -116,9 +117,9 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   const std::size_t ahead = p.tuning.prefetch_blocks;
   // A float32 (or float64) cache's rows are also asked into L2 `near` keys ahead of the rows
   // being read (DecodeTuning::f32_near_keys), a step of whole rows at a time: K's while the scores
-  // are computed, V's while P V runs, in steps too, so that a step's rows of V stay in L1 while
-  // the kernel makes its passes over their column panels (on AVX2 one 16-column panel of every
-  // row at a time). A bfloat16 cache asks inside its kernels (NearPrefetch).
+  // are computed, V's while P V runs, in steps of its own (only then: each call reloads and
+  // stores the rows' outputs), so that the asks keep pace with the reads. A bfloat16 cache asks
+  // inside its kernels (NearPrefetch).
   const std::size_t near = widen ? 0 : p.tuning.f32_near_keys;
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb);
@@ -149,8 +150,8 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
         mk.pv_bf16(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp,
                    {p.tuning.bf16_near_keys, p.Lk - jb});
       else
-        for (std::size_t s0 = 0; s0 < nb; s0 += step) {  // step = nb without prefetches
-          const std::size_t ns = std::min(step, nb - s0);
+        for (std::size_t s0 = 0, pv_step = near ? kStepKeys : nb; s0 < nb; s0 += pv_step) {
+          const std::size_t ns = std::min(pv_step, nb - s0);
           if (const std::size_t jv = jb + s0 + near; near && jv < j1) ask_rows(v, jv, std::min(ns, j1 - jv), dv);
           // The rescale by alpha with the first step, then by 1: the same bits as one call.
           mk.pv(ws.s.data() + s0, lds, rows.count, ns, vrows + s0 * dv, dv, dvp,

@@ -390,7 +390,7 @@ struct KernelSet {
   // reads soon) or L2 (2): read hints, never a fault. A row that does not start on a line leaves
   // its last line to the next row's first.
   template <int Locality, class E>
-  static void ask_into(const E* p, std::size_t from, std::size_t to) {
+  [[gnu::always_inline]] static void ask_into(const E* p, std::size_t from, std::size_t to) {
     const char* b = reinterpret_cast<const char*>(p);
     for (std::size_t off = from; off < to; off += 64) __builtin_prefetch(b + off, 0, Locality);
   }

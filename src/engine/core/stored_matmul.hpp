@@ -1,8 +1,22 @@
 #pragma once
 // Private to the engine: stored_matmul's kernels, one per instruction set (stored_matmul.cpp).
+#include <type_traits>
+
 #include "attn/engine/core/stored_matrix.hpp"
 
 namespace attn::detail {
+
+// f(std::integral_constant<StoredType, T>{}) for the stored type T: how the vector kernels pick
+// their instantiation for a matrix, once a call.
+template <class F>
+decltype(auto) on_stored_type(StoredType type, F&& f) {
+  switch (type) {
+    case StoredType::bf16: return f(std::integral_constant<StoredType, StoredType::bf16>{});
+    case StoredType::f16: return f(std::integral_constant<StoredType, StoredType::f16>{});
+    case StoredType::f32: break;
+  }
+  return f(std::integral_constant<StoredType, StoredType::f32>{});
+}
 
 // y[i * ldy + r] = sum over k of x[i * W.cols + k] * W[r, k], for rows r in [r0, r1) and i < m.
 // The sum runs over k in lanes of 16 (lane j takes k = j, j + 16, ...), then adds the 16 lanes

@@ -61,12 +61,7 @@ bool widen_typed(const unsigned char* row, std::size_t n, float* out) {
 
 bool widen_avx2(const StoredMatrix& w, std::size_t row, std::size_t col, std::size_t n, float* out) {
   const auto* at = static_cast<const unsigned char*>(w.data) + (row * w.cols + col) * w.element_bytes();
-  switch (w.type) {
-    case StoredType::f32: return widen_typed<StoredType::f32>(at, n, out);
-    case StoredType::bf16: return widen_typed<StoredType::bf16>(at, n, out);
-    case StoredType::f16: return widen_typed<StoredType::f16>(at, n, out);
-  }
-  return false;
+  return on_stored_type(w.type, [&](auto t) { return widen_typed<decltype(t)::value>(at, n, out); });
 }
 
 // 8 x 8 blocks: up to 8 rows of W widened (rows past `rows` are 0), transposed in registers,
@@ -95,12 +90,9 @@ bool widen_transposed_typed(const StoredMatrix& w, std::size_t row, std::size_t 
 
 bool widen_transposed_avx2(const StoredMatrix& w, std::size_t row, std::size_t rows, std::size_t col,
                            std::size_t depth, float* out, std::size_t ldo) {
-  switch (w.type) {
-    case StoredType::f32: return widen_transposed_typed<StoredType::f32>(w, row, rows, col, depth, out, ldo);
-    case StoredType::bf16: return widen_transposed_typed<StoredType::bf16>(w, row, rows, col, depth, out, ldo);
-    case StoredType::f16: return widen_transposed_typed<StoredType::f16>(w, row, rows, col, depth, out, ldo);
-  }
-  return false;
+  return on_stored_type(w.type, [&](auto t) {
+    return widen_transposed_typed<decltype(t)::value>(w, row, rows, col, depth, out, ldo);
+  });
 }
 
 bool avx2_supported() {

@@ -101,11 +101,7 @@ void rows_typed(const float* x, std::size_t m, const StoredMatrix& w, std::size_
 
 void rows_avx512(const float* x, std::size_t m, const StoredMatrix& w, std::size_t r0, std::size_t r1, float* y,
                  std::size_t ldy) {
-  switch (w.type) {
-    case StoredType::f32: return rows_typed<StoredType::f32>(x, m, w, r0, r1, y, ldy);
-    case StoredType::bf16: return rows_typed<StoredType::bf16>(x, m, w, r0, r1, y, ldy);
-    case StoredType::f16: return rows_typed<StoredType::f16>(x, m, w, r0, r1, y, ldy);
-  }
+  on_stored_type(w.type, [&](auto t) { rows_typed<decltype(t)::value>(x, m, w, r0, r1, y, ldy); });
 }
 
 // 16 weights at a time, the last ones masked; a float is not finite when its exponent bits are
@@ -125,12 +121,7 @@ bool widen_typed(const unsigned char* row, std::size_t n, float* out) {
 
 bool widen_avx512(const StoredMatrix& w, std::size_t row, std::size_t col, std::size_t n, float* out) {
   const auto* at = static_cast<const unsigned char*>(w.data) + (row * w.cols + col) * w.element_bytes();
-  switch (w.type) {
-    case StoredType::f32: return widen_typed<StoredType::f32>(at, n, out);
-    case StoredType::bf16: return widen_typed<StoredType::bf16>(at, n, out);
-    case StoredType::f16: return widen_typed<StoredType::f16>(at, n, out);
-  }
-  return false;
+  return on_stored_type(w.type, [&](auto t) { return widen_typed<decltype(t)::value>(at, n, out); });
 }
 
 // 16 x 16 blocks: up to 16 rows of W widened (rows past `rows` are 0), transposed in registers,
@@ -162,12 +153,9 @@ bool widen_transposed_typed(const StoredMatrix& w, std::size_t row, std::size_t 
 
 bool widen_transposed_avx512(const StoredMatrix& w, std::size_t row, std::size_t rows, std::size_t col,
                              std::size_t depth, float* out, std::size_t ldo) {
-  switch (w.type) {
-    case StoredType::f32: return widen_transposed_typed<StoredType::f32>(w, row, rows, col, depth, out, ldo);
-    case StoredType::bf16: return widen_transposed_typed<StoredType::bf16>(w, row, rows, col, depth, out, ldo);
-    case StoredType::f16: return widen_transposed_typed<StoredType::f16>(w, row, rows, col, depth, out, ldo);
-  }
-  return false;
+  return on_stored_type(w.type, [&](auto t) {
+    return widen_transposed_typed<decltype(t)::value>(w, row, rows, col, depth, out, ldo);
+  });
 }
 
 template <StoredType T>
@@ -207,12 +195,8 @@ bool stream_typed(const float* x, std::size_t m, const StoredMatrix& w, std::siz
 
 bool stream_avx512(const float* x, std::size_t m, const StoredMatrix& w, std::size_t j0, std::size_t j1,
                    const float* bias, float* y, std::size_t ldy) {
-  switch (w.type) {
-    case StoredType::f32: return stream_typed<StoredType::f32>(x, m, w, j0, j1, bias, y, ldy);
-    case StoredType::bf16: return stream_typed<StoredType::bf16>(x, m, w, j0, j1, bias, y, ldy);
-    case StoredType::f16: return stream_typed<StoredType::f16>(x, m, w, j0, j1, bias, y, ldy);
-  }
-  return false;
+  return on_stored_type(w.type,
+                        [&](auto t) { return stream_typed<decltype(t)::value>(x, m, w, j0, j1, bias, y, ldy); });
 }
 
 bool avx512_supported() {

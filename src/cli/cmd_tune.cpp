@@ -309,13 +309,12 @@ what runs. ATTN_CLI_TUNING=off runs the built-in blockings whatever the file say
 Then the decode path (a few query rows against a long KV cache) and small prefill: how many
 128-key blocks ahead decode prefetches K and V (timed against a --decode-kv cache), how many
 keys ahead a bfloat16 cache's rows are asked into L1 (the same cache in bfloat16) and a
-float32 cache's into L2 (the --decode-kv cache again), and from
-what work size a second thread pays for waking it, measured as a crossover: each size of a
-ladder runs on one thread and on all, in alternating rounds, and all threads are used from the
-smallest size where they win by the margin there and at every larger size. Each setting these
-stages changed must then beat the built-in by the margin, alone, on the shapes where that
-change runs differently. None of it
-changes a number either: decode cuts its cache into chunks by its shape alone, never by its
+float32 cache's into L2 (the --decode-kv cache again), and from what work size a second thread
+pays for waking it, measured as a crossover: each size of a ladder runs on one thread and on
+all, in alternating rounds, and all threads are used from the smallest size where they win by
+the margin there and at every larger size. Each setting these stages changed must then beat
+the built-in by the margin, alone, on the shapes where that change runs differently. None of
+it changes a number either: decode cuts its cache into chunks by its shape alone, never by its
 threads or tuning (the run compares every output with the built-in's, byte for byte).
 
 Examples:

@@ -5,6 +5,7 @@
 #include "stored_matmul.hpp"
 
 #if defined(__AVX2__) && defined(__F16C__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -95,10 +96,12 @@ bool widen_transposed_avx2(const StoredMatrix& w, std::size_t row, std::size_t r
   });
 }
 
+// F16C from cpuid (leaf 1, ECX bit 29): clang 14's __builtin_cpu_supports has no "f16c".
 bool avx2_supported() {
   static const bool supported = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
   }();
   return supported;
 }

@@ -10,7 +10,7 @@
 # which attn-cli keeps as the user's own).
 #   scripts/bench_blas.sh [N]       (default 2048; ATTN_CLI=path skips the install and build)
 #   scripts/bench_blas.sh --suite   also the whole CTest suite (build/, or BUILD_DIR) both ways,
-#                                   less all_doctest_cases (whose cases also run one by one):
+#                                   less blas_cases_on_openblas_own_core:
 #                                   twice the suite's time; failed tests are counted
 #   scripts/bench_blas.sh --smoke   tiny sizes, seconds (what the test suite runs)
 set -euo pipefail
@@ -70,9 +70,9 @@ if [[ -n $suite ]]; then
   suite_time() {  # env settings..., then prints "seconds failed-count"
     local start end log="$work/ctest.log"
     start=$(date +%s.%N)
-    # all_doctest_cases runs on OpenBLAS's own core whatever the environment says (its
-    # ENVIRONMENT_MODIFICATION), so it would blur the comparison: its cases run one by one anyway.
-    (cd "$build" && env "$@" ctest --parallel "$(nproc)" -E '^all_doctest_cases$' >"$log" 2>&1) || true
+    # blas_cases_on_openblas_own_core runs on OpenBLAS's own core whatever the environment says
+    # (its ENVIRONMENT_MODIFICATION), so it would blur the comparison: its cases run one by one anyway.
+    (cd "$build" && env "$@" ctest --parallel "$(nproc)" -E '^blas_cases_on_openblas_own_core$' >"$log" 2>&1) || true
     end=$(date +%s.%N)
     python3 -c "print('%.0f s' % ($end - $start), end=' ')"
     grep -Eo '[0-9]+ tests failed out of [0-9]+' "$log" || echo "(no CTest summary: the run did not finish)"

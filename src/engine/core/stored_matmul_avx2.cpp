@@ -23,8 +23,11 @@ constexpr std::size_t kW = 8;  // floats to a register
 template <StoredType T>
 __m256 widen8(const unsigned char* at, std::size_t n) {
   constexpr std::size_t bytes = T == StoredType::f32 ? 4 : 2;
-  alignas(32) unsigned char part[kW * 4] = {};
-  if (n < kW) at = static_cast<const unsigned char*>(std::memcpy(part, at, n * bytes));
+  alignas(32) unsigned char part[kW * 4];
+  if (n < kW) {  // a tail: its lanes past n read as 0 (a full load zeroes nothing)
+    std::memset(part, 0, sizeof part);
+    at = static_cast<const unsigned char*>(std::memcpy(part, at, n * bytes));
+  }
   if constexpr (T == StoredType::f32) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(at));
   } else {

@@ -3,11 +3,13 @@
 # with the engine's float64 references, scripts/gpu_check.sh runs them end to end through the
 # driver built with the kernel's CPU stand-in, and the driver is shown able to fail: a
 # reference changed by a little, a truncated file, a case whose inputs differ and a case whose
-# score modifiers differ from its reference's are each caught. Where nvcc is installed, the driver is also built with the real kernel, exactly as
-# the GPU machine builds it, and reports that no device is here.
-# Usage: selftest.sh PATH/attn_gpu_kit_cases PATH/attn_gpu_kit_driver_cpu
+# score modifiers differ from its reference's are each caught.
+# With --nvcc (CTest: gpu_kit_nvcc_build, a test of its own so that it runs beside the others):
+# only the driver built with the real kernel by nvcc as the GPU machine builds it (one
+# architecture, sm_90, as there), reporting that no device is here; exit 77 (skipped) without nvcc.
+# Usage: selftest.sh PATH/attn_gpu_kit_cases PATH/attn_gpu_kit_driver_cpu [--nvcc]
 set -uo pipefail
-cases_exe=$1 driver=$2
+cases_exe=$1 driver=$2 nvcc_only=${3:-}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -33,6 +35,26 @@ kit=$tmp/kit
 expect "the case writer writes every case" 0 "$cases_exe" --out "$kit/cases"
 expect_in "... 92 of them" "wrote 92 cases"
 echo "test" >"$kit/commit.txt"
+
+summary() {
+  if [ "$failed" = 0 ]; then echo "gpu kit self-test: all $checks checks passed"; exit 0; fi
+  echo "gpu kit self-test: $failed of $checks checks failed"
+  exit 1
+}
+
+# With nvcc: the driver and the real kernel build as on the GPU machine; no device answers here.
+if [ "$nvcc_only" = --nvcc ]; then
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  [ -x "$nvcc" ] || { echo "nvcc not found: the nvcc build of the driver is not checked here"; exit 77; }
+  expect "nvcc builds the driver with the kernel" 0 env NVCC="$nvcc" NVCC_ARCH=sm_90 "$root/scripts/gpu_check.sh" build --kit "$tmp/nv"
+  if nvidia-smi -L >/dev/null 2>&1; then
+    expect "the driver finds the GPU" 0 "$tmp/nv/build/kit_driver" info
+  else
+    expect "the driver reports that no device is here" 77 "$tmp/nv/build/kit_driver" check "$kit/cases"
+    expect_in "... as a skip" "^SKIPPED: "
+  fi
+  summary
+fi
 
 # The whole run as the GPU machine does it, on the stand-in.
 expect "gpu_check.sh run --cpu passes every case" 0 "$root/scripts/gpu_check.sh" run --cpu --kit "$kit" --out "$tmp/out"
@@ -152,20 +174,4 @@ expect_in "... naming prepare" "gpu_check.sh prepare"
 expect "gpu_check.sh --help" 0 "$root/scripts/gpu_check.sh" --help
 expect_in "... shows the three commands" "gpu_check.sh build"
 
-# With nvcc: the driver and the real kernel build as on the GPU machine; no device answers here.
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-if [ -x "$nvcc" ]; then
-  expect "nvcc builds the driver with the kernel" 0 env NVCC="$nvcc" "$root/scripts/gpu_check.sh" build --kit "$tmp/nv"
-  if nvidia-smi -L >/dev/null 2>&1; then
-    expect "the driver finds the GPU" 0 "$tmp/nv/build/kit_driver" info
-  else
-    expect "the driver reports that no device is here" 77 "$tmp/nv/build/kit_driver" check "$kit/cases"
-    expect_in "... as a skip" "^SKIPPED: "
-  fi
-else
-  echo "nvcc not found: the nvcc build of the driver is not checked here"
-fi
-
-if [ "$failed" = 0 ]; then echo "gpu kit self-test: all $checks checks passed"; exit 0; fi
-echo "gpu kit self-test: $failed of $checks checks failed"
-exit 1
+summary

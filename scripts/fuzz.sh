@@ -2,14 +2,15 @@
 # Fuzzes one target of fuzz/ with libFuzzer under ASan + UBSan (clang), starting from its seed
 # corpus in data/fuzz/TARGET/:
 #   scripts/fuzz.sh TARGET SECONDS [more libFuzzer flags, e.g. -jobs=2]
-# Builds in build-sanitize/ (the build scripts/sanitize.sh uses; SANITIZE_BUILD_DIR overrides).
-# A finding is written to build-sanitize/findings/TARGET/crash-* (reproduce:
-# build-sanitize/fuzz/fuzz_TARGET FILE); copy it into data/fuzz/TARGET/ once fixed, and the
+# Builds in build-fuzz/ (FUZZ_BUILD_DIR overrides): scripts/sanitize.sh's flags plus libFuzzer's
+# coverage hooks in every file (-DATTN_FUZZ=ON), so that coverage guides the fuzzer through the
+# library too. A finding is written to build-fuzz/findings/TARGET/crash-* (reproduce:
+# build-fuzz/fuzz/fuzz_TARGET FILE); copy it into data/fuzz/TARGET/ once fixed, and the
 # default test suite replays it from then on. New inputs that reach new code collect in
-# build-sanitize/fuzz/corpus-TARGET/.
+# build-fuzz/fuzz/corpus-TARGET/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${SANITIZE_BUILD_DIR:-$root/build-sanitize}
+build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 targets=$(cd "$root/fuzz" && ls fuzz_*.cpp | sed 's/^fuzz_//; s/\.cpp$//' | tr '\n' ' ')
 usage="usage: scripts/fuzz.sh TARGET SECONDS [libFuzzer flags]; targets: $targets"
 (($# >= 2)) || { echo "error: $usage" >&2; exit 2; }

@@ -338,7 +338,8 @@ TEST_CASE("cli: every example in --help runs") {
   CHECK(subs.size() >= 16);
   subs.insert(subs.begin(), "");
   // One folder for every help text: a line two texts share (attn-cli tune, a quick train that
-  // later lines read) ran once already and would only write the same files again.
+  // later lines read) runs once, and the lines after it read what it wrote (or what a later
+  // line of the same name, such as train's own quick train, wrote over it).
   std::set<std::string> ran;
   for (const std::string& sub : subs) {
     CAPTURE(sub);

@@ -340,18 +340,26 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
   CHECK(d["prefill_ladder"].size() >= 4);
   CHECK(d["staged"]["decode_thread_work"] == crossover_from(d["decode_ladder"], 2, margin));
   CHECK(d["staged"]["prefill_thread_work"] == crossover_from(d["prefill_ladder"], 2, margin));
-  // Each change kept only when it beat the built-in head to head where it runs differently; the
-  // others stay the built-in's.
+  // Each change kept only when it beat its base head to head where it runs differently; the
+  // others stay the built-in's. A near distance's base is the built-in with the staged prefetch
+  // (its stage ran with it), and it is kept only with that prefetch.
   Json expected = d["builtin"];
   double builtin_sum = 0, staged_sum = 0;
+  bool prefetch_kept = false;
+  const bool prefetch_changed = d["staged"]["prefetch_blocks"] != d["builtin"]["prefetch_blocks"];
   for (const Json& h : d["head_to_head"]) {
     const std::string field = h["setting"];
     CAPTURE(field);
     CHECK(h["builtin"] == d["builtin"][field]);
     CHECK(h["staged"] == d["staged"][field]);
     CHECK(h["staged"] != h["builtin"]);
-    const bool won = h["staged_ms"].get<double>() < h["builtin_ms"].get<double>() * (1 - margin);
+    const bool near = field == "bf16_near_keys" || field == "f32_near_keys";
+    CHECK(h["base"] == (near && prefetch_changed ? Json{{"prefetch_blocks", d["staged"]["prefetch_blocks"]}}
+                                                 : Json::object()));
+    const bool won = h["staged_ms"].get<double>() < h["builtin_ms"].get<double>() * (1 - margin) &&
+                     (!near || !prefetch_changed || prefetch_kept);
     CHECK(h["kept"] == won);
+    if (field == "prefetch_blocks") prefetch_kept = won;
     if (won) expected[field] = h["staged"];
     builtin_sum += h["builtin_ms"].get<double>();
     staged_sum += h["staged_ms"].get<double>();

@@ -172,3 +172,30 @@ TEST_CASE("decode tuning: the crossover is the smallest size from which all thre
   CHECK(crossover_work(never, 2, 0.03) == 2001);
   CHECK(threads_for_work(2, 100, 4000, crossover_work(never, 2, 0.03)) == 1);
 }
+
+TEST_CASE("decode tuning: a near distance staged on a changed prefetch is kept only with that prefetch") {
+  // Times as a Zen 3 EPYC gave them on 2 threads (ms): 128 keys near beat none with the
+  // prefetch it was staged on, so it stays exactly when that prefetch does.
+  auto judged = [](double prefetch_ms) {
+    std::vector<HeadToHead> compared{{"prefetch_blocks", 1, 0, 5.2, prefetch_ms},
+                                     {"f32_near_keys", 0, 128, 4.2, 3.9, "prefetch_blocks", 0},
+                                     {"bf16_near_keys", 64, 32, 2.0, 2.0, "prefetch_blocks", 0}};
+    judge_head_to_head(compared, 0.03);
+    return compared;
+  };
+  const std::vector<HeadToHead> won = judged(4.2);  // 0 blocks ahead, 1.24x as fast: kept
+  CHECK(won[0].kept);
+  CHECK(won[1].kept);   // 3.9 < 4.2 * 0.97
+  CHECK(!won[2].kept);  // no faster
+  const std::vector<HeadToHead> lost = judged(5.1);  // within the margin: the built-in stays
+  CHECK(!lost[0].kept);
+  CHECK(!lost[1].kept);  // as fast as before against its base, but that base is gone
+  CHECK(!lost[2].kept);
+  // With the built-in as its base, a near distance stands alone.
+  std::vector<HeadToHead> alone{{"f32_near_keys", 0, 128, 4.2, 3.9}};
+  judge_head_to_head(alone, 0.03);
+  CHECK(alone[0].kept);
+  alone[0].staged_ms = 4.1;  // 0.976 of the base: inside the 3 % margin
+  judge_head_to_head(alone, 0.03);
+  CHECK(!alone[0].kept);
+}

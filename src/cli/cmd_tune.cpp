@@ -139,9 +139,12 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
     return out;
   };
   Json compared = Json::array();
-  for (const HeadToHead& h : r.compared)
-    compared.push_back({{"setting", h.setting}, {"builtin", h.builtin}, {"staged", h.staged},
+  for (const HeadToHead& h : r.compared) {
+    Json base = Json::object();  // the base's settings that are not the built-in's
+    if (!h.base_setting.empty()) base[h.base_setting] = h.base_value;
+    compared.push_back({{"setting", h.setting}, {"builtin", h.builtin}, {"staged", h.staged}, {"base", base},
                         {"builtin_ms", h.builtin_ms}, {"staged_ms", h.staged_ms}, {"kept", h.kept}});
+  }
   auto ladder = [](const std::vector<CrossoverPoint>& points) {
     Json out = Json::array();
     for (const CrossoverPoint& p : points)
@@ -181,6 +184,19 @@ void print_crossover(const char* title, const char* unit, const std::vector<Cros
     std::printf("%8zu %14.0f %9.4f ms %9.4f ms %8.2fx\n", p.n, p.work, p.one_ms, p.many_ms, p.one_ms / p.many_ms);
 }
 
+// One line of the head-to-head: the change, its base, both times and what became of it.
+void print_head_to_head(const HeadToHead& h, const DecodeTuneResult& r, double margin) {
+  const std::string base = h.base_setting + " " + std::to_string(h.base_value);
+  const std::string both = h.base_setting.empty() ? "" : " (both with " + base + ")";
+  const std::string fate = h.kept               ? "kept"
+                           : !r.all_same_bits   ? "the built-in stays (some settings changed the bits)"
+                           : h.staged_ms >= h.builtin_ms * (1 - margin)
+                               ? "the built-in stays (not faster by the margin)"
+                               : "the built-in stays (faster only with " + base + ", which was not kept)";
+  std::printf("  %s %zu instead of %zu%s: %.4f ms against %.4f ms (%.3fx as fast): %s\n", h.setting.c_str(), h.staged,
+              h.builtin, both.c_str(), h.staged_ms, h.builtin_ms, h.builtin_ms / h.staged_ms, fate.c_str());
+}
+
 void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
   std::printf("Tuning the decode path and small prefill on %s, %zu thread(s), H = %zu, d = %zu;\n"
               "each time is ms per call, the best of %zu samples of back-to-back calls.\n\n",
@@ -188,9 +204,11 @@ void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& 
   const double mib = 2.0 * 4 * double(c.heads * c.kv * c.head_dim) / (1 << 20);
   std::printf("Prefetch distance (one query row against %zu keys, %.1f MiB of float32 K and V):\n", c.kv, mib);
   print_distances("blocks ahead", r.prefetch);
-  std::printf("\nA bfloat16 cache's rows asked into L1 ahead (the same cache in bfloat16, %.1f MiB):\n", mib / 2);
+  const std::string with = " with " + std::to_string(r.staged.prefetch_blocks) + " block(s) ahead, the pick above";
+  std::printf("\nA bfloat16 cache's rows asked into L1 ahead (the same cache in bfloat16, %.1f MiB),%s:\n", mib / 2,
+              with.c_str());
   print_distances("keys ahead", r.bf16_near);
-  std::printf("\nThe float32 cache's rows asked into L2 ahead, a step of 16 keys at a time:\n");
+  std::printf("\nThe float32 cache's rows asked into L2 ahead, a step of 16 keys at a time,%s:\n", with.c_str());
   print_distances("keys ahead", r.f32_near);
   if (r.threads > 1) {
     print_crossover("Decode, one query row: 1 thread against all, by cache length", "(key,row) pairs",
@@ -206,12 +224,7 @@ void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& 
   else {
     std::printf("Each change against the built-in, on the shapes where it runs differently, in %zu more rounds:\n",
                 c.rounds);
-    for (const HeadToHead& h : r.compared)
-      std::printf("  %s %zu instead of %zu: %.4f ms against %.4f ms (%.3fx as fast): %s\n", h.setting.c_str(),
-                  h.staged, h.builtin, h.staged_ms, h.builtin_ms, h.builtin_ms / h.staged_ms,
-                  h.kept               ? "kept"
-                  : r.all_same_bits    ? "the built-in stays (not faster by the margin)"
-                                       : "the built-in stays (some settings changed the bits)");
+    for (const HeadToHead& h : r.compared) print_head_to_head(h, r, c.margin);
     std::printf("Chosen: %s.\n", decode_tuning_text(r.chosen).c_str());
   }
   std::printf("%s\n", r.all_same_bits ? "Every setting gave the built-in's output and lse, bit for bit."

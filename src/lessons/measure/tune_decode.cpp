@@ -107,16 +107,16 @@ Checked checked(Call call, const DecodeTuneResult& r) {
   return {std::move(call), std::move(reference)};
 }
 
-// A prefetch stage: the call with each distance in turn (set in `member` of the built-in, so
-// that each distance is timed, and later judged head to head, with every other setting
-// built-in), on all threads; the built-in distance first, and the index of the one the margin
-// rule picks.
+// A prefetch stage: the call with each distance in turn, set in `member` of `base` (the
+// built-in, or for a near distance the built-in with the prefetch stage's pick: head_to_head
+// judges it against the same base), on all threads; the built-in distance first, and the
+// index of the one the margin rule picks.
 std::size_t distance_stage(const Checked& shape, const std::vector<std::size_t>& distances,
-                           std::size_t DecodeTuning::*member, DecodeTuneResult& r, std::vector<DistanceCandidate>& out,
-                           const DecodeTuneConfig& c) {
+                           std::size_t DecodeTuning::*member, const DecodeTuning& base, DecodeTuneResult& r,
+                           std::vector<DistanceCandidate>& out, const DecodeTuneConfig& c) {
   std::vector<Setting> settings;
   for (std::size_t distance : distances) {
-    DecodeTuning t = r.builtin;
+    DecodeTuning t = base;
     t.*member = distance;
     settings.push_back({&shape.call, t, r.threads, &shape.reference});
   }
@@ -197,24 +197,37 @@ constexpr Field kFields[] = {{"prefetch_blocks", &DecodeTuning::prefetch_blocks}
                              {"decode_thread_work", &DecodeTuning::decode_thread_work},
                              {"prefill_thread_work", &DecodeTuning::prefill_thread_work}};
 
-// Each setting the stages changed against the built-in, on the shapes where that change alone
+bool is_near_distance(std::size_t DecodeTuning::*member) {
+  return member == &DecodeTuning::bf16_near_keys || member == &DecodeTuning::f32_near_keys;
+}
+
+// The base a staged setting is judged against (HeadToHead): the built-in, but for a near
+// distance with the prefetch the first stage picked, which its stage ran with.
+DecodeTuning base_for(const DecodeTuneResult& r, std::size_t DecodeTuning::*member) {
+  DecodeTuning base = r.builtin;
+  if (is_near_distance(member)) base.prefetch_blocks = r.staged.prefetch_blocks;
+  return base;
+}
+
+// Each setting the stages changed against its base, on the shapes where that change alone
 // runs differently (prefetch_blocks: both caches, float32 and bfloat16, since both stream with
 // it; bf16_near_keys: the bfloat16 one; f32_near_keys: the float32 one; a crossover: each
 // ladder point where the thread counts differ), all in one set of alternating rounds; each is
 // kept only when it wins there by the margin, so a noisy pick does not ride on another
-// setting's clear win.
+// setting's clear win, and a near distance only with the prefetch it was timed with.
 void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, const Ladder& dl, const Ladder& pl,
                   const std::vector<FlashResult>& dref, const std::vector<FlashResult>& pref,
                   const DecodeTuneConfig& c) {
   std::vector<Setting> settings;
-  std::vector<std::size_t> owner;  // settings[2i], [2i + 1]: the built-in and the change, for r.compared[owner[i]]
+  std::vector<std::size_t> owner;  // settings[2i], [2i + 1]: the base and the change, for r.compared[owner[i]]
   for (const Field& f : kFields) {
     if (r.staged.*f.member == r.builtin.*f.member) continue;
-    DecodeTuning changed = r.builtin;
+    const DecodeTuning base = base_for(r, f.member);
+    DecodeTuning changed = base;
     changed.*f.member = r.staged.*f.member;
     const std::size_t before = settings.size();
     auto both = [&](const Call& call, const FlashResult& ref) {
-      settings.push_back({&call, r.builtin, r.threads, &ref});
+      settings.push_back({&call, base, r.threads, &ref});
       settings.push_back({&call, changed, r.threads, &ref});
       owner.push_back(r.compared.size());
     };
@@ -231,7 +244,13 @@ void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, 
     if (f.member == &DecodeTuning::decode_thread_work) ladder(dl, dref, f.member);
     if (f.member == &DecodeTuning::prefill_thread_work) ladder(pl, pref, f.member);
     // A change that runs as the built-in on every shape timed is not worth keeping.
-    if (settings.size() > before) r.compared.push_back({f.name, r.builtin.*f.member, r.staged.*f.member});
+    if (settings.size() > before) {
+      HeadToHead h;
+      h.setting = f.name, h.builtin = r.builtin.*f.member, h.staged = r.staged.*f.member;
+      if (base.prefetch_blocks != r.builtin.prefetch_blocks && f.member != &DecodeTuning::prefetch_blocks)
+        h.base_setting = "prefetch_blocks", h.base_value = base.prefetch_blocks;
+      r.compared.push_back(h);
+    }
   }
   if (settings.empty()) return;  // they never run differently here: the built-in stays
   const std::vector<Timed> timed = time_settings(settings, c);
@@ -244,14 +263,23 @@ void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, 
     r.all_same_bits = r.all_same_bits && timed[i].same_bits && timed[i + 1].same_bits;
   }
   if (!r.all_same_bits) return;
-  for (HeadToHead& h : r.compared) {
-    h.kept = pick_faster({h.builtin_ms, h.staged_ms}, 0, c.margin) == 1;
+  judge_head_to_head(r.compared, c.margin);
+  for (const HeadToHead& h : r.compared)
     for (const Field& f : kFields)
       if (h.kept && h.setting == f.name) r.chosen.*f.member = r.staged.*f.member;
-  }
 }
 
 }  // namespace
+
+void judge_head_to_head(std::vector<HeadToHead>& compared, double margin) {
+  for (HeadToHead& h : compared) {
+    const bool base_kept =
+        h.base_setting.empty() || std::any_of(compared.begin(), compared.end(), [&](const HeadToHead& b) {
+          return b.setting == h.base_setting && b.kept;
+        });
+    h.kept = base_kept && pick_faster({h.builtin_ms, h.staged_ms}, 0, margin) == 1;
+  }
+}
 
 std::vector<std::size_t> tune_prefetch_blocks() { return {decode_tuning_builtin().prefetch_blocks, 0, 2, 4}; }
 
@@ -276,17 +304,22 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
   Rng rng(c.seed);
 
   // Stage 1, the prefetch distance: one query row against a float32 cache of c.kv keys, all
-  // threads. Stage 2, a bfloat16 cache's near distance: the same query and cache in bfloat16.
-  // Stage 3, a float32 cache's near distance. Each from the built-in (the distance stages do
-  // not build on each other).
+  // threads, from the built-in. Stage 2, a bfloat16 cache's near distance: the same query and
+  // cache in bfloat16. Stage 3, a float32 cache's near distance. Both near stages run with
+  // stage 1's pick: a near distance and the prefetch ask for the same rows, so what one is
+  // worth depends on the other (on a Zen 3 EPYC, 128 keys near beat none with 1 block ahead
+  // and lost to none with 0 ahead, the pair that the stages, each from the built-in, chose).
   const Checked f32 = checked(random_call(rng, c.heads, 1, c.kv, c.head_dim), r);
   const Checked bf16 = checked(bf16_call(f32.call), r);
   const std::vector<std::size_t> blocks = tune_prefetch_blocks(), near = tune_bf16_near_keys(),
                                  f32_near = tune_f32_near_keys();
-  r.staged.prefetch_blocks = blocks[distance_stage(f32, blocks, &DecodeTuning::prefetch_blocks, r, r.prefetch, c)];
-  r.staged.bf16_near_keys = near[distance_stage(bf16, near, &DecodeTuning::bf16_near_keys, r, r.bf16_near, c)];
+  r.staged.prefetch_blocks =
+      blocks[distance_stage(f32, blocks, &DecodeTuning::prefetch_blocks, r.builtin, r, r.prefetch, c)];
+  const DecodeTuning near_base = base_for(r, &DecodeTuning::f32_near_keys);
+  r.staged.bf16_near_keys =
+      near[distance_stage(bf16, near, &DecodeTuning::bf16_near_keys, near_base, r, r.bf16_near, c)];
   r.staged.f32_near_keys =
-      f32_near[distance_stage(f32, f32_near, &DecodeTuning::f32_near_keys, r, r.f32_near, c)];
+      f32_near[distance_stage(f32, f32_near, &DecodeTuning::f32_near_keys, near_base, r, r.f32_near, c)];
 
   // Stages 4 and 5, the crossovers: each ladder point on one thread and on all.
   const Ladder dl = r.threads > 1 ? decode_ladder(rng, c) : Ladder{}, pl = r.threads > 1 ? prefill_ladder(rng, c) : Ladder{};

@@ -40,12 +40,18 @@ struct CrossoverPoint {
   bool same_bits = false;  // all threads gave one thread's bytes
 };
 
-// One setting the stages changed, timed against the built-in on the shapes where the change
-// alone runs differently (summed over them): kept when faster by the margin.
+// One setting the stages changed, timed against its base on the shapes where the change alone
+// runs differently (summed over them): kept when faster by the margin and its base is kept.
+// The base is the built-in, except for a near distance when the prefetch stage changed
+// prefetch_blocks: a near distance was staged with that prefetch (the two ask for the same
+// rows, so each changes what the other is worth), so it is judged against the built-in with
+// that prefetch, and kept only if the prefetch is kept too.
 struct HeadToHead {
   std::string setting;  // a DecodeTuning field's name: prefetch_blocks, bf16_near_keys, ...
   std::size_t builtin = 0, staged = 0;
-  double builtin_ms = 0, staged_ms = 0;
+  double builtin_ms = 0, staged_ms = 0;  // builtin_ms: the base's time
+  std::string base_setting;              // empty: the base is the built-in; else the field it changes
+  std::size_t base_value = 0;            // that field's value in the base
   bool kept = false;
 };
 
@@ -53,6 +59,7 @@ struct DecodeTuneResult {
   std::size_t threads = 0;  // as resolved
   DecodeTuning builtin, staged, chosen;
   std::vector<DistanceCandidate> prefetch;   // prefetch_blocks, float32 cache; the built-in first
+  // The near stages run with the prefetch stage's pick (staged.prefetch_blocks).
   std::vector<DistanceCandidate> bf16_near;  // bf16_near_keys, a bfloat16 cache; the built-in first
   std::vector<DistanceCandidate> f32_near;   // f32_near_keys, the float32 cache; the built-in first
   // The crossovers: the smallest size from which all threads beat one by the margin, at it and
@@ -67,10 +74,16 @@ struct DecodeTuneResult {
 };
 
 // Five stages: the prefetch distance (tune_prefetch_blocks), a bfloat16 cache's near distance
-// (tune_bf16_near_keys), a float32 cache's (tune_f32_near_keys), the decode crossover, the
-// small prefill crossover; each setting they changed is kept only if it then beats the built-in
-// by the margin in rounds of its own, on the shapes where that change runs differently.
+// (tune_bf16_near_keys) and a float32 cache's (tune_f32_near_keys), both with the prefetch the
+// first stage picked, the decode crossover, the small prefill crossover; each setting they
+// changed is kept only if it then beats its base (HeadToHead) by the margin in rounds of its
+// own, on the shapes where that change runs differently.
 DecodeTuneResult tune_decode(const DecodeTuneConfig& config);
+
+// Sets each comparison's `kept`: faster than its base by more than `margin` (a fraction of the
+// base's time), and its base kept where that is another comparison (base_setting), which must
+// come earlier in `compared`.
+void judge_head_to_head(std::vector<HeadToHead>& compared, double margin);
 
 // The distances tune tries, the built-in first: 128-key blocks ahead, and a bfloat16 or
 // float32 cache's keys ahead. A saved tuning must hold one of each.

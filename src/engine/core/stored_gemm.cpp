@@ -19,10 +19,13 @@ namespace {
 
 // Rows of W per widened chunk: 128 x 64 floats (AVX-512's panel) = 32 KiB, in L1 while every
 // row of x passes it. Rows of x per work item: enough that widening (once per item) is a small
-// part of the multiply-adds, few enough that a chunk of x stays in L2. Panels per work item: at
-// most 4, so that a chunk of them (128 KiB) stays in L2 and each row of W is read 4 panels wide
-// (on its own, one 128-byte piece of a float16 row every few KiB left the reads waiting on memory).
-constexpr std::size_t kDepth = 128, kRowBlocks = 32, kMaxPanelsPerItem = 4;
+// part of the multiply-adds, few enough that a chunk of x stays in L2. Columns per work item: at
+// most 256 (4 of AVX-512's panels, 16 of AVX2's), so that a chunk of them (128 KiB) stays in L2
+// and each row of W is read 256 columns wide: on its own, one 128-byte piece of a float16 row
+// every few KiB left the reads waiting on memory. With AVX2's 16-column panels the limit was 4
+// panels, 64 columns, until a Zen 3 EPYC spent 13 % of GPT-2 small's pass in widening (7.5 % at
+// 256 columns; the pass 0.53 -> 0.545 of sgemm, medians of 6 alternated runs of 5 rounds).
+constexpr std::size_t kDepth = 128, kRowBlocks = 32, kMaxItemColumns = 256;
 // Rows of W ahead of the one being widened that are asked for in advance.
 constexpr std::size_t kPrefetchRows = 8;
 // Rows of x up to which a [in, out] matrix is streamed row by row into outputs kept in L1
@@ -188,10 +191,11 @@ bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLay
   const flash::Microkernels<float>& mk = flash::best_microkernels<float>();
   const std::size_t PW = mk.key_panel, MR = mk.qk_rows, group = kRowBlocks * MR;
   const std::size_t panels = (N + PW - 1) / PW, row_items = (m + group - 1) / group;
-  // Column items in whole rounds of the workers, each at most kMaxPanelsPerItem wide, so that
-  // the threads get equal shares (12 panels on 2 threads: 4 items of 3, not 3 of 4).
+  // Column items in whole rounds of the workers, each at most kMaxItemColumns wide, so that the
+  // threads get equal shares (12 panels of 64 on 2 threads: 4 items of 3, not 3 of 4).
   const std::size_t workers = detail::thread_count(threads, row_items * panels);
-  const std::size_t rounds = (panels + workers * kMaxPanelsPerItem - 1) / (workers * kMaxPanelsPerItem);
+  const std::size_t per_item = std::max<std::size_t>(1, kMaxItemColumns / PW);
+  const std::size_t rounds = (panels + workers * per_item - 1) / (workers * per_item);
   const std::size_t column_items = std::min(panels, workers * rounds), items = row_items * column_items;
   std::vector<Buffers> buffers(workers);
   std::vector<char> finite(workers, 1);

@@ -76,3 +76,34 @@ TEST_CASE("packed head: an allocation that throws leaves the head to the next ca
   CHECK(allocations == 3);
   CHECK(empty.state.load() == 3);
 }
+
+TEST_CASE("packed head: V's stride spreads one P V pass's slice over every L1 set, and is V's own where a pass reads whole rows") {
+  using attn::flash::kPvSliceKeys;
+  using attn::flash::tiled::packed_v_stride;
+  // The most lines of one pass's slice (kPvSliceKeys rows, `columns` floats of each from column
+  // c0) in one set of a 64-set L1 with 64-byte lines.
+  auto crowding = [](std::size_t stride, std::size_t columns, std::size_t c0) {
+    std::vector<int> per_set(64, 0);
+    for (std::size_t k = 0; k < kPvSliceKeys; ++k)
+      for (std::size_t b = (k * stride + c0) * 4 / 64; b <= ((k * stride + c0 + columns) * 4 - 1) / 64; ++b)
+        ++per_set[b % 64];
+    return *std::max_element(per_set.begin(), per_set.end());
+  };
+  for (std::size_t dvp : {32, 64, 128, 256}) {
+    CAPTURE(dvp);
+    // AVX2's 16 columns a pass: at V's own stride (an even number of lines) the slice's 128
+    // lines crowd into a few sets (4 lines each at d_v = 32, 8 at 64: every way of an 8-way L1,
+    // 16 at 128); the packed stride puts 2 in each set.
+    CHECK(crowding(dvp, 16, 0) == dvp / 8);
+    const std::size_t stride = packed_v_stride<float>(dvp, 16);
+    CHECK(stride > dvp);
+    CHECK(stride % 16 == 0);        // rows start on a line: a pass never splits a line
+    CHECK((stride / 16) % 2 == 1);  // an odd number of lines
+    for (std::size_t c0 = 0; c0 < dvp; c0 += 16) CHECK(crowding(stride, 16, c0) <= 2);
+    // A pass over whole rows reads the slice's lines in a row: V stays as it is.
+    CHECK(packed_v_stride<float>(dvp, dvp) == dvp);
+  }
+  CHECK(packed_v_stride<float>(48, 16) == 48);  // 3 lines: already odd
+  CHECK(packed_v_stride<float>(40, 8) == 40);   // not whole lines: no line-sized aliasing
+  CHECK(packed_v_stride<double>(64, 16) == 72);  // 8 lines of doubles -> 9
+}

@@ -48,6 +48,7 @@ struct Microkernels {
   std::size_t qk_rows;      // MR of the Q K^T kernel: query rows per register block
   std::size_t key_panel;    // NR * lanes: keys per packed K^T panel
   std::size_t pv_rows;      // MR of the P V kernel
+  std::size_t pv_columns;   // NR * lanes of the P V kernel: output columns per pass over a V slice
 
   // K block [keys, d] (row stride ldk) -> panels of key_panel keys, each [d][key_panel],
   // zero-padded past `keys`.
@@ -122,7 +123,7 @@ struct QkBlocking {
 template <class T>
 struct PvBlocking {
   std::string name;
-  std::size_t rows;
+  std::size_t rows, columns;
   decltype(Microkernels<T>::pv) pv;
   decltype(Microkernels<T>::pv_bf16) pv_bf16;
 };
@@ -151,7 +152,7 @@ Microkernels<T> with_blockings(const Microkernels<T>& base, std::size_t qk, std:
   const QkBlocking<T>& q = base.blockings->qk.at(qk);
   mk.qk_rows = q.rows, mk.key_panel = q.key_panel, mk.pack_k = q.pack_k, mk.qk = q.qk, mk.gemm = q.gemm;
   const PvBlocking<T>& p = base.blockings->pv.at(pv);
-  mk.pv_rows = p.rows, mk.pv = p.pv, mk.pv_bf16 = p.pv_bf16;
+  mk.pv_rows = p.rows, mk.pv_columns = p.columns, mk.pv = p.pv, mk.pv_bf16 = p.pv_bf16;
   return mk;
 }
 

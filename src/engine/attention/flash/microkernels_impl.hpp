@@ -358,7 +358,7 @@ struct KernelSet {
     return {std::to_string(QK_MR) + "x" + std::to_string(QK_NR), QK_MR, PW, &pack_k, &qk, &gemm};
   }
   static attn::flash::PvBlocking<T> pv_blocking() {
-    return {std::to_string(PV_MR) + "x" + std::to_string(PV_NR), PV_MR, &pv, &pv_bf16};
+    return {std::to_string(PV_MR) + "x" + std::to_string(PV_NR), PV_MR, PV_NR * W, &pv, &pv_bf16};
   }
   static const attn::flash::Blockings<T>* own_blockings() {
     static const attn::flash::Blockings<T> own{{qk_blocking()}, {pv_blocking()}};
@@ -757,7 +757,7 @@ struct KernelSet {
   }
 
   static attn::flash::Microkernels<T> make(const char* isa) {
-    return {isa, W, QK_MR, PW, PV_MR, &pack_k, &qk, &gemm, &row_max, &lane_max_of, &exp2_sum, &pv, &pv_bf16,
+    return {isa, W, QK_MR, PW, PV_MR, PV_NR * W, &pack_k, &qk, &gemm, &row_max, &lane_max_of, &exp2_sum, &pv, &pv_bf16,
             &qk_unpacked, &qk_unpacked_bf16, &sum, &widen_bf16, &backward_head, own_blockings()};
   }
 };

@@ -326,6 +326,8 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
     const Json& timed = d[stage];
     REQUIRE(timed.size() == distances.size());
     CHECK(timed[0][field] == first);
+    if (name != "prefetch")  // the near stages run with the prefetch stage's pick
+      for (const Json& t : timed) CHECK(t["prefetch_blocks"] == d["staged"]["prefetch_blocks"]);
     std::size_t best = 0;
     for (std::size_t i = 0; i < timed.size(); ++i) {
       CHECK(timed[i][field] == distances[i]);

@@ -143,3 +143,24 @@ TEST_CASE("flash tuning: set_flash_tuning is the default of later calls and refu
   CHECK(flash_tiling(1000, 1000, FlashOptions{}).qk_kernel == offered.qk.front());
   CHECK(flash_tiling(1000, 1000, FlashOptions{}).block_q == flash_default_block_q());
 }
+
+TEST_CASE("flash tuning: V packed at a wider stride gives the bits of V read at its own") {
+  // With query tiles of one row block, V is read at its own stride; with the built-in tile, on
+  // AVX2 at d_v = 64 or 128 it is copied at an odd number of cache lines a row (packed_v_stride,
+  // tile_products.hpp). Either way the same products in the same order.
+  Rng rng(37);
+  for (std::size_t dv : {64, 128}) {
+    const Tensor3 q = randn(rng, 2, 200, 64), k = randn(rng, 2, 900, 64), v = randn(rng, 2, 900, dv);
+    for (const std::string& isa : runnable_isas()) {
+      CAPTURE(dv);
+      CAPTURE(isa);
+      FlashOptions fo;
+      fo.isa = isa;
+      const FlashResult wide = flash_attention(q, k, v, nullptr, fo);
+      fo.block_q = 1;  // one block of P V rows a tile
+      const FlashResult own = flash_attention(q, k, v, nullptr, fo);
+      CHECK(same_bytes(wide.output, own.output));
+      CHECK(same_bytes(wide.lse, own.lse));
+    }
+  }
+}

@@ -134,8 +134,11 @@ void check_decode_tune_budgets(const DecodeTuneConfig& c) {
 Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
   auto distances = [](const std::vector<DistanceCandidate>& candidates, const char* field) {
     Json out = Json::array();
-    for (const DistanceCandidate& p : candidates)
-      out.push_back({{field, p.distance}, {"ms", p.ms}, {"same_bits", p.same_bits}});
+    for (const DistanceCandidate& p : candidates) {
+      Json candidate = {{field, p.distance}, {"ms", p.ms}, {"same_bits", p.same_bits}};
+      if (std::string(field) != "prefetch_blocks") candidate["prefetch_blocks"] = p.prefetch_blocks;
+      out.push_back(candidate);
+    }
     return out;
   };
   Json compared = Json::array();
@@ -222,7 +225,8 @@ void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& 
   if (r.staged == r.builtin) std::printf("That is the built-in: kept.\n");
   else if (r.compared.empty()) std::printf("It runs as the built-in on every shape timed: the built-in is kept.\n");
   else {
-    std::printf("Each change against the built-in, on the shapes where it runs differently, in %zu more rounds:\n",
+    std::printf("Each change against the built-in (a near distance: with the prefetch picked above), on the shapes\n"
+                "where it runs differently, in %zu more rounds:\n",
                 c.rounds);
     for (const HeadToHead& h : r.compared) print_head_to_head(h, r, c.margin);
     std::printf("Chosen: %s.\n", decode_tuning_text(r.chosen).c_str());

@@ -123,7 +123,7 @@ std::size_t distance_stage(const Checked& shape, const std::vector<std::size_t>&
   const std::vector<Timed> timed = time_settings(settings, c);
   std::vector<double> scores;
   for (std::size_t i = 0; i < settings.size(); ++i) {
-    out.push_back({distances[i], timed[i].ms, timed[i].same_bits});
+    out.push_back({distances[i], settings[i].tuning.prefetch_blocks, timed[i].ms, timed[i].same_bits});
     scores.push_back(timed[i].same_bits ? timed[i].ms : std::numeric_limits<double>::infinity());
     r.all_same_bits = r.all_same_bits && timed[i].same_bits;
   }
@@ -272,13 +272,16 @@ void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, 
 }  // namespace
 
 void judge_head_to_head(std::vector<HeadToHead>& compared, double margin) {
-  for (HeadToHead& h : compared) {
-    const bool base_kept =
-        h.base_setting.empty() || std::any_of(compared.begin(), compared.end(), [&](const HeadToHead& b) {
-          return b.setting == h.base_setting && b.kept;
-        });
-    h.kept = base_kept && pick_faster({h.builtin_ms, h.staged_ms}, 0, margin) == 1;
-  }
+  // First the comparisons against the built-in, then those whose base is one of them.
+  for (bool on_base : {false, true})
+    for (HeadToHead& h : compared) {
+      if (h.base_setting.empty() == on_base) continue;
+      const bool base_kept =
+          !on_base || std::any_of(compared.begin(), compared.end(), [&](const HeadToHead& b) {
+            return b.setting == h.base_setting && b.base_setting.empty() && b.kept;
+          });
+      h.kept = base_kept && pick_faster({h.builtin_ms, h.staged_ms}, 0, margin) == 1;
+    }
 }
 
 std::vector<std::size_t> tune_prefetch_blocks() { return {decode_tuning_builtin().prefetch_blocks, 0, 2, 4}; }
@@ -307,8 +310,9 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
   // threads, from the built-in. Stage 2, a bfloat16 cache's near distance: the same query and
   // cache in bfloat16. Stage 3, a float32 cache's near distance. Both near stages run with
   // stage 1's pick: a near distance and the prefetch ask for the same rows, so what one is
-  // worth depends on the other (on a Zen 3 EPYC, 128 keys near beat none with 1 block ahead
-  // and lost to none with 0 ahead, the pair that the stages, each from the built-in, chose).
+  // worth depends on the other (on a Zen 3 EPYC on 2 threads, 128 keys near beat none with 1
+  // block ahead and lost to none with 0 ahead, the pair that the stages, each from the
+  // built-in, chose).
   const Checked f32 = checked(random_call(rng, c.heads, 1, c.kv, c.head_dim), r);
   const Checked bf16 = checked(bf16_call(f32.call), r);
   const std::vector<std::size_t> blocks = tune_prefetch_blocks(), near = tune_bf16_near_keys(),

@@ -28,6 +28,7 @@ struct DecodeTuneConfig {
 // The distance is in 128-key blocks (prefetch_blocks) or in keys (bf16_near_keys, f32_near_keys).
 struct DistanceCandidate {
   std::size_t distance = 0;
+  std::size_t prefetch_blocks = 0;  // the prefetch distance it ran with
   double ms = 0;
   bool same_bits = false;
 };
@@ -65,9 +66,9 @@ struct DecodeTuneResult {
   // The crossovers: the smallest size from which all threads beat one by the margin, at it and
   // every larger size, sets the work a thread needs (its work / threads). Empty on one thread.
   std::vector<CrossoverPoint> decode_ladder, prefill_ladder;
-  // Each setting `staged` changed, against the built-in head to head on the shapes where that
-  // change runs differently; `chosen` takes the ones kept. The sums over them all (0 and 0
-  // when nothing runs differently).
+  // Each setting `staged` changed, against its base head to head (HeadToHead) on the shapes
+  // where that change runs differently; `chosen` takes the ones kept. The sums over them all,
+  // builtin_ms of the bases' times (0 and 0 when nothing runs differently).
   std::vector<HeadToHead> compared;
   double builtin_ms = 0, staged_ms = 0;
   bool all_same_bits = true;
@@ -81,8 +82,8 @@ struct DecodeTuneResult {
 DecodeTuneResult tune_decode(const DecodeTuneConfig& config);
 
 // Sets each comparison's `kept`: faster than its base by more than `margin` (a fraction of the
-// base's time), and its base kept where that is another comparison (base_setting), which must
-// come earlier in `compared`.
+// base's time), and its base kept where that is another comparison (base_setting; one missing
+// from `compared` is not kept).
 void judge_head_to_head(std::vector<HeadToHead>& compared, double margin);
 
 // The distances tune tries, the built-in first: 128-key blocks ahead, and a bfloat16 or

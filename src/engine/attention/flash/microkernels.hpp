@@ -49,6 +49,7 @@ struct Microkernels {
   std::size_t key_panel;    // NR * lanes: keys per packed K^T panel
   std::size_t pv_rows;      // MR of the P V kernel
   std::size_t pv_columns;   // NR * lanes of the P V kernel: output columns per pass over a V slice
+                            // for blocks of pv_rows rows (blocks of 1 or 2 rows pass wider)
 
   // K block [keys, d] (row stride ldk) -> panels of key_panel keys, each [d][key_panel],
   // zero-padded past `keys`.

@@ -133,7 +133,9 @@ struct Workspace {
 // core's 8-way L1, and the rows of P streaming past evict them. An odd number of lines spreads
 // the slice over every set (only the stride changes: the same products, the same bits). On a Zen
 // 3 EPYC, n = 4096, d = 64: P V's samples 0.79 of what they were, the run's 0.92 (perf, 2 x 2
-// runs). A whole row in one pass (AVX-512 at d_v = 64) reads the slice's lines in a row.
+// runs); other ISAs and d_v (AVX-512 at d_v = 128: 8 lines a row, 16 in each of 8 sets) follow
+// the same rule untimed. A whole row in one pass (AVX-512 at d_v = 64) reads the slice's lines
+// in a row.
 template <class T>
 std::size_t packed_v_stride(std::size_t dvp, std::size_t pv_columns) {
   constexpr std::size_t line = 64 / sizeof(T);
@@ -148,8 +150,9 @@ constexpr std::size_t kPackPieceKeys = 256;
 // Keys [j0, j1) of one head's K and V packed, j0 a multiple of the K panel. Every element is
 // written (pack_k zero-pads the last panel; V's padding columns are zeroed here): the buffers
 // come from the stock holding an earlier call's numbers. V is copied only where its rows need
-// padding: at n = 4096 the packing reads and writes memory, not cache (0.2-0.37 ms a head on
-// each of 2 threads of an Emerald Rapids Xeon), and a copy of V as it is was half of that.
+// padding or a wider stride (packed_v_stride): at n = 4096 the packing reads and writes memory,
+// not cache (0.2-0.37 ms a head on each of 2 threads of an Emerald Rapids Xeon), and a copy of V
+// as it is was half of that; where the stride is widened, the copy buys a faster P V.
 template <class T>
 void pack_keys(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v, std::size_t j0,
                std::size_t j1, PackedHead<T>& packed) {

@@ -193,7 +193,7 @@ void print_head_to_head(const HeadToHead& h, const DecodeTuneResult& r, double m
   const std::string both = h.base_setting.empty() ? "" : " (both with " + base + ")";
   const std::string fate = h.kept               ? "kept"
                            : !r.all_same_bits   ? "the built-in stays (some settings changed the bits)"
-                           : h.staged_ms >= h.builtin_ms * (1 - margin)
+                           : pick_faster({h.builtin_ms, h.staged_ms}, 0, margin) == 0
                                ? "the built-in stays (not faster by the margin)"
                                : "the built-in stays (faster only with " + base + ", which was not kept)";
   std::printf("  %s %zu instead of %zu%s: %.4f ms against %.4f ms (%.3fx as fast): %s\n", h.setting.c_str(), h.staged,

@@ -247,7 +247,7 @@ void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, 
     if (settings.size() > before) {
       HeadToHead h;
       h.setting = f.name, h.builtin = r.builtin.*f.member, h.staged = r.staged.*f.member;
-      if (base.prefetch_blocks != r.builtin.prefetch_blocks && f.member != &DecodeTuning::prefetch_blocks)
+      if (base.prefetch_blocks != r.builtin.prefetch_blocks)  // a near distance on a changed prefetch
         h.base_setting = "prefetch_blocks", h.base_value = base.prefetch_blocks;
       r.compared.push_back(h);
     }

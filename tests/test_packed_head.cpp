@@ -77,7 +77,7 @@ TEST_CASE("packed head: an allocation that throws leaves the head to the next ca
   CHECK(empty.state.load() == 3);
 }
 
-TEST_CASE("packed head: V's stride spreads one P V pass's slice over every L1 set, and is V's own where a pass reads whole rows") {
+TEST_CASE("packed head: V's stride spreads one P V pass's slice over every L1 set, and is V's own where a pass reads whole rows or a tile has one block of rows") {
   using attn::flash::kPvSliceKeys;
   using attn::flash::tiled::packed_v_stride;
   // The most lines of one pass's slice (kPvSliceKeys rows, `columns` floats of each from column
@@ -95,15 +95,17 @@ TEST_CASE("packed head: V's stride spreads one P V pass's slice over every L1 se
     // lines crowd into a few sets (4 lines each at d_v = 32, 8 at 64: every way of an 8-way L1,
     // 16 at 128); the packed stride puts 2 in each set.
     CHECK(crowding(dvp, 16, 0) == dvp / 8);
-    const std::size_t stride = packed_v_stride<float>(dvp, 16);
+    const std::size_t stride = packed_v_stride<float>(dvp, 16, 192, 6);
     CHECK(stride > dvp);
     CHECK(stride % 16 == 0);        // rows start on a line: a pass never splits a line
     CHECK((stride / 16) % 2 == 1);  // an odd number of lines
     for (std::size_t c0 = 0; c0 < dvp; c0 += 16) CHECK(crowding(stride, 16, c0) <= 2);
     // A pass over whole rows reads the slice's lines in a row: V stays as it is.
-    CHECK(packed_v_stride<float>(dvp, dvp) == dvp);
+    CHECK(packed_v_stride<float>(dvp, dvp, 192, 6) == dvp);
+    // One block of P V rows reads each slice once: nothing to spread, V stays as it is.
+    CHECK(packed_v_stride<float>(dvp, 16, 6, 6) == dvp);
   }
-  CHECK(packed_v_stride<float>(48, 16) == 48);  // 3 lines: already odd
-  CHECK(packed_v_stride<float>(40, 8) == 40);   // not whole lines: no line-sized aliasing
-  CHECK(packed_v_stride<double>(64, 16) == 72);  // 8 lines of doubles -> 9
+  CHECK(packed_v_stride<float>(48, 16, 192, 6) == 48);  // 3 lines: already odd
+  CHECK(packed_v_stride<float>(40, 8, 192, 6) == 40);   // not whole lines: no line-sized aliasing
+  CHECK(packed_v_stride<double>(64, 16, 192, 6) == 72);  // 8 lines of doubles -> 9
 }

@@ -135,11 +135,13 @@ struct Workspace {
 // 3 EPYC, n = 4096, d = 64: P V's samples 0.79 of what they were, the run's 0.92 (perf, 2 x 2
 // runs); other ISAs and d_v (AVX-512 at d_v = 128: 8 lines a row, 16 in each of 8 sets) follow
 // the same rule untimed. A whole row in one pass (AVX-512 at d_v = 64) reads the slice's lines
-// in a row.
+// in a row. A tile of tile_rows query rows (padded) reads each slice once per block of pv_rows:
+// where it has one block (a decode-sized tiled call), nothing is read twice, and the copy would
+// be pure cost.
 template <class T>
-std::size_t packed_v_stride(std::size_t dvp, std::size_t pv_columns) {
+std::size_t packed_v_stride(std::size_t dvp, std::size_t pv_columns, std::size_t tile_rows, std::size_t pv_rows) {
   constexpr std::size_t line = 64 / sizeof(T);
-  if (pv_columns >= dvp || dvp % line != 0 || (dvp / line) % 2 == 1) return dvp;
+  if (tile_rows <= pv_rows || pv_columns >= dvp || dvp % line != 0 || (dvp / line) % 2 == 1) return dvp;
   return dvp + line;
 }
 

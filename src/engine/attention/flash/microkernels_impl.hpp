@@ -547,6 +547,38 @@ struct KernelSet {
       }
   }
 
+  // One row against keys read in place, where d is NQ whole vectors: Q's NQ vectors stay in
+  // registers for every key, beside the W accumulators (K is an operand of the FMA), so each
+  // key costs its own row's loads only, where qk_block<1, W> reloads Q for every key (d is not
+  // known to it): on AVX2 at d = 64, 16 loads a key became 8, and Q K^T's samples in a decode
+  // step whose cache sits in L3 fell from 0.85 to 0.59 of a streaming read's. Alternated in one
+  // process on a Zen 3 EPYC (5-6 rounds, 8 heads, d = 64, medians of decode / stream): 0.62 ->
+  // 0.76 (1 thread) and 0.72 -> 0.83 (2) at 1k keys, 0.73 -> 0.75 and 0.70 -> 0.87 at 4k, 0.78 ->
+  // 0.83 and 0.83 -> 0.89 at 16k. The same FMAs into each accumulator in the same order as
+  // qk_block<1, W>, the same lane_sums: the same bits.
+  template <std::size_t NQ, class KV>
+  static void qk_one_row(const T* q, const KV* k, std::size_t ldk, std::size_t keys, T* s,
+                         attn::flash::NearPrefetch near) {
+    batch qv[NQ];
+#pragma GCC unroll 16
+    for (std::size_t c = 0; c < NQ; ++c) qv[c] = batch::load_unaligned(q + c * W);
+    std::size_t j0 = 0;
+    for (; j0 + W <= keys; j0 += W) {
+      if constexpr (std::is_same_v<KV, std::uint16_t>)
+        if (near.keys && near.keys < near.readable && j0 + W <= near.readable - near.keys)
+          ask_into<3>(k + (j0 + near.keys) * ldk, 0, W * ldk * sizeof(KV));
+      batch acc[W];
+#pragma GCC unroll 16
+      for (std::size_t t = 0; t < W; ++t) {
+        acc[t] = batch(T(0));
+#pragma GCC unroll 16
+        for (std::size_t c = 0; c < NQ; ++c) acc[t] = fused(qv[c], load_k(k + (j0 + t) * ldk + c * W), acc[t]);
+      }
+      lane_sums(acc, s + j0);
+    }
+    if (j0 < keys) qk_block<1, W>(q, NQ * W, k + j0 * ldk, ldk, keys - j0, s + j0, 0, Near{});  // fewer than W
+  }
+
   // Rows in blocks of QK_BR first, the rest one at a time.
   template <class KV>
   static void qk_rows(const T* q, std::size_t rows, std::size_t d, const KV* k, std::size_t ldk,
@@ -555,7 +587,23 @@ struct KernelSet {
     if constexpr (QK_BR > 1)
       for (; r0 + QK_BR <= rows; r0 += QK_BR)  // K's rows asked for once, with the first block of rows
         qk_block<QK_BR, QK_BT>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : Near{});
-    for (; r0 < rows; ++r0) qk_block<1, W>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : Near{});
+    for (; r0 < rows; ++r0) {
+      const Near ask = r0 == 0 ? near : Near{};
+      // Q in registers where it fits beside the accumulators (AVX2: 16 vector registers,
+      // AVX-512: 32; a bfloat16 K needs one more for its widened vector).
+      constexpr std::size_t regs = W * sizeof(T) == 64 ? 32 : 16, spare = std::is_same_v<KV, T> ? 0 : 1;
+      if constexpr (8 + W + spare <= regs)
+        if (d == 8 * W) {
+          qk_one_row<8>(q + r0 * d, k, ldk, keys, s + r0 * lds, ask);
+          continue;
+        }
+      if constexpr (4 + W + spare <= regs)
+        if (d == 4 * W) {
+          qk_one_row<4>(q + r0 * d, k, ldk, keys, s + r0 * lds, ask);
+          continue;
+        }
+      qk_block<1, W>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, ask);
+    }
   }
 
   static void qk_unpacked(const T* q, std::size_t rows, std::size_t d, const T* k, std::size_t ldk,

@@ -110,23 +110,66 @@ TEST_CASE("stored matmul: every stored type against float64, odd shapes, with an
         }
 }
 
-TEST_CASE("stored matmul: the AVX-512 and portable kernels, and 1 or 2 threads, give the same bits") {
+TEST_CASE("stored matmul: the AVX-512, AVX2 and portable kernels, and 1 or 2 threads, give the same bits") {
   std::mt19937 rng(11);
-  const detail::StoredRowsKernel avx512 = detail::stored_rows_avx512(), generic = detail::stored_rows_generic();
+  const std::pair<const char*, detail::StoredRowsKernel> vectors[] = {{"avx512", detail::stored_rows_avx512()},
+                                                                      {"avx2", detail::stored_rows_avx2()}};
+  const detail::StoredRowsKernel generic = detail::stored_rows_generic();
   for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16})
-    for (std::size_t cols : {7, 16, 33, 576}) {
-      const std::size_t rows = 133, m = 6;
-      const StoredTestMatrix w = make_stored(type, rows, cols, rng);
-      const std::vector<float> x = random_rows(m, cols, rng);
-      std::vector<float> one(m * rows), two(m * rows), portable(m * rows), vector(m * rows);
-      stored_matmul(x.data(), m, w.view, nullptr, one.data(), rows, 1);
-      stored_matmul(x.data(), m, w.view, nullptr, two.data(), rows, 2);
-      CHECK(std::memcmp(one.data(), two.data(), one.size() * 4) == 0);
-      generic(x.data(), m, w.view, 0, rows, portable.data(), rows);
-      CHECK(std::memcmp(one.data(), portable.data(), one.size() * 4) == 0);
-      if (!avx512) continue;  // not compiled in, or this CPU lacks AVX-512
-      avx512(x.data(), m, w.view, 0, rows, vector.data(), rows);
-      CHECK(std::memcmp(vector.data(), portable.data(), vector.size() * 4) == 0);
+    for (std::size_t cols : {7, 16, 33, 576})
+      for (std::size_t m : {1, 2, 3, 6}) {  // every blocking of rows of x (and of W: 133 rows)
+        CAPTURE(cols);
+        CAPTURE(m);
+        const std::size_t rows = 133;
+        const StoredTestMatrix w = make_stored(type, rows, cols, rng);
+        const std::vector<float> x = random_rows(m, cols, rng);
+        std::vector<float> one(m * rows), two(m * rows), portable(m * rows);
+        stored_matmul(x.data(), m, w.view, nullptr, one.data(), rows, 1);
+        stored_matmul(x.data(), m, w.view, nullptr, two.data(), rows, 2);
+        CHECK(std::memcmp(one.data(), two.data(), one.size() * 4) == 0);
+        generic(x.data(), m, w.view, 0, rows, portable.data(), rows);
+        CHECK(std::memcmp(one.data(), portable.data(), one.size() * 4) == 0);
+        for (const auto& [isa, kernel] : vectors) {
+          if (!kernel) continue;  // not compiled in, or this CPU lacks the instructions
+          CAPTURE(std::string(isa));
+          std::vector<float> vector(m * rows, -1.0f);
+          kernel(x.data(), m, w.view, 0, rows, vector.data(), rows);
+          CHECK(std::memcmp(vector.data(), portable.data(), vector.size() * 4) == 0);
+        }
+      }
+}
+
+TEST_CASE("stored gemm: the AVX-512, AVX2 and portable streams of a few rows give the same bits and see every weight") {
+  std::mt19937 rng(19);
+  const std::pair<const char*, detail::StoredStreamKernel> vectors[] = {{"avx512", detail::stored_stream_avx512()},
+                                                                        {"avx2", detail::stored_stream_avx2()}};
+  const detail::StoredStreamKernel generic = detail::stored_stream_generic();
+  const std::size_t K = 37, N = 83;
+  for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16})
+    for (std::size_t m : {1, 3}) {
+      const StoredTestMatrix w = make_stored(type, K, N, rng);  // [in, out]
+      const std::vector<float> x = random_rows(m, K, rng), bias = random_rows(1, N, rng);
+      // Column ranges off the registers' edges: whole registers and a tail, a tail alone, all.
+      for (const auto& [j0, j1] : {std::pair<std::size_t, std::size_t>{5, 30}, {16, 19}, {0, N}})
+        for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+          CAPTURE(j0);
+          CAPTURE(m);
+          std::vector<float> portable(m * N, -1.0f);
+          REQUIRE(generic(x.data(), m, w.view, j0, j1, b, portable.data(), N));
+          for (std::size_t i = 0; i < m; ++i)  // the plain fused loop
+            for (std::size_t j = j0; j < j1; ++j) {
+              float acc = b ? b[j] : 0.0f;
+              for (std::size_t k = 0; k < K; ++k) acc = std::fma(x[i * K + k], float(w.values[k * N + j]), acc);
+              CHECK(acc == portable[i * N + j]);
+            }
+          for (const auto& [isa, kernel] : vectors) {
+            if (!kernel) continue;
+            CAPTURE(std::string(isa));
+            std::vector<float> vector(m * N, -1.0f);  // columns outside [j0, j1) stay -1
+            REQUIRE(kernel(x.data(), m, w.view, j0, j1, b, vector.data(), N));
+            CHECK(std::memcmp(vector.data(), portable.data(), vector.size() * 4) == 0);
+          }
+        }
     }
 }
 

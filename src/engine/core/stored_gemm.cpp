@@ -48,8 +48,8 @@ detail::StoredWidenKernel widen_kernel() {
 
 detail::StoredStreamKernel stream_kernel() {
   static const detail::StoredStreamKernel kernel = [] {
-    const detail::StoredStreamKernel avx512 = detail::stored_stream_avx512();
-    return avx512 ? avx512 : detail::stored_stream_generic();
+    const detail::StoredStreamKernel avx512 = detail::stored_stream_avx512(), avx2 = detail::stored_stream_avx2();
+    return avx512 ? avx512 : avx2 ? avx2 : detail::stored_stream_generic();
   }();
   return kernel;
 }

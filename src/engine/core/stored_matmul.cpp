@@ -1,5 +1,6 @@
 // stored_matmul (stored_matrix.hpp): the rows of W split across threads, each block of rows run
-// by the widest kernel this CPU has (stored_matmul_avx512.cpp) or the portable one below.
+// by the widest kernel this CPU has (stored_matmul_avx512.cpp, stored_matmul_avx2.cpp) or the
+// portable one below.
 #include "stored_matmul.hpp"
 
 #include <bit>
@@ -91,8 +92,8 @@ bool stream_generic(const float* x, std::size_t m, const StoredMatrix& w, std::s
 
 StoredRowsKernel best_kernel() {
   static const StoredRowsKernel kernel = [] {
-    const StoredRowsKernel avx512 = stored_rows_avx512();
-    return avx512 ? avx512 : stored_rows_generic();
+    const StoredRowsKernel avx512 = stored_rows_avx512(), avx2 = stored_rows_avx2();
+    return avx512 ? avx512 : avx2 ? avx2 : stored_rows_generic();
   }();
   return kernel;
 }
@@ -107,7 +108,8 @@ StoredStreamKernel stored_stream_generic() { return stream_generic; }
 }  // namespace detail
 
 const char* stored_matmul_isa() {
-  return detail::best_kernel() == detail::stored_rows_generic() ? "generic" : "avx512";
+  const detail::StoredRowsKernel kernel = detail::best_kernel();
+  return kernel == detail::stored_rows_generic() ? "generic" : kernel == detail::stored_rows_avx2() ? "avx2" : "avx512";
 }
 
 void stored_matmul(const float* x, std::size_t m, const StoredMatrix& w, const float* bias, float* y, std::size_t ldy,

@@ -26,6 +26,7 @@ using StoredRowsKernel = void (*)(const float* x, std::size_t m, const StoredMat
 
 StoredRowsKernel stored_rows_generic();
 StoredRowsKernel stored_rows_avx512();  // null when not compiled in
+StoredRowsKernel stored_rows_avx2();    // AVX2 + FMA + F16C (stored_matmul_avx2.cpp); null the same way
 
 // out[0..n) = W[row, col .. col + n) widened to float32 exactly; false when one of them is not
 // finite (stored_gemm's panels).
@@ -34,7 +35,7 @@ using StoredWidenKernel = bool (*)(const StoredMatrix& w, std::size_t row, std::
 
 StoredWidenKernel stored_widen_generic();
 StoredWidenKernel stored_widen_avx512();  // null when not compiled in
-StoredWidenKernel stored_widen_avx2();    // AVX2 + F16C (stored_matmul_avx2.cpp); null the same way
+StoredWidenKernel stored_widen_avx2();    // AVX2 + FMA + F16C; null the same way
 
 // The same, transposed: out[c * ldo + t] = W[row + t, col + c] for t < rows, c < depth (rows of W
 // become columns of out: stored_gemm's panels of a matrix stored [out, in]). out is not written
@@ -56,5 +57,6 @@ using StoredStreamKernel = bool (*)(const float* x, std::size_t m, const StoredM
 
 StoredStreamKernel stored_stream_generic();
 StoredStreamKernel stored_stream_avx512();  // null when not compiled in
+StoredStreamKernel stored_stream_avx2();
 
 }  // namespace attn::detail

@@ -56,7 +56,7 @@ bool stored_gemm(const float* x, std::size_t m, const StoredMatrix& w, StoredLay
 // prompt in a full forward pass give the same bits.
 inline constexpr std::size_t kStoredMatmulRows = 8;
 
-// The instruction set stored_matmul dispatched to on this CPU: "avx512" or "generic".
+// The instruction set stored_matmul dispatched to on this CPU: "avx512", "avx2" or "generic".
 const char* stored_matmul_isa();
 
 // IEEE binary16 -> float, exactly (subnormals, infinities and NaN included).

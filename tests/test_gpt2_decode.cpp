@@ -8,8 +8,10 @@
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/models/gpt2_decode.hpp"
 #include "attn/engine/core/random.hpp"
+#include "attn/io/gpt2_model_file.hpp"
 #include "attn/lessons/models/gpt2_generate.hpp"
 #include "gpt2_support.hpp"
+#include "support.hpp"
 
 using namespace attn;
 
@@ -108,4 +110,36 @@ TEST_CASE("gpt2_generate: the same seed gives the same tokens - bad settings are
   bad = c;
   bad.prompt = {};
   CHECK_THROWS_AS(gpt2_generate(m, bad), InputError);
+}
+
+TEST_CASE("gpt2_generate: weights read where they are stored give the tokens and probabilities of weights held as float32") {
+  // generate reads a folder per_block: each matrix where the file stores it, the LayerNorms and
+  // biases widened as a step reaches them. Widening is exact, so the steps match those of the
+  // whole model widened into memory, bit for bit; and the yardstick counts the stored bytes.
+  const std::string dir = test::data_path("gpt2_tiny");
+  const Gpt2Model stored = read_gpt2_model(dir, Gpt2Loading::per_block);
+  const Gpt2Model held = read_gpt2_model(dir, Gpt2Loading::widen_all);
+  REQUIRE(stored.stored);
+  REQUIRE_FALSE(held.stored);
+  Gpt2GenerateConfig c;
+  c.prompt = {3, 80, 117};
+  c.new_tokens = 5;
+  c.temperature = 0.9;
+  c.seed = 4;
+  const Gpt2Generation a = gpt2_generate(stored, c), b = gpt2_generate(held, c);
+  CHECK(a.ids == b.ids);
+  REQUIRE(a.steps.size() == b.steps.size());
+  for (std::size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].probability == b.steps[i].probability);
+  std::size_t bytes = 0;
+  Gpt2Block vectors = unfilled_gpt2_block(stored.config.n_embd);
+  for (std::size_t l = 0; l < stored.config.n_layer; ++l) {
+    const Gpt2BlockMatrices m = stored.stored->block_matrices(l, vectors);
+    bytes += m.attn.bytes() + m.attn_proj.bytes() + m.fc.bytes() + m.mlp_proj.bytes();
+  }
+  bytes += stored.stored->stored_wte().bytes();
+  const WeightStream s = gpt2_weight_stream(stored, 1);
+  CHECK(s.bytes == bytes);
+  CHECK(s.seconds > 0);
+  // The tiny folder is float32: the stored bytes are the held tensors' bytes.
+  CHECK(gpt2_weight_stream(held, 1).bytes == bytes);
 }

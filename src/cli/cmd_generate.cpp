@@ -217,7 +217,7 @@ Gpt2GenerateConfig model_generate_config(const GenerateCliOptions& opts) {
 
 void run_gpt2_generate(const GenerateCliOptions& opts, Gpt2GenerateConfig g) {
   if (!opts.prompt_ids.empty()) throw InputError("--prompt-ids: a GPT-2 folder reads the sentence with its own tokenizer");
-  const Gpt2Model model = read_gpt2_model(opts.model, Gpt2Loading::widen_all);
+  const Gpt2Model model = read_gpt2_model(opts.model, Gpt2Loading::per_block);
   const std::unique_ptr<SubwordTokenizer> read = read_folder_tokenizer(opts.model);
   const SubwordTokenizer& tokenizer = *read;
   g.prompt = model_tokens_from_text(tokenizer, opts.config.sentence, model.config.vocab_size).ids;

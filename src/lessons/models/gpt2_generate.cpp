@@ -162,8 +162,17 @@ WeightStream decoder_weight_stream(const DecoderModel& model, std::size_t rounds
 }
 
 WeightStream gpt2_weight_stream(const Gpt2Model& model, std::size_t rounds) {
-  if (model.stored) throw InputError("gpt2_weight_stream: the model's weights are left in its file (widen_all reads them)");
   std::vector<std::pair<const void*, std::size_t>> regions;
+  if (model.stored) {  // the matrices where they are stored, as a step reads them
+    Gpt2Block vectors = unfilled_gpt2_block(model.config.n_embd);
+    for (std::size_t l = 0; l < model.config.n_layer; ++l) {
+      const Gpt2BlockMatrices m = model.stored->block_matrices(l, vectors);
+      for (const StoredMatrix* w : {&m.attn, &m.attn_proj, &m.fc, &m.mlp_proj}) regions.emplace_back(w->data, w->bytes());
+    }
+    const StoredMatrix wte = model.stored->stored_wte();
+    regions.emplace_back(wte.data, wte.bytes());
+    return stream_regions(regions, rounds);
+  }
   auto add = [&](const Tensor2& t) { regions.emplace_back(t.data(), t.size() * sizeof(float)); };
   for (const Gpt2Block& b : model.blocks) {
     add(b.attn_weight), add(b.attn_proj_weight), add(b.fc_weight), add(b.mlp_proj_weight);

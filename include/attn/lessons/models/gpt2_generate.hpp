@@ -70,9 +70,9 @@ struct WeightStream {
   double seconds = 0;
 };
 WeightStream decoder_weight_stream(const DecoderModel& model, std::size_t rounds = 3);
-// The same for a GPT-2 read with Gpt2Loading::widen_all (generate's): every block's four
-// matrices and wte (the logits), as the float32 tensors a step reads; the biases and LayerNorms
-// are left out (under 0.1 % of the bytes).
+// The same for a GPT-2: every block's four matrices and wte (the logits), as a step reads them
+// (where they are stored, or the float32 tensors of a model read with Gpt2Loading::widen_all);
+// the biases and LayerNorms are left out (under 0.1 % of the bytes).
 WeightStream gpt2_weight_stream(const Gpt2Model& model, std::size_t rounds = 3);
 
 // The next id from logits z by the rule above (rng draws one uniform when sampling).

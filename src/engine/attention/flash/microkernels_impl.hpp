@@ -508,28 +508,15 @@ struct KernelSet {
 #pragma GCC unroll 16
       for (std::size_t t = 0; t < W; ++t) acc[t] = batch(T(0));
       const std::size_t c_end = d / W * W;
-      if constexpr (BR == 1) {
-        // One row: each key's row read start to end, the keys in order, so the reads walk K
-        // sequentially, as a streaming read does. Vector c of every key at a time (the loop
-        // below) walked W rows at once a vector each: W streams of 256-byte stride at d = 64 in
-        // float32, which Zen 3's prefetchers followed worse. Alternated in one process (8
-        // rounds, 16k keys x 8 heads, d = 64): 0.77 -> 0.82 of a streaming read on 1 thread,
-        // 0.79 -> 0.86 on 2 (medians). The same FMAs into each accumulator in the same order.
+      for (std::size_t c = 0; c < c_end; c += W) {
+        batch kb[BT];
 #pragma GCC unroll 16
-        for (std::size_t t = 0; t < BT; ++t)
-          for (std::size_t c = 0; c < c_end; c += W)
-            acc[t] = fused(batch::load_unaligned(q + c), load_k(k + (j0 + t) * ldk + c), acc[t]);
-      } else {
-        for (std::size_t c = 0; c < c_end; c += W) {
-          batch kb[BT];
+        for (std::size_t t = 0; t < BT; ++t) kb[t] = load_k(k + (j0 + t) * ldk + c);
 #pragma GCC unroll 16
-          for (std::size_t t = 0; t < BT; ++t) kb[t] = load_k(k + (j0 + t) * ldk + c);
+        for (std::size_t r = 0; r < BR; ++r) {
+          const batch qb = batch::load_unaligned(q + r * d + c);
 #pragma GCC unroll 16
-          for (std::size_t r = 0; r < BR; ++r) {
-            const batch qb = batch::load_unaligned(q + r * d + c);
-#pragma GCC unroll 16
-            for (std::size_t t = 0; t < BT; ++t) acc[r * BT + t] = fused(qb, kb[t], acc[r * BT + t]);
-          }
+          for (std::size_t t = 0; t < BT; ++t) acc[r * BT + t] = fused(qb, kb[t], acc[r * BT + t]);
         }
       }
       alignas(64) T dots[W];
@@ -547,17 +534,21 @@ struct KernelSet {
       }
   }
 
-  // One row against keys read in place, where d is NQ whole vectors: Q's NQ vectors stay in
-  // registers for every key, beside the W accumulators (K is an operand of the FMA), so each
-  // key costs its own row's loads only, where qk_block<1, W> reloads Q for every key (d is not
-  // known to it): on AVX2 at d = 64, 16 loads a key became 8, and Q K^T's samples in a decode
-  // step whose cache sits in L3 fell from 0.85 to 0.59 of a streaming read's. Alternated in one
-  // process on a Zen 3 EPYC (5-6 rounds, 8 heads, d = 64, medians of decode / stream): 0.62 ->
-  // 0.76 (1 thread) and 0.72 -> 0.83 (2) at 1k keys, 0.73 -> 0.75 and 0.70 -> 0.87 at 4k, 0.78 ->
-  // 0.83 and 0.83 -> 0.89 at 16k. The same FMAs into each accumulator in the same order as
-  // qk_block<1, W>, the same lane_sums: the same bits.
+  // One row against keys read in place, d whole vectors (at least NQ): each key's row read
+  // start to end, the keys in order (as a streaming read goes), Q's first NQ vectors in registers
+  // beside the W accumulators and the rest, if any, loaded again for each key (K is an operand of
+  // the FMA). qk_block<1, W> instead takes vector c of W keys at a time (at d = 64 in float32: W
+  // loads 256 bytes apart, then the next 32 bytes of each), W interleaved streams that Zen 3's
+  // prefetchers follow worse. Alternated in one process on a Zen 3 EPYC (5-8 rounds, 8 heads,
+  // medians of decode / stream, 1 thread; 2 threads): at d = 64, all of Q in registers, 0.62 ->
+  // 0.76; 0.72 -> 0.83 at 1k keys, 0.73 -> 0.75; 0.70 -> 0.87 at 4k, 0.77 -> 0.83; 0.79 -> 0.89 at
+  // 16k; at d = 128, half of Q in registers, 0.72 -> 0.64; 0.82 -> 0.78 at 1k keys (from L3, where
+  // the reloads of Q cost) and 0.60 -> 0.72; 0.62 -> 0.75 at 16k (from memory, where a long
+  // cache's time goes). Q's vectors in slabs of NQ, each slab's columns of the W keys in turn,
+  // kept the loads down but not the order: 0.59 and 0.65 at 16k. The same FMAs into each
+  // accumulator in the same order as qk_block<1, W>, the same lane_sums: the same bits.
   template <std::size_t NQ, class KV>
-  static void qk_one_row(const T* q, const KV* k, std::size_t ldk, std::size_t keys, T* s,
+  static void qk_one_row(const T* q, std::size_t d, const KV* k, std::size_t ldk, std::size_t keys, T* s,
                          attn::flash::NearPrefetch near) {
     batch qv[NQ];
 #pragma GCC unroll 16
@@ -570,13 +561,15 @@ struct KernelSet {
       batch acc[W];
 #pragma GCC unroll 16
       for (std::size_t t = 0; t < W; ++t) {
+        const KV* kt = k + (j0 + t) * ldk;
         acc[t] = batch(T(0));
 #pragma GCC unroll 16
-        for (std::size_t c = 0; c < NQ; ++c) acc[t] = fused(qv[c], load_k(k + (j0 + t) * ldk + c * W), acc[t]);
+        for (std::size_t c = 0; c < NQ; ++c) acc[t] = fused(qv[c], load_k(kt + c * W), acc[t]);
+        for (std::size_t c = NQ * W; c < d; c += W) acc[t] = fused(batch::load_unaligned(q + c), load_k(kt + c), acc[t]);
       }
       lane_sums(acc, s + j0);
     }
-    if (j0 < keys) qk_block<1, W>(q, NQ * W, k + j0 * ldk, ldk, keys - j0, s + j0, 0, Near{});  // fewer than W
+    if (j0 < keys) qk_block<1, W>(q, d, k + j0 * ldk, ldk, keys - j0, s + j0, 0, Near{});  // fewer than W
   }
 
   // Rows in blocks of QK_BR first, the rest one at a time.
@@ -589,22 +582,23 @@ struct KernelSet {
         qk_block<QK_BR, QK_BT>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : Near{});
     for (; r0 < rows; ++r0) {
       const Near ask = r0 == 0 ? near : Near{};
-      // Q in registers where it fits beside the accumulators (AVX2: 16 vector registers,
-      // AVX-512: 32). A bfloat16 K's widened vector needs one more: on AVX2 at d = 64 one Q
-      // vector then lives in L1, which still beats reloading all of them (a bfloat16 decode step
-      // at 16k keys: 0.79 -> 0.85 of a streaming read on 1 thread, alternated).
+      // As many of Q's vectors in registers as fit beside the accumulators (AVX2: 16 vector
+      // registers, AVX-512: 32). A bfloat16 K's widened vector needs one more: on AVX2 at NQ = 8
+      // one Q vector then lives in L1, which still beats reloading them all (a bfloat16 decode
+      // step at 16k keys, d = 64: 0.79 -> 0.85 of a streaming read on 1 thread, alternated).
       constexpr std::size_t regs = W * sizeof(T) == 64 ? 32 : 16;
+      T* sr = s + r0 * lds;
+      const T* qr = q + r0 * d;
+      const std::size_t vectors = d % W == 0 ? d / W : 0;
       if constexpr (8 + W <= regs)
-        if (d == 8 * W) {
-          qk_one_row<8>(q + r0 * d, k, ldk, keys, s + r0 * lds, ask);
+        if (vectors >= 8) {
+          qk_one_row<8>(qr, d, k, ldk, keys, sr, ask);
           continue;
         }
-      if constexpr (4 + W <= regs)
-        if (d == 4 * W) {
-          qk_one_row<4>(q + r0 * d, k, ldk, keys, s + r0 * lds, ask);
-          continue;
-        }
-      qk_block<1, W>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, ask);
+      if (vectors >= 4) qk_one_row<4>(qr, d, k, ldk, keys, sr, ask);
+      else if (vectors >= 2) qk_one_row<2>(qr, d, k, ldk, keys, sr, ask);
+      else if (vectors == 1) qk_one_row<1>(qr, d, k, ldk, keys, sr, ask);
+      else qk_block<1, W>(qr, d, k, ldk, keys, sr, lds, ask);  // the last columns are scalar sums
     }
   }
 

@@ -3,7 +3,12 @@
 // The float64 reference for generation is scripts/check_gpt2_generate.py (CTest).
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "attn/engine/core/error.hpp"
 #include "attn/engine/models/gpt2_decode.hpp"
@@ -112,10 +117,75 @@ TEST_CASE("gpt2_generate: the same seed gives the same tokens - bad settings are
   CHECK_THROWS_AS(gpt2_generate(m, bad), InputError);
 }
 
-TEST_CASE("gpt2_generate: weights read where they are stored give the tokens and probabilities of weights held as float32") {
+namespace {
+
+// IEEE binary16 bits of x, rounded toward zero (any half will do: the test compares two ways of
+// reading the same file); magnitudes below the normal range become zero.
+std::uint16_t to_half(float x) {
+  const std::uint32_t b = std::bit_cast<std::uint32_t>(x), sign = (b >> 16) & 0x8000u;
+  const int exponent = int((b >> 23) & 0xff) - 127 + 15;
+  if (exponent <= 0) return std::uint16_t(sign);
+  if (exponent >= 31) return std::uint16_t(sign | 0x7bffu);
+  return std::uint16_t(sign | std::uint32_t(exponent) << 10 | ((b >> 13) & 0x3ffu));
+}
+
+// The tiny GPT-2 folder with every tensor stored as float16, written into dir.
+void write_half_gpt2(const std::filesystem::path& dir) {
+  const std::string src = test::data_path("gpt2_tiny");
+  for (const char* name : {"config.json", "vocab.json", "merges.txt"})
+    std::filesystem::copy_file(src + "/" + name, dir / name);
+  const std::string bytes = test::read_text(src + "/model.safetensors");
+  std::uint64_t n;
+  std::memcpy(&n, bytes.data(), 8);
+  Json header = Json::parse(bytes.substr(8, n));
+  std::string data;
+  for (auto& [name, t] : header.items()) {
+    if (name == "__metadata__") continue;
+    const std::size_t begin = t["data_offsets"][0], end = t["data_offsets"][1];
+    const std::size_t first = data.size();
+    for (std::size_t at = begin; at < end; at += 4) {
+      float x;
+      std::memcpy(&x, bytes.data() + 8 + n + at, 4);
+      const std::uint16_t h = to_half(x);
+      data.append(reinterpret_cast<const char*>(&h), 2);
+    }
+    t["dtype"] = "F16";
+    t["data_offsets"] = {first, data.size()};
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  const std::uint64_t m = text.size();
+  std::ofstream out(dir / "model.safetensors", std::ios::binary);
+  out.write(reinterpret_cast<const char*>(&m), 8);
+  out << text << data;
+}
+
+}  // namespace
+
+TEST_CASE("gpt2_generate: float16 weights read where they are stored give the bits of the same weights widened into memory") {
   // generate reads a folder per_block: each matrix where the file stores it, the LayerNorms and
   // biases widened as a step reaches them. Widening is exact, so the steps match those of the
-  // whole model widened into memory, bit for bit; and the yardstick counts the stored bytes.
+  // whole model widened into memory, bit for bit, while a step reads half the bytes.
+  test::TempDir dir;
+  write_half_gpt2(dir.path);
+  const Gpt2Model stored = read_gpt2_model(dir.path.string(), Gpt2Loading::per_block);
+  const Gpt2Model held = read_gpt2_model(dir.path.string(), Gpt2Loading::widen_all);
+  REQUIRE(stored.stored);
+  REQUIRE(stored.stored->stored_wte().type == StoredType::f16);
+  Gpt2GenerateConfig c;
+  c.prompt = {3, 80, 117};
+  c.new_tokens = 6;
+  c.temperature = 0.9;
+  c.seed = 4;
+  const Gpt2Generation a = gpt2_generate(stored, c), b = gpt2_generate(held, c);
+  CHECK(a.ids == b.ids);
+  REQUIRE(a.steps.size() == b.steps.size());
+  for (std::size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].probability == b.steps[i].probability);
+  CHECK(2 * gpt2_weight_stream(stored, 1).bytes == gpt2_weight_stream(held, 1).bytes);
+}
+
+TEST_CASE("gpt2_generate: weights read where they are stored give the tokens and probabilities of weights held as float32") {
+  // The float32 folder the same way; and the yardstick counts the stored bytes.
   const std::string dir = test::data_path("gpt2_tiny");
   const Gpt2Model stored = read_gpt2_model(dir, Gpt2Loading::per_block);
   const Gpt2Model held = read_gpt2_model(dir, Gpt2Loading::widen_all);
@@ -131,7 +201,7 @@ TEST_CASE("gpt2_generate: weights read where they are stored give the tokens and
   REQUIRE(a.steps.size() == b.steps.size());
   for (std::size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].probability == b.steps[i].probability);
   std::size_t bytes = 0;
-  Gpt2Block vectors = unfilled_gpt2_block(stored.config.n_embd);
+  Gpt2Block vectors = gpt2_block_vectors(stored.config.n_embd);
   for (std::size_t l = 0; l < stored.config.n_layer; ++l) {
     const Gpt2BlockMatrices m = stored.stored->block_matrices(l, vectors);
     bytes += m.attn.bytes() + m.attn_proj.bytes() + m.fc.bytes() + m.mlp_proj.bytes();

@@ -116,7 +116,7 @@ TEST_CASE("stored matmul: the AVX-512, AVX2 and portable kernels, and 1 or 2 thr
                                                                       {"avx2", detail::stored_rows_avx2()}};
   const detail::StoredRowsKernel generic = detail::stored_rows_generic();
   for (StoredType type : {StoredType::f32, StoredType::bf16, StoredType::f16})
-    for (std::size_t cols : {7, 16, 33, 576})
+    for (std::size_t cols : {7, 16, 24, 31, 33, 45, 576})  // tails of 0, 1, 7, 8, 13 and 15 lanes
       for (std::size_t m : {1, 2, 3, 6}) {  // every blocking of rows of x (and of W: 133 rows)
         CAPTURE(cols);
         CAPTURE(m);
@@ -170,6 +170,22 @@ TEST_CASE("stored gemm: the AVX-512, AVX2 and portable streams of a few rows giv
             CHECK(std::memcmp(vector.data(), portable.data(), vector.size() * 4) == 0);
           }
         }
+      // A weight that is not finite, in a whole register's column or a tail's, in the first row
+      // or the last: every kernel says so.
+      const std::size_t width = type == StoredType::f32 ? 4 : 2;
+      const std::uint32_t inf32 = 0x7f800000u;
+      const std::uint16_t inf16 = type == StoredType::bf16 ? 0x7f80 : 0x7c00;
+      for (const std::size_t at : {std::size_t(2), std::size_t(N + 28), (K - 1) * N + 82}) {
+        unsigned char* p = const_cast<unsigned char*>(static_cast<const unsigned char*>(w.view.data)) + at * width;
+        std::vector<unsigned char> saved(p, p + width);
+        std::memcpy(p, type == StoredType::f32 ? static_cast<const void*>(&inf32) : &inf16, width);
+        CAPTURE(at);
+        std::vector<float> y(m * N);
+        CHECK_FALSE(generic(x.data(), m, w.view, 0, N, nullptr, y.data(), N));
+        for (const auto& [isa, kernel] : vectors)
+          if (kernel) CHECK_FALSE(kernel(x.data(), m, w.view, 0, N, nullptr, y.data(), N));
+        std::memcpy(p, saved.data(), width);
+      }
     }
 }
 

@@ -12,7 +12,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "stored_lanes.hpp"
@@ -228,7 +227,9 @@ bool stream_typed(const float* x, std::size_t m, const StoredMatrix& w, std::siz
       _mm256_store_ps(lanes, wv);
       for (std::size_t i = 0; i < m; ++i) {
         float* out = y + i * ldy + j0;
-        for (std::size_t j = whole; j < n; ++j) out[j] = std::fma(x[i * K + k], lanes[j - whole], out[j]);
+        // __builtin_fmaf, not std::fma: an inline function this file (compiled with -mfma) emitted
+        // out of line could be the copy the linker keeps for the portable files too.
+        for (std::size_t j = whole; j < n; ++j) out[j] = __builtin_fmaf(x[i * K + k], lanes[j - whole], out[j]);
       }
     }
   }

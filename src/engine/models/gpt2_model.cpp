@@ -83,14 +83,8 @@ Gpt2PassBlock gpt2_pass_block(const Gpt2Model& model, std::size_t layer, Gpt2Blo
     return {b, {held(b.attn_weight), held(b.attn_proj_weight), held(b.fc_weight), held(b.mlp_proj_weight)}, layer,
             nullptr};
   }
-  const std::size_t D = model.config.n_embd;
-  if (scratch.ln_1_weight.size() != D) {  // the vectors only: the matrices stay in the file
-    for (Tensor1* t : {&scratch.ln_1_weight, &scratch.ln_1_bias, &scratch.attn_proj_bias, &scratch.ln_2_weight,
-                       &scratch.ln_2_bias, &scratch.mlp_proj_bias})
-      *t = Tensor1::from_shape({D});
-    scratch.attn_bias = Tensor1::from_shape({3 * D});
-    scratch.fc_bias = Tensor1::from_shape({4 * D});
-  }
+  // The vectors only: the matrices stay in the file.
+  if (scratch.ln_1_weight.size() != model.config.n_embd) scratch = gpt2_block_vectors(model.config.n_embd);
   return {scratch, model.stored->block_matrices(layer, scratch), layer, model.stored.get()};
 }
 
@@ -114,15 +108,20 @@ Tensor2 gpt2_mlp_branch(const Gpt2PassBlock& b, const Tensor2& x, std::size_t th
 
 }  // namespace detail
 
-Gpt2Block unfilled_gpt2_block(std::size_t D) {
+Gpt2Block gpt2_block_vectors(std::size_t D) {
   Gpt2Block b;
   for (Tensor1* t : {&b.ln_1_weight, &b.ln_1_bias, &b.attn_proj_bias, &b.ln_2_weight, &b.ln_2_bias, &b.mlp_proj_bias})
     *t = Tensor1::from_shape({D});
-  b.attn_weight = Tensor2::from_shape({D, 3 * D});
   b.attn_bias = Tensor1::from_shape({3 * D});
+  b.fc_bias = Tensor1::from_shape({4 * D});
+  return b;
+}
+
+Gpt2Block unfilled_gpt2_block(std::size_t D) {
+  Gpt2Block b = gpt2_block_vectors(D);
+  b.attn_weight = Tensor2::from_shape({D, 3 * D});
   b.attn_proj_weight = Tensor2::from_shape({D, D});
   b.fc_weight = Tensor2::from_shape({D, 4 * D});
-  b.fc_bias = Tensor1::from_shape({4 * D});
   b.mlp_proj_weight = Tensor2::from_shape({4 * D, D});
   return b;
 }

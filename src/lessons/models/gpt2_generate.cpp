@@ -164,7 +164,7 @@ WeightStream decoder_weight_stream(const DecoderModel& model, std::size_t rounds
 WeightStream gpt2_weight_stream(const Gpt2Model& model, std::size_t rounds) {
   std::vector<std::pair<const void*, std::size_t>> regions;
   if (model.stored) {  // the matrices where they are stored, as a step reads them
-    Gpt2Block vectors = unfilled_gpt2_block(model.config.n_embd);
+    Gpt2Block vectors = gpt2_block_vectors(model.config.n_embd);
     for (std::size_t l = 0; l < model.config.n_layer; ++l) {
       const Gpt2BlockMatrices m = model.stored->block_matrices(l, vectors);
       for (const StoredMatrix* w : {&m.attn, &m.attn_proj, &m.fc, &m.mlp_proj}) regions.emplace_back(w->data, w->bytes());

@@ -85,6 +85,9 @@ struct Gpt2Model {
 const Gpt2Block& gpt2_block(const Gpt2Model& model, std::size_t layer, Gpt2Block& scratch);
 // A block of width D with every tensor shaped and its values unset.
 Gpt2Block unfilled_gpt2_block(std::size_t n_embd);
+// The same with only its LayerNorms and biases shaped (its matrices empty): what
+// Gpt2StoredWeights::block_matrices widens into.
+Gpt2Block gpt2_block_vectors(std::size_t n_embd);
 // x [L, D]: x[i] = wte[ids[i]] + wpe[first_position + i]. InputError for an id outside the
 // vocabulary or a position past n_positions.
 Tensor2 gpt2_embed(const Gpt2Model& model, const std::vector<std::int32_t>& ids, std::size_t first_position);

@@ -57,6 +57,6 @@ using StoredStreamKernel = bool (*)(const float* x, std::size_t m, const StoredM
 
 StoredStreamKernel stored_stream_generic();
 StoredStreamKernel stored_stream_avx512();  // null when not compiled in
-StoredStreamKernel stored_stream_avx2();
+StoredStreamKernel stored_stream_avx2();    // AVX2 + FMA + F16C; null the same way
 
 }  // namespace attn::detail

@@ -30,7 +30,7 @@ struct StoredMatrix {
 // bfloat16 is the high half of a float32; a float16 converts exactly), products and sums are
 // float32. Rows of W are split across `threads` (0 = all); each output sums its terms in the same
 // order whatever the thread count, so the bits do not depend on it. Best for few rows of x (a
-// decode step): W is read once per call, x once per 4 rows of W.
+// decode step): W is read once per call, x once per few rows of W (the kernel's blocking).
 void stored_matmul(const float* x, std::size_t m, const StoredMatrix& w, const float* bias, float* y,
                    std::size_t ldy, std::size_t threads);
 

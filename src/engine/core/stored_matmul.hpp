@@ -18,6 +18,20 @@ decltype(auto) on_stored_type(StoredType type, F&& f) {
   return f(std::integral_constant<StoredType, StoredType::f32>{});
 }
 
+// f(std::integral_constant<std::size_t, M>{}, i) for the rows of x in blocks of M from row i:
+// blocks of 4, then one of the 3, 2 or 1 left (the vector kernels' register blocking of x).
+template <class F>
+void on_x_row_blocks(std::size_t m, F&& f) {
+  std::size_t i = 0;
+  for (; i + 4 <= m; i += 4) f(std::integral_constant<std::size_t, 4>{}, i);
+  switch (m - i) {
+    case 3: f(std::integral_constant<std::size_t, 3>{}, i); break;
+    case 2: f(std::integral_constant<std::size_t, 2>{}, i); break;
+    case 1: f(std::integral_constant<std::size_t, 1>{}, i); break;
+    default: break;
+  }
+}
+
 // y[i * ldy + r] = sum over k of x[i * W.cols + k] * W[r, k], for rows r in [r0, r1) and i < m.
 // The sum runs over k in lanes of 16 (lane j takes k = j, j + 16, ...), then adds the 16 lanes
 // pairwise, in every implementation, so that all give the same bits.

@@ -180,22 +180,13 @@ void rows_for(const float* x, const StoredMatrix& w, std::size_t r0, std::size_t
   for (; r < r1; ++r) tile<T, 1, M>(x, w.cols, base + r * row_bytes, row_bytes, y + r, ldy);
 }
 
-template <StoredType T>
-void rows_typed(const float* x, std::size_t m, const StoredMatrix& w, std::size_t r0, std::size_t r1, float* y,
-                std::size_t ldy) {
-  std::size_t i = 0;
-  for (; i + 4 <= m; i += 4) rows_for<T, 4>(x + i * w.cols, w, r0, r1, y + i * ldy, ldy);
-  switch (m - i) {
-    case 3: rows_for<T, 3>(x + i * w.cols, w, r0, r1, y + i * ldy, ldy); break;
-    case 2: rows_for<T, 2>(x + i * w.cols, w, r0, r1, y + i * ldy, ldy); break;
-    case 1: rows_for<T, 1>(x + i * w.cols, w, r0, r1, y + i * ldy, ldy); break;
-    default: break;
-  }
-}
-
 void rows_avx2(const float* x, std::size_t m, const StoredMatrix& w, std::size_t r0, std::size_t r1, float* y,
                std::size_t ldy) {
-  on_stored_type(w.type, [&](auto t) { rows_typed<decltype(t)::value>(x, m, w, r0, r1, y, ldy); });
+  on_stored_type(w.type, [&](auto t) {
+    on_x_row_blocks(m, [&](auto M, std::size_t i) {
+      rows_for<decltype(t)::value, decltype(M)::value>(x + i * w.cols, w, r0, r1, y + i * ldy, ldy);
+    });
+  });
 }
 
 // stored_gemm's few rows against W stored [in, out]: y[i, j] = bias[j] (or 0), then

@@ -495,15 +495,23 @@ struct KernelSet {
   // per row. KV is T, or std::uint16_t for a bfloat16 K, widened as it is loaded.
   static constexpr std::size_t QK_BR = W >= 4 ? 4 : W, QK_BT = W / QK_BR;
 
+  // A bfloat16 K's rows [j0 + near.keys, + n) asked into L1 while keys [j0, j0 + n) are read, where
+  // they lie within the readable keys (NearPrefetch); a float K asks in flash_decode.cpp.
+  template <class KV>
+  [[gnu::always_inline]] static void ask_keys_ahead(const KV* k, std::size_t j0, std::size_t n, std::size_t ldk,
+                                                    attn::flash::NearPrefetch near) {
+    if constexpr (std::is_same_v<KV, std::uint16_t>)
+      if (near.keys && near.keys < near.readable && j0 + n <= near.readable - near.keys)
+        ask_into<3>(k + (j0 + near.keys) * ldk, 0, n * ldk * sizeof(KV));
+  }
+
   template <std::size_t BR, std::size_t BT, class KV>
   static void qk_block(const T* q, std::size_t d, const KV* k, std::size_t ldk, std::size_t keys, T* s,
                        std::size_t lds, attn::flash::NearPrefetch near) {
     static_assert(BR * BT == W);
     std::size_t j0 = 0;
     for (; j0 + BT <= keys; j0 += BT) {
-      if constexpr (std::is_same_v<KV, std::uint16_t>)
-        if (near.keys && near.keys < near.readable && j0 + BT <= near.readable - near.keys)
-          ask_into<3>(k + (j0 + near.keys) * ldk, 0, BT * ldk * sizeof(KV));
+      ask_keys_ahead(k, j0, BT, ldk, near);
       batch acc[W];
 #pragma GCC unroll 16
       for (std::size_t t = 0; t < W; ++t) acc[t] = batch(T(0));
@@ -555,9 +563,7 @@ struct KernelSet {
     for (std::size_t c = 0; c < NQ; ++c) qv[c] = batch::load_unaligned(q + c * W);
     std::size_t j0 = 0;
     for (; j0 + W <= keys; j0 += W) {
-      if constexpr (std::is_same_v<KV, std::uint16_t>)
-        if (near.keys && near.keys < near.readable && j0 + W <= near.readable - near.keys)
-          ask_into<3>(k + (j0 + near.keys) * ldk, 0, W * ldk * sizeof(KV));
+      ask_keys_ahead(k, j0, W, ldk, near);
       batch acc[W];
 #pragma GCC unroll 16
       for (std::size_t t = 0; t < W; ++t) {

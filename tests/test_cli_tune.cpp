@@ -471,6 +471,20 @@ TEST_CASE("cli tune: the decode stages' table names every stage and the bit chec
   CHECK(!fs::exists(cache.file));
 }
 
+TEST_CASE("cli doctor: names the kernels that read a model's weights, those of the CPU's vectors") {
+  const auto d = run_cli("doctor --json");
+  CAPTURE(d.err);
+  REQUIRE(d.code == 0);
+  const Json m = Json::parse(d.out);
+  const std::string named = m["weights_isa"], vectors = m["cpu_vectors"];
+  CAPTURE(vectors);
+  CHECK((named == "avx512" || named == "avx2" || named == "generic"));
+  // A CPU with AVX2 (every x86 one since 2013, F16C and FMA with it) never reads them in plain C++.
+  if (vectors == "AVX2") CHECK(named == "avx2");
+  if (vectors == "AVX-512") CHECK(named == "avx512");
+  CHECK(run_cli("doctor").out.find("weights:    " + named + " (") != std::string::npos);
+}
+
 TEST_CASE("cli doctor: names the bfloat16 products that bench --dtype bf16 runs") {
   const auto d = run_cli("doctor --json");
   CAPTURE(d.err);

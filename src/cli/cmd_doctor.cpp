@@ -49,6 +49,10 @@ is kept, with a warning here and in bench when it leaves the CPU's vectors unuse
 CPU has them (Intel Xeon since Sapphire Rapids; Q K^T with a head dim that is not a multiple of
 32 runs on AVX512_BF16), else AVX512_BF16's dot products, else plain C++.
 
+"weights" is what reads a model's float32, bfloat16 or float16 matrices where they are stored, a
+row of weights at a time (forward's and generate's few rows): AVX-512, else AVX2 with FMA and
+F16C, else plain C++ ("generic", many times slower).
+
 "flash tune" is the flash kernel's register blocking and query tile: the built-in, or what
 `attn-cli tune` measured fastest on this machine (the same bits either way). "decode" is the
 decode path's prefetch distance and the work from which decode and small prefill use a second
@@ -76,6 +80,8 @@ Examples:
                       : bf16 == "avx512bf16" ? " (AVX512_BF16's vdpbf16ps)"
                                              : " (no AVX512_BF16 or AMX here)";
     std::printf("bf16 flash: %s%s\n", bf16.c_str(), how);
+    std::printf("weights:    %s (a model's matrices as stored, widened in registers: generate's steps)\n",
+                m["weights_isa"].get<std::string>().c_str());
     const Json& t = m["flash_tuning"];
     std::printf("flash tune: Q K^T %s, P V %s, query tile %zu", t["qk_kernel"].get<std::string>().c_str(),
                 t["pv_kernel"].get<std::string>().c_str(), t["block_q"].get<std::size_t>());

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "attn/engine/attention/flash.hpp"
+#include "attn/engine/core/stored_matrix.hpp"
 #include "attn/engine/platform/machine.hpp"
 #include "tuning_file.hpp"
 
@@ -37,6 +38,7 @@ Json machine_json() {
           {"cpu_vectors", std::string(vector_level_name(cpu.level))},
           {"flash_isa", flash_isa()},
           {"bf16_products", flash_bf16_isa()},
+          {"weights_isa", stored_matmul_isa()},
           {"flash_tuning", tuning_json()},
           {"blas", b}};
 }

@@ -179,9 +179,15 @@ void check_one_row_scores(const flash::Microkernels<T>& mk, std::size_t d, bool 
     // not contract into FMAs, instantiation by instantiation).
     if (j < keys / mk.lanes * mk.lanes && d % mk.lanes == 0)
       for (std::size_t r = 0; r < 4; ++r) CHECK(std::bit_cast<Bits>(one[j]) == std::bit_cast<Bits>(block[r * keys + j]));
-    double dot = 0;
-    for (std::size_t c = 0; c < d; ++c) dot += double(row[c]) * double(k[j * d + c]);
-    CHECK(std::abs(double(one[j]) - dot) <= 1e-5 * (1 + std::abs(dot)));
+    // Against float64, within the bound on any order of the d - 1 additions and d products (rounded
+    // where the ISA has no FMA): (2d + W) unit roundoffs of the sum of the terms' magnitudes.
+    double dot = 0, magnitude = 0;
+    for (std::size_t c = 0; c < d; ++c) {
+      dot += double(row[c]) * double(k[j * d + c]);
+      magnitude += std::abs(double(row[c]) * double(k[j * d + c]));
+    }
+    const double unit = sizeof(T) == 4 ? 0x1.0p-24 : 0x1.0p-53;
+    CHECK(std::abs(double(one[j]) - dot) <= double(2 * d + mk.lanes) * unit * magnitude);
   }
 }
 

@@ -129,9 +129,11 @@ TEST_CASE("stored matmul: the AVX-512, AVX2 and portable kernels, and 1 or 2 thr
         CHECK(std::memcmp(one.data(), two.data(), one.size() * 4) == 0);
         generic(x.data(), m, w.view, 0, rows, portable.data(), rows);
         CHECK(std::memcmp(one.data(), portable.data(), one.size() * 4) == 0);
-        for (const auto& [isa, kernel] : vectors) {
+        for (const auto& vector_kernel : vectors) {  // not a structured binding: clang 14 cannot CAPTURE one
+          const std::string isa = vector_kernel.first;
+          const detail::StoredRowsKernel kernel = vector_kernel.second;
           if (!kernel) continue;  // not compiled in, or this CPU lacks the instructions
-          CAPTURE(std::string(isa));
+          CAPTURE(isa);
           std::vector<float> vector(m * rows, -1.0f);
           kernel(x.data(), m, w.view, 0, rows, vector.data(), rows);
           CHECK(std::memcmp(vector.data(), portable.data(), vector.size() * 4) == 0);
@@ -150,8 +152,9 @@ TEST_CASE("stored gemm: the AVX-512, AVX2 and portable streams of a few rows giv
       const StoredTestMatrix w = make_stored(type, K, N, rng);  // [in, out]
       const std::vector<float> x = random_rows(m, K, rng), bias = random_rows(1, N, rng);
       // Column ranges off the registers' edges: whole registers and a tail, a tail alone, all.
-      for (const auto& [j0, j1] : {std::pair<std::size_t, std::size_t>{5, 30}, {16, 19}, {0, N}})
+      for (const auto& range : {std::pair<std::size_t, std::size_t>{5, 30}, {16, 19}, {0, N}})
         for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+          const std::size_t j0 = range.first, j1 = range.second;
           CAPTURE(j0);
           CAPTURE(m);
           std::vector<float> portable(m * N, -1.0f);
@@ -162,9 +165,11 @@ TEST_CASE("stored gemm: the AVX-512, AVX2 and portable streams of a few rows giv
               for (std::size_t k = 0; k < K; ++k) acc = std::fma(x[i * K + k], float(w.values[k * N + j]), acc);
               CHECK(acc == portable[i * N + j]);
             }
-          for (const auto& [isa, kernel] : vectors) {
+          for (const auto& vector_kernel : vectors) {
+            const std::string isa = vector_kernel.first;
+            const detail::StoredStreamKernel kernel = vector_kernel.second;
             if (!kernel) continue;
-            CAPTURE(std::string(isa));
+            CAPTURE(isa);
             std::vector<float> vector(m * N, -1.0f);  // columns outside [j0, j1) stay -1
             REQUIRE(kernel(x.data(), m, w.view, j0, j1, b, vector.data(), N));
             CHECK(std::memcmp(vector.data(), portable.data(), vector.size() * 4) == 0);
@@ -182,8 +187,8 @@ TEST_CASE("stored gemm: the AVX-512, AVX2 and portable streams of a few rows giv
         CAPTURE(at);
         std::vector<float> y(m * N);
         CHECK_FALSE(generic(x.data(), m, w.view, 0, N, nullptr, y.data(), N));
-        for (const auto& [isa, kernel] : vectors)
-          if (kernel) CHECK_FALSE(kernel(x.data(), m, w.view, 0, N, nullptr, y.data(), N));
+        for (const auto& vector_kernel : vectors)
+          if (vector_kernel.second) CHECK_FALSE(vector_kernel.second(x.data(), m, w.view, 0, N, nullptr, y.data(), N));
         std::memcpy(p, saved.data(), width);
       }
     }

@@ -78,8 +78,7 @@ bool widen_transposed_generic(const StoredMatrix& w, std::size_t row, std::size_
 
 bool stream_generic(const float* x, std::size_t m, const StoredMatrix& w, std::size_t j0, std::size_t j1,
                     const float* bias, float* y, std::size_t ldy) {
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = j0; j < j1; ++j) y[i * ldy + j] = bias ? bias[j] : 0.0f;
+  start_from_bias(m, j0, j1, bias, y, ldy);
   bool finite = true;
   for (std::size_t k = 0; k < w.rows; ++k)
     for (std::size_t j = j0; j < j1; ++j) {

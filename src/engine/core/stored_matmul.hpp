@@ -61,6 +61,13 @@ StoredWidenTransposedKernel stored_widen_transposed_generic();
 StoredWidenTransposedKernel stored_widen_transposed_avx512();  // null when not compiled in
 StoredWidenTransposedKernel stored_widen_transposed_avx2();
 
+// The stream kernels' start: y[i, j] = bias[j], or 0 without a bias, for i < m and j in [j0, j1).
+// Internal to each file: one compiled for AVX-512 must not lend its copy to the portable one.
+static inline void start_from_bias(std::size_t m, std::size_t j0, std::size_t j1, const float* bias, float* y, std::size_t ldy) {
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = j0; j < j1; ++j) y[i * ldy + j] = bias ? bias[j] : 0.0f;
+}
+
 // y[i, j] for j in [j0, j1), i < m, W stored [K, N] (in, out): y starts from bias (or 0) and adds
 // x[i, k] W[k, j] for k = 0, 1, ... by fused multiply-adds, so each output has the bits of
 // stored_gemm's. Streams each row of W once, in order, accumulating in y (rows of x few enough

@@ -197,8 +197,7 @@ bool stream_typed(const float* x, std::size_t m, const StoredMatrix& w, std::siz
                   const float* bias, float* y, std::size_t ldy) {
   const std::size_t n = j1 - j0, K = w.rows, bytes = w.element_bytes(), row_bytes = w.cols * bytes;
   const auto* first = static_cast<const unsigned char*>(w.data) + j0 * bytes;
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < n; ++j) y[i * ldy + j0 + j] = bias ? bias[j0 + j] : 0.0f;
+  start_from_bias(m, j0, j1, bias, y, ldy);
   __m256i bad = _mm256_setzero_si256();
   const std::size_t whole = n / kW * kW;
   for (std::size_t k = 0; k < K; ++k) {

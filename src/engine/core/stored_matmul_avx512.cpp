@@ -155,8 +155,7 @@ bool stream_typed(const float* x, std::size_t m, const StoredMatrix& w, std::siz
   const __m512i exponent = _mm512_set1_epi32(0x7f800000);
   const std::size_t n = j1 - j0, K = w.rows, row_bytes = w.cols * w.element_bytes();
   const auto* first = static_cast<const unsigned char*>(w.data) + j0 * w.element_bytes();
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < n; ++j) y[i * ldy + j0 + j] = bias ? bias[j0 + j] : 0.0f;
+  start_from_bias(m, j0, j1, bias, y, ldy);
   __mmask16 bad = 0;
   const std::size_t whole = n / kStoredLanes * kStoredLanes;
   const __mmask16 tail = __mmask16((1u << (n - whole)) - 1);

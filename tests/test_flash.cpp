@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -181,6 +183,43 @@ TEST_CASE("flash: every ISA's float32 exp2 is within 2 roundings of float64 from
     CHECK(worst <= 2 * 0x1p-24 + 7.3e-9);  // 2 roundings' worth (measured: 6.0e-8 to 7.1e-8)
     CHECK(double(total) == doctest::Approx(sum).epsilon(1e-6));
     CHECK(e.back() == 1.0f);  // 2^0 exactly: p(0) = 1
+  }
+}
+
+TEST_CASE("flash: every ISA's float32 exp2 gives the bits of its scalar definition, flush included") {
+  // The definition (microkernels_impl.hpp's exp2_nonpositive): x clamped at -127, split into
+  // n = floor(x) and f = x - n, 2^f by the degree-6 polynomial of scripts/fit_exp2.py in Horner
+  // form, times 2^n exactly; 0 below 2^-126. Written here with ldexp for 2^n, so that a faster
+  // way of building 2^n in any ISA's kernel must keep the bits. Horner's steps are fused
+  // multiply-adds where the ISA has them (AVX2, AVX-512); the generic kernel, compiled for
+  // baseline x86-64, rounds the product and the sum apart (volatile keeps this file's compiler
+  // from fusing them either way).
+  auto defined = [](float x, bool fused) {
+    const float xc = std::max(x, -127.0f), n = std::floor(xc), f = xc - n;
+    float p = 2.170225489e-04f;
+    for (float c : {1.243968843e-03f, 9.678840637e-03f, 5.548334122e-02f, 2.402298301e-01f, 6.931470037e-01f, 1.0f}) {
+      volatile float product = p * f;
+      p = fused ? std::fma(p, f, c) : product + c;
+    }
+    return xc < -126.0f ? 0.0f : p * std::ldexp(1.0f, int(n));
+  };
+  std::vector<float> x{-0.0f, -1e-30f, -0x1p-149f, -126.0f, std::nextafter(-126.0f, -200.0f), -126.5f,
+                       std::nextafter(-127.0f, 0.0f), -127.0f, -127.5f, -300.0f, -1e30f,
+                       -std::numeric_limits<float>::infinity(), std::nextafter(-1.0f, 0.0f)};
+  Rng rng(11);
+  for (int i = 0; i < 20000; ++i) x.push_back(-float(std::abs(rng.normal())) * (i % 2 ? 4.0f : 60.0f));
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    const auto* kernels = flash::microkernels_named<float>(isa);
+    if (!kernels) continue;
+    CAPTURE(std::string(isa));
+    std::vector<float> e = x;
+    kernels->exp2_sum(e.data(), e.size(), 0.0f);
+    std::size_t differ = 0;
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      const float want = defined(x[j], std::string(isa) != "generic");
+      differ += std::bit_cast<std::uint32_t>(e[j]) != std::bit_cast<std::uint32_t>(want);
+    }
+    CHECK(differ == 0);
   }
 }
 

@@ -224,13 +224,20 @@ struct KernelSet {
         return _mm512_maskz_scalef_ps(keep, exp2_poly(f), x);
       }
 #endif
+      // 2^n from the float n in [-127, 0] without a conversion: n + (2^23 + 127) is exact, with
+      // n + 127 in its low mantissa bits; a shift by 23 moves those into the exponent field and
+      // pushes the sum's own exponent out. For n = -127 (x < -126) the field is 0: the scale is
+      // +0, and so is the result, as "exactly 0 below 2^-126" asks, with no compare and select.
+      // Otherwise p (in [1, 2]) times 2^n is normal, so exact. Against a conversion, an integer
+      // add and a select on the result, the same bits in 3 instructions fewer, and a shorter
+      // chain from x to the result: on a Zen 3 EPYC the loop waits on that chain (its FP
+      // scheduler holds too few iterations to cover it), and exp2_sum took 0.80 of the time.
       using ibatch = xsimd::batch<std::int32_t, Arch>;
       const batch xc = xsimd::max(x, batch(-127.0f));  // keeps f finite for x = -inf
       const batch n = xsimd::floor(xc);
       const batch p = exp2_poly(xc - n);
-      const ibatch bits = (xsimd::batch_cast<std::int32_t>(n) + ibatch(127)) << 23;
-      const batch scale = xsimd::bitwise_cast<batch>(bits);
-      return xsimd::select(xc < batch(-126.0f), batch(0.0f), p * scale);
+      const ibatch bits = xsimd::bitwise_cast<ibatch>(n + batch(T(8388608 + 127))) << 23;
+      return p * xsimd::bitwise_cast<batch>(bits);
     }
   }
 

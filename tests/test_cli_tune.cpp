@@ -490,7 +490,7 @@ TEST_CASE("cli doctor: names the bfloat16 products that bench --dtype bf16 runs"
   CAPTURE(d.err);
   REQUIRE(d.code == 0);
   const std::string named = Json::parse(d.out)["bf16_products"];
-  CHECK((named == "amx-bf16" || named == "avx512bf16" || named == "portable"));
+  CHECK((named == "amx-bf16" || named == "avx512bf16" || named == "avx2" || named == "portable"));
   const auto b = run_cli("bench --backend flash --dtype bf16 --n 64 --heads 1 --repeat 1 --no-check --json");
   CAPTURE(b.err);
   REQUIRE(b.code == 0);

@@ -230,6 +230,33 @@ TEST_CASE("flash bf16: the AVX512_BF16 and AMX kernels compute the portable ones
   MESSAGE("kernel sets compared with the portable ones here: " << sets);
 }
 
+TEST_CASE("flash bf16: the AVX2 kernels give the portable ones' bits") {
+  // The same exact products added in the same order with one rounding each (microkernels_bf16_avx2.cpp):
+  // equal bit for bit on values whose products stay normal, as products_gap's do.
+  const flash::Bf16Kernels* avx2 = flash::bf16_kernels_avx2();
+  if (!avx2) {
+    MESSAGE("no AVX2 and FMA here: the portable kernels stand in");
+    return;
+  }
+  struct Shape {
+    std::size_t rows, d, keys, pk, dv;
+  };
+  // d = 80 and 2: panels of odd dim pairs, one pair; pk odd (the zero after the keys), 1 and
+  // past a slice (300 keys: 150 pairs); dv = 80: five 16-column strips; many row blocks.
+  const Shape shapes[] = {{12, 80, 100, 99, 80}, {6, 2, 64, 1, 16}, {36, 64, 130, 33, 64}, {198, 128, 192, 300, 128},
+                          {96, 32, 64, 96, 48}};
+  std::uint64_t seed = 40;
+  for (const Shape& sh : shapes) {
+    CAPTURE(sh.rows);
+    CAPTURE(sh.d);
+    CAPTURE(sh.pk);
+    CAPTURE(sh.dv);
+    CHECK(products_gap(*avx2, sh.rows, sh.d, sh.keys, sh.pk, sh.dv, ++seed) == 0.0);
+  }
+  CHECK(std::string(flash::bf16_kernels_for("avx2").isa) == "avx2");
+  CHECK(std::string(flash::bf16_kernels_for("generic").isa) == "portable");
+}
+
 TEST_CASE("flash bf16: the kernels' comparison fails a kernel that drops a partial step") {
   // products_gap can fail: a kernel that skips the last key pair (as a tile loop that forgot
   // its partial step would) is far from the portable sums.
@@ -273,7 +300,7 @@ TEST_CASE("flash bf16: tiling names its kernels, and precision bf16 refuses noth
   const FlashTiling t = flash_tiling(1000, 1000, fo);
   CHECK(t.block_k % 64 == 0);
   CHECK(t.qk_kernel == "6x4");
-  CHECK((t.isa == "amx-bf16" || t.isa == "avx512bf16" || t.isa == "portable"));
+  CHECK((t.isa == "amx-bf16" || t.isa == "avx512bf16" || t.isa == "avx2" || t.isa == "portable"));
   fo.isa = "generic";
   CHECK(flash_tiling(10, 10, fo).isa == std::string("portable"));
   CHECK(flash_tiling(10, 10, fo).block_k == 64);

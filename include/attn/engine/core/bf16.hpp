@@ -17,8 +17,9 @@ struct Bf16Tensor3 {
   std::vector<std::uint16_t> bits;     // row-major
 };
 
-// best: the CPU's AVX512_BF16 conversion (vcvtneps2bf16) where it has one; portable: the same
-// rule in plain C++. Both give the same bits for every input (tests check it).
+// best: the CPU's AVX512_BF16 conversion (vcvtneps2bf16) where it has one, else the rule on
+// AVX2's integer lanes where it has those; portable: the rule in plain C++. All give the same
+// bits for every input (tests check it).
 enum class Bf16Rounding { best, portable };
 
 // out[i] = in[i] rounded to bfloat16: to nearest, ties to even; float32 denormals become zero

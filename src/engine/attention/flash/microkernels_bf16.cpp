@@ -78,6 +78,8 @@ const Bf16Kernels& bf16_kernels_for(const std::string& isa) {
     if (const Bf16Kernels* tiles = bf16_kernels_amx()) return *tiles;
     if (const Bf16Kernels* fast = bf16_kernels_avx512()) return *fast;
   }
+  if (isa.empty() || isa == "avx512" || isa == "avx2")
+    if (const Bf16Kernels* wide = bf16_kernels_avx2()) return *wide;
   return bf16_kernels_portable();
 }
 

@@ -4,8 +4,9 @@
 // float32 sum. AMX's tdpbf16ps does 8,192 products per instruction (microkernels_bf16_amx.cpp,
 // where the CPU has the tiles); AVX512_BF16's vdpbf16ps does 32, twice the multiply-adds of a
 // float32 FMA (microkernels_bf16_avx512.cpp, where the CPU has it, though not at a float32
-// FMA's rate on every CPU); the portable kernels are the same sums in plain C++
-// (microkernels_bf16.cpp). The online softmax
+// FMA's rate on every CPU); AVX2 has no bfloat16 product, so microkernels_bf16_avx2.cpp widens
+// to float32 in registers and does the float32 kernels' FMAs (memory saved, not time); the
+// portable kernels are the same sums in plain C++ (microkernels_bf16.cpp). The online softmax
 // between the products (row max, exp2, sums, rescale) stays in float32, on the float
 // micro-kernels.
 //
@@ -30,7 +31,7 @@ struct Bf16Kernels {
   static constexpr std::size_t kKeyPanel = 64;  // keys per packed K panel
   static constexpr std::size_t kRows = 6;       // rows of both products: callers pass a multiple
   static constexpr std::size_t kColumns = 16;   // dvp is a multiple of this
-  const char* isa;                              // "amx-bf16", "avx512bf16" or "portable"
+  const char* isa;                              // "amx-bf16", "avx512bf16", "avx2" or "portable"
 
   // S[rows, npanels * 64] = scale * Q K^T for Q [rows][dp] and npanels K panels.
   void (*qk)(const std::uint16_t* q, std::size_t dp, std::size_t rows, const std::uint16_t* panels,
@@ -54,9 +55,12 @@ const Bf16Kernels* bf16_kernels_avx512();  // null when not compiled in or this 
 // AMX tiles (microkernels_bf16_amx.cpp): null when not compiled in, or the CPU lacks AMX-BF16
 // or AVX512_BF16, or the kernel does not let this process use the tiles.
 const Bf16Kernels* bf16_kernels_amx();
+// Float32 FMAs on widened values (microkernels_bf16_avx2.cpp): null when not compiled in or
+// this CPU lacks AVX2 or FMA.
+const Bf16Kernels* bf16_kernels_avx2();
 // FlashOptions::isa: "" or "avx512" = the AMX kernels where the CPU has them, else the
-// AVX512_BF16 ones where it has those; any other ISA = the portable kernels (so the float
-// kernels' ISA choice also picks these).
+// AVX512_BF16 ones where it has those, else (and for "avx2") the AVX2 ones where it has those;
+// any other ISA = the portable kernels (so the float kernels' ISA choice also picks these).
 const Bf16Kernels& bf16_kernels_for(const std::string& isa);
 
 }  // namespace attn::flash

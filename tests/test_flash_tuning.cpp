@@ -144,12 +144,13 @@ TEST_CASE("flash tuning: set_flash_tuning is the default of later calls and refu
   CHECK(flash_tiling(1000, 1000, FlashOptions{}).block_q == flash_default_block_q());
 }
 
-TEST_CASE("flash tuning: V packed at a wider stride gives the bits of V read at its own") {
-  // With query tiles of one row block, V is read at its own stride; with the built-in tile, on
-  // AVX2 at d_v = 64 or 128 it is copied at an odd number of cache lines a row (packed_v_stride,
-  // tile_products.hpp). Either way the same products in the same order.
+TEST_CASE("flash tuning: V packed in panels gives the bits of V read as rows") {
+  // With query tiles of one row block, V is read as rows; with the built-in tile, where a P V
+  // pass reads part of a row (AVX2 at d_v = 40, 64 or 128; AVX-512 at 128), it is packed in
+  // panels of a pass's columns (packed_v_panel, tile_products.hpp), the last one padded at d_v =
+  // 40 on AVX2. Either way the same products in the same order.
   Rng rng(37);
-  for (std::size_t dv : {64, 128}) {
+  for (std::size_t dv : {40, 64, 128}) {
     const Tensor3 q = randn(rng, 2, 200, 64), k = randn(rng, 2, 900, 64), v = randn(rng, 2, 900, dv);
     for (const std::string& isa : runnable_isas()) {
       CAPTURE(dv);

@@ -77,11 +77,11 @@ TEST_CASE("packed head: an allocation that throws leaves the head to the next ca
   CHECK(empty.state.load() == 3);
 }
 
-TEST_CASE("packed head: V's stride spreads one P V pass's slice over every L1 set, and is V's own where a pass reads whole rows or a tile has one block of rows") {
+TEST_CASE("packed head: V goes into panels where a P V pass reads part of a row and a tile has several blocks of rows") {
   using attn::flash::kPvSliceKeys;
-  using attn::flash::tiled::packed_v_stride;
+  using attn::flash::tiled::packed_v_panel;
   // The most lines of one pass's slice (kPvSliceKeys rows, `columns` floats of each from column
-  // c0) in one set of a 64-set L1 with 64-byte lines.
+  // c0, rows `stride` floats apart) in one set of a 64-set L1 with 64-byte lines.
   auto crowding = [](std::size_t stride, std::size_t columns, std::size_t c0) {
     std::vector<int> per_set(64, 0);
     for (std::size_t k = 0; k < kPvSliceKeys; ++k)
@@ -91,21 +91,17 @@ TEST_CASE("packed head: V's stride spreads one P V pass's slice over every L1 se
   };
   for (std::size_t dvp : {32, 64, 128, 256}) {
     CAPTURE(dvp);
-    // AVX2's 16 columns a pass: at V's own stride (an even number of lines) the slice's 128
-    // lines crowd into a few sets (4 lines each at d_v = 32, 8 at 64: every way of an 8-way L1,
-    // 16 at 128); the packed stride puts 2 in each set.
+    // AVX2's 16 columns a pass: as rows of dvp (an even number of lines) the slice's 128 lines
+    // crowd into a few sets (4 lines each at d_v = 32, 8 at 64: every way of an 8-way L1, 16 at
+    // 128); in a panel of 16 columns they follow one another, 2 to a set.
     CHECK(crowding(dvp, 16, 0) == dvp / 8);
-    const std::size_t stride = packed_v_stride<float>(dvp, 16, 192, 6);
-    CHECK(stride > dvp);
-    CHECK(stride % 16 == 0);        // rows start on a line: a pass never splits a line
-    CHECK((stride / 16) % 2 == 1);  // an odd number of lines
-    for (std::size_t c0 = 0; c0 < dvp; c0 += 16) CHECK(crowding(stride, 16, c0) <= 2);
-    // A pass over whole rows reads the slice's lines in a row: V stays as it is.
-    CHECK(packed_v_stride<float>(dvp, dvp, 192, 6) == dvp);
-    // One block of P V rows reads each slice once: nothing to spread, V stays as it is.
-    CHECK(packed_v_stride<float>(dvp, 16, 6, 6) == dvp);
+    CHECK(packed_v_panel(dvp, 16, 192, 6) == 16);
+    CHECK(crowding(16, 16, 0) == 2);
+    // A pass over whole rows reads the slice's lines in a row: V stays as rows.
+    CHECK(packed_v_panel(dvp, dvp, 192, 6) == 0);
+    // One block of P V rows reads each slice once: nothing to gain from a copy.
+    CHECK(packed_v_panel(dvp, 16, 6, 6) == 0);
   }
-  CHECK(packed_v_stride<float>(48, 16, 192, 6) == 48);  // 3 lines: already odd
-  CHECK(packed_v_stride<float>(40, 8, 192, 6) == 40);   // not whole lines: no line-sized aliasing
-  CHECK(packed_v_stride<double>(64, 16, 192, 6) == 72);  // 8 lines of doubles -> 9
+  CHECK(packed_v_panel(128, 64, 192, 6) == 64);  // AVX-512 at d_v = 128: two passes of 64
+  CHECK(packed_v_panel(40, 16, 192, 6) == 16);   // panels of 16, 16 and 8 (padded to 16)
 }

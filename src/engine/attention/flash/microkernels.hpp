@@ -85,6 +85,11 @@ struct Microkernels {
   // near asks for V's rows ahead (NearPrefetch).
   void (*pv_bf16)(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const std::uint16_t* v,
                   std::size_t ldv, std::size_t dvp, const T* alpha, T* o, std::size_t ldo, NearPrefetch near);
+  // The same as pv on V packed in panels of pv_columns columns (zero-padded past dvp): columns
+  // [c * pv_columns, (c + 1) * pv_columns) of key j at v[c * panel_stride + j * pv_columns]. Rows
+  // a multiple of pv_rows (as a tile's are). A pass reads its panel's rows one after another.
+  void (*pv_panels)(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const T* v,
+                    std::size_t panel_stride, std::size_t dvp, const T* alpha, T* o, std::size_t ldo);
 
   // S[r, j] = Q[r, :] . K[j, :] for `rows` query rows and `keys` key rows read in place (row
   // stride ldk, no packing): the decode path's scores, where one K row meets few query rows.
@@ -127,6 +132,7 @@ struct PvBlocking {
   std::size_t rows, columns;
   decltype(Microkernels<T>::pv) pv;
   decltype(Microkernels<T>::pv_bf16) pv_bf16;
+  decltype(Microkernels<T>::pv_panels) pv_panels;
 };
 
 // The blockings an ISA file offers to `attn-cli tune` (float only), its set's own first. Each
@@ -153,7 +159,7 @@ Microkernels<T> with_blockings(const Microkernels<T>& base, std::size_t qk, std:
   const QkBlocking<T>& q = base.blockings->qk.at(qk);
   mk.qk_rows = q.rows, mk.key_panel = q.key_panel, mk.pack_k = q.pack_k, mk.qk = q.qk, mk.gemm = q.gemm;
   const PvBlocking<T>& p = base.blockings->pv.at(pv);
-  mk.pv_rows = p.rows, mk.pv_columns = p.columns, mk.pv = p.pv, mk.pv_bf16 = p.pv_bf16;
+  mk.pv_rows = p.rows, mk.pv_columns = p.columns, mk.pv = p.pv, mk.pv_bf16 = p.pv_bf16, mk.pv_panels = p.pv_panels;
   return mk;
 }
 

@@ -360,12 +360,27 @@ struct KernelSet {
     }
   }
 
+  // pv on V packed in panels of PV_NR registers (Microkernels::pv_panels): each pass of
+  // pv_columns reads its panel's rows one after another, where rows of dvp put one pass's
+  // 64 bytes of a key a row apart. Alternated in one process on a Zen 3 EPYC (192 x 768 P, d_v =
+  // 64, AVX2's 16-column passes): 1.05-1.33x the speed of rows at a stride of 80. A d_v that is
+  // not whole panels ends in one-register passes over the last panel.
+  static void pv_panels(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys, const T* v,
+                        std::size_t panel_stride, std::size_t dvp, const T* alpha, T* o, std::size_t ldo) {
+    constexpr std::size_t PC = PV_NR * W;
+    std::size_t c0 = 0;
+    for (; c0 + PC <= dvp; c0 += PC)
+      pv_columns<PV_MR, PV_NR>(p, ldp, rows, keys, v + c0 / PC * panel_stride, PC, alpha, o + c0, ldo, Near{});
+    for (; c0 < dvp; c0 += W)
+      pv_columns<PV_MR, 1>(p, ldp, rows, keys, v + c0 / PC * panel_stride + c0 % PC, PC, alpha, o + c0, ldo, Near{});
+  }
+
   // This set's products as blockings offered to `attn-cli tune` (microkernels.hpp).
   static attn::flash::QkBlocking<T> qk_blocking() {
     return {std::to_string(QK_MR) + "x" + std::to_string(QK_NR), QK_MR, PW, &pack_k, &qk, &gemm};
   }
   static attn::flash::PvBlocking<T> pv_blocking() {
-    return {std::to_string(PV_MR) + "x" + std::to_string(PV_NR), PV_MR, PV_NR * W, &pv, &pv_bf16};
+    return {std::to_string(PV_MR) + "x" + std::to_string(PV_NR), PV_MR, PV_NR * W, &pv, &pv_bf16, &pv_panels};
   }
   static const attn::flash::Blockings<T>* own_blockings() {
     static const attn::flash::Blockings<T> own{{qk_blocking()}, {pv_blocking()}};
@@ -828,6 +843,6 @@ struct KernelSet {
 
   static attn::flash::Microkernels<T> make(const char* isa) {
     return {isa, W, QK_MR, PW, PV_MR, PV_NR * W, &pack_k, &qk, &gemm, &row_max, &lane_max_of, &exp2_sum, &pv, &pv_bf16,
-            &qk_unpacked, &qk_unpacked_bf16, &sum, &widen_bf16, &backward_head, own_blockings()};
+            &pv_panels, &qk_unpacked, &qk_unpacked_bf16, &sum, &widen_bf16, &backward_head, own_blockings()};
   }
 };

@@ -24,8 +24,8 @@ namespace attn::flash::tiled {
 inline std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
 
 // K and V of one key/value head, packed for the micro-kernels: K^T panels [Lk/PW][d][PW] and
-// V with rows padded to dvp columns at a stride of Problem::ldv (or read in place, `v`, where
-// dv == dvp == ldv). Packed once per
+// V with rows padded to dvp columns, or in panels of Problem::v_panel columns (or read in place,
+// `v`, where dv == dvp and there are no panels). Packed once per
 // head (not per tile, which is what makes per-tile sgemm calls slow), and its memory given back
 // (scratch.hpp) as soon as the last query block of its heads is done, so at most about one head
 // per thread is packed at a time.
@@ -40,7 +40,7 @@ struct PackedHead {
   std::atomic<std::size_t> next_piece{0}, pieces_done{0};
   std::size_t pieces = 0;  // set before state becomes 2
   Scratch<T> k_panels, v_rows;
-  const T* v = nullptr;  // V's rows (stride Problem::ldv): v_rows, or the input's own
+  const T* v = nullptr;  // V's rows or panels (Problem::v_panel): v_rows, or the input's own
   Scratch<std::uint16_t> k_bf16, v_bf16;  // FlashPrecision::bfloat16's (microkernels_bf16.hpp)
 
   // Packs the head once, whichever threads need it. The first to come allocates (allocate();
@@ -100,7 +100,8 @@ struct PackedHead {
 template <class T>
 struct Problem {
   std::size_t H, Lq, d, Hkv, Lk, dv, dvp, group;
-  std::size_t ldv;  // V's row stride as the P V kernel reads it (packed_v_stride)
+  std::size_t ldv;      // V's row stride where it is read as rows (dvp)
+  std::size_t v_panel;  // 0: V as rows; else in panels of this many columns (packed_v_panel)
   std::size_t Bq, Bk, row_align;  // Bq any size; tiles pad their rows to row_align
   T scale_log2;  // scale * log2(e): scores come out in base-2 units (tile_math.hpp)
   bool causal;
@@ -126,23 +127,22 @@ struct Workspace {
   static std::size_t padded(const Problem<T>& p) { return round_up(p.Bq, p.row_align); }
 };
 
-// V's row stride in a packed head, in elements (dvp where V is read in place). Where the P V
-// kernel reads a row in several passes of pv_columns (AVX2 at d_v = 64: four of 16), a stride of
-// an even number of cache lines puts one pass's slice (kPvSliceKeys rows, a line of each) in a
-// fraction of L1's sets: at 4 lines a row, 16 of 64 sets, 8 lines in each, every way of a Zen 3
-// core's 8-way L1, and the rows of P streaming past evict them. An odd number of lines spreads
-// the slice over every set (only the stride changes: the same products, the same bits). On a Zen
-// 3 EPYC, n = 4096, d = 64: P V's samples 0.79 of what they were, the run's 0.92 (perf, 2 x 2
-// runs); other ISAs and d_v (AVX-512 at d_v = 128: 8 lines a row, 16 in each of 8 sets) follow
-// the same rule untimed. A whole row in one pass (AVX-512 at d_v = 64) reads the slice's lines
-// in a row. A tile of tile_rows query rows (padded) reads each slice once per block of pv_rows:
-// where it has one block (a decode-sized tiled call), nothing is read twice, and the copy would
-// be pure cost.
-template <class T>
-std::size_t packed_v_stride(std::size_t dvp, std::size_t pv_columns, std::size_t tile_rows, std::size_t pv_rows) {
-  constexpr std::size_t line = 64 / sizeof(T);
-  if (tile_rows <= pv_rows || pv_columns >= dvp || dvp % line != 0 || (dvp / line) % 2 == 1) return dvp;
-  return dvp + line;
+// How a packed head holds V: 0 = as rows of dvp (read in place where dv == dvp), else in panels
+// of that many columns (Microkernels::pv_panels). Where the P V kernel reads a row in several
+// passes of pv_columns (AVX2 at d_v = 64: four of 16; AVX-512 at d_v = 128: two of 64), each
+// pass read 64 bytes of a key a row apart: at 4 lines a row, one pass's slice (kPvSliceKeys rows)
+// sat in 16 of a Zen 3 core's 64 L1 sets, 8 lines in each, every way, and the rows of P
+// streaming past evicted them. A stride of an odd number of lines spread them over every set (P
+// V's samples 0.79 of what they were, the run's 0.92); packed in panels, a pass reads its rows one
+// after another, as a GEMM reads its packed B, and on the Zen 3 EPYC P V ran 1.05-1.33x faster
+// again than at that stride (192 x 768 P, d_v = 64, alternated in one process). Only the layout
+// changes: the same products in the same order, the same bits. Other ISAs follow the same rule,
+// untimed. A tile of tile_rows query rows (padded) reads each slice once per block of pv_rows:
+// where it has one block (a decode-sized tiled call), nothing is read twice, and a copy would be
+// pure cost.
+inline std::size_t packed_v_panel(std::size_t dvp, std::size_t pv_columns, std::size_t tile_rows,
+                                  std::size_t pv_rows) {
+  return tile_rows > pv_rows && pv_columns < dvp ? pv_columns : 0;
 }
 
 // Keys per piece of a head's packing (PackedHead::ensure_packed), before rounding up to whole
@@ -152,19 +152,22 @@ constexpr std::size_t kPackPieceKeys = 256;
 // Keys [j0, j1) of one head's K and V packed, j0 a multiple of the K panel. Every element is
 // written (pack_k zero-pads the last panel; V's padding columns are zeroed here): the buffers
 // come from the stock holding an earlier call's numbers. V is copied only where its rows need
-// padding or a wider stride (packed_v_stride): at n = 4096 the packing reads and writes memory,
-// not cache (0.2-0.37 ms a head on each of 2 threads of an Emerald Rapids Xeon), and a copy of V
-// as it is was half of that; where the stride is widened, the copy buys a faster P V.
+// padding or panels (packed_v_panel): at n = 4096 the packing reads and writes memory, not cache
+// (0.2-0.37 ms a head on each of 2 threads of an Emerald Rapids Xeon), and a copy of V as it is
+// was half of that; where V goes into panels, the copy buys a faster P V.
 template <class T>
 void pack_keys(const Microkernels<T>& mk, const Problem<T>& p, const T* k, const T* v, std::size_t j0,
                std::size_t j1, PackedHead<T>& packed) {
   mk.pack_k(k + j0 * p.d, p.d, j1 - j0, p.d, packed.k_panels.data() + j0 * p.d);  // panel j0 / PW
   if (packed.v == v) return;  // read in place
-  for (std::size_t j = j0; j < j1; ++j) {
-    T* row = packed.v_rows.data() + j * p.ldv;
-    std::copy(v + j * p.dv, v + (j + 1) * p.dv, row);
-    std::fill(row + p.dv, row + p.ldv, T(0));
-  }
+  const std::size_t width = p.v_panel ? p.v_panel : p.dvp;  // of a row in a panel, or of a whole row
+  for (std::size_t j = j0; j < j1; ++j)
+    for (std::size_t c0 = 0; c0 < p.dvp; c0 += width) {
+      T* row = packed.v_rows.data() + (c0 / width * p.Lk + j) * width;
+      const std::size_t real = c0 < p.dv ? std::min(width, p.dv - c0) : 0;  // columns of V, then zeros
+      std::copy(v + j * p.dv + c0, v + j * p.dv + c0 + real, row);
+      std::fill(row + real, row + width, T(0));
+    }
 }
 
 // The tile loop's products at the working precision T (float32 or float64): the ISA's
@@ -179,10 +182,10 @@ struct NativeProducts {
   std::size_t piece_keys() const { return round_up(kPackPieceKeys, mk.key_panel); }
   void allocate(const Problem<T>& p, std::size_t g, PackedHead<T>& kv) const {
     kv.k_panels = Scratch<T>(round_up(p.Lk, mk.key_panel) * p.d);
-    if (p.dv == p.dvp && p.ldv == p.dvp) {
+    if (p.dv == p.dvp && !p.v_panel) {
       kv.v = v + g * p.Lk * p.dv;
-    } else {
-      kv.v_rows = Scratch<T>(p.Lk * p.ldv);
+    } else {  // rows padded to dvp, or ceil(dvp / v_panel) panels of Lk rows
+      kv.v_rows = Scratch<T>(p.Lk * (p.v_panel ? round_up(p.dvp, p.v_panel) : p.dvp));
       kv.v = kv.v_rows.data();
     }
   }
@@ -210,6 +213,11 @@ struct NativeProducts {
   // O = diag(alpha) O + P V for the same rows and keys.
   void accumulate(const Problem<T>& p, Workspace<T>& ws, const PackedHead<T>& kv, std::size_t g0, std::size_t rows,
                   std::size_t j0, std::size_t keys) const {
+    if (p.v_panel) {
+      mk.pv_panels(ws.s.data() + g0 * p.Bk, p.Bk, rows, keys, kv.v + j0 * p.v_panel, p.Lk * p.v_panel, p.dvp,
+                   ws.alpha.data() + g0, ws.o.data() + g0 * p.dvp, p.dvp);
+      return;
+    }
     mk.pv(ws.s.data() + g0 * p.Bk, p.Bk, rows, keys, kv.v + j0 * p.ldv, p.ldv, p.dvp, ws.alpha.data() + g0,
           ws.o.data() + g0 * p.dvp, p.dvp);
   }

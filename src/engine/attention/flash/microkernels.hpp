@@ -26,9 +26,15 @@ struct NearPrefetch {
   std::size_t keys = 0, readable = 0;
 };
 
-// Keys per pass of the prefill's P V kernel (microkernels_impl.hpp: PV_KEYS): a slice of V that
-// stays in L1 while every row block of the tile streams past it.
+// Keys per pass of the prefill's P V kernel (microkernels_impl.hpp: pv_columns): a slice of V
+// that stays in L1 while every row block of the tile streams past it. At least kPvSliceKeys, and
+// more where a pass's columns are narrow: as many as fill kPvSliceBytes (AVX2's 16-column
+// passes: 384 keys, 24 KiB; AVX-512's 64 columns stay at 128 keys, 32 KiB). Each slice costs a
+// load and a store of the row block's outputs; on a Zen 3 EPYC (V in panels, 192 x 768 P,
+// alternated in one process) P V ran 1.04-1.05x faster at 256 keys than at 128, 1.05-1.09x at
+// 384. The same sums in the same order, whatever the slice.
 inline constexpr std::size_t kPvSliceKeys = 128;
+inline constexpr std::size_t kPvSliceBytes = 24 * 1024;
 
 // Items [first, end) of n, share b of `blocks` near-equal shares in order (sizes differ by at most
 // one; b >= blocks: empty): what each row block of a prefill product asks ahead of the next K

@@ -265,14 +265,13 @@ struct KernelSet {
     return total;
   }
 
-  // Keys per pass of the P V kernel: a 128-key slice of V (32 KiB at d_v = 64) stays in L1
-  // while every row block of the tile streams past it; a whole 512-key block would not fit.
-  static constexpr std::size_t PV_KEYS = attn::flash::kPvSliceKeys;
-
   template <std::size_t MR, std::size_t NV, class VT>
   static void pv_columns(const T* p, std::size_t ldp, std::size_t rows, std::size_t keys,
                          const VT* v, std::size_t ldv, const T* alpha, T* o,
                          std::size_t ldo, attn::flash::NearPrefetch near) {
+    // Keys per pass (kPvSliceBytes): a slice of V's NV registers of columns that stays in L1.
+    constexpr std::size_t PV_KEYS =
+        std::max(attn::flash::kPvSliceKeys, attn::flash::kPvSliceBytes / (NV * W * sizeof(VT)));
     const std::size_t blocks = rows / MR;
     for (std::size_t k0 = 0; k0 < keys; k0 += PV_KEYS) {
       const std::size_t k1 = std::min(keys, k0 + PV_KEYS), next = std::min(keys, k1 + PV_KEYS) - k1;

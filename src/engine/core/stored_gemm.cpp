@@ -20,13 +20,13 @@ namespace {
 // Rows of W per widened chunk: 128 x 64 floats (AVX-512's panel) = 32 KiB, in L1 while every
 // row of x passes it. Rows of x per work item: enough that widening (once per item) is a small
 // part of the multiply-adds, few enough that a chunk of x stays in L2. Columns per work item: at
-// most 256 (4 of AVX-512's panels, 16 of AVX2's), so that a chunk of them (128 KiB) stays in L2
-// beside the item's outputs (192 rows x 256 columns, 192 KiB) and x's chunk (96 KiB), 416 KiB of
-// a Zen 3 core's 512 KiB, and each row of W is read 256 columns wide: on its own, one 128-byte
-// piece of a float16 row every few KiB left the reads waiting on memory. With AVX2's 16-column
-// panels the limit was 4 panels, 64 columns, until a Zen 3 EPYC spent 13 % of GPT-2 small's
-// pass in widening (7.5 % at 256 columns; the pass 0.53 -> 0.545 of sgemm, medians of 6
-// alternated runs of 5 rounds).
+// most 256 (4 of AVX-512's 64-column panels, 10 of AVX2's 24), so that a chunk of them (128
+// KiB) stays in L2 beside the item's outputs (192 rows x 256 columns, 192 KiB) and x's chunk
+// (96 KiB), 416 KiB of a Zen 3 core's 512 KiB, and each row of W is read 256 columns wide: on
+// its own, one 128-byte piece of a float16 row every few KiB left the reads waiting on memory.
+// With AVX2's then 16-column panels the limit was 4 panels, 64 columns, until a Zen 3 EPYC spent
+// 13 % of GPT-2 small's pass in widening (7.5 % at 256 columns; the pass 0.53 -> 0.545 of sgemm,
+// medians of 6 alternated runs of 5 rounds).
 constexpr std::size_t kDepth = 128, kRowBlocks = 32, kMaxItemColumns = 256;
 // Rows of W ahead of the one being widened that are asked for in advance.
 constexpr std::size_t kPrefetchRows = 8;

@@ -351,6 +351,52 @@ void check_pv_rows(const flash::Microkernels<T>& mk) {
 
 }  // namespace
 
+namespace {
+
+// P V on V packed in panels of the blocking's pass width (pv_panels) against V as rows (pv):
+// the same bits, for d_v of whole panels, of a part panel (padded with zeros) read in one or
+// two one-register passes, and of one register, with keys past a slice of every ISA
+// (kPvSliceBytes).
+template <class T>
+void check_pv_panels(const flash::Microkernels<T>& mk) {
+  const std::string isa = mk.isa;
+  CAPTURE(isa);
+  CAPTURE(mk.pv_columns);
+  const std::size_t rows = 2 * mk.pv_rows, keys = 700, ldp = 703, width = mk.pv_columns;
+  for (const std::size_t dvp : {mk.lanes, width + 2 * mk.lanes, 2 * width + mk.lanes, 3 * width}) {
+    CAPTURE(dvp);
+    Rng rng(21);
+    std::vector<T> v(keys * dvp), p(rows * ldp), alpha(rows), o0(rows * dvp);
+    for (T& x : v) x = T(rng.normal());
+    for (T& x : p) x = T(rng.uniform());
+    for (T& x : alpha) x = T(0.5 + rng.uniform());
+    for (T& x : o0) x = T(rng.normal());
+    const std::size_t panels = (dvp + width - 1) / width;
+    std::vector<T> packed(panels * keys * width, T(-7));  // padding columns: zero after packing
+    for (std::size_t c = 0; c < panels; ++c)
+      for (std::size_t j = 0; j < keys; ++j)
+        for (std::size_t t = 0; t < width; ++t)
+          packed[(c * keys + j) * width + t] = c * width + t < dvp ? v[j * dvp + c * width + t] : T(0);
+    std::vector<T> rows_out = o0, panels_out = o0;
+    mk.pv(p.data(), ldp, rows, keys, v.data(), dvp, dvp, alpha.data(), rows_out.data(), dvp);
+    mk.pv_panels(p.data(), ldp, rows, keys, packed.data(), keys * width, dvp, alpha.data(), panels_out.data(), dvp);
+    CHECK(std::memcmp(rows_out.data(), panels_out.data(), rows_out.size() * sizeof(T)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("flash: P V on V in panels gives the bits of V as rows, on every ISA and blocking") {
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    if (const auto* mk = flash::microkernels_named<float>(isa))
+      for (std::size_t b = 0; b < mk->blockings->pv.size(); ++b) {
+        CAPTURE(mk->blockings->pv[b].name);
+        check_pv_panels(flash::with_blockings(*mk, 0, b));
+      }
+    if (const auto* mk = flash::microkernels_named<double>(isa)) check_pv_panels(*mk);
+  }
+}
+
 TEST_CASE("flash: P V gives each row the same bits in any block of rows, on every ISA and blocking") {
   for (const char* isa : {"generic", "avx2", "avx512"}) {
     if (const auto* mk = flash::microkernels_named<float>(isa)) {

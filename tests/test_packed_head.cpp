@@ -78,25 +78,26 @@ TEST_CASE("packed head: an allocation that throws leaves the head to the next ca
 }
 
 TEST_CASE("packed head: V goes into panels where a P V pass reads part of a row and a tile has several blocks of rows") {
-  using attn::flash::kPvSliceKeys;
   using attn::flash::tiled::packed_v_panel;
-  // The most lines of one pass's slice (kPvSliceKeys rows, `columns` floats of each from column
-  // c0, rows `stride` floats apart) in one set of a 64-set L1 with 64-byte lines.
-  auto crowding = [](std::size_t stride, std::size_t columns, std::size_t c0) {
-    std::vector<int> per_set(64, 0);
-    for (std::size_t k = 0; k < kPvSliceKeys; ++k)
+  // One AVX2 pass's slice of V (microkernels_impl.hpp's pv_columns): 16 floats of each key, as
+  // many keys as fill kPvSliceBytes.
+  const std::size_t slice = std::max(attn::flash::kPvSliceKeys, attn::flash::kPvSliceBytes / 64);
+  // The most lines of that slice (`columns` floats of each key from column c0, keys `stride`
+  // floats apart) in one set of a 64-set L1 with 64-byte lines.
+  auto crowding = [&](std::size_t stride, std::size_t columns, std::size_t c0) {
+    std::vector<std::size_t> per_set(64, 0);
+    for (std::size_t k = 0; k < slice; ++k)
       for (std::size_t b = (k * stride + c0) * 4 / 64; b <= ((k * stride + c0 + columns) * 4 - 1) / 64; ++b)
         ++per_set[b % 64];
     return *std::max_element(per_set.begin(), per_set.end());
   };
   for (std::size_t dvp : {32, 64, 128, 256}) {
     CAPTURE(dvp);
-    // AVX2's 16 columns a pass: as rows of dvp (an even number of lines) the slice's 128 lines
-    // crowd into a few sets (4 lines each at d_v = 32, 8 at 64: every way of an 8-way L1, 16 at
-    // 128); in a panel of 16 columns they follow one another, 2 to a set.
-    CHECK(crowding(dvp, 16, 0) == dvp / 8);
+    // As rows of dvp (dvp / 16 lines, an even number) the slice's lines crowd into 64 / (dvp /
+    // 16) sets; in a panel of 16 columns they follow one another, spread evenly over all 64.
+    CHECK(crowding(dvp, 16, 0) == slice * dvp / 16 / 64);
     CHECK(packed_v_panel(dvp, 16, 192, 6) == 16);
-    CHECK(crowding(16, 16, 0) == 2);
+    CHECK(crowding(16, 16, 0) == slice / 64);
     // A pass over whole rows reads the slice's lines in a row: V stays as rows.
     CHECK(packed_v_panel(dvp, dvp, 192, 6) == 0);
     // One block of P V rows reads each slice once: nothing to gain from a copy.

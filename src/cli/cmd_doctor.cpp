@@ -79,7 +79,7 @@ Examples:
     const char* how = bf16 == "amx-bf16"     ? " (AMX tiles' tdpbf16ps; Q K^T on vdpbf16ps when d is not a multiple of 32)"
                       : bf16 == "avx512bf16" ? " (AVX512_BF16's vdpbf16ps)"
                       : bf16 == "avx2"       ? " (no AVX512_BF16 or AMX here: float32 FMAs on widened values, "
-                                               "float32's speed with half the memory)"
+                                               "half the memory, not fewer steps)"
                                              : " (no AVX512_BF16 or AMX here)";
     std::printf("bf16 flash: %s%s\n", bf16.c_str(), how);
     std::printf("weights:    %s (a model's matrices as stored, widened in registers: generate's steps)\n",

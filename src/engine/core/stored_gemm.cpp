@@ -21,7 +21,7 @@ namespace {
 // row of x passes it. Rows of x per work item: enough that widening (once per item) is a small
 // part of the multiply-adds, few enough that a chunk of x stays in L2. Columns per work item: at
 // most 256 (4 of AVX-512's 64-column panels, 10 of AVX2's 24), so that a chunk of them (128
-// KiB) stays in L2 beside the item's outputs (192 rows x 256 columns, 192 KiB) and x's chunk
+// KiB) stays in L2 beside the item's outputs (up to 192 rows x 256 columns, 192 KiB) and x's chunk
 // (96 KiB), 416 KiB of a Zen 3 core's 512 KiB, and each row of W is read 256 columns wide: on
 // its own, one 128-byte piece of a float16 row every few KiB left the reads waiting on memory.
 // With AVX2's then 16-column panels the limit was 4 panels, 64 columns, until a Zen 3 EPYC spent
@@ -32,7 +32,7 @@ constexpr std::size_t kDepth = 128, kRowBlocks = 32, kMaxItemColumns = 256;
 constexpr std::size_t kPrefetchRows = 8;
 // Rows of x up to which a [in, out] matrix is streamed row by row into outputs kept in L1
 // (stored_stream: a decode step, bound by reading W once) instead of widened into panels for
-// the register-blocked kernel, whose rows come in blocks of 6. Columns per work item there: at
+// the register-blocked kernel, whose rows come in blocks of 4 or 6. Columns per work item there: at
 // least 4096, so a matrix up to that wide is read by one thread from start to end. On this
 // project's 2-core machine one thread reads at the memory's full rate (20 GB/s), and two
 // threads each reading half of every row got 9.4 GB/s together.

@@ -8,7 +8,7 @@ namespace attn::flash::avx2 {
 // + 1). Q K^T at 4 x 3 is OpenBLAS's AVX2 sgemm shape (4 broadcasts and 3 loads to 12 FMAs);
 // alternated in one process on a Zen 3 EPYC (192 x 768 scores, d = 64), it ran 2.1-3.9 %
 // faster than 6 x 2, whose 6 broadcasts and 2 loads the P V product keeps: at 4 x 3 that
-// product reads 64 columns of V in passes of 24, 24 and 16, and ran a quarter slower.
+// product reads 64 columns of V in passes of 24, 24, 8 and 8, and ran a quarter slower.
 template <class T>
 using Set = KernelSet<xsimd::fma3<xsimd::avx2>, T, 4, 3, 6, 2>;
 // The float blockings `attn-cli tune` times against those (each within the 16 registers).

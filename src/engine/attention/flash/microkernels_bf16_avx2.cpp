@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 namespace attn::flash {
 namespace {
@@ -50,12 +50,30 @@ void widen_into(const std::uint16_t* x, std::size_t n, float* out) {
   for (; i < n; ++i) out[i] = std::bit_cast<float>(std::uint32_t(x[i]) << 16);
 }
 
-// This thread's float32 copy of a call's Q or P (O(tile) memory, reused by the next call).
+// This thread's float32 copy of a call's Q or P: O(tile) memory, kept for the next call up to
+// kKeepFloats (a default tile's P, 192 x 768, is 576 KiB); a larger one (a tile of up to 2^24
+// scores, 64 MiB) is given back when the call ends (let_go). A bare array, not a std::vector:
+// this file is compiled with -mavx2, and a vector's member templates instantiated here could be
+// the copy the linker keeps for the whole program, AVX2 instructions and all.
+constexpr std::size_t kKeepFloats = std::size_t(1) << 20;
+struct WidenedBuffer {
+  std::unique_ptr<float[]> data;
+  std::size_t size = 0;
+};
+thread_local WidenedBuffer widened_buffer;
+
 float* widened(const std::uint16_t* x, std::size_t rows, std::size_t ld, std::size_t n) {
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < rows * ld) buffer.resize(rows * ld);
-  for (std::size_t r = 0; r < rows; ++r) widen_into(x + r * ld, n, buffer.data() + r * ld);
-  return buffer.data();
+  WidenedBuffer& buffer = widened_buffer;
+  if (buffer.size < rows * ld) {
+    buffer.data.reset(new float[rows * ld]);
+    buffer.size = rows * ld;
+  }
+  for (std::size_t r = 0; r < rows; ++r) widen_into(x + r * ld, n, buffer.data.get() + r * ld);
+  return buffer.data.get();
+}
+
+void let_go() {
+  if (widened_buffer.size > kKeepFloats) widened_buffer = WidenedBuffer{};
 }
 
 // 16 keys of one 64-key panel for a block of MR rows: per pair c of dims, the panel's two
@@ -97,6 +115,7 @@ void qk_avx2(const std::uint16_t* q, std::size_t dp, std::size_t rows, const std
     for (std::size_t t0 = 0; t0 < PW; t0 += 2 * W)
       for (std::size_t i0 = 0; i0 < rows; i0 += MR)
         qk_block(qw + i0 * dp, dp, panels + p * dp * PW + 2 * t0, scale, s + i0 * lds + p * PW + t0, lds);
+  let_go();
 }
 
 // Key pairs per pass, as the AVX-512 kernel's: 128 pairs of a 16-column strip of V (8 KiB) stay
@@ -150,6 +169,7 @@ void pv_avx2(const std::uint16_t* p, std::size_t ldp, std::size_t rows, std::siz
   const float* pw = widened(p, rows, ldp, 2 * pairs);  // P's keys and the zero after an odd count
   for (std::size_t c0 = 0; c0 < dvp; c0 += Bf16Kernels::kColumns)
     pv_strip(pw, ldp, rows, pairs, v, dvp, c0, alpha, o, ldo);
+  let_go();
 }
 
 }  // namespace

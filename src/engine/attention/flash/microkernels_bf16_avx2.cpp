@@ -9,7 +9,8 @@
 // product of two widened values (8-bit significands: 16 bits of product), so an FMA adds each
 // product with the one rounding of the portable kernels' acc += a * b, in their order: each
 // pair's odd element first, then its even one, as vdpbf16ps does. The same bits as the portable
-// kernels but where a product underflows float32 (there the portable product rounds first).
+// kernels but where a product underflows or overflows float32 (there the portable product
+// rounds first).
 #include "microkernels_bf16.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__)

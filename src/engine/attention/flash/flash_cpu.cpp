@@ -385,13 +385,11 @@ Problem<T> tiled_problem(const std::array<std::size_t, 6>& dims, const Mask3* al
   if constexpr (Products::kBf16) {
     const TiledKernels<float> tiled = bf16_tiles(p.Lq, p.Lk, options);
     p.dvp = round_up(p.dv, Bf16Kernels::kColumns), p.row_align = Bf16Kernels::kRows;
-    p.ldv = p.dvp;
     p.Bq = tiled.block_q, p.Bk = tiled.block_k;
   } else {
     const TiledKernels<T> tiled = tiled_kernels<T>(p.Lq, p.Lk, options);
     p.dvp = round_up(p.dv, tiled.mk.lanes), p.row_align = std::lcm(tiled.mk.qk_rows, tiled.mk.pv_rows);
     p.Bq = tiled.block_q, p.Bk = tiled.block_k;
-    p.ldv = p.dvp;
     p.v_panel = flash::tiled::packed_v_panel(p.dvp, tiled.mk.pv_columns, round_up(p.Bq, p.row_align), tiled.mk.pv_rows);
     prod.mk = tiled.mk;
   }

@@ -100,8 +100,7 @@ struct PackedHead {
 template <class T>
 struct Problem {
   std::size_t H, Lq, d, Hkv, Lk, dv, dvp, group;
-  std::size_t ldv;      // V's row stride where it is read as rows (dvp)
-  std::size_t v_panel;  // 0: V as rows; else in panels of this many columns (packed_v_panel)
+  std::size_t v_panel;  // 0: V as rows of dvp; else in panels of this many columns (packed_v_panel)
   std::size_t Bq, Bk, row_align;  // Bq any size; tiles pad their rows to row_align
   T scale_log2;  // scale * log2(e): scores come out in base-2 units (tile_math.hpp)
   bool causal;
@@ -218,7 +217,7 @@ struct NativeProducts {
                    ws.alpha.data() + g0, ws.o.data() + g0 * p.dvp, p.dvp);
       return;
     }
-    mk.pv(ws.s.data() + g0 * p.Bk, p.Bk, rows, keys, kv.v + j0 * p.ldv, p.ldv, p.dvp, ws.alpha.data() + g0,
+    mk.pv(ws.s.data() + g0 * p.Bk, p.Bk, rows, keys, kv.v + j0 * p.dvp, p.dvp, p.dvp, ws.alpha.data() + g0,
           ws.o.data() + g0 * p.dvp, p.dvp);
   }
 };

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "attn/engine/attention/flash.hpp"
@@ -243,7 +245,7 @@ TEST_CASE("flash bf16: the kernels' comparison fails a kernel that drops a parti
   // its partial step would) is far from the portable sums.
   static const flash::Bf16Kernels& portable = flash::bf16_kernels_portable();
   static const flash::Bf16Kernels short_pv{
-      "broken", portable.qk,
+      "broken", portable.blocking, portable.qk,
       [](const std::uint16_t* p, std::size_t ldp, std::size_t rows, std::size_t keys, const std::uint16_t* v,
          std::size_t dvp, const float* alpha, float* o, std::size_t ldo) {
         portable.pv(p, ldp, rows, keys > 2 ? keys - 2 : keys, v, dvp, alpha, o, ldo);
@@ -280,9 +282,19 @@ TEST_CASE("flash bf16: tiling names its kernels, and precision bf16 refuses noth
   fo.precision = FlashPrecision::bfloat16;
   const FlashTiling t = flash_tiling(1000, 1000, fo);
   CHECK(t.block_k % 64 == 0);
-  CHECK(t.qk_kernel == "6x4");
-  CHECK((t.isa == "amx-bf16" || t.isa == "avx512bf16" || t.isa == "avx2" || t.isa == "portable"));
+  // Each ISA's kernels under the name of their own blocking (rows x accumulator registers), not
+  // one name for all: AVX2 has 16 registers, so 6 rows take 2 of 8 lanes where AVX-512 takes 4.
+  const std::map<std::string, std::string> blocking{
+      {"amx-bf16", "32x32"}, {"avx512bf16", "6x4"}, {"avx2", "6x2"}, {"portable", "1x64"}};
+  REQUIRE(blocking.count(t.isa) == 1);
+  CHECK(t.qk_kernel == blocking.at(t.isa));
+  CHECK(t.pv_kernel == blocking.at(t.isa));
   fo.isa = "generic";
   CHECK(flash_tiling(10, 10, fo).isa == std::string("portable"));
+  CHECK(flash_tiling(10, 10, fo).qk_kernel == "1x64");
+  if (flash::bf16_kernels_avx2()) {  // this CPU has AVX2 and FMA: "avx2" picks those kernels
+    fo.isa = "avx2";
+    CHECK(flash_tiling(10, 10, fo).qk_kernel == "6x2");
+  }
   CHECK(flash_tiling(10, 10, fo).block_k == 64);
 }

@@ -231,7 +231,8 @@ std::size_t threads_for_work(std::size_t requested, std::size_t items, double wo
 // memory of its packed K/V and tile workspaces from one call for the next, at most 64 MiB per
 // element type: first touching fresh pages costs a page fault each, which under some
 // hypervisors is dearer than the packing. These tell how much is kept and free it (bench does
-// before it measures a run's memory).
+// before it measures a run's memory). Not counted: the bfloat16 AVX2 products' float32 copy of
+// a tile's Q or P, which each thread keeps up to 4 MiB of (microkernels_bf16_avx2.cpp).
 std::size_t flash_scratch_bytes();
 void flash_release_scratch();
 

@@ -293,8 +293,8 @@ FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& opt
   };
   if (options.precision == FlashPrecision::bfloat16) {  // its own products, one blocking
     const TiledKernels<float> t = bf16_tiles(Lq, Lk, options);
-    const std::string blocking = std::to_string(Bf16Kernels::kRows) + "x4";
-    return {t.block_q, t.block_k, flash::bf16_kernels_for(options.isa).isa, blocking, blocking};
+    const Bf16Kernels& kernels = flash::bf16_kernels_for(options.isa);
+    return {t.block_q, t.block_k, kernels.isa, kernels.blocking, kernels.blocking};
   }
   return options.precision == FlashPrecision::float32 ? tiling(tiled_kernels<float>(Lq, Lk, options))
                                                       : tiling(tiled_kernels<double>(Lq, Lk, options));

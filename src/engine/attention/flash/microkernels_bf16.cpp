@@ -69,7 +69,7 @@ void pack_v_bf16(const std::uint16_t* v, std::size_t keys, std::size_t dv, std::
 }
 
 const Bf16Kernels& bf16_kernels_portable() {
-  static const Bf16Kernels portable{"portable", &qk_portable, &pv_portable};
+  static const Bf16Kernels portable{"portable", "1x64", &qk_portable, &pv_portable};
   return portable;
 }
 

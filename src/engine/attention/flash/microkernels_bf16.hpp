@@ -32,6 +32,10 @@ struct Bf16Kernels {
   static constexpr std::size_t kRows = 6;       // rows of both products: callers pass a multiple
   static constexpr std::size_t kColumns = 16;   // dvp is a multiple of this
   const char* isa;                              // "amx-bf16", "avx512bf16", "avx2" or "portable"
+  // The register blocking of both products, as flash_tiling names it: rows x registers of
+  // accumulators ("6x4" with AVX-512's, "6x2" with AVX2's), AMX's "32x32" of four 16 x 16
+  // tiles, or the portable kernels' "1x64" (one row at a time, a K panel's 64 keys).
+  const char* blocking;
 
   // S[rows, npanels * 64] = scale * Q K^T for Q [rows][dp] and npanels K panels.
   void (*qk)(const std::uint16_t* q, std::size_t dp, std::size_t rows, const std::uint16_t* panels,

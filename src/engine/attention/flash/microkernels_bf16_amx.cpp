@@ -244,7 +244,7 @@ bool amx_usable() {
 }  // namespace
 
 const Bf16Kernels* bf16_kernels_amx() {
-  static const Bf16Kernels set{"amx-bf16", &qk_amx, &pv_amx};
+  static const Bf16Kernels set{"amx-bf16", "32x32", &qk_amx, &pv_amx};
   static const bool usable = amx_usable();
   return usable ? &set : nullptr;
 }

@@ -177,7 +177,7 @@ void pv_avx2(const std::uint16_t* p, std::size_t ldp, std::size_t rows, std::siz
 }  // namespace
 
 const Bf16Kernels* bf16_kernels_avx2() {
-  static const Bf16Kernels set{"avx2", &qk_avx2, &pv_avx2};
+  static const Bf16Kernels set{"avx2", "6x2", &qk_avx2, &pv_avx2};
   static const bool usable = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

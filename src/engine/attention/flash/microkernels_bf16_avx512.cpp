@@ -110,7 +110,7 @@ void pv_avx512(const std::uint16_t* p, std::size_t ldp, std::size_t rows, std::s
 }  // namespace
 
 const Bf16Kernels* bf16_kernels_avx512() {
-  static const Bf16Kernels set{"avx512bf16", &qk_avx512, &pv_avx512};
+  static const Bf16Kernels set{"avx512bf16", "6x4", &qk_avx512, &pv_avx512};
   static const bool usable = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");

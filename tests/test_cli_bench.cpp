@@ -152,3 +152,58 @@ TEST_CASE("cli bench: --dtype bf16 times flash in bfloat16 beside float32 and sh
     CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("cli bench: --parts times one flash tile's Q K^T, softmax and P V alone and scales them to the run") {
+  const std::size_t H = 2, d = 16;
+  const auto r = run_cli("bench --backend naive,flash --n 100,1000 --heads 2 --head-dim 16 --threads 1,2 --repeat 1 "
+                         "--parts --sgemm 64 --no-check --json");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const Json out = Json::parse(r.out);
+  std::size_t with_parts = 0;
+  for (const Json& x : out["runs"]) {
+    CAPTURE(x.dump());
+    if (x["backend"] != "flash") {
+      CHECK_FALSE(x.contains("parts"));
+      continue;
+    }
+    REQUIRE(x.contains("parts"));
+    ++with_parts;
+    const Json& p = x["parts"];
+    const double n = x["n"].get<double>(), threads = x["threads"].get<double>();
+    // The tile is the run's first: flash_tiling's rows, and its keys where the run has that many.
+    const double rows = p["tile_rows"].get<double>(), keys = p["tile_keys"].get<double>();
+    CHECK(rows == x["tiles"]["block_q"].get<double>());
+    CHECK(keys == std::min(n, x["tiles"]["block_k"].get<double>()));
+    CHECK(p["rounds"] == 20);
+    const double qk = p["qk_ms"].get<double>(), sm = p["softmax_ms"].get<double>(), pv = p["pv_ms"].get<double>();
+    CHECK(qk > 0);
+    CHECK(sm > 0);
+    CHECK(pv > 0);
+    // Each product is 2 rows keys d FLOPs; every one of the run's H n^2 scores costs what a
+    // score of the tile did, the work shared by the run's threads.
+    CHECK(p["qk_gflops"].get<double>() == doctest::Approx(2 * rows * keys * d / (qk * 1e6)));
+    CHECK(p["pv_gflops"].get<double>() == doctest::Approx(2 * rows * keys * d / (pv * 1e6)));
+    const double predicted = (qk + sm + pv) * H * n * n / (rows * keys) / threads;
+    CHECK(p["predicted_ms"].get<double>() == doctest::Approx(predicted));
+    CHECK(p["softmax_share"].get<double>() == doctest::Approx(sm / (qk + sm + pv)));
+    CHECK(p["softmax_cost_in_multiply_adds"].get<double>() == doctest::Approx(sm / (qk + pv) * 2 * d));
+    const Json& sgemm = out["sgemm"][threads == 1 ? 0 : 1];
+    CHECK(p["predicted_fraction_of_sgemm"].get<double>() ==
+          doctest::Approx(4 * H * n * n * d / (predicted * 1e6) / sgemm["gflops"].get<double>()));
+  }
+  CHECK(with_parts == 4);  // two lengths on two thread counts
+  const auto table = run_cli("bench --backend flash --n 300 --heads 1 --head-dim 8 --repeat 1 --parts --no-check");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("tile's parts alone") != std::string::npos);
+  CHECK(table.out.find("one score's softmax (max, exp2, sum) takes as long as") != std::string::npos);
+  for (const char* bad : {"bench --backend naive --n 64 --parts", "bench --backend flash --n 64 --causal --parts",
+                          "bench --backend flash --n 64 --backward --parts", "bench --dtype bf16 --n 64 --parts",
+                          "bench --mode decode --kv 300 --parts"}) {
+    const auto e = run_cli(bad);
+    CAPTURE(bad);
+    CHECK(e.code == 2);
+    CHECK(e.err.rfind("error: --parts", 0) == 0);
+    CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+  }
+}

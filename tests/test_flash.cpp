@@ -642,3 +642,41 @@ TEST_CASE("flash: share_of cuts n items into near-equal shares, in order, each i
       CHECK(past.first == past.end);
     }
 }
+
+TEST_CASE("flash tile parts: one tile's three parts, in turn, give flash_attention's output on that tile bit for bit") {
+  for (const std::string isa : {"", "avx512", "avx2", "generic"}) {
+    if (!isa.empty() && !flash::microkernels_named<float>(isa)) continue;  // not on this CPU
+    FlashOptions o;
+    o.isa = isa;
+    // One tile holding the whole run: keys a multiple of every ISA's K panel (the lane maxima)
+    // or not (row_max); then a run of many tiles, whose first tile is compared.
+    for (const auto& [n, d] : {std::pair<std::size_t, std::size_t>{192, 64}, {50, 16}, {1000, 64}, {2000, 40}}) {
+      CAPTURE(isa);
+      CAPTURE(n);
+      FlashTileParts t(n, d, o);
+      const FlashTiling tiling = flash_tiling(n, n, o);
+      CHECK(t.rows() == tiling.block_q);
+      CHECK(t.keys() == std::min(tiling.block_k, n));
+      REQUIRE(t.q().shape(1) == t.rows());
+      t.restart();
+      t.scores();
+      t.softmax();
+      t.accumulate();
+      const std::vector<float> parts = t.output();
+      // The same rows against the tile's keys alone: a run that is that one tile.
+      const Tensor3 k = xt::view(t.k(), xt::all(), xt::range(0, t.keys()), xt::all());
+      const Tensor3 v = xt::view(t.v(), xt::all(), xt::range(0, t.keys()), xt::all());
+      const FlashResult whole = flash_attention(t.q(), k, v, nullptr, o);
+      REQUIRE(whole.output.size() == parts.size());
+      CHECK(std::memcmp(parts.data(), whole.output.data(), parts.size() * sizeof(float)) == 0);
+      // A second pass from a restart gives the same bits again (restart resets every row).
+      t.restart();
+      t.scores();
+      t.softmax();
+      t.accumulate();
+      const std::vector<float> again = t.output();
+      CHECK(std::memcmp(again.data(), parts.data(), parts.size() * sizeof(float)) == 0);
+    }
+  }
+  CHECK_THROWS_AS(FlashTileParts(0, 64, {}), InputError);
+}

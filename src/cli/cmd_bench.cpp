@@ -32,7 +32,7 @@ struct BenchOptions {
   std::vector<std::size_t> n{512, 1024};
   std::vector<std::size_t> threads{1};
   std::size_t heads = 8, head_dim = 64, repeat = 3, block_q = 0, block_k = 0, sgemm_n = 0;
-  bool causal = false, json = false, no_check = false, backward = false;
+  bool causal = false, json = false, no_check = false, backward = false, parts = false;
   // --mode decode: q query rows against a KV cache of each length in kv.
   std::string mode = "prefill", kv_dtype = "f32", dtype = "f32";
   std::vector<std::size_t> kv{1024, 16384};
@@ -82,6 +82,7 @@ BenchConfig bench_config(const BenchOptions& o, const std::string& backend, std:
   c.dtype = o.dtype;
   // Runs beside the yardstick, on the CPU except flash in bf16 (timed beside float32 flash).
   if (backend != "cuda" && o.dtype == "f32") c.sgemm_n = o.sgemm_n;
+  c.parts = o.parts && backend == "flash";
   return c;
 }
 
@@ -117,6 +118,14 @@ void check_budgets(const BenchOptions& o) {
         if (bench_config(o, backend, n, t).sgemm_n)  // repeat more runs, each beside an sgemm, and its warm-up
           seconds += double(o.repeat) * pass / rate + double(o.repeat + 1) * sgemm_flops / (kFlopsPerSecond * 5 * double(t));
         if (!o.no_check && naive_fits(o, n)) seconds += runs * attention_flops(o, n) / kFlopsPerSecond;
+        if (bench_config(o, backend, n, t).parts) {  // its rounds of one tile, on one thread
+          FlashOptions fo;
+          fo.block_q = o.block_q, fo.block_k = o.block_k;
+          const FlashTiling tile = flash_tiling(n, n, fo);
+          seconds += double(BenchConfig{}.parts_rounds) *
+                     attention_work(1, double(tile.block_q), double(std::min(tile.block_k, n)), double(o.head_dim)) /
+                     (kFlopsPerSecond * 5);
+        }
       }
     }
   }
@@ -183,6 +192,15 @@ Json run_json(const BenchOptions& o, const BenchConfig& c, const BenchRun& r, do
                     {"pv_kernel", t.pv_kernel}};
     if (r.f32_median_ms) run["tiles"]["isa"] = t.isa;
   }
+  if (r.parts) {
+    const FlashPartsTiming& p = *r.parts;
+    run["parts"] = {{"tile_rows", p.rows}, {"tile_keys", p.keys}, {"rounds", p.rounds}, {"qk_ms", p.qk_ms},
+                    {"softmax_ms", p.softmax_ms}, {"pv_ms", p.pv_ms}, {"qk_gflops", p.qk_gflops},
+                    {"pv_gflops", p.pv_gflops}, {"predicted_ms", p.predicted_ms},
+                    {"softmax_share", p.softmax_share},
+                    {"softmax_cost_in_multiply_adds", p.softmax_cost_in_multiply_adds}};
+    if (o.sgemm_n) run["parts"]["predicted_fraction_of_sgemm"] = r.flops / (p.predicted_ms * 1e6) / sgemm_gflops;
+  }
   return run;
 }
 
@@ -247,6 +265,28 @@ void print_bf16_notes(const std::vector<BenchRun>& results) {
   }
 }
 
+// Under the table, with --parts: where one tile's time goes, and what those times predict for
+// the run (and, with --sgemm, the ceiling they put on its fraction of sgemm).
+void print_parts_notes(const BenchOptions& o, const std::vector<BenchRun>& results, const Json& runs) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].parts) continue;
+    const BenchRun& r = results[i];
+    const FlashPartsTiming& p = *r.parts;
+    std::printf("\nflash n=%zu threads=%zu, one %zu x %zu tile's parts alone (fastest of %zu rounds, one thread):\n",
+                r.config.n, r.config.threads, p.rows, p.keys, p.rounds);
+    std::printf("  Q K^T %.3f ms (%.1f GFLOP/s), softmax %.3f ms (%.1f %% of the tile), P V %.3f ms (%.1f GFLOP/s)\n",
+                p.qk_ms, p.qk_gflops, p.softmax_ms, 100 * p.softmax_share, p.pv_ms, p.pv_gflops);
+    std::printf("  one score's softmax (max, exp2, sum) takes as long as %.1f of the products' multiply-adds; a score "
+                "has %zu of them\n",
+                p.softmax_cost_in_multiply_adds, 2 * r.config.head_dim);
+    std::printf("  every score of the run at the tile's cost: %.1f ms on %zu thread(s)", p.predicted_ms,
+                r.config.threads);
+    if (o.sgemm_n)
+      std::printf(", %.2f of sgemm", runs[i]["parts"]["predicted_fraction_of_sgemm"].get<double>());
+    std::printf("; the fastest run took %.2fx that\n", r.min_ms / p.predicted_ms);
+  }
+}
+
 void print_bench_table(const BenchOptions& o, const std::vector<BenchRun>& results, const Json& runs,
                        const std::vector<double>& sgemm_by_threads) {
   print_bench_preamble(o, sgemm_by_threads);
@@ -265,6 +305,7 @@ void print_bench_table(const BenchOptions& o, const std::vector<BenchRun>& resul
                 (double(r.peak_rss_bytes) - double(r.baseline_rss_bytes)) / (1 << 20), err);
   }
   print_bf16_notes(results);
+  print_parts_notes(o, results, runs);
 }
 
 void run_bench_command(const BenchOptions& o) {
@@ -509,6 +550,9 @@ void setup_bench(CLI::App& app) {
                   "each followed by one sgemm (0 = off)")
       ->check(CLI::Range(0, 16384));
   cmd->add_flag("--no-check", o->no_check, "skip the naive run used for the error column");
+  cmd->add_flag("--parts", o->parts,
+                "flash: also time one tile's three parts alone (Q K^T, the softmax between, P V) and what they "
+                "predict for the run");
   cmd->add_flag("--backward", o->backward,
                 "time the backward pass (dQ, dK, dV from a forward run before the clock; naive or flash, float64)");
   cmd->add_flag("--json", o->json, "print JSON (docs/contracts.md) instead of a table");
@@ -544,6 +588,7 @@ Examples:
   attn-cli bench --backend flash --n 512 --causal --threads 1,2 --json
   attn-cli bench --backward --n 256 --heads 2 --repeat 1
   attn-cli bench --backend flash --dtype bf16 --n 256 --heads 2 --repeat 1
+  attn-cli bench --backend flash --n 1024 --parts --sgemm 1024 --repeat 2
   attn-cli bench --mode decode --kv 1024,4096 --heads 8 --repeat 3
   attn-cli bench --mode decode --kv 16384 --heads 8 --kv-heads 1 --threads 1,2 --json
   attn-cli bench --mode train --steps 20 --repeat 1
@@ -554,6 +599,10 @@ Examples:
     if (!o->backend_given && o->dtype == "bf16") o->backends = {"flash"};  // the CPU's one bf16 kernel
     reuse_freed_memory();  // every run after the warm-up on pages already touched
     if (!o->model.empty() && o->mode != "forward") throw InputError("--model: only with --mode forward");
+    if (o->parts && (o->mode != "prefill" || o->causal || o->backward || o->dtype != "f32" ||
+                     std::find(o->backends.begin(), o->backends.end(), "flash") == o->backends.end()))
+      throw InputError("--parts: times the tiles of float32 flash's forward pass without a causal mask; use it with "
+                       "--backend flash, without --causal, --backward, --dtype bf16 or --mode");
     if (o->mode == "forward") {
       if (!cmd->count("--n")) o->n.clear();  // 64, or the model's positions if fewer (run_forward_command)
       if (!cmd->count("--sgemm")) o->sgemm_n = 2048;

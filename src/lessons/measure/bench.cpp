@@ -180,6 +180,33 @@ BenchRun run_flash_bf16_bench(const BenchConfig& c, const Tensor3& q, const Tens
   return run;
 }
 
+// The parts of one tile of the run, rounds of scores, softmax and accumulate from a restart,
+// each part timed alone (its fastest round), in the order the tile loop runs them, so that each
+// finds the caches as the one before left them.
+FlashPartsTiming time_flash_parts(const BenchConfig& c) {
+  FlashOptions fo;
+  fo.block_q = c.block_q, fo.block_k = c.block_k;
+  FlashTileParts tile(c.n, c.head_dim, fo);
+  FlashPartsTiming t;
+  t.rows = tile.rows(), t.keys = tile.keys(), t.rounds = c.parts_rounds;
+  t.qk_ms = t.softmax_ms = t.pv_ms = INFINITY;
+  auto ms = [](auto&& part) { return time_runs(1, part).wall_ms.front(); };
+  for (std::size_t r = 0; r < c.parts_rounds; ++r) {
+    tile.restart();
+    t.qk_ms = std::min(t.qk_ms, ms([&] { tile.scores(); }));
+    t.softmax_ms = std::min(t.softmax_ms, ms([&] { tile.softmax(); }));
+    t.pv_ms = std::min(t.pv_ms, ms([&] { tile.accumulate(); }));
+  }
+  const double scores = double(t.rows) * double(t.keys), products = 2 * scores * double(c.head_dim);
+  t.qk_gflops = products / (t.qk_ms * 1e6);
+  t.pv_gflops = products / (t.pv_ms * 1e6);
+  const double tile_ms = t.qk_ms + t.softmax_ms + t.pv_ms;
+  t.predicted_ms = tile_ms * double(c.heads) * double(c.n) * double(c.n) / scores / double(c.threads);
+  t.softmax_share = t.softmax_ms / tile_ms;
+  t.softmax_cost_in_multiply_adds = t.softmax_ms / (t.qk_ms + t.pv_ms) * 2 * double(c.head_dim);
+  return t;
+}
+
 }  // namespace
 
 double attention_backward_flops(std::size_t n, std::size_t heads, std::size_t head_dim, bool causal) {
@@ -203,6 +230,10 @@ BenchRun run_bench(const BenchConfig& c) {
     throw InputError("--dtype " + c.dtype + ": on the CPU only the flash backend computes in bf16 (the cuda backend in " +
                      "f16 and bf16); use --dtype f32 or --backend flash");
   if (flash_bf16 && c.backward) throw InputError("--dtype bf16: the flash backend times the forward pass only in bf16");
+  if (c.parts && (c.backend != "flash" || c.dtype != "f32" || c.causal || c.backward))
+    throw InputError("--parts: times the tiles of float32 flash's forward pass without a causal mask; use --backend "
+                     "flash without --dtype bf16, --causal or --backward");
+  if (c.parts && c.parts_rounds == 0) throw InputError("--parts: expected at least one round");
   const CudaDtype cuda_dtype = parse_cuda_dtype(c.dtype);
   Rng rng(c.seed);
   const Tensor3 q = random_tensor(rng, c.heads, c.n, c.head_dim), k = random_tensor(rng, c.heads, c.n, c.head_dim),
@@ -235,6 +266,7 @@ BenchRun run_bench(const BenchConfig& c) {
     const Tensor3 ref = c.backend == "naive" ? output : attention(q, k, v, nullptr, so).output;
     run.max_abs_err_vs_naive = max_abs_diff(output, ref);
   }
+  if (c.parts) run.parts = time_flash_parts(c);
   return run;
 }
 

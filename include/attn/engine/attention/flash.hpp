@@ -9,6 +9,7 @@
 // -> zero output and lse -inf, custom scale, GQA, any sizes. Causal runs skip the key tiles
 // above the diagonal by index; tiles on the diagonal are walked in row groups, each only up
 // to the last key it may see.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,37 @@ struct FlashTiling {
   std::string qk_kernel, pv_kernel;  // the register blockings it runs (FlashTuning)
 };
 FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& options);
+
+// The three parts of one query tile of a float32 flash run, each runnable alone so that its
+// time can be taken apart from the others' (bench --parts): the first tile an [n, n] run of
+// this head dim and these options cuts (flash_tiling's block_q x block_k, its ISA and
+// blockings), on seeded N(0, 1) inputs, through the tile loop's own calls for a tile that no
+// mask touches. FlashAttention-2 (Dao 2023, section 3.1) makes the point these times measure:
+// the softmax between the two products costs far more per FLOP than they do.
+class FlashTileParts {
+ public:
+  FlashTileParts(std::size_t n, std::size_t head_dim, const FlashOptions& options);
+  ~FlashTileParts();
+  FlashTileParts(const FlashTileParts&) = delete;
+  FlashTileParts& operator=(const FlashTileParts&) = delete;
+  std::size_t rows() const;  // query rows of the tile (before padding to the row blocking)
+  std::size_t keys() const;  // its keys
+  void restart();     // every row's running max -inf, sum 0, O = 0 (Algorithm 1, lines 5-6)
+  void scores();      // S = Q K^T, pre-scaled (line 9), with each row's maxima per lane
+  void softmax();     // lines 10-11, every row: the new max, P = exp2(S - m) in place, the sums
+  void accumulate();  // line 12: O = diag(alpha) O + P V
+  // O's rows over their sums (lines 13-15): after restart, scores, softmax and accumulate, the
+  // output of flash_attention on the tile's inputs where the run is that one tile.
+  std::vector<float> output() const;
+  // The inputs, [rows, d], [keys, d], [keys, d] (the tile's own; seeded).
+  const Tensor3& q() const;
+  const Tensor3& k() const;
+  const Tensor3& v() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Every tile of the [Lq, Lk] score matrix as the kernel sees it: computed in full, computed
 // with a per-element test (`diagonal`: on the causal diagonal, or a tile the mask covers in

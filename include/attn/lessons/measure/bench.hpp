@@ -30,6 +30,22 @@ struct BenchConfig {
   // Time the backward pass instead (naive or flash, float64): dQ, dK, dV for a random dO from
   // a forward run before the clock starts (naive: its weights; flash: its output and lse).
   bool backward = false;
+  // flash, float32, not causal: also time the three parts of one of the run's tiles alone
+  // (FlashTileParts), `parts_rounds` rounds, and BenchRun::parts.
+  bool parts = false;
+  std::size_t parts_rounds = 20;
+};
+
+// One tile's parts, each the fastest of its rounds (FlashTileParts; one thread), and what they
+// predict for the run: every score of every head costs what a score of the tile did.
+struct FlashPartsTiming {
+  std::size_t rows = 0, keys = 0, rounds = 0;  // the tile: query rows x keys
+  double qk_ms = 0, softmax_ms = 0, pv_ms = 0;
+  double qk_gflops = 0, pv_gflops = 0;  // 2 rows keys d FLOPs each
+  double predicted_ms = 0;  // (qk + softmax + pv) x H n^2 / (rows keys), over the run's threads
+  // The softmax's share of the tile's time, and one score's softmax in multiply-adds of the
+  // products (each score takes d + d_v of them) done in the same time.
+  double softmax_share = 0, softmax_cost_in_multiply_adds = 0;
 };
 
 struct BenchRun {
@@ -52,6 +68,7 @@ struct BenchRun {
   // sides of each ratio see the same moment of the machine, where best against best may not).
   std::vector<double> run_ms, sgemm_ms;
   std::optional<double> side_by_side_fraction_of_sgemm;
+  std::optional<FlashPartsTiming> parts;  // with config.parts
 };
 
 // FlashAttention's benchmark rule: 4 * H * n^2 * d, halved when causal.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "attn/engine/core/error.hpp"
+#include "attn/engine/core/random.hpp"
 #include "attn/engine/attention/flash.hpp"
 #include "attn/engine/attention/tile_math.hpp"
 #include "flash_decode.hpp"
@@ -145,6 +146,28 @@ void write_block_output(const Problem<T>& p, const Workspace<T>& ws, std::size_t
   }
 }
 
+// Algorithm 1, lines 5-6, for the query block's rows: Q_i loaded (pre-scaled), O_i = 0, m_i =
+// -inf, l_i = 0.
+template <class T, class Products>
+void start_query_block(const Products& prod, const Problem<T>& p, std::size_t h, std::size_t i0, std::size_t rows,
+                       std::size_t rows_pad, Workspace<T>& ws) {
+  prod.load_q(p, h, i0, rows, rows_pad, ws);
+  std::fill(ws.o.begin(), ws.o.begin() + rows_pad * p.dvp, T(0));
+  for (std::size_t r = 0; r < rows_pad; ++r) {
+    ws.rows[r] = tile::row_start<T>();
+    ws.alpha[r] = T(1);
+  }
+}
+
+// Whether a tile's row group takes its maxima from the Q K^T kernel's registers: every row sees
+// every key the kernel computes (no masking, no modifier, no padding keys).
+template <class T>
+bool plain_group(const Problem<T>& p, const Microkernels<T>& mk, bool on_diagonal, tile::MaskCover by_rule,
+                 tile::MaskCover by_mask, std::size_t keys) {
+  return !on_diagonal && !p.score_mod && by_rule == tile::MaskCover::all && by_mask == tile::MaskCover::all &&
+         keys % mk.key_panel == 0;
+}
+
 // One query block of one head: Algorithm 1, lines 5-15, for rows [i0, i0 + rows). With
 // kObserve, the observer sees every tile (FlashTileStep); without it the hook compiles away.
 template <class T, bool kObserve, class Products>
@@ -152,13 +175,7 @@ void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h
                         const PackedHead<T>& kv, T* out, T* lse, Workspace<T>& ws, FlashObserver* observer) {
   const std::size_t rows = std::min(p.Bq, p.Lq - i0);
   const std::size_t rows_pad = round_up(rows, p.row_align);
-
-  prod.load_q(p, h, i0, rows, rows_pad, ws);  // Q_i
-  std::fill(ws.o.begin(), ws.o.begin() + rows_pad * p.dvp, T(0));  // O_i = 0
-  for (std::size_t r = 0; r < rows_pad; ++r) {
-    ws.rows[r] = tile::row_start<T>();  // m_i = -inf, l_i = 0
-    ws.alpha[r] = T(1);
-  }
+  start_query_block(prod, p, h, i0, rows, rows_pad, ws);
 
   // Causal: key blocks past the last key any row of this block can see are never read.
   const std::size_t key_end =
@@ -191,10 +208,8 @@ void attend_query_block(const Products& prod, const Problem<T>& p, std::size_t h
         return std::size_t(std::clamp(end, 0L, long(kcols)));
       };
       const std::size_t g_keys = visible(std::min(g0 + g_rows, rows) - 1);  // the group's last row
-      // Where each row sees every key the kernel computes (no masking, no modifier, no padding
-      // keys), its max comes from the Q K^T kernel's registers, and S is not read back for it.
-      const bool plain = !on_diagonal && !p.score_mod && by_rule == tile::MaskCover::all &&
-                         by_mask == tile::MaskCover::all && g_keys % prod.mk.key_panel == 0;
+      // A plain group's maxima come from the Q K^T kernel's registers: S is not read back for them.
+      const bool plain = plain_group(p, prod.mk, on_diagonal, by_rule, by_mask, g_keys);
       bool use_lane_max = false;
       // S_ij = Q_i K_j^T (line 9).
       if (g_keys > 0) use_lane_max = prod.scores(p, ws, kv, g0, g_rows, j0, g_keys, plain);
@@ -506,6 +521,86 @@ FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v
   r.lse = xt::cast<float>(f.lse);
   r.lse64 = std::move(f.lse);
   return r;
+}
+
+// FlashTileParts: the first tile of an [n, n] run as a problem of one head whose queries are
+// the tile's rows and whose keys are the run's n (so that the tiles, blockings and V's panel
+// stride are the run's); only the tile's keys are packed and read.
+struct FlashTileParts::Impl {
+  Tensor3 q, k, v;
+  NativeProducts<float> prod;
+  Problem<float> p;
+  std::size_t rows, keys, rows_pad;
+  PackedHead<float> kv;
+  std::unique_ptr<Workspace<float>> ws;
+  bool lane_max = false;  // scores() left each row's maxima per lane (plain_group)
+
+  Impl(std::size_t n, std::size_t d, const FlashOptions& options)
+      : prod{kernels_for<float>(options), nullptr, nullptr, nullptr} {
+    if (n == 0 || d == 0) throw InputError("flash tile parts: n and the head dim must be at least 1");
+    FlashOptions o;  // the run's tiles, ISA and blockings; float32, no mask, no modifier
+    o.isa = options.isa, o.block_q = options.block_q, o.block_k = options.block_k;
+    o.qk_kernel = options.qk_kernel, o.pv_kernel = options.pv_kernel;
+    rows = tiled_kernels<float>(n, n, o).block_q;
+    Rng rng(7);
+    auto seeded = [&](std::size_t count, std::size_t filled) {
+      Tensor3 t = Tensor3::from_shape({1, count, d});
+      std::fill(t.begin(), t.end(), 0.0f);
+      for (std::size_t i = 0; i < filled * d; ++i) t.data()[i] = float(rng.normal());
+      return t;
+    };
+    p = tiled_problem<float, NativeProducts<float>>({1, rows, d, 1, n, d}, nullptr, o, resolved_scale(std::nullopt, d),
+                                                    prod);
+    keys = std::min(p.Bk, n);
+    q = seeded(rows, rows), k = seeded(n, keys), v = seeded(n, keys);
+    prod.q = q.data(), prod.k = k.data(), prod.v = v.data();
+    rows_pad = round_up(rows, p.row_align);
+    ws = std::make_unique<Workspace<float>>(p, false, prod.mk.lanes);
+    prod.allocate(p, 0, kv);
+    prod.pack(p, 0, kv, 0, keys);
+  }
+};
+
+FlashTileParts::FlashTileParts(std::size_t n, std::size_t head_dim, const FlashOptions& options)
+    : impl_(std::make_unique<Impl>(n, head_dim, options)) {
+  restart();
+}
+FlashTileParts::~FlashTileParts() = default;
+std::size_t FlashTileParts::rows() const { return impl_->rows; }
+std::size_t FlashTileParts::keys() const { return impl_->keys; }
+const Tensor3& FlashTileParts::q() const { return impl_->q; }
+const Tensor3& FlashTileParts::k() const { return impl_->k; }
+const Tensor3& FlashTileParts::v() const { return impl_->v; }
+
+void FlashTileParts::restart() {
+  Impl& t = *impl_;
+  start_query_block(t.prod, t.p, 0, 0, t.rows, t.rows_pad, *t.ws);
+}
+
+void FlashTileParts::scores() {
+  Impl& t = *impl_;
+  const bool plain = plain_group(t.p, t.prod.mk, false, tile::MaskCover::all, tile::MaskCover::all, t.keys);
+  t.lane_max = t.prod.scores(t.p, *t.ws, t.kv, 0, t.rows_pad, 0, t.keys, plain);
+}
+
+void FlashTileParts::softmax() {
+  Impl& t = *impl_;
+  Workspace<float>& ws = *t.ws;
+  for (std::size_t r = 0; r < t.rows; ++r)
+    ws.alpha[r] = flash::online_row_step(t.prod.mk, ws.rows[r], ws.s.data() + r * t.p.Bk, t.keys, t.keys,
+                                         t.lane_max ? ws.lane_max.data() + r * t.prod.mk.lanes : nullptr);
+}
+
+void FlashTileParts::accumulate() {
+  Impl& t = *impl_;
+  t.prod.accumulate(t.p, *t.ws, t.kv, 0, t.rows_pad, 0, t.keys);
+}
+
+std::vector<float> FlashTileParts::output() const {
+  const Impl& t = *impl_;
+  std::vector<float> out(t.rows * t.p.dv), lse(t.rows);
+  write_block_output(t.p, *t.ws, 0, t.rows, out.data(), lse.data());
+  return out;
 }
 
 FlashResult flash_decode_bf16(const Tensor3& q, const Bf16Tensor3& k, const Bf16Tensor3& v, const Mask3* allowed,

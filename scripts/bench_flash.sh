@@ -6,7 +6,9 @@
 # flash/sgemm "beside": the median, over all the rounds, of bench's runs beside an sgemm (each run's
 # rate against one sgemm timed right after it in the same process: run_ms_by_round and
 # sgemm_ms_by_round), so that a slow moment of a shared machine, or its clock moving between
-# rounds, does not land on one side of the ratio only.
+# rounds, does not land on one side of the ratio only. The non-causal calls also time one tile's
+# Q K^T, softmax and P V alone (bench --parts), and the summary says what those parts predict
+# for the run: where flash's time goes on this CPU, and the ceiling it puts on flash/sgemm.
 #   scripts/bench_flash.sh            5 rounds of 2 timed runs each, and 2 more beside an sgemm
 #                                     (installs what is missing and builds first)
 #   scripts/bench_flash.sh --smoke    tiny sizes, seconds (what the test suite runs)
@@ -29,8 +31,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for ((r = 1; r <= rounds; r++)); do
   for causal in "" --causal; do
+    parts=--parts  # the non-causal runs also time one tile's parts alone (bench --parts)
+    [[ -n $causal ]] && parts=
     env -u OPENBLAS_CORETYPE "$ATTN_CLI" bench --backend flash --n "$n" --heads "$heads" \
-      --threads 1,2 --repeat "$repeat" --no-check --sgemm "$sgemm" --max-seconds 3600 --json $causal "$@" \
+      --threads 1,2 --repeat "$repeat" --no-check --sgemm "$sgemm" --max-seconds 3600 --json $causal $parts "$@" \
       >"$work/round$r${causal:+-causal}.json"
   done
 done
@@ -41,6 +45,7 @@ work, sgemm_n, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sgemm_flops = 2.0 * sgemm_n ** 3
 best = {}    # (causal, threads) -> (min ms, FLOPs of that run); ("sgemm", threads) -> max GFLOP/s
 beside = {}  # (causal, threads) -> each run bench timed beside an sgemm: its rate over that sgemm's
+parts = {}   # threads -> each round's bench --parts figures (non-causal runs)
 machine = shape = None
 for path in sorted(glob.glob(os.path.join(work, "*.json"))):
     d = json.load(open(path))
@@ -53,6 +58,8 @@ for path in sorted(glob.glob(os.path.join(work, "*.json"))):
         key = (r["causal"], r["threads"])
         if key not in best or r["min_ms"] < best[key][0]:
             best[key] = (r["min_ms"], r["flops"])  # bench's own count (halved when causal)
+        if "parts" in r:
+            parts.setdefault(r["threads"], []).append(dict(r["parts"], flops=r["flops"], run_ms=r["min_ms"]))
         beside.setdefault(key, []).extend(
             (r["flops"] / ms) / (sgemm_flops / sms) for ms, sms in zip(r["run_ms_by_round"], r["sgemm_ms_by_round"]))
 
@@ -78,6 +85,17 @@ for t in sorted({t for (kind, t) in best if kind != "sgemm"}):
     print(f"{t:>7}  {sg:>13.1f}  {full:>13.2f}  {rate:>13.1f}  {rate / sg:>11.2f}  {causal:>9.2f}  "
           f"{causal / full:>17.3f}  {statistics.median(beside[(False, t)]):>13.2f}")
 print(f"({len(next(iter(beside.values())))} runs beside an sgemm for each beside figure)")
+print("one tile's Q K^T, softmax and P V alone (bench --parts), every score of the run at a tile score's cost:")
+for t in sorted(parts):
+    ps = parts[t]
+    fastest = min(ps, key=lambda p: p["predicted_ms"])  # best against best, as the table's flash/sgemm
+    rate = fastest["flops"] / (fastest["predicted_ms"] * 1e6)
+    print(f"{t:>7}  {fastest['predicted_ms']:.2f} ms, flash/sgemm {rate / best[('sgemm', t)]:.2f} (the fastest of "
+          f"{len(ps)} rounds against the best sgemm); each round's fastest run took "
+          f"{statistics.median(p['run_ms'] / p['predicted_ms'] for p in ps):.2f}x its prediction (median); "
+          f"the softmax {100 * statistics.median(p['softmax_share'] for p in ps):.1f} % of a tile's time, one score's "
+          f"as long as {statistics.median(p['softmax_cost_in_multiply_adds'] for p in ps):.1f} multiply-adds of the "
+          f"products (medians)")
 print("goals of issue 18: flash/sgemm >= 0.90, causal/non-causal <= 0.55 (the causal run does 0.5 + 1/(2n)"
       " of the score work)")
 EOF

@@ -272,7 +272,7 @@ void print_parts_notes(const BenchOptions& o, const std::vector<BenchRun>& resul
     if (!results[i].parts) continue;
     const BenchRun& r = results[i];
     const FlashPartsTiming& p = *r.parts;
-    std::printf("\nflash n=%zu threads=%zu, one %zu x %zu tile's parts alone (fastest of %zu rounds, one thread):\n",
+    std::printf("\nflash n=%zu threads=%zu, one %zu x %zu tile's parts alone (medians of %zu rounds, one thread):\n",
                 r.config.n, r.config.threads, p.rows, p.keys, p.rounds);
     std::printf("  Q K^T %.3f ms (%.1f GFLOP/s), softmax %.3f ms (%.1f %% of the tile), P V %.3f ms (%.1f GFLOP/s)\n",
                 p.qk_ms, p.qk_gflops, p.softmax_ms, 100 * p.softmax_share, p.pv_ms, p.pv_gflops);

@@ -36,7 +36,7 @@ struct BenchConfig {
   std::size_t parts_rounds = 20;
 };
 
-// One tile's parts, each the fastest of its rounds (FlashTileParts; one thread), and what they
+// One tile's parts, each the median of its rounds (FlashTileParts; one thread), and what they
 // predict for the run: every score of every head costs what a score of the tile did.
 struct FlashPartsTiming {
   std::size_t rows = 0, keys = 0, rounds = 0;  // the tile: query rows x keys

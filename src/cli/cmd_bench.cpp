@@ -274,12 +274,12 @@ void print_parts_notes(const BenchOptions& o, const std::vector<BenchRun>& resul
     const FlashPartsTiming& p = *r.parts;
     std::printf("\nflash n=%zu threads=%zu, one %zu x %zu tile's parts alone (medians of %zu rounds, one thread):\n",
                 r.config.n, r.config.threads, p.rows, p.keys, p.rounds);
-    std::printf("  Q K^T %.3f ms (%.1f GFLOP/s), softmax %.3f ms (%.1f %% of the tile), P V %.3f ms (%.1f GFLOP/s)\n",
+    std::printf("  Q K^T %.3g ms (%.1f GFLOP/s), softmax %.3g ms (%.1f %% of the tile), P V %.3g ms (%.1f GFLOP/s)\n",
                 p.qk_ms, p.qk_gflops, p.softmax_ms, 100 * p.softmax_share, p.pv_ms, p.pv_gflops);
     std::printf("  one score's softmax (max, exp2, sum) takes as long as %.1f of the products' multiply-adds; a score "
                 "has %zu of them\n",
                 p.softmax_cost_in_multiply_adds, 2 * r.config.head_dim);
-    std::printf("  every score of the run at the tile's cost: %.1f ms on %zu thread(s)", p.predicted_ms,
+    std::printf("  every score of the run at the tile's cost: %.4g ms on %zu thread(s)", p.predicted_ms,
                 r.config.threads);
     if (o.sgemm_n)
       std::printf(", %.2f of sgemm", runs[i]["parts"]["predicted_fraction_of_sgemm"].get<double>());

@@ -194,18 +194,18 @@ FlashPartsTiming time_flash_parts(const BenchConfig& c) {
   FlashPartsTiming t;
   t.rows = tile.rows(), t.keys = tile.keys(), t.rounds = c.parts_rounds;
   std::vector<double> qk, softmax, pv;
-  auto ms = [](auto&& part) { return time_runs(1, part).wall_ms.front(); };
+  auto ms = [](auto&& part) {  // wall time alone: a few microseconds matter for small tiles
+    const auto t0 = Clock::now();
+    part();
+    return ms_since(t0);
+  };
   for (std::size_t r = 0; r < c.parts_rounds; ++r) {
     tile.restart();
     qk.push_back(ms([&] { tile.scores(); }));
     softmax.push_back(ms([&] { tile.softmax(); }));
     pv.push_back(ms([&] { tile.accumulate(); }));
   }
-  auto median = [](std::vector<double>& x) {
-    std::sort(x.begin(), x.end());
-    return x[(x.size() - 1) / 2];  // the lower middle for an even count, as bench's other medians
-  };
-  t.qk_ms = median(qk), t.softmax_ms = median(softmax), t.pv_ms = median(pv);
+  t.qk_ms = median_of(qk), t.softmax_ms = median_of(softmax), t.pv_ms = median_of(pv);
   const double scores = double(t.rows) * double(t.keys), products = 2 * scores * double(c.head_dim);
   t.qk_gflops = products / (t.qk_ms * 1e6);
   t.pv_gflops = products / (t.pv_ms * 1e6);

@@ -526,6 +526,26 @@ void run_forward_command(BenchOptions o) {
                     {"isa", flash_isa()}, {"machine", machine_json()}, {"runs", runs}}.dump(2) << "\n";
 }
 
+// The parsed flags, checked where they depend on each other, to the command of their --mode.
+void run_bench_mode(BenchOptions& o, const CLI::App& cmd) {
+  o.backend_given = cmd.count("--backend") > 0;
+  if (!o.backend_given && o.dtype == "bf16") o.backends = {"flash"};  // the CPU's one bf16 kernel
+  reuse_freed_memory();  // every run after the warm-up on pages already touched
+  if (!o.model.empty() && o.mode != "forward") throw InputError("--model: only with --mode forward");
+  if (o.parts && (o.mode != "prefill" || o.causal || o.backward || o.dtype != "f32" ||
+                  std::find(o.backends.begin(), o.backends.end(), "flash") == o.backends.end()))
+    throw InputError("--parts: times the tiles of float32 flash's forward pass without a causal mask; use it with "
+                     "--backend flash, without --causal, --backward, --dtype bf16 or --mode");
+  if (o.mode == "forward") {
+    if (!cmd.count("--n")) o.n.clear();  // 64, or the model's positions if fewer (run_forward_command)
+    if (!cmd.count("--sgemm")) o.sgemm_n = 2048;
+    return run_forward_command(o);
+  }
+  if (o.mode == "decode") run_decode_command(o);
+  else if (o.mode == "train") run_train_command(o);
+  else run_bench_command(o);
+}
+
 }  // namespace
 
 void setup_bench(CLI::App& app) {
@@ -594,24 +614,7 @@ Examples:
   attn-cli bench --mode train --steps 20 --repeat 1
   attn-cli bench --mode forward --model data/gpt2_tiny --n 16 --threads 1,2 --sgemm 256
 )");
-  cmd->callback([o, cmd] {
-    o->backend_given = cmd->count("--backend") > 0;
-    if (!o->backend_given && o->dtype == "bf16") o->backends = {"flash"};  // the CPU's one bf16 kernel
-    reuse_freed_memory();  // every run after the warm-up on pages already touched
-    if (!o->model.empty() && o->mode != "forward") throw InputError("--model: only with --mode forward");
-    if (o->parts && (o->mode != "prefill" || o->causal || o->backward || o->dtype != "f32" ||
-                     std::find(o->backends.begin(), o->backends.end(), "flash") == o->backends.end()))
-      throw InputError("--parts: times the tiles of float32 flash's forward pass without a causal mask; use it with "
-                       "--backend flash, without --causal, --backward, --dtype bf16 or --mode");
-    if (o->mode == "forward") {
-      if (!cmd->count("--n")) o->n.clear();  // 64, or the model's positions if fewer (run_forward_command)
-      if (!cmd->count("--sgemm")) o->sgemm_n = 2048;
-      return run_forward_command(*o);
-    }
-    if (o->mode == "decode") run_decode_command(*o);
-    else if (o->mode == "train") run_train_command(*o);
-    else run_bench_command(*o);
-  });
+  cmd->callback([o, cmd] { run_bench_mode(*o, *cmd); });
 }
 
 }  // namespace attn::cli

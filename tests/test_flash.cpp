@@ -648,8 +648,8 @@ TEST_CASE("flash tile parts: one tile's three parts, in turn, give flash_attenti
     if (!isa.empty() && !flash::microkernels_named<float>(isa)) continue;  // not on this CPU
     FlashOptions o;
     o.isa = isa;
-    // One tile holding the whole run: keys a multiple of every ISA's K panel (the lane maxima)
-    // or not (row_max); then a run of many tiles, whose first tile is compared.
+    // A run that is one tile: keys a multiple of every ISA's K panel (the lane maxima) or not
+    // (row_max); then the first tile of runs of many tiles (V's panel stride is the run's).
     for (const auto& [n, d] : {std::pair<std::size_t, std::size_t>{192, 64}, {50, 16}, {1000, 64}, {2000, 40}}) {
       CAPTURE(isa);
       CAPTURE(n);
@@ -658,15 +658,14 @@ TEST_CASE("flash tile parts: one tile's three parts, in turn, give flash_attenti
       CHECK(t.rows() == tiling.block_q);
       CHECK(t.keys() == std::min(tiling.block_k, n));
       REQUIRE(t.q().shape(1) == t.rows());
+      REQUIRE(t.k().shape(1) == t.keys());
       t.restart();
       t.scores();
       t.softmax();
       t.accumulate();
       const std::vector<float> parts = t.output();
       // The same rows against the tile's keys alone: a run that is that one tile.
-      const Tensor3 k = xt::view(t.k(), xt::all(), xt::range(0, t.keys()), xt::all());
-      const Tensor3 v = xt::view(t.v(), xt::all(), xt::range(0, t.keys()), xt::all());
-      const FlashResult whole = flash_attention(t.q(), k, v, nullptr, o);
+      const FlashResult whole = flash_attention(t.q(), t.k(), t.v(), nullptr, o);
       REQUIRE(whole.output.size() == parts.size());
       CHECK(std::memcmp(parts.data(), whole.output.data(), parts.size() * sizeof(float)) == 0);
       // A second pass from a restart gives the same bits again (restart resets every row).
@@ -679,4 +678,10 @@ TEST_CASE("flash tile parts: one tile's three parts, in turn, give flash_attenti
     }
   }
   CHECK_THROWS_AS(FlashTileParts(0, 64, {}), InputError);
+  // What a tile of a float32 run without mask would not do is refused, not silently dropped.
+  FlashOptions causal, f64, big;
+  causal.causal = true;
+  f64.precision = FlashPrecision::float64;
+  big.block_q = 70000;
+  for (const FlashOptions& o : {causal, f64, big}) CHECK_THROWS_AS(FlashTileParts(100, 16, o), InputError);
 }

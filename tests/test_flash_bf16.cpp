@@ -283,7 +283,8 @@ TEST_CASE("flash bf16: tiling names its kernels, and precision bf16 refuses noth
   const FlashTiling t = flash_tiling(1000, 1000, fo);
   CHECK(t.block_k % 64 == 0);
   // Each ISA's kernels under the name of their own blocking (rows x accumulator registers), not
-  // one name for all: AVX2 has 16 registers, so 6 rows take 2 of 8 lanes where AVX-512 takes 4.
+  // one name for all: AVX2's 16 registers hold 6 rows x 2 registers of 8 floats, where AVX-512's
+  // 32 hold 6 x 4 registers of 16.
   const std::map<std::string, std::string> blocking{
       {"amx-bf16", "32x32"}, {"avx512bf16", "6x4"}, {"avx2", "6x2"}, {"portable", "1x64"}};
   REQUIRE(blocking.count(t.isa) == 1);

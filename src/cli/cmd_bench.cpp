@@ -535,7 +535,7 @@ void run_bench_mode(BenchOptions& o, const CLI::App& cmd) {
   if (o.parts && (o.mode != "prefill" || o.causal || o.backward || o.dtype != "f32" ||
                   std::find(o.backends.begin(), o.backends.end(), "flash") == o.backends.end()))
     throw InputError("--parts: times the tiles of float32 flash's forward pass without a causal mask; use it with "
-                     "--backend flash, without --causal, --backward, --dtype bf16 or --mode");
+                     "--backend flash, --dtype f32 and --mode prefill (the defaults), without --causal or --backward");
   if (o.mode == "forward") {
     if (!cmd.count("--n")) o.n.clear();  // 64, or the model's positions if fewer (run_forward_command)
     if (!cmd.count("--sgemm")) o.sgemm_n = 2048;

@@ -184,9 +184,9 @@ BenchRun run_flash_bf16_bench(const BenchConfig& c, const Tensor3& q, const Tens
 // The parts of one tile of the run, rounds of scores, softmax and accumulate from a restart,
 // each part timed alone, in the order the tile loop runs them, so that each finds the caches as
 // the one before left them. Each part's median over the rounds, not its fastest: the run's
-// tiles meet the caches as a typical round does (on a Zen 3 EPYC Q K^T took 0.207 ms in half
-// the rounds and 0.22-0.25 in the others, and the medians' sum predicted the fastest run within
-// 1 %, the fastest rounds' 4 % under it).
+// tiles meet the caches as a typical round does (on a Zen 3 EPYC, Q K^T took 0.207 ms in half
+// the rounds and 0.22-0.25 ms in the others, and the sum of the fastest rounds sat 4 % under
+// the fastest run's tiles).
 FlashPartsTiming time_flash_parts(const BenchConfig& c) {
   FlashOptions fo;
   fo.block_q = c.block_q, fo.block_k = c.block_k;
@@ -240,8 +240,8 @@ BenchRun run_bench(const BenchConfig& c) {
                      "f16 and bf16); use --dtype f32 or --backend flash");
   if (flash_bf16 && c.backward) throw InputError("--dtype bf16: the flash backend times the forward pass only in bf16");
   if (c.parts && (c.backend != "flash" || c.dtype != "f32" || c.causal || c.backward))
-    throw InputError("--parts: times the tiles of float32 flash's forward pass without a causal mask; use --backend "
-                     "flash without --dtype bf16, --causal or --backward");
+    throw InputError("--parts: times the tiles of float32 flash's forward pass without a causal mask; use it with "
+                     "--backend flash and --dtype f32, without --causal or --backward");
   if (c.parts && c.parts_rounds == 0) throw InputError("--parts: expected at least one round");
   const CudaDtype cuda_dtype = parse_cuda_dtype(c.dtype);
   Rng rng(c.seed);

@@ -137,8 +137,10 @@ FlashTiling flash_tiling(std::size_t Lq, std::size_t Lk, const FlashOptions& opt
 // time can be taken apart from the others' (bench --parts): the first tile an [n, n] run of
 // this head dim and these options cuts (flash_tiling's block_q x block_k, its ISA and
 // blockings), on seeded N(0, 1) inputs, through the tile loop's own calls for a tile that no
-// mask touches. FlashAttention-2 (Dao 2023, section 3.1) makes the point these times measure:
-// the softmax between the two products costs far more per FLOP than they do.
+// mask touches. Of `options` it takes the ISA, the tiles and the blockings; anything else a
+// tile of that run would not do (float64, causal, a variant, an observer) is an InputError.
+// FlashAttention-2 (Dao 2023, section 3.1) makes the point these times measure: the softmax
+// between the two products costs far more per FLOP than they do.
 class FlashTileParts {
  public:
   FlashTileParts(std::size_t n, std::size_t head_dim, const FlashOptions& options);
@@ -154,7 +156,7 @@ class FlashTileParts {
   // O's rows over their sums (lines 13-15): after restart, scores, softmax and accumulate, the
   // output of flash_attention on the tile's inputs where the run is that one tile.
   std::vector<float> output() const;
-  // The inputs, [rows, d], [keys, d], [keys, d] (the tile's own; seeded).
+  // The tile's inputs, seeded: Q [1, rows, d], K and V [1, keys, d].
   const Tensor3& q() const;
   const Tensor3& k() const;
   const Tensor3& v() const;

@@ -525,7 +525,7 @@ FlashResult flash_attention(const Tensor3& q, const Tensor3& k, const Tensor3& v
 
 // FlashTileParts: the first tile of an [n, n] run as a problem of one head whose queries are
 // the tile's rows and whose keys are the run's n (so that the tiles, blockings and V's panel
-// stride are the run's); only the tile's keys are packed and read.
+// stride are the run's); only the tile's keys exist, and only they are packed and read.
 struct FlashTileParts::Impl {
   Tensor3 q, k, v;
   NativeProducts<float> prod;
@@ -538,21 +538,25 @@ struct FlashTileParts::Impl {
   Impl(std::size_t n, std::size_t d, const FlashOptions& options)
       : prod{kernels_for<float>(options), nullptr, nullptr, nullptr} {
     if (n == 0 || d == 0) throw InputError("flash tile parts: n and the head dim must be at least 1");
+    if (options.precision != FlashPrecision::float32 || options.causal || options.score_mod || options.mask_rule ||
+        options.observer)
+      throw InputError("flash tile parts: a float32 tile without a causal mask, a variant or an observer only");
+    for (std::size_t b : {options.block_q, options.block_k})
+      if (b > 65536) throw InputError("block_size: expected at most 65536, got " + std::to_string(b));
     FlashOptions o;  // the run's tiles, ISA and blockings; float32, no mask, no modifier
     o.isa = options.isa, o.block_q = options.block_q, o.block_k = options.block_k;
     o.qk_kernel = options.qk_kernel, o.pv_kernel = options.pv_kernel;
     rows = tiled_kernels<float>(n, n, o).block_q;
     Rng rng(7);
-    auto seeded = [&](std::size_t count, std::size_t filled) {
+    auto seeded = [&](std::size_t count) {
       Tensor3 t = Tensor3::from_shape({1, count, d});
-      std::fill(t.begin(), t.end(), 0.0f);
-      for (std::size_t i = 0; i < filled * d; ++i) t.data()[i] = float(rng.normal());
+      for (float& x : t) x = float(rng.normal());
       return t;
     };
     p = tiled_problem<float, NativeProducts<float>>({1, rows, d, 1, n, d}, nullptr, o, resolved_scale(std::nullopt, d),
                                                     prod);
     keys = std::min(p.Bk, n);
-    q = seeded(rows, rows), k = seeded(n, keys), v = seeded(n, keys);
+    q = seeded(rows), k = seeded(keys), v = seeded(keys);  // Lk = n sets V's panel stride; keys rows are read
     prod.q = q.data(), prod.k = k.data(), prod.v = v.data();
     rows_pad = round_up(rows, p.row_align);
     ws = std::make_unique<Workspace<float>>(p, false, prod.mk.lanes);

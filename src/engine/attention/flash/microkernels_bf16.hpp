@@ -34,7 +34,9 @@ struct Bf16Kernels {
   const char* isa;                              // "amx-bf16", "avx512bf16", "avx2" or "portable"
   // The register blocking of both products, as flash_tiling names it: rows x registers of
   // accumulators ("6x4" with AVX-512's, "6x2" with AVX2's), AMX's "32x32" of four 16 x 16
-  // tiles, or the portable kernels' "1x64" (one row at a time, a K panel's 64 keys).
+  // tiles, or the portable kernels' "1x64" (one row at a time, a K panel's 64 keys). AMX's
+  // Q K^T runs the AVX-512 6x4 kernel where the padded head dim is not a multiple of 32: the
+  // name is the set's, not every call's.
   const char* blocking;
 
   // S[rows, npanels * 64] = scale * Q K^T for Q [rows][dp] and npanels K panels.

@@ -650,7 +650,8 @@ TEST_CASE("flash tile parts: one tile's three parts, in turn, give flash_attenti
     o.isa = isa;
     // A run that is one tile: keys a multiple of every ISA's K panel (the lane maxima) or not
     // (row_max); then the first tile of runs of many tiles (V's panel stride is the run's).
-    for (const auto& [n, d] : {std::pair<std::size_t, std::size_t>{192, 64}, {50, 16}, {1000, 64}, {2000, 40}}) {
+    for (const auto& shape : {std::pair<std::size_t, std::size_t>{192, 64}, {50, 16}, {1000, 64}, {2000, 40}}) {
+      const std::size_t n = shape.first, d = shape.second;  // not a structured binding: clang 14's CAPTURE
       CAPTURE(isa);
       CAPTURE(n);
       FlashTileParts t(n, d, o);

@@ -54,6 +54,13 @@ FlashOptions bf16_options() {
   return fo;
 }
 
+// The tiles the flags ask the flash kernel for (flash_tiling, FlashTileParts).
+FlashOptions tile_options(const BenchOptions& o) {
+  FlashOptions fo;
+  fo.block_q = o.block_q, fo.block_k = o.block_k;
+  return fo;
+}
+
 // The naive kernel holds H x n x n float64 scores and weights.
 double naive_bytes(std::size_t n, std::size_t heads) { return double(heads) * double(n) * double(n) * 16.0; }
 
@@ -119,9 +126,7 @@ void check_budgets(const BenchOptions& o) {
           seconds += double(o.repeat) * pass / rate + double(o.repeat + 1) * sgemm_flops / (kFlopsPerSecond * 5 * double(t));
         if (!o.no_check && naive_fits(o, n)) seconds += runs * attention_flops(o, n) / kFlopsPerSecond;
         if (bench_config(o, backend, n, t).parts) {  // its rounds of one tile, on one thread
-          FlashOptions fo;
-          fo.block_q = o.block_q, fo.block_k = o.block_k;
-          const FlashTiling tile = flash_tiling(n, n, fo);
+          const FlashTiling tile = flash_tiling(n, n, tile_options(o));
           seconds += double(BenchConfig{}.parts_rounds) *
                      attention_work(1, double(tile.block_q), double(std::min(tile.block_k, n)), double(o.head_dim)) /
                      (kFlopsPerSecond * 5);
@@ -184,8 +189,7 @@ Json run_json(const BenchOptions& o, const BenchConfig& c, const BenchRun& r, do
   }
   if (o.backward) run["pass"] = "backward";
   if (backend == "flash" && !o.backward) {  // what this run's tiled loop ran (flash_tiling)
-    FlashOptions fo;
-    fo.block_q = o.block_q, fo.block_k = o.block_k;
+    FlashOptions fo = tile_options(o);
     if (r.f32_median_ms) fo.precision = FlashPrecision::bfloat16;
     const FlashTiling t = flash_tiling(n, n, fo);
     run["tiles"] = {{"block_q", t.block_q}, {"block_k", t.block_k}, {"qk_kernel", t.qk_kernel},

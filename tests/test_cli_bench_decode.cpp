@@ -2,6 +2,9 @@
 // GQA 8:1), errors against naive, and refusals.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "support.hpp"
 
 using namespace attn;
@@ -20,7 +23,8 @@ TEST_CASE("cli bench decode: every docs/contracts.md field, K/V bytes from the s
     for (const Json& x : out["runs"]) {
       for (const char* field : {"mode", "backend", "queries", "kv_len", "heads", "kv_heads", "head_dim", "kv_dtype",
                                 "threads", "median_ms", "min_ms", "kv_bytes", "kv_gbps", "stream_gbps",
-                                "peak_rss_bytes", "kv_huge_page_bytes", "max_abs_err_vs_naive"})
+                                "peak_rss_bytes", "kv_huge_page_bytes", "max_abs_err_vs_naive", "run_ms_by_round",
+                                "stream_ms_by_round", "side_by_side_fraction_of_stream"})
         CHECK_MESSAGE(x.contains(field), field);
       // Whole 2 MiB pages, and never more than K and V hold (these caches are too small for any).
       CHECK(x["kv_huge_page_bytes"].get<std::size_t>() % (2u << 20) == 0);
@@ -34,9 +38,40 @@ TEST_CASE("cli bench decode: every docs/contracts.md field, K/V bytes from the s
       CHECK(x["min_ms"].get<double>() <= x["median_ms"].get<double>());
       CHECK(x["stream_gbps"].get<double>() > 0);
       CHECK(x["max_abs_err_vs_naive"].get<double>() < 1e-5);  // float32 decode vs the float64 oracle
+      // The repeats as they ran, each decode run and the read after it: the best of each side gives
+      // min_ms and stream_gbps, and the pairs' ratios (read over run) their lower middle.
+      const auto runs = x["run_ms_by_round"].get<std::vector<double>>();
+      const auto reads = x["stream_ms_by_round"].get<std::vector<double>>();
+      REQUIRE(runs.size() == 2);
+      REQUIRE(reads.size() == 2);
+      CHECK(x["min_ms"].get<double>() == *std::min_element(runs.begin(), runs.end()));
+      CHECK(x["stream_gbps"].get<double>() ==
+            doctest::Approx(x["kv_bytes"].get<double>() / (*std::min_element(reads.begin(), reads.end()) * 1e6)));
+      CHECK(x["side_by_side_fraction_of_stream"].get<double>() ==
+            doctest::Approx(std::min(reads[0] / runs[0], reads[1] / runs[1])));
+      CHECK(x["median_ms"].get<double>() == std::max(runs[0], runs[1]));  // the slower of two middle runs
     }
     CHECK(out["machine"]["blas"].contains("core"));
   }
+}
+
+TEST_CASE("cli bench decode: beside is the lower middle of each read over the run just before it") {
+  const auto run = run_cli("bench --mode decode --kv 400 --heads 2 --head-dim 16 --repeat 4 --no-check --json");
+  REQUIRE(run.code == 0);
+  const Json out = Json::parse(run.out);
+  CHECK(out["timing"].get<std::string>().find("side_by_side_fraction_of_stream") != std::string::npos);
+  const Json& x = out["runs"][0];
+  const auto runs = x["run_ms_by_round"].get<std::vector<double>>();
+  const auto reads = x["stream_ms_by_round"].get<std::vector<double>>();
+  REQUIRE(runs.size() == 4);
+  REQUIRE(reads.size() == 4);
+  std::vector<double> ratios;  // pair by pair, as they ran: a read with the run before it
+  for (std::size_t r = 0; r < 4; ++r) ratios.push_back(reads[r] / runs[r]);
+  std::sort(ratios.begin(), ratios.end());
+  CHECK(x["side_by_side_fraction_of_stream"].get<double>() == doctest::Approx(ratios[1]));  // not [2]
+  const auto text = run_cli("bench --mode decode --kv 400 --heads 2 --head-dim 16 --repeat 2 --no-check");
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("ratio  beside") != std::string::npos);
 }
 
 TEST_CASE("cli bench decode: refusals are one line, exit 2") {

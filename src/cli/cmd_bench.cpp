@@ -372,7 +372,10 @@ void run_decode_command(const BenchOptions& o) {
                         {"heads", c.heads}, {"kv_heads", c.kv_heads}, {"head_dim", c.head_dim},
                         {"kv_dtype", o.kv_dtype}, {"threads", t}, {"median_ms", r.median_ms}, {"min_ms", r.min_ms},
                         {"kv_bytes", r.kv_bytes}, {"kv_gbps", r.kv_gbps}, {"stream_gbps", r.stream_gbps},
-                        {"fraction_of_stream", r.kv_gbps / r.stream_gbps}, {"tiled_min_ms", r.tiled_min_ms},
+                        {"fraction_of_stream", r.kv_gbps / r.stream_gbps},
+                        {"run_ms_by_round", r.run_ms_by_round}, {"stream_ms_by_round", r.stream_ms_by_round},
+                        {"side_by_side_fraction_of_stream", r.side_by_side_fraction_of_stream},
+                        {"tiled_min_ms", r.tiled_min_ms},
                         {"peak_rss_bytes", r.peak_rss_bytes}, {"kv_huge_page_bytes", r.kv_huge_page_bytes},
                         {"max_abs_err_vs_naive", r.max_abs_err_vs_naive ? Json(*r.max_abs_err_vs_naive) : Json(nullptr)}});
         if (r.kernel_err_on_bf16_kv) runs.back()["kernel_err_on_bf16_kv"] = *r.kernel_err_on_bf16_kv;
@@ -380,7 +383,10 @@ void run_decode_command(const BenchOptions& o) {
   if (progress) std::cerr << std::string(60, ' ') << "\r" << std::flush;
   if (o.json) {
     std::cout << Json{{"mode", "decode"},
-                      {"timing", "interleaved with the streaming read; one untimed warm-up each; kv_gbps from min_ms"},
+                      {"timing", "interleaved with the streaming read (run_ms_by_round, stream_ms_by_round); one "
+                                 "untimed warm-up each; kv_gbps from min_ms; side_by_side_fraction_of_stream = the "
+                                 "median (the lower middle for an even count) of each read's time over the run's "
+                                 "just before it"},
                       {"isa", flash_isa()}, {"machine", machine_json()}, {"runs", runs}}.dump(2) << "\n";
     return;
   }
@@ -391,16 +397,19 @@ void run_decode_command(const BenchOptions& o) {
   if (o.kv_dtype == "bf16")
     std::printf("max |err| is against float64 on the float32 K and V: the cache's rounding and the kernel's together\n");
   std::printf("decode tuning: %s\n", decode_tuning_line(machine_json()["flash_tuning"]).c_str());
-  std::printf("KV GB/s = bytes of K and V / min time; stream = a plain read of the same bytes, same process;\n"
-              "2M pages = the share of K and V Linux backed with 2 MiB pages (fewer page walks)\n\n");
-  std::printf("%-7s %8s %7s %10s %9s %9s %9s %7s %8s %9s %10s\n", "backend", "kv_len", "threads", "min ms", "KV MiB",
-              "KV GB/s", "stream", "ratio", "2M pages", "tiled ms", "max |err|");
+  std::printf("KV GB/s = bytes of K and V / min time; stream = a plain read of the same bytes, same process (its\n"
+              "best); ratio = the two; beside = the median, over the repeats, of each read against the decode run\n"
+              "just before it (the same moment of the machine); 2M pages = the share of K and V Linux backed with\n"
+              "2 MiB pages (fewer page walks)\n\n");
+  std::printf("%-7s %8s %7s %10s %9s %9s %9s %7s %7s %8s %9s %10s\n", "backend", "kv_len", "threads", "min ms",
+              "KV MiB", "KV GB/s", "stream", "ratio", "beside", "2M pages", "tiled ms", "max |err|");
   for (const DecodeBenchRun& r : results) {
     char err[24] = "-";
     if (r.max_abs_err_vs_naive) std::snprintf(err, sizeof err, "%.2e", *r.max_abs_err_vs_naive);
-    std::printf("%-7s %8zu %7zu %10.3f %9.1f %9.1f %9.1f %7.2f %7.0f%% %9.3f %10s\n", r.config.backend.c_str(),
+    std::printf("%-7s %8zu %7zu %10.3f %9.1f %9.1f %9.1f %7.2f %7.2f %7.0f%% %9.3f %10s\n", r.config.backend.c_str(),
                 r.config.kv_len, r.config.threads, r.min_ms, double(r.kv_bytes) / (1 << 20), r.kv_gbps, r.stream_gbps,
-                r.kv_gbps / r.stream_gbps, 100.0 * double(r.kv_huge_page_bytes) / double(r.kv_bytes), r.tiled_min_ms, err);
+                r.kv_gbps / r.stream_gbps, r.side_by_side_fraction_of_stream,
+                100.0 * double(r.kv_huge_page_bytes) / double(r.kv_bytes), r.tiled_min_ms, err);
   }
 }
 

@@ -39,8 +39,7 @@ void time_beside_sgemm(const BenchConfig& c, F&& run_once, BenchRun& run) {
     run.sgemm_ms.push_back(sgemm.timed_ms(c.threads));
     ratios.push_back(run.sgemm_ms.back() / run.run_ms.back() * run.flops / sgemm.flops());
   }
-  std::sort(ratios.begin(), ratios.end());
-  run.side_by_side_fraction_of_sgemm = ratios[(ratios.size() - 1) / 2];
+  run.side_by_side_fraction_of_sgemm = lower_middle(ratios);
 }
 
 // One untimed warm-up (first-touch page faults, thread and CUDA start-up), then c.repeat

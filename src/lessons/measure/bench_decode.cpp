@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <vector>
 
 #include "attn/engine/attention/attention.hpp"
 #include "attn/engine/core/bf16.hpp"
@@ -16,11 +17,14 @@ namespace attn {
 
 using namespace bench_detail;
 
-DecodeBenchRun run_decode_bench(const DecodeBenchConfig& c) {
+namespace {
+
+// InputError for a shape, type or count bench --mode decode cannot run.
+void check_decode_bench_config(const DecodeBenchConfig& c) {
   if (c.backend != "flash" && c.backend != "naive")
     throw InputError("--mode decode: --backend must be flash or naive, got " + c.backend);
-  if (c.kv_len == 0 || c.queries == 0 || c.heads == 0 || c.kv_heads == 0 || c.head_dim == 0)
-    throw InputError("--kv, --queries, --heads, --kv-heads and --head-dim must be >= 1");
+  if (c.kv_len == 0 || c.queries == 0 || c.heads == 0 || c.kv_heads == 0 || c.head_dim == 0 || c.repeat == 0)
+    throw InputError("--kv, --queries, --heads, --kv-heads, --head-dim and --repeat must be >= 1");
   if (c.heads % c.kv_heads != 0)
     throw InputError("--heads " + std::to_string(c.heads) + " must be a multiple of --kv-heads " +
                      std::to_string(c.kv_heads));
@@ -30,6 +34,12 @@ DecodeBenchRun run_decode_bench(const DecodeBenchConfig& c) {
   if (c.queries > c.kv_len)
     throw InputError("--queries " + std::to_string(c.queries) + " must be at most the cache length " +
                      std::to_string(c.kv_len));
+}
+
+}  // namespace
+
+DecodeBenchRun run_decode_bench(const DecodeBenchConfig& c) {
+  check_decode_bench_config(c);
   hand_back_kept_memory();  // the peak below is this run's, not an earlier run's freed cache
   Rng rng(c.seed);
   const Tensor3 q = random_tensor(rng, c.heads, c.queries, c.head_dim),
@@ -64,20 +74,22 @@ DecodeBenchRun run_decode_bench(const DecodeBenchConfig& c) {
   run_kernel();
   stream();
   reset_peak_rss();
-  Timings kernel, read;
   for (std::size_t r = 0; r < c.repeat; ++r) {
-    const Timings a = time_runs(1, run_kernel), b = time_runs(1, stream);
-    kernel.wall_ms.push_back(a.wall_ms[0]);
-    read.wall_ms.push_back(b.wall_ms[0]);
+    run.run_ms_by_round.push_back(time_runs(1, run_kernel).wall_ms[0]);
+    run.stream_ms_by_round.push_back(time_runs(1, stream).wall_ms[0]);
   }
   run.peak_rss_bytes = rss_field("VmHWM:");
   run.kv_huge_page_bytes = huge_page_bytes(ka, kn * sizeof(float)) + huge_page_bytes(va, vn * sizeof(float));
-  std::sort(kernel.wall_ms.begin(), kernel.wall_ms.end());
-  std::sort(read.wall_ms.begin(), read.wall_ms.end());
-  run.min_ms = kernel.wall_ms.front();
-  run.median_ms = kernel.wall_ms[kernel.wall_ms.size() / 2];
+  std::vector<double> beside;  // each read's time over the run's just before it: the same bytes
+  for (std::size_t r = 0; r < c.repeat; ++r) beside.push_back(run.stream_ms_by_round[r] / run.run_ms_by_round[r]);
+  run.side_by_side_fraction_of_stream = lower_middle(beside);
+  std::vector<double> kernel = run.run_ms_by_round;
+  std::sort(kernel.begin(), kernel.end());
+  run.min_ms = kernel.front();
+  run.median_ms = kernel[kernel.size() / 2];
   run.kv_gbps = double(run.kv_bytes) / (run.min_ms * 1e6);
-  run.stream_gbps = double(run.kv_bytes) / (read.wall_ms.front() * 1e6);
+  const double best_read_ms = *std::min_element(run.stream_ms_by_round.begin(), run.stream_ms_by_round.end());
+  run.stream_gbps = double(run.kv_bytes) / (best_read_ms * 1e6);
   const Tensor3 result = output;
   if (c.backend == "flash") {  // the tiled kernel on the same inputs: explicit tiles keep it
     BackendOptions tiled = backend;

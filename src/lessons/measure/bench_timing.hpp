@@ -109,6 +109,13 @@ Timings time_runs(std::size_t repeat, F&& f) {
   return t;
 }
 
+// The median of `values` (not empty), the lower middle for an even count: where runs are paired
+// with a yardstick, the cautious side, as median_ms takes the slower of two middle runs.
+inline double lower_middle(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[(values.size() - 1) / 2];
+}
+
 inline double max_abs_diff(const Tensor3& a, const Tensor3& b) { return double(xt::amax(xt::abs(a - b))()); }
 
 }  // namespace attn::bench_detail

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -23,6 +24,12 @@ struct DecodeBenchRun {
   std::size_t kv_bytes = 0;      // bytes of K and V read: 2 * kv_heads * kv_len * head_dim * (4 or 2)
   double kv_gbps = 0;            // kv_bytes / min_ms
   double stream_gbps = 0;        // a streaming read of the same K and V, best of the same repeats
+  // The repeats in the order they ran, each kernel run followed by a read: their times, and the
+  // median (the lower middle) of each read's time over the kernel run's just before it. Best
+  // against best (kv_gbps / stream_gbps) can pair one side's fast moment of a shared machine
+  // with the other's slow one; each pair sees the same moment (as bench's runs beside an sgemm).
+  std::vector<double> run_ms_by_round, stream_ms_by_round;
+  double side_by_side_fraction_of_stream = 0;
   double tiled_min_ms = 0;       // flash's tiled (prefill) kernel on the same inputs
   std::size_t peak_rss_bytes = 0;
   std::size_t kv_huge_page_bytes = 0;  // of kv_bytes, those on 2 MiB pages (platform/memory.hpp)

@@ -83,10 +83,8 @@ DecodeBenchRun run_decode_bench(const DecodeBenchConfig& c) {
   std::vector<double> beside;  // each read's time over the run's just before it: the same bytes
   for (std::size_t r = 0; r < c.repeat; ++r) beside.push_back(run.stream_ms_by_round[r] / run.run_ms_by_round[r]);
   run.side_by_side_fraction_of_stream = lower_middle(beside);
-  std::vector<double> kernel = run.run_ms_by_round;
-  std::sort(kernel.begin(), kernel.end());
-  run.min_ms = kernel.front();
-  run.median_ms = kernel[kernel.size() / 2];
+  run.min_ms = *std::min_element(run.run_ms_by_round.begin(), run.run_ms_by_round.end());
+  run.median_ms = median_of(run.run_ms_by_round);
   run.kv_gbps = double(run.kv_bytes) / (run.min_ms * 1e6);
   const double best_read_ms = *std::min_element(run.stream_ms_by_round.begin(), run.stream_ms_by_round.end());
   run.stream_gbps = double(run.kv_bytes) / (best_read_ms * 1e6);

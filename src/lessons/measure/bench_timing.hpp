@@ -94,6 +94,13 @@ inline double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The same for a ratio against a yardstick (higher is better): the lower of the two middle ones,
+// the cautious side, as median_of's upper one is for a time.
+inline double lower_middle(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
 template <class F>
 Timings time_runs(std::size_t repeat, F&& f) {
   Timings t;
@@ -107,13 +114,6 @@ Timings time_runs(std::size_t repeat, F&& f) {
   }
   std::sort(t.wall_ms.begin(), t.wall_ms.end());
   return t;
-}
-
-// The median of `values` (not empty), the lower middle for an even count: where runs are paired
-// with a yardstick, the cautious side, as median_ms takes the slower of two middle runs.
-inline double lower_middle(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[(values.size() - 1) / 2];
 }
 
 inline double max_abs_diff(const Tensor3& a, const Tensor3& b) { return double(xt::amax(xt::abs(a - b))()); }

@@ -58,7 +58,7 @@ template <class KV>
 
 template <class T>
 struct Workspace {
-  Aligned<T> q, v_block, s, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
+  Aligned<T> q, v_block, s, s_next, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
   Aligned<T> ones;                     // the rescale of a block's later P V steps: none
   std::vector<tile::RowState<T>> rows;
 };
@@ -90,15 +90,91 @@ void block_softmax(const Microkernels<T>& mk, const DecodeProblem& p, const Rows
   }
 }
 
-// KV is T or std::uint16_t, bfloat16 bits. Either way K and V are read in place, a bfloat16
-// element widened in registers as it is loaded (only V rows of a length that is not a whole
-// number of registers are first widened into the L1-sized workspace); everything after is the same.
+// What a task reads in place (K and V of one KV head, from key 0), and its asks for rows
+// before they are read, into L2 (DecodeTuning): `ahead` blocks past the rows being read (0:
+// never, the hardware prefetcher alone) and, for a float32 cache, `near` keys past them (a
+// bfloat16 cache asks inside its kernels: NearPrefetch). Either spreads its asks over steps of
+// kStepKeys keys, each asking for as many rows as it reads: asked all at once, 32 KiB of V and
+// of K a block, they overflowed the core's queue of misses (a 64 MiB decode step ran at
+// 0.52-0.58 of a streaming read on 1 thread on a Zen 3 EPYC). Without asks, a block is one call.
+template <class KV>
+struct Stream {
+  const KV* k;
+  const KV* v;
+  std::size_t j1;     // the chunk's end
+  std::size_t ahead;  // DecodeTuning::prefetch_blocks
+  std::size_t near;   // DecodeTuning::f32_near_keys for a float32 cache, else 0
+};
+
+template <class KV>
+[[gnu::always_inline]] inline void ask_ahead(const KV* rows, std::size_t j, std::size_t n, std::size_t dist,
+                                             std::size_t j1, std::size_t width) {
+  if (const std::size_t ja = j + dist; dist && ja < j1) ask_rows(rows, ja, std::min(n, j1 - ja), width);
+}
+
+// The scores of the nb keys of the block at jb into s, while block jv's V rows come next.
+template <class T, class KV>
+void score_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, const Stream<KV>& st,
+                 std::size_t jb, std::size_t nb, std::size_t jv, T* s, Workspace<T>& ws) {
+  const std::size_t step = st.ahead || st.near ? kStepKeys : nb;
+  for (std::size_t s0 = 0; s0 < nb; s0 += step) {
+    const std::size_t j = jb + s0, n = std::min(step, nb - s0);
+    ask_ahead(st.v, jv + s0, n, st.ahead * kBlockKeys, st.j1, p.dv);
+    ask_ahead(st.k, j, n, st.ahead * kBlockKeys, st.j1, p.d);
+    ask_ahead(st.k, j, n, st.near, st.j1, p.d);
+    if constexpr (!std::is_same_v<T, KV>)  // bfloat16 widened in registers
+      mk.qk_unpacked_bf16(ws.q.data(), rows.count, p.d, st.k + j * p.d, p.d, n, s + s0, kBlockKeys,
+                          {p.tuning.bf16_near_keys, p.Lk - j});
+    else
+      mk.qk_unpacked(ws.q.data(), rows.count, p.d, st.k + j * p.d, p.d, n, s + s0, kBlockKeys);
+  }
+}
+
+// P V over the nb keys of the block at jb, for the task's rows only (padding rows would be FMAs
+// on zeros). V rows whose length is a whole number of registers are read in place (bfloat16
+// widened in registers); others are first copied or widened into the padded rows of the
+// L1-sized workspace. A float32 cache's steps (while it asks `near`) rescale by alpha in the
+// first and by 1 after: the same bits as one call.
+template <class T, class KV>
+void pv_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, const Stream<KV>& st,
+              std::size_t jb, std::size_t nb, Workspace<T>& ws) {
+  const std::size_t dv = p.dv, dvp = round_up(dv, mk.lanes);
+  const KV* vrows = st.v + jb * dv;
+  if (dv != dvp) {
+    for (std::size_t j = 0; j < nb; ++j) {
+      if constexpr (std::is_same_v<T, KV>) std::copy(vrows + j * dv, vrows + (j + 1) * dv, ws.v_block.data() + j * dvp);
+      else mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
+    }
+    mk.pv(ws.s.data(), kBlockKeys, rows.count, nb, ws.v_block.data(), dvp, dvp, ws.alpha.data(), ws.o.data(), dvp);
+  } else if constexpr (!std::is_same_v<T, KV>) {
+    mk.pv_bf16(ws.s.data(), kBlockKeys, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp,
+               {p.tuning.bf16_near_keys, p.Lk - jb});
+  } else {
+    for (std::size_t s0 = 0, step = st.near ? kStepKeys : nb; s0 < nb; s0 += step) {
+      const std::size_t n = std::min(step, nb - s0);
+      ask_ahead(st.v, jb + s0, n, st.near, st.j1, dv);
+      mk.pv(ws.s.data() + s0, kBlockKeys, rows.count, n, vrows + s0 * dv, dv, dvp,
+            (s0 == 0 ? ws.alpha : ws.ones).data(), ws.o.data(), dvp);
+    }
+  }
+}
+
+// One task: the task's rows against keys [j0, j1) of KV head g. KV is T or std::uint16_t,
+// bfloat16 bits; either way K and V are read in place. The blocks run as a software pipeline:
+// block b + 1's scores are computed before block b's P V, so that no read waits on arithmetic
+// that waits on the reads before it. In the plain order (block b's scores, its softmax, its
+// P V), the softmax needs the last K rows of the block to have arrived and P V needs the
+// softmax, so V's reads start only once K's have drained; here P V's reads need nothing from
+// the scores just computed, and the softmax nothing from the V rows in flight. On a Zen 3 EPYC
+// (bench --mode decode, Lk 16384, H 8, d 64, no asks, the median of 21 decode runs each over
+// the streaming read of the same bytes just after it; 6 such runs of each build, alternated)
+// a decode step went from 0.85-0.90 of the read to 0.89-0.96 on 1 thread. Every sum is the one
+// the plain order gives, so the bits are too.
 template <class T, class KV>
 void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,
                   std::size_t j0, std::size_t j1, const T* q, const KV* k, const KV* v, Workspace<T>& ws,
                   Partial<T>& part) {
-  constexpr bool widen = !std::is_same_v<T, KV>;
-  const std::size_t d = p.d, dv = p.dv, dvp = round_up(dv, mk.lanes), lds = kBlockKeys;
+  const std::size_t d = p.d, dv = p.dv, dvp = round_up(dv, mk.lanes);
   const T scale_log2 = T(p.scale * tile::kLog2ed);  // scores in base-2 units (tile_math.hpp)
   std::fill(ws.q.begin(), ws.q.end(), T(0));
   for (std::size_t r = 0; r < rows.count; ++r) {
@@ -108,62 +184,14 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   std::fill(ws.o.begin(), ws.o.end(), T(0));
   std::fill(ws.alpha.begin(), ws.alpha.end(), T(1));
   std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
-  // Ask for bytes before they are read (into L2), so that memory is busy while the arithmetic
-  // runs: `ahead` blocks ahead (1, the built-in: this block's V and the next block's K; 0: never,
-  // the hardware prefetcher alone), spread over the score steps, 16 keys' rows of each (4 KiB
-  // at d = 64 in float32) a step. Asked all at once, 32 KiB of V before the scores and 32 KiB of K before
-  // P V, they overflowed the core's queue of misses: a 64 MiB decode step ran at 0.52-0.58 of a
-  // streaming read on 1 thread and 0.63-0.70 on 2, spread 0.66-0.77 and 0.85-0.99 (alternated).
-  const std::size_t ahead = p.tuning.prefetch_blocks;
-  // A float32 (or float64) cache's rows are also asked into L2 `near` keys ahead of the rows
-  // being read (DecodeTuning::f32_near_keys), a step of whole rows at a time: K's while the scores
-  // are computed, V's while P V runs, in steps of its own (only then: each call reloads and
-  // stores the rows' outputs), so that the asks keep pace with the reads. A bfloat16 cache asks
-  // inside its kernels (NearPrefetch).
-  const std::size_t near = widen ? 0 : p.tuning.f32_near_keys;
+  const Stream<KV> st{k, v, j1, p.tuning.prefetch_blocks, std::is_same_v<T, KV> ? p.tuning.f32_near_keys : 0};
+  score_block(mk, p, rows, st, j0, std::min(kBlockKeys, j1 - j0), j0, ws.s.data(), ws);
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
-    const std::size_t nb = std::min(kBlockKeys, j1 - jb);
-    // Without prefetches there is nothing to spread: the block's scores in one call.
-    const std::size_t step = ahead || near ? kStepKeys : nb;
-    for (std::size_t s0 = 0; s0 < nb; s0 += step) {
-      const std::size_t ns = std::min(step, nb - s0);
-      if (ahead) {  // spread over the scores: this step's share of the V and K blocks ahead
-        if (const std::size_t jv = jb + (ahead - 1) * kBlockKeys + s0; jv < j1)
-          ask_rows(v, jv, std::min(ns, j1 - jv), dv);
-        if (const std::size_t jk = jb + ahead * kBlockKeys + s0; jk < j1)
-          ask_rows(k, jk, std::min(ns, j1 - jk), d);
-      }
-      if (const std::size_t jk = jb + s0 + near; near && jk < j1) ask_rows(k, jk, std::min(ns, j1 - jk), d);
-      if constexpr (widen)  // K read in place, bfloat16 widened in registers
-        mk.qk_unpacked_bf16(ws.q.data(), rows.count, d, k + (jb + s0) * d, d, ns, ws.s.data() + s0, lds,
-                            {p.tuning.bf16_near_keys, p.Lk - (jb + s0)});
-      else  // K read in place
-        mk.qk_unpacked(ws.q.data(), rows.count, d, k + (jb + s0) * d, d, ns, ws.s.data() + s0, lds);
-    }
+    const std::size_t nb = std::min(kBlockKeys, j1 - jb), jn = jb + nb;
     block_softmax(mk, p, rows, g, jb, nb, ws);
-    // P V for the task's rows only (padding rows would be FMAs on zeros). V rows whose length
-    // is a whole number of registers are read in place (bfloat16 widened in registers); others
-    // are first copied or widened into padded rows.
-    const KV* vrows = v + jb * dv;
-    if (dv == dvp) {
-      if constexpr (widen)
-        mk.pv_bf16(ws.s.data(), lds, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp,
-                   {p.tuning.bf16_near_keys, p.Lk - jb});
-      else
-        for (std::size_t s0 = 0, pv_step = near ? kStepKeys : nb; s0 < nb; s0 += pv_step) {
-          const std::size_t ns = std::min(pv_step, nb - s0);
-          if (const std::size_t jv = jb + s0 + near; near && jv < j1) ask_rows(v, jv, std::min(ns, j1 - jv), dv);
-          // The rescale by alpha with the first step, then by 1: the same bits as one call.
-          mk.pv(ws.s.data() + s0, lds, rows.count, ns, vrows + s0 * dv, dv, dvp,
-                (s0 == 0 ? ws.alpha : ws.ones).data(), ws.o.data(), dvp);
-        }
-    } else {
-      for (std::size_t j = 0; j < nb; ++j) {
-        if constexpr (widen) mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
-        else std::copy(vrows + j * dv, vrows + (j + 1) * dv, ws.v_block.data() + j * dvp);
-      }
-      mk.pv(ws.s.data(), lds, rows.count, nb, ws.v_block.data(), dvp, dvp, ws.alpha.data(), ws.o.data(), dvp);
-    }
+    if (jn < j1) score_block(mk, p, rows, st, jn, std::min(kBlockKeys, j1 - jn), jb, ws.s_next.data(), ws);
+    pv_block(mk, p, rows, st, jb, nb, ws);
+    std::swap(ws.s, ws.s_next);
   }
   part.rows.assign(ws.rows.begin(), ws.rows.begin() + long(rows.count));
   part.o.resize(rows.count * dv);
@@ -204,6 +232,7 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
     ws.q.resize(rows.padded * p.d);
     ws.v_block.resize(kBlockKeys * dvp);
     ws.s.resize(rows.padded * lds);
+    ws.s_next.resize(rows.padded * lds);
     ws.o.resize(rows.padded * dvp);
     ws.alpha.resize(rows.padded);
     ws.ones.assign(rows.padded, T(1));

@@ -332,6 +332,11 @@ TEST_CASE("cli tune: decode's prefetch and thread crossovers follow the rules, a
     for (std::size_t i = 0; i < timed.size(); ++i) {
       CHECK(timed[i][field] == distances[i]);
       CHECK(timed[i]["same_bits"] == true);
+      // Timed on one thread and on both, scored by the sum.
+      CHECK(timed[i]["one_thread_ms"].get<double>() > 0);
+      CHECK(timed[i]["all_threads_ms"].get<double>() > 0);
+      CHECK(timed[i]["ms"].get<double>() ==
+            doctest::Approx(timed[i]["one_thread_ms"].get<double>() + timed[i]["all_threads_ms"].get<double>()));
       if (timed[i]["ms"].get<double>() < timed[best]["ms"].get<double>()) best = i;
     }
     const bool replaced = timed[best]["ms"].get<double>() < timed[0]["ms"].get<double>() * (1 - margin);
@@ -465,10 +470,29 @@ TEST_CASE("cli tune: the decode stages' table names every stage and the bit chec
   REQUIRE(r.code == 0);
   for (const char* words : {"Prefetch distance", "blocks ahead", "A bfloat16 cache's rows asked into L1 ahead",
                             "The float32 cache's rows asked into L2 ahead", "keys ahead", "Decode, one query row",
-                            "Prefill, n x n",
+                            "Prefill, n x n", "1 thread    2 threads          sum",
                             "The stages chose: prefetch", "bit for bit"})
     CHECK(r.out.find(words) != std::string::npos);
   CHECK(!fs::exists(cache.file));
+}
+
+TEST_CASE("cli tune: on one thread a prefetch distance is timed once, and that time is its score") {
+  OwnCache cache;
+  const auto r = run_cli("tune --only decode --heads 1 --rounds 1 --decode-kv 512 --threads 1 --no-save --json");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const Json d = Json::parse(r.out)["decode"];
+  CHECK(d["threads"] == 1);
+  for (const char* stage : {"prefetch", "bf16_near", "f32_near"}) {
+    CAPTURE(stage);
+    REQUIRE(!d[stage].empty());
+    for (const Json& t : d[stage]) {
+      CHECK(t["one_thread_ms"].get<double>() > 0);
+      CHECK(t["all_threads_ms"] == t["one_thread_ms"]);
+      CHECK(t["ms"] == t["one_thread_ms"]);
+    }
+  }
+  CHECK(d["decode_ladder"].empty());
 }
 
 TEST_CASE("cli doctor: names the kernels that read a model's weights, those of the CPU's vectors") {

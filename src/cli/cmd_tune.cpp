@@ -120,14 +120,17 @@ void print_tune_table(const TuneConfig& c, const TuneResult& r, bool all_same) {
 // The decode stages' runs, against the time and memory budgets, before the first.
 void check_decode_tune_budgets(const DecodeTuneConfig& c) {
   const double cache = 2.0 * 4 * double(c.heads) * double(c.kv) * double(c.head_dim);  // float32 K and V
-  // The float32 cache and its bfloat16 copy, which the near-distance stage reads.
-  require_memory(1.5 * cache + 64.0 * (1 << 20), "tune's decode cache (--decode-kv)", "lower --decode-kv or --heads");
+  // The float32 cache, its bfloat16 copy, which the near-distance stage reads, and the bytes
+  // read before each sample of the distance stages (as many as the float32 cache).
+  require_memory(2.5 * cache + 64.0 * (1 << 20), "tune's decode cache (--decode-kv)", "lower --decode-kv or --heads");
   // Each sample repeats its call for sample_ms, or runs it once when it is longer: the cache's
   // read at 5 GB/s (a slow machine's memory) bounds the longest.
   const double call_s = std::max(c.sample_ms / 1000, cache / 5e9);
-  const double samples =
-      double(c.rounds + 1) *
-      (tune_prefetch_blocks().size() + tune_bf16_near_keys().size() + tune_f32_near_keys().size() + 2 * (6 + 8) + 12);
+  // A distance stage's sample reads as many bytes again first, on one thread and on all: four
+  // such calls' time (at most) for each distance.
+  const double distances = double(tune_prefetch_blocks().size() + tune_bf16_near_keys().size() +
+                                  tune_f32_near_keys().size() + 3);  // + the head-to-head's
+  const double samples = double(c.rounds + 1) * (4 * distances + 2 * (6 + 8) + 12);
   require_time(samples * call_s, "tune's decode stages with these --decode-kv, --heads and --rounds", "lower them");
 }
 
@@ -135,7 +138,8 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
   auto distances = [](const std::vector<DistanceCandidate>& candidates, const char* field) {
     Json out = Json::array();
     for (const DistanceCandidate& p : candidates) {
-      Json candidate = {{field, p.distance}, {"ms", p.ms}, {"same_bits", p.same_bits}};
+      Json candidate = {{field, p.distance},          {"one_thread_ms", p.one_ms}, {"all_threads_ms", p.many_ms},
+                        {"ms", p.ms},                  {"same_bits", p.same_bits}};
       if (std::string(field) != "prefetch_blocks") candidate["prefetch_blocks"] = p.prefetch_blocks;
       out.push_back(candidate);
     }
@@ -157,7 +161,8 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
   };
   return {{"shape", {{"kv", c.kv}, {"heads", c.heads}, {"head_dim", c.head_dim}}},
           {"threads", r.threads},
-          {"score", "ms per call, the best of the rounds' samples"},
+          {"score", "ms per call, the best of the rounds' samples; a distance's ms: one_thread_ms + all_threads_ms "
+                    "(one_thread_ms alone on one thread), each sample one call after a read of as many other bytes"},
           {"prefetch", distances(r.prefetch, "prefetch_blocks")},
           {"bf16_near", distances(r.bf16_near, "bf16_near_keys")},
           {"f32_near", distances(r.f32_near, "f32_near_keys")},
@@ -172,7 +177,15 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
           {"all_same_bits", r.all_same_bits}};
 }
 
-void print_distances(const char* unit, const std::vector<DistanceCandidate>& candidates) {
+void print_distances(const char* unit, const std::vector<DistanceCandidate>& candidates, std::size_t threads) {
+  if (threads > 1) {
+    std::printf("%13s %12s %12s %12s %9s\n", unit, "1 thread", (std::to_string(threads) + " threads").c_str(), "sum",
+                "vs first");
+    for (const DistanceCandidate& p : candidates)
+      std::printf("%13zu %9.4f ms %9.4f ms %9.4f ms %9.3f%s\n", p.distance, p.one_ms, p.many_ms, p.ms,
+                  p.ms / candidates.front().ms, p.same_bits ? "" : "  DIFFERENT BITS: never chosen");
+    return;
+  }
   std::printf("%13s %12s %9s\n", unit, "ms", "vs first");
   for (const DistanceCandidate& p : candidates)
     std::printf("%13zu %9.4f ms %9.3f%s\n", p.distance, p.ms, p.ms / candidates.front().ms,
@@ -202,17 +215,19 @@ void print_head_to_head(const HeadToHead& h, const DecodeTuneResult& r, double m
 
 void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
   std::printf("Tuning the decode path and small prefill on %s, %zu thread(s), H = %zu, d = %zu;\n"
-              "each time is ms per call, the best of %zu samples of back-to-back calls.\n\n",
+              "each time is ms per call, the best of %zu samples. A distance's sample is one call after a\n"
+              "read of as many other bytes, from cold caches as in a model (the other layers come between);\n"
+              "a crossover's repeats back-to-back calls, as a generation loop makes them.\n\n",
               machine_json()["cpu"].get<std::string>().c_str(), r.threads, c.heads, c.head_dim, c.rounds);
   const double mib = 2.0 * 4 * double(c.heads * c.kv * c.head_dim) / (1 << 20);
   std::printf("Prefetch distance (one query row against %zu keys, %.1f MiB of float32 K and V):\n", c.kv, mib);
-  print_distances("blocks ahead", r.prefetch);
+  print_distances("blocks ahead", r.prefetch, r.threads);
   const std::string with = " with " + std::to_string(r.staged.prefetch_blocks) + " block(s) ahead, the pick above";
   std::printf("\nA bfloat16 cache's rows asked into L1 ahead (the same cache in bfloat16, %.1f MiB),%s:\n", mib / 2,
               with.c_str());
-  print_distances("keys ahead", r.bf16_near);
+  print_distances("keys ahead", r.bf16_near, r.threads);
   std::printf("\nThe float32 cache's rows asked into L2 ahead, a step of 16 keys at a time,%s:\n", with.c_str());
-  print_distances("keys ahead", r.f32_near);
+  print_distances("keys ahead", r.f32_near, r.threads);
   if (r.threads > 1) {
     print_crossover("Decode, one query row: 1 thread against all, by cache length", "(key,row) pairs",
                     r.decode_ladder, r.threads);

@@ -57,13 +57,37 @@ double per_call_ms(const Call& c, const DecodeTuning& t, std::size_t threads, do
   return ms / double(calls);
 }
 
-// One setting to time: a shape, a tuning, a thread count, and the bytes it must give.
+// A decode step of a long cache in a model finds none of it in the caches: the other layers'
+// weights and caches were read since. A prefetch stage's sample reads all of this first (as
+// many bytes as the float32 cache, untimed), then times one call. Timed back to back instead,
+// on a Zen 3 EPYC (32 MiB of L3) the 64 MiB cache was partly read from L3, and the stages picked
+// a float32 near distance 1.04x faster there that `bench --mode decode` (each run after a
+// streaming read) measured at 0.67-0.69 of the stream on 1 thread against 0.89-0.94 without.
+struct Flush {
+  std::vector<float> bytes;
+  void operator()(std::size_t threads) const {
+    static volatile double sink;
+    sink = stream_read(bytes.data(), bytes.size(), nullptr, 0, threads);
+  }
+};
+
+// One setting to time: a shape, a tuning, a thread count, and the bytes it must give; with a
+// flush, each sample is one call from cold caches.
 struct Setting {
   const Call* call;
   DecodeTuning tuning;
   std::size_t threads;
   const FlashResult* reference;
+  const Flush* flush = nullptr;
 };
+
+double time_sample(const Setting& s, double sample_ms) {
+  if (!s.flush) return per_call_ms(*s.call, s.tuning, s.threads, sample_ms);
+  (*s.flush)(s.threads);
+  const auto t0 = Clock::now();
+  run(*s.call, s.tuning, s.threads);
+  return ms_since(t0);
+}
 
 struct Timed {
   double ms = std::numeric_limits<double>::infinity();
@@ -81,7 +105,7 @@ std::vector<Timed> time_settings(const std::vector<Setting>& settings, const Dec
     for (std::size_t step = 0; step < settings.size(); ++step) {
       const std::size_t i = (round + step) % settings.size();
       const Setting& s = settings[i];
-      timed[i].ms = std::min(timed[i].ms, per_call_ms(*s.call, s.tuning, s.threads, c.sample_ms));
+      timed[i].ms = std::min(timed[i].ms, time_sample(s, c.sample_ms));
     }
     if (c.progress) c.progress(round + 1, c.rounds);
   }
@@ -96,36 +120,54 @@ Call random_call(Rng& rng, std::size_t heads, std::size_t queries, std::size_t k
 // The same query against the same cache, stored in bfloat16.
 Call bf16_call(const Call& c) { return {c.q, {}, {}, to_bf16(c.k), to_bf16(c.v), true}; }
 
-// A prefetch stage's call and the built-in's bytes for it (on all threads), which the stage and
-// the head-to-head compare every run with.
+// A prefetch stage's call, the built-in's bytes for it (on all threads), which the stage and
+// the head-to-head compare every run with, and what each sample reads first (Flush).
 struct Checked {
   Call call;
   FlashResult reference;
+  const Flush* flush;
 };
-Checked checked(Call call, const DecodeTuneResult& r) {
+Checked checked(Call call, const DecodeTuneResult& r, const Flush& flush) {
   FlashResult reference = run(call, r.builtin, r.threads);
-  return {std::move(call), std::move(reference)};
+  return {std::move(call), std::move(reference), &flush};
+}
+
+// The thread counts a prefetch distance is timed on: one and all. A distance serves every
+// thread count, and what it is worth can differ between them.
+std::vector<std::size_t> distance_threads(const DecodeTuneResult& r) {
+  return r.threads > 1 ? std::vector<std::size_t>{1, r.threads} : std::vector<std::size_t>{1};
 }
 
 // A prefetch stage: the call with each distance in turn, set in `member` of `base` (the
 // built-in, or for a near distance the built-in with the prefetch stage's pick: head_to_head
-// judges it against the same base), on all threads; the built-in distance first, and the
-// index of the one the margin rule picks.
+// judges it against the same base), on one thread and on all (distance_threads), each sample
+// from cold caches; the built-in distance first, and the index of the one the margin rule
+// picks by the sum of its times.
 std::size_t distance_stage(const Checked& shape, const std::vector<std::size_t>& distances,
                            std::size_t DecodeTuning::*member, const DecodeTuning& base, DecodeTuneResult& r,
                            std::vector<DistanceCandidate>& out, const DecodeTuneConfig& c) {
+  const std::vector<std::size_t> threads = distance_threads(r);
   std::vector<Setting> settings;
   for (std::size_t distance : distances) {
     DecodeTuning t = base;
     t.*member = distance;
-    settings.push_back({&shape.call, t, r.threads, &shape.reference});
+    for (std::size_t n : threads) settings.push_back({&shape.call, t, n, &shape.reference, shape.flush});
   }
   const std::vector<Timed> timed = time_settings(settings, c);
   std::vector<double> scores;
-  for (std::size_t i = 0; i < settings.size(); ++i) {
-    out.push_back({distances[i], settings[i].tuning.prefetch_blocks, timed[i].ms, timed[i].same_bits});
-    scores.push_back(timed[i].same_bits ? timed[i].ms : std::numeric_limits<double>::infinity());
-    r.all_same_bits = r.all_same_bits && timed[i].same_bits;
+  for (std::size_t i = 0; i < distances.size(); ++i) {
+    DistanceCandidate d{distances[i], settings[i * threads.size()].tuning.prefetch_blocks};
+    d.same_bits = true;
+    for (std::size_t t = 0; t < threads.size(); ++t) {
+      const Timed& one = timed[i * threads.size() + t];
+      (t == 0 ? d.one_ms : d.many_ms) = one.ms;
+      d.ms += one.ms;
+      d.same_bits = d.same_bits && one.same_bits;
+    }
+    if (threads.size() == 1) d.many_ms = d.one_ms;
+    out.push_back(d);
+    scores.push_back(d.same_bits ? d.ms : std::numeric_limits<double>::infinity());
+    r.all_same_bits = r.all_same_bits && d.same_bits;
   }
   return pick_faster(scores, 0, c.margin);
 }
@@ -226,21 +268,24 @@ void head_to_head(DecodeTuneResult& r, const Checked& f32, const Checked& bf16, 
     DecodeTuning changed = base;
     changed.*f.member = r.staged.*f.member;
     const std::size_t before = settings.size();
-    auto both = [&](const Call& call, const FlashResult& ref) {
-      settings.push_back({&call, base, r.threads, &ref});
-      settings.push_back({&call, changed, r.threads, &ref});
+    auto both = [&](const Call& call, const FlashResult& ref, std::size_t threads, const Flush* flush) {
+      settings.push_back({&call, base, threads, &ref, flush});
+      settings.push_back({&call, changed, threads, &ref, flush});
       owner.push_back(r.compared.size());
+    };
+    auto distance = [&](const Checked& shape) {  // as its stage timed it
+      for (std::size_t n : distance_threads(r)) both(shape.call, shape.reference, n, shape.flush);
     };
     const std::size_t any = std::numeric_limits<std::size_t>::max();
     auto ladder = [&](const Ladder& l, const std::vector<FlashResult>& refs, std::size_t DecodeTuning::*work) {
       for (std::size_t i = 0; i < l.calls.size(); ++i)
         if (threads_for_work(r.threads, any, l.work[i], r.builtin.*work) !=
             threads_for_work(r.threads, any, l.work[i], changed.*work))
-          both(l.calls[i], refs[i]);
+          both(l.calls[i], refs[i], r.threads, nullptr);
     };
-    if (f.member == &DecodeTuning::prefetch_blocks) both(f32.call, f32.reference), both(bf16.call, bf16.reference);
-    if (f.member == &DecodeTuning::bf16_near_keys) both(bf16.call, bf16.reference);
-    if (f.member == &DecodeTuning::f32_near_keys) both(f32.call, f32.reference);
+    if (f.member == &DecodeTuning::prefetch_blocks) distance(f32), distance(bf16);
+    if (f.member == &DecodeTuning::bf16_near_keys) distance(bf16);
+    if (f.member == &DecodeTuning::f32_near_keys) distance(f32);
     if (f.member == &DecodeTuning::decode_thread_work) ladder(dl, dref, f.member);
     if (f.member == &DecodeTuning::prefill_thread_work) ladder(pl, pref, f.member);
     // A change that runs as the built-in on every shape timed is not worth keeping.
@@ -313,8 +358,9 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
   // worth depends on the other (on a Zen 3 EPYC on 2 threads, 128 keys near beat none with 1
   // block ahead and lost to none with 0 ahead, the pair that the stages, each from the
   // built-in, chose).
-  const Checked f32 = checked(random_call(rng, c.heads, 1, c.kv, c.head_dim), r);
-  const Checked bf16 = checked(bf16_call(f32.call), r);
+  const Flush flush{std::vector<float>(2 * c.heads * c.kv * c.head_dim, 1.0f)};
+  const Checked f32 = checked(random_call(rng, c.heads, 1, c.kv, c.head_dim), r, flush);
+  const Checked bf16 = checked(bf16_call(f32.call), r, flush);
   const std::vector<std::size_t> blocks = tune_prefetch_blocks(), near = tune_bf16_near_keys(),
                                  f32_near = tune_f32_near_keys();
   r.staged.prefetch_blocks =

@@ -24,11 +24,13 @@ struct DecodeTuneConfig {
   std::function<void(std::size_t done, std::size_t total)> progress;  // after each round
 };
 
-// One prefetch distance as timed at a prefetch stage's shape: ms per call, its best sample.
-// The distance is in 128-key blocks (prefetch_blocks) or in keys (bf16_near_keys, f32_near_keys).
+// One prefetch distance as timed at a prefetch stage's shape, on one thread and on all: ms per
+// call, each its best sample, and the score `ms`, their sum (one_ms alone on one thread). The
+// distance is in 128-key blocks (prefetch_blocks) or in keys (bf16_near_keys, f32_near_keys).
 struct DistanceCandidate {
   std::size_t distance = 0;
   std::size_t prefetch_blocks = 0;  // the prefetch distance it ran with
+  double one_ms = 0, many_ms = 0;
   double ms = 0;
   bool same_bits = false;
 };

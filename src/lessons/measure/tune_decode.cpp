@@ -62,7 +62,7 @@ double per_call_ms(const Call& c, const DecodeTuning& t, std::size_t threads, do
 // many bytes as the float32 cache, untimed), then times one call. Timed back to back instead,
 // on a Zen 3 EPYC (32 MiB of L3) the 64 MiB cache was partly read from L3, and the stages picked
 // a float32 near distance 1.04x faster there that `bench --mode decode` (each run after a
-// streaming read) measured at 0.67-0.69 of the stream on 1 thread against 0.89-0.94 without.
+// streaming read) measured at 0.66-0.69 of the stream on 1 thread against 0.88-0.94 without.
 struct Flush {
   std::vector<float> bytes;
   void operator()(std::size_t threads) const {

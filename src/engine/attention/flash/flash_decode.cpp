@@ -167,8 +167,8 @@ void pv_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& row
 // softmax, so V's reads start only once K's have drained; here P V's reads need nothing from
 // the scores just computed, and the softmax nothing from the V rows in flight. On a Zen 3 EPYC
 // (bench --mode decode, Lk 16384, H 8, d 64, no asks, the median of 21 decode runs each over
-// the streaming read of the same bytes just after it; 6 such runs of each build, alternated)
-// a decode step went from 0.85-0.90 of the read to 0.89-0.96 on 1 thread. Every sum is the one
+// the streaming read of the same bytes just after it; 9 such runs of each build, alternated)
+// a decode step went from 0.83-0.90 of the read to 0.90-0.95 on 1 thread. Every sum is the one
 // the plain order gives, so the bits are too.
 template <class T, class KV>
 void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,

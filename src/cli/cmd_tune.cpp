@@ -123,13 +123,16 @@ void check_decode_tune_budgets(const DecodeTuneConfig& c) {
   // The float32 cache, its bfloat16 copy, which the near-distance stage reads, and the bytes
   // read before each sample of the distance stages (as many as the float32 cache).
   require_memory(2.5 * cache + 64.0 * (1 << 20), "tune's decode cache (--decode-kv)", "lower --decode-kv or --heads");
-  // Each sample repeats its call for sample_ms, or runs it once when it is longer: the cache's
-  // read at 5 GB/s (a slow machine's memory) bounds the longest.
+  // A crossover's sample repeats its call for sample_ms, or runs it once when it is longer; a
+  // distance's runs it once. The cache's read at 5 GB/s (a slow machine's memory) bounds the
+  // longest call.
   const double call_s = std::max(c.sample_ms / 1000, cache / 5e9);
-  // A distance stage's sample reads as many bytes again first, on one thread and on all: four
-  // such calls' time (at most) for each distance.
+  // A distance's sample first reads as many bytes as the float32 cache, and each distance is
+  // timed on one thread and on all: four calls' time (at most). The head-to-head times up to 8
+  // more such pairs of samples (a changed prefetch: base and change on both caches; each near
+  // distance: on its cache).
   const double distances = double(tune_prefetch_blocks().size() + tune_bf16_near_keys().size() +
-                                  tune_f32_near_keys().size() + 3);  // + the head-to-head's
+                                  tune_f32_near_keys().size() + 8);
   const double samples = double(c.rounds + 1) * (4 * distances + 2 * (6 + 8) + 12);
   require_time(samples * call_s, "tune's decode stages with these --decode-kv, --heads and --rounds", "lower them");
 }
@@ -162,7 +165,9 @@ Json decode_tune_json(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
   return {{"shape", {{"kv", c.kv}, {"heads", c.heads}, {"head_dim", c.head_dim}}},
           {"threads", r.threads},
           {"score", "ms per call, the best of the rounds' samples; a distance's ms: one_thread_ms + all_threads_ms "
-                    "(one_thread_ms alone on one thread), each sample one call after a read of as many other bytes"},
+                    "(one_thread_ms alone on one thread), each sample one call after reading as many other bytes as "
+                    "the float32 cache; head_to_head's builtin_ms and staged_ms: the sums over the shapes and thread "
+                    "counts compared"},
           {"prefetch", distances(r.prefetch, "prefetch_blocks")},
           {"bf16_near", distances(r.bf16_near, "bf16_near_keys")},
           {"f32_near", distances(r.f32_near, "f32_near_keys")},
@@ -215,9 +220,10 @@ void print_head_to_head(const HeadToHead& h, const DecodeTuneResult& r, double m
 
 void print_decode_tune_table(const DecodeTuneConfig& c, const DecodeTuneResult& r) {
   std::printf("Tuning the decode path and small prefill on %s, %zu thread(s), H = %zu, d = %zu;\n"
-              "each time is ms per call, the best of %zu samples. A distance's sample is one call after a\n"
-              "read of as many other bytes, from cold caches as in a model (the other layers come between);\n"
-              "a crossover's repeats back-to-back calls, as a generation loop makes them.\n\n",
+              "each time is ms per call, the best of %zu samples. A distance's sample is one call after\n"
+              "reading as many other bytes as the float32 cache, so that a cache larger than the CPU's last\n"
+              "level comes from memory, as in a model (the other layers come between); a crossover's repeats\n"
+              "back-to-back calls, as a generation loop makes them.\n\n",
               machine_json()["cpu"].get<std::string>().c_str(), r.threads, c.heads, c.head_dim, c.rounds);
   const double mib = 2.0 * 4 * double(c.heads * c.kv * c.head_dim) / (1 << 20);
   std::printf("Prefetch distance (one query row against %zu keys, %.1f MiB of float32 K and V):\n", c.kv, mib);
@@ -341,13 +347,16 @@ what runs. ATTN_CLI_TUNING=off runs the built-in blockings whatever the file say
 Then the decode path (a few query rows against a long KV cache) and small prefill: how many
 128-key blocks ahead decode prefetches K and V (timed against a --decode-kv cache), how many
 keys ahead a bfloat16 cache's rows are asked into L1 (the same cache in bfloat16) and a
-float32 cache's into L2 (the --decode-kv cache again), and from what work size a second thread
-pays for waking it, measured as a crossover: each size of a ladder runs on one thread and on
-all, in alternating rounds, and all threads are used from the smallest size where they win by
-the margin there and at every larger size. Each setting these stages changed must then beat
-the built-in by the margin, alone, on the shapes where that change runs differently. None of
-it changes a number either: decode cuts its cache into chunks by its shape alone, never by its
-threads or tuning (the run compares every output with the built-in's, byte for byte).
+float32 cache's into L2 (the --decode-kv cache again), each distance on one thread and on all
+(scored by the sum), each of its samples one call after reading as many other bytes as the
+float32 cache (from memory, as in a model, where the cache is larger than the CPU's last
+level); and from what work size a second thread pays for waking it, measured as a crossover:
+each size of a ladder runs on one thread and on all, in alternating rounds, and all threads
+are used from the smallest size where they win by the margin there and at every larger size.
+Each setting these stages changed must then beat the built-in by the margin, alone, on the
+shapes where that change runs differently. None of it changes a number either: decode cuts
+its cache into chunks by its shape alone, never by its threads or tuning (the run compares
+every output with the built-in's, byte for byte).
 
 Examples:
   attn-cli tune

@@ -351,8 +351,8 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
   r.builtin = r.staged = r.chosen = decode_tuning_builtin();
   Rng rng(c.seed);
 
-  // Stage 1, the prefetch distance: one query row against a float32 cache of c.kv keys, all
-  // threads, from the built-in. Stage 2, a bfloat16 cache's near distance: the same query and
+  // Stage 1, the prefetch distance: one query row against a float32 cache of c.kv keys, on one
+  // thread and on all (distance_threads), from the built-in. Stage 2, a bfloat16 cache's near distance: the same query and
   // cache in bfloat16. Stage 3, a float32 cache's near distance. Both near stages run with
   // stage 1's pick: a near distance and the prefetch ask for the same rows, so what one is
   // worth depends on the other (on a Zen 3 EPYC on 2 threads, 128 keys near beat none with 1

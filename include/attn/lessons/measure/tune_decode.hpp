@@ -19,7 +19,8 @@ struct DecodeTuneConfig {
   std::size_t threads = 0;               // 0 = all hardware threads
   std::size_t rounds = 5;                // timed samples of each setting, in alternating rounds
   double margin = 0.03;                  // as TuneConfig's: a choice must be faster by more than this
-  double sample_ms = 1.0;                // a sample repeats its call until this long, then averages
+  double sample_ms = 1.0;                // a crossover's sample repeats its call until this long, then
+                                         // averages (a distance's is one call from cold caches)
   std::uint64_t seed = 42;
   std::function<void(std::size_t done, std::size_t total)> progress;  // after each round
 };

@@ -91,36 +91,42 @@ void block_softmax(const Microkernels<T>& mk, const DecodeProblem& p, const Rows
 }
 
 // What a task reads in place (K and V of one KV head, from key 0), and its asks for rows
-// before they are read, into L2 (DecodeTuning): `ahead` blocks past the rows being read (0:
-// never, the hardware prefetcher alone) and, for a float32 cache, `near` keys past them (a
-// bfloat16 cache asks inside its kernels: NearPrefetch). Either spreads its asks over steps of
-// kStepKeys keys, each asking for as many rows as it reads: asked all at once, 32 KiB of V and
-// of K a block, they overflowed the core's queue of misses (a 64 MiB decode step ran at
-// 0.52-0.58 of a streaming read on 1 thread on a Zen 3 EPYC). Without asks, a block is one call.
+// before they are read, into L2 (DecodeTuning). `ahead` blocks past the rows being read (0:
+// never, the hardware prefetcher alone): while block X's scores are computed, K's rows of
+// block X + ahead, and V's of block X + ahead - 1 (ahead blocks past block X - 1, whose P V
+// comes next). For a float cache also `near` keys past them (a bfloat16 cache asks inside its
+// kernels: NearPrefetch). Either spreads its asks over steps of kStepKeys keys, each asking
+// for as many rows as it reads: asked all at once, 32 KiB of V and of K a block, they
+// overflowed the core's queue of misses (a 64 MiB decode step ran at 0.52-0.58 of a streaming
+// read on 1 thread on a Zen 3 EPYC). Without asks, a block is one call.
 template <class KV>
 struct Stream {
   const KV* k;
   const KV* v;
   std::size_t j1;     // the chunk's end
   std::size_t ahead;  // DecodeTuning::prefetch_blocks
-  std::size_t near;   // DecodeTuning::f32_near_keys for a float32 cache, else 0
+  std::size_t near;   // DecodeTuning::f32_near_keys for a float cache, else 0
 };
 
+// Asks the n rows `dist` keys past row j, those of them before the chunk's end (dist 0: none).
 template <class KV>
 [[gnu::always_inline]] inline void ask_ahead(const KV* rows, std::size_t j, std::size_t n, std::size_t dist,
                                              std::size_t j1, std::size_t width) {
   if (const std::size_t ja = j + dist; dist && ja < j1) ask_rows(rows, ja, std::min(n, j1 - ja), width);
 }
 
-// The scores of the nb keys of the block at jb into s, while block jv's V rows come next.
+// The scores of the nb keys of the block at jb into s.
 template <class T, class KV>
 void score_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, const Stream<KV>& st,
-                 std::size_t jb, std::size_t nb, std::size_t jv, T* s, Workspace<T>& ws) {
+                 std::size_t jb, std::size_t nb, T* s, Workspace<T>& ws) {
   const std::size_t step = st.ahead || st.near ? kStepKeys : nb;
   for (std::size_t s0 = 0; s0 < nb; s0 += step) {
     const std::size_t j = jb + s0, n = std::min(step, nb - s0);
-    ask_ahead(st.v, jv + s0, n, st.ahead * kBlockKeys, st.j1, p.dv);
-    ask_ahead(st.k, j, n, st.ahead * kBlockKeys, st.j1, p.d);
+    if (st.ahead) {
+      if (const std::size_t jv = j + (st.ahead - 1) * kBlockKeys; jv < st.j1)
+        ask_rows(st.v, jv, std::min(n, st.j1 - jv), p.dv);
+      ask_ahead(st.k, j, n, st.ahead * kBlockKeys, st.j1, p.d);
+    }
     ask_ahead(st.k, j, n, st.near, st.j1, p.d);
     if constexpr (!std::is_same_v<T, KV>)  // bfloat16 widened in registers
       mk.qk_unpacked_bf16(ws.q.data(), rows.count, p.d, st.k + j * p.d, p.d, n, s + s0, kBlockKeys,
@@ -185,11 +191,11 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   std::fill(ws.alpha.begin(), ws.alpha.end(), T(1));
   std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
   const Stream<KV> st{k, v, j1, p.tuning.prefetch_blocks, std::is_same_v<T, KV> ? p.tuning.f32_near_keys : 0};
-  score_block(mk, p, rows, st, j0, std::min(kBlockKeys, j1 - j0), j0, ws.s.data(), ws);
+  score_block(mk, p, rows, st, j0, std::min(kBlockKeys, j1 - j0), ws.s.data(), ws);
   for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
     const std::size_t nb = std::min(kBlockKeys, j1 - jb), jn = jb + nb;
     block_softmax(mk, p, rows, g, jb, nb, ws);
-    if (jn < j1) score_block(mk, p, rows, st, jn, std::min(kBlockKeys, j1 - jn), jb, ws.s_next.data(), ws);
+    if (jn < j1) score_block(mk, p, rows, st, jn, std::min(kBlockKeys, j1 - jn), ws.s_next.data(), ws);
     pv_block(mk, p, rows, st, jb, nb, ws);
     std::swap(ws.s, ws.s_next);
   }

@@ -329,7 +329,12 @@ void judge_head_to_head(std::vector<HeadToHead>& compared, double margin) {
     }
 }
 
-std::vector<std::size_t> tune_prefetch_blocks() { return {decode_tuning_builtin().prefetch_blocks, 0, 2, 4}; }
+std::vector<std::size_t> tune_prefetch_blocks() {
+  std::vector<std::size_t> blocks{decode_tuning_builtin().prefetch_blocks};
+  for (std::size_t b : {0, 1, 2, 4})
+    if (b != blocks.front()) blocks.push_back(b);
+  return blocks;
+}
 
 std::vector<std::size_t> tune_bf16_near_keys() { return {decode_tuning_builtin().bf16_near_keys, 0, 32, 128, 256}; }
 

@@ -231,7 +231,12 @@ FlashTuning flash_tuning();  // as last set ("" and 0 where unset)
 // the thread count or the tuning, and each tiled work item is computed the same whichever
 // thread runs it (tests/test_decode_tuning.cpp compares the bytes).
 struct DecodeTuning {
-  std::size_t prefetch_blocks = 1;  // K and V are asked for this many 128-key blocks ahead (0 = never)
+  // K and V are asked for this many 128-key blocks ahead (0 = never). 0: since the decode path
+  // runs its blocks as a pipeline (flash_decode.cpp), nothing holds its reads back for the asks
+  // to cover, and `tune` chose 0 on the Intel Xeon (1.06-1.22x as fast as 1) and on the Zen 3
+  // EPYC (1.09-1.26x, on 1 thread 1.43x from cold caches); on the Zen 5 it kept 1, then the
+  // built-in, not clearly ahead (docs/performance.md). `tune` times 1, 2 and 4 where it runs.
+  std::size_t prefetch_blocks = 0;
   // A decode thread must have at least this many (key, query row) pairs (keys of its KV heads
   // x the query rows that share them); fewer threads run below it. 4096: on the 2-core Zen 5
   // machine, with the pool's threads kept awake, 2 threads beat 1 by 1.3-1.6x at 8192 pairs

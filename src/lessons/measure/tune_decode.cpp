@@ -357,12 +357,12 @@ DecodeTuneResult tune_decode(const DecodeTuneConfig& c) {
   Rng rng(c.seed);
 
   // Stage 1, the prefetch distance: one query row against a float32 cache of c.kv keys, on one
-  // thread and on all (distance_threads), from the built-in. Stage 2, a bfloat16 cache's near distance: the same query and
-  // cache in bfloat16. Stage 3, a float32 cache's near distance. Both near stages run with
-  // stage 1's pick: a near distance and the prefetch ask for the same rows, so what one is
-  // worth depends on the other (on a Zen 3 EPYC on 2 threads, 128 keys near beat none with 1
-  // block ahead and lost to none with 0 ahead, the pair that the stages, each from the
-  // built-in, chose).
+  // thread and on all (distance_threads), from the built-in. Stage 2, a bfloat16 cache's near
+  // distance: the same query and cache in bfloat16. Stage 3, a float32 cache's near distance.
+  // Both near stages run with stage 1's pick: a near distance and the prefetch ask for the same
+  // rows, so what one is worth depends on the other (on a Zen 3 EPYC on 2 threads, 128 keys
+  // near beat none with 1 block ahead and lost to none with 0 ahead, the pair that the stages,
+  // each from the built-in, chose).
   const Flush flush{std::vector<float>(2 * c.heads * c.kv * c.head_dim, 1.0f)};
   const Checked f32 = checked(random_call(rng, c.heads, 1, c.kv, c.head_dim), r, flush);
   const Checked bf16 = checked(bf16_call(f32.call), r, flush);

@@ -235,7 +235,8 @@ struct DecodeTuning {
   // runs its blocks as a pipeline (flash_decode.cpp), nothing holds its reads back for the asks
   // to cover, and `tune` chose 0 on the Intel Xeon (1.06-1.22x as fast as 1) and on the Zen 3
   // EPYC (1.09-1.26x, on 1 thread 1.43x from cold caches); on the Zen 5 it kept 1, then the
-  // built-in, not clearly ahead (docs/performance.md). `tune` times 1, 2 and 4 where it runs.
+  // built-in, 0 not being faster by its margin (docs/performance.md). `tune` times 1, 2 and 4
+  // where it runs.
   std::size_t prefetch_blocks = 0;
   // A decode thread must have at least this many (key, query row) pairs (keys of its KV heads
   // x the query rows that share them); fewer threads run below it. 4096: on the 2-core Zen 5

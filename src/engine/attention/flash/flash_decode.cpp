@@ -59,7 +59,7 @@ template <class KV>
 template <class T>
 struct Workspace {
   Aligned<T> q, v_block, s, s_next, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
-  Aligned<T> ones;                     // the rescale of a block's later P V steps: none
+  Aligned<T> ones;                             // the rescale of a block's later P V steps: none
   std::vector<tile::RowState<T>> rows;
 };
 

@@ -30,6 +30,10 @@ static_assert(kBlockKeys <= kPvSliceKeys);
 // of the bytes ahead (below). A multiple of every ISA's keys per score group (W <= 16), so the
 // steps give the scores a whole-block call would, bit for bit.
 constexpr std::size_t kStepKeys = 16;
+// A task scores up to this many keys (a run) before it reads their V rows (stream_chunk), and
+// a run's scores of all its rows are at most kRunScores values, so that they stay in L2.
+constexpr std::size_t kRunKeys = 2048, kRunScores = std::size_t(1) << 14;
+static_assert(kRunKeys % kBlockKeys == 0);
 // A chunk is at least this many keys, so a task's start-up and its merge stay small next to
 // the bytes it streams (at d = 64, float32: 512 KiB of K and V).
 constexpr std::size_t kMinChunkKeys = 1024;
@@ -58,8 +62,8 @@ template <class KV>
 
 template <class T>
 struct Workspace {
-  Aligned<T> q, v_block, s, s_next, o, alpha;  // padded rows of s stay 0: P V adds nothing for them
-  Aligned<T> ones;                             // the rescale of a block's later P V steps: none
+  Aligned<T> q, v_block, s, o, alpha;  // s: the scores of a run, [rows, run keys]
+  Aligned<T> ones;                     // the rescale of a block's later P V steps: none
   std::vector<tile::RowState<T>> rows;
 };
 
@@ -70,35 +74,34 @@ struct Partial {
   std::vector<T> o;
 };
 
-// The online softmax over one block's scores, row by row (causal and masked keys out), each
-// row's rescale of its earlier output left in ws.alpha.
+// The online softmax over one block's scores (s: its first key's, rows lds apart), row by row
+// (causal and masked keys out), each row's rescale of its earlier output left in ws.alpha.
 template <class T>
 void block_softmax(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,
-                   std::size_t jb, std::size_t nb, Workspace<T>& ws) {
+                   std::size_t jb, std::size_t nb, T* s, std::size_t lds, Workspace<T>& ws) {
   for (std::size_t r = 0; r < rows.count; ++r) {
     const std::size_t h = g * rows.group + r / p.Lq, i = r % p.Lq;
-    T* s = ws.s.data() + r * kBlockKeys;
+    T* sr = s + r * lds;
     // Causal (bottom-right): row i sees a prefix of the block.
     const long end = p.causal ? tile::causal_key_end(long(i) + 1, long(p.Lq), long(p.Lk)) : long(p.Lk);
     const std::size_t n = std::size_t(std::clamp(end - long(jb), 0L, long(nb)));
     if (p.allowed) {
       const bool* m = p.allowed->data() + ((p.allowed->shape(0) == 1 ? 0 : h) * p.Lq + i) * p.Lk + jb;
       for (std::size_t j = 0; j < n; ++j)
-        if (!m[j]) s[j] = -T(INFINITY);
+        if (!m[j]) sr[j] = -T(INFINITY);
     }
-    ws.alpha[r] = online_row_step(mk, ws.rows[r], s, n, nb);
+    ws.alpha[r] = online_row_step(mk, ws.rows[r], sr, n, nb);
   }
 }
 
 // What a task reads in place (K and V of one KV head, from key 0), and its asks for rows
-// before they are read, into L2 (DecodeTuning). `ahead` blocks past the rows being read (0:
-// never, the hardware prefetcher alone): while block X's scores are computed, K's rows of
-// block X + ahead, and V's of block X + ahead - 1 (ahead blocks past block X - 1, whose P V
-// comes next). For a float cache also `near` keys past them (a bfloat16 cache asks inside its
-// kernels: NearPrefetch). Either spreads its asks over steps of kStepKeys keys, each asking
+// before they are read, into L2 (DecodeTuning): `ahead` blocks of kBlockKeys past the rows
+// being read (0: never, the hardware prefetcher alone), K's while scores are computed and V's
+// while P V runs; for a float cache also `near` keys past them (a bfloat16 cache asks inside
+// its kernels: NearPrefetch). Either spreads its asks over steps of kStepKeys keys, each asking
 // for as many rows as it reads: asked all at once, 32 KiB of V and of K a block, they
 // overflowed the core's queue of misses (a 64 MiB decode step ran at 0.52-0.58 of a streaming
-// read on 1 thread on a Zen 3 EPYC). Without asks, a block is one call.
+// read on 1 thread on a Zen 3 EPYC). Without asks, a run's scores are one call.
 template <class KV>
 struct Stream {
   const KV* k;
@@ -115,71 +118,65 @@ template <class KV>
   if (const std::size_t ja = j + dist; dist && ja < j1) ask_rows(rows, ja, std::min(n, j1 - ja), width);
 }
 
-// The scores of the nb keys of the block at jb into s.
+// The scores of the n keys from key j0 into s (rows lds apart).
 template <class T, class KV>
-void score_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, const Stream<KV>& st,
-                 std::size_t jb, std::size_t nb, T* s, Workspace<T>& ws) {
-  const std::size_t step = st.ahead || st.near ? kStepKeys : nb;
-  for (std::size_t s0 = 0; s0 < nb; s0 += step) {
-    const std::size_t j = jb + s0, n = std::min(step, nb - s0);
-    if (st.ahead) {
-      if (const std::size_t jv = j + (st.ahead - 1) * kBlockKeys; jv < st.j1)
-        ask_rows(st.v, jv, std::min(n, st.j1 - jv), p.dv);
-      ask_ahead(st.k, j, n, st.ahead * kBlockKeys, st.j1, p.d);
-    }
-    ask_ahead(st.k, j, n, st.near, st.j1, p.d);
+void score_run(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, const Stream<KV>& st,
+               std::size_t j0, std::size_t n, T* s, std::size_t lds, const T* q) {
+  const std::size_t step = st.ahead || st.near ? kStepKeys : n;
+  for (std::size_t s0 = 0; s0 < n; s0 += step) {
+    const std::size_t j = j0 + s0, m = std::min(step, n - s0);
+    ask_ahead(st.k, j, m, st.ahead * kBlockKeys, st.j1, p.d);
+    ask_ahead(st.k, j, m, st.near, st.j1, p.d);
     if constexpr (!std::is_same_v<T, KV>)  // bfloat16 widened in registers
-      mk.qk_unpacked_bf16(ws.q.data(), rows.count, p.d, st.k + j * p.d, p.d, n, s + s0, kBlockKeys,
-                          {p.tuning.bf16_near_keys, p.Lk - j});
+      mk.qk_unpacked_bf16(q, rows.count, p.d, st.k + j * p.d, p.d, m, s + s0, lds, {p.tuning.bf16_near_keys, p.Lk - j});
     else
-      mk.qk_unpacked(ws.q.data(), rows.count, p.d, st.k + j * p.d, p.d, n, s + s0, kBlockKeys);
+      mk.qk_unpacked(q, rows.count, p.d, st.k + j * p.d, p.d, m, s + s0, lds);
   }
 }
 
-// P V over the nb keys of the block at jb, for the task's rows only (padding rows would be FMAs
-// on zeros). V rows whose length is a whole number of registers are read in place (bfloat16
-// widened in registers); others are first copied or widened into the padded rows of the
-// L1-sized workspace. A float32 cache's steps (while it asks `near`) rescale by alpha in the
-// first and by 1 after: the same bits as one call.
+// P V over the nb keys of the block at jb (s: their weights, rows lds apart), for the task's
+// rows only (padding rows would be FMAs on zeros). V rows whose length is a whole number of
+// registers are read in place (bfloat16 widened in registers); others are first copied or
+// widened into the padded rows of the L1-sized workspace. While it asks, P V goes in steps
+// that rescale by alpha in the first and by 1 after: the same bits as one call.
 template <class T, class KV>
 void pv_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, const Stream<KV>& st,
-              std::size_t jb, std::size_t nb, Workspace<T>& ws) {
+              std::size_t jb, std::size_t nb, const T* s, std::size_t lds, Workspace<T>& ws) {
   const std::size_t dv = p.dv, dvp = round_up(dv, mk.lanes);
   const KV* vrows = st.v + jb * dv;
   if (dv != dvp) {
+    ask_ahead(st.v, jb, nb, st.ahead * kBlockKeys, st.j1, dv);
     for (std::size_t j = 0; j < nb; ++j) {
       if constexpr (std::is_same_v<T, KV>) std::copy(vrows + j * dv, vrows + (j + 1) * dv, ws.v_block.data() + j * dvp);
       else mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
     }
-    mk.pv(ws.s.data(), kBlockKeys, rows.count, nb, ws.v_block.data(), dvp, dvp, ws.alpha.data(), ws.o.data(), dvp);
-  } else if constexpr (!std::is_same_v<T, KV>) {
-    mk.pv_bf16(ws.s.data(), kBlockKeys, rows.count, nb, vrows, dv, dvp, ws.alpha.data(), ws.o.data(), dvp,
-               {p.tuning.bf16_near_keys, p.Lk - jb});
-  } else {
-    for (std::size_t s0 = 0, step = st.near ? kStepKeys : nb; s0 < nb; s0 += step) {
-      const std::size_t n = std::min(step, nb - s0);
-      ask_ahead(st.v, jb + s0, n, st.near, st.j1, dv);
-      mk.pv(ws.s.data() + s0, kBlockKeys, rows.count, n, vrows + s0 * dv, dv, dvp,
-            (s0 == 0 ? ws.alpha : ws.ones).data(), ws.o.data(), dvp);
-    }
+    mk.pv(s, lds, rows.count, nb, ws.v_block.data(), dvp, dvp, ws.alpha.data(), ws.o.data(), dvp);
+    return;
+  }
+  for (std::size_t s0 = 0, step = st.ahead || st.near ? kStepKeys : nb; s0 < nb; s0 += step) {
+    const std::size_t j = jb + s0, n = std::min(step, nb - s0);
+    const T* alpha = (s0 == 0 ? ws.alpha : ws.ones).data();
+    ask_ahead(st.v, j, n, st.ahead * kBlockKeys, st.j1, dv);
+    ask_ahead(st.v, j, n, st.near, st.j1, dv);
+    if constexpr (!std::is_same_v<T, KV>)
+      mk.pv_bf16(s + s0, lds, rows.count, n, vrows + s0 * dv, dv, dvp, alpha, ws.o.data(), dvp,
+                 {p.tuning.bf16_near_keys, p.Lk - j});
+    else
+      mk.pv(s + s0, lds, rows.count, n, vrows + s0 * dv, dv, dvp, alpha, ws.o.data(), dvp);
   }
 }
 
 // One task: the task's rows against keys [j0, j1) of KV head g. KV is T or std::uint16_t,
-// bfloat16 bits; either way K and V are read in place. The blocks run as a software pipeline:
-// block b + 1's scores are computed before block b's P V, so that no read waits on arithmetic
-// that waits on the reads before it. In the plain order (block b's scores, its softmax, its
-// P V), the softmax needs the last K rows of the block to have arrived and P V needs the
-// softmax, so V's reads start only once K's have drained; here P V's reads need nothing from
-// the scores just computed, and the softmax nothing from the V rows in flight. On a Zen 3 EPYC
-// (bench --mode decode, Lk 16384, H 8, d 64, no asks, the median of 21 decode runs each over
-// the streaming read of the same bytes just after it; 9 such runs of each build, alternated)
-// a decode step went from 0.83-0.90 of the read to 0.90-0.95 on 1 thread. Every sum is the one
-// the plain order gives, so the bits are too.
+// bfloat16 bits; either way K and V are read in place. The keys go in runs of up to
+// run_keys (RUN): all of a run's scores first, reading only K, then block by block its online
+// softmax and P V, reading only V. So each of K and V is read in long stretches, as a streaming
+// read goes, and no read waits on arithmetic that waits on the reads before it (P V's rows
+// need only scores already computed). The blocks' sums are those of the plain order (a
+// block's scores, its softmax, its P V), so the bits are too.
 template <class T, class KV>
 void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,
-                  std::size_t j0, std::size_t j1, const T* q, const KV* k, const KV* v, Workspace<T>& ws,
-                  Partial<T>& part) {
+                  std::size_t j0, std::size_t j1, std::size_t run_keys, const T* q, const KV* k, const KV* v,
+                  Workspace<T>& ws, Partial<T>& part) {
   const std::size_t d = p.d, dv = p.dv, dvp = round_up(dv, mk.lanes);
   const T scale_log2 = T(p.scale * tile::kLog2ed);  // scores in base-2 units (tile_math.hpp)
   std::fill(ws.q.begin(), ws.q.end(), T(0));
@@ -191,13 +188,15 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   std::fill(ws.alpha.begin(), ws.alpha.end(), T(1));
   std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
   const Stream<KV> st{k, v, j1, p.tuning.prefetch_blocks, std::is_same_v<T, KV> ? p.tuning.f32_near_keys : 0};
-  score_block(mk, p, rows, st, j0, std::min(kBlockKeys, j1 - j0), ws.s.data(), ws);
-  for (std::size_t jb = j0; jb < j1; jb += kBlockKeys) {
-    const std::size_t nb = std::min(kBlockKeys, j1 - jb), jn = jb + nb;
-    block_softmax(mk, p, rows, g, jb, nb, ws);
-    if (jn < j1) score_block(mk, p, rows, st, jn, std::min(kBlockKeys, j1 - jn), ws.s_next.data(), ws);
-    pv_block(mk, p, rows, st, jb, nb, ws);
-    std::swap(ws.s, ws.s_next);
+  T* s = ws.s.data();
+  for (std::size_t jr = j0; jr < j1; jr += run_keys) {
+    const std::size_t jr1 = std::min(j1, jr + run_keys);
+    score_run(mk, p, rows, st, jr, jr1 - jr, s, run_keys, ws.q.data());
+    for (std::size_t jb = jr; jb < jr1; jb += kBlockKeys) {
+      const std::size_t nb = std::min(kBlockKeys, jr1 - jb);
+      block_softmax(mk, p, rows, g, jb, nb, s + (jb - jr), run_keys, ws);
+      pv_block(mk, p, rows, st, jb, nb, s + (jb - jr), run_keys, ws);
+    }
   }
   part.rows.assign(ws.rows.begin(), ws.rows.begin() + long(rows.count));
   part.o.resize(rows.count * dv);
@@ -231,14 +230,16 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
   const std::size_t group = p.H / p.Hkv, row_align = std::lcm(mk.qk_rows, mk.pv_rows);
   const Rows rows{group * p.Lq, round_up(group * p.Lq, row_align), group};
   const DecodeSplit split = decode_split(p.Hkv, p.Lk, rows.count, p.threads, p.tuning.decode_thread_work);
-  const std::size_t dvp = round_up(p.dv, mk.lanes), lds = kBlockKeys;
+  const std::size_t dvp = round_up(p.dv, mk.lanes);
+  // Keys per run: up to kRunKeys, fewer where the task's rows' scores would outgrow kRunScores.
+  const std::size_t run_keys =
+      std::clamp(kRunScores / rows.count / kBlockKeys * kBlockKeys, kBlockKeys, kRunKeys);
 
   std::vector<Workspace<T>> workspaces(split.threads);
   for (Workspace<T>& ws : workspaces) {
     ws.q.resize(rows.padded * p.d);
     ws.v_block.resize(kBlockKeys * dvp);
-    ws.s.resize(rows.padded * lds);
-    ws.s_next.resize(rows.padded * lds);
+    ws.s.resize(rows.count * run_keys);
     ws.o.resize(rows.padded * dvp);
     ws.alpha.resize(rows.padded);
     ws.ones.assign(rows.padded, T(1));
@@ -247,7 +248,7 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
   std::vector<Partial<T>> parts(p.Hkv * split.chunks);  // [KV head][chunk]
   detail::parallel_items(parts.size(), split.threads, [&](std::size_t worker, std::size_t n) {
     const std::size_t g = n / split.chunks, j0 = (n % split.chunks) * split.chunk_keys;
-    stream_chunk(mk, p, rows, g, j0, std::min(p.Lk, j0 + split.chunk_keys), q, k + g * p.Lk * p.d,
+    stream_chunk(mk, p, rows, g, j0, std::min(p.Lk, j0 + split.chunk_keys), run_keys, q, k + g * p.Lk * p.d,
                  v + g * p.Lk * p.dv, workspaces[worker], parts[n]);
   });
 

@@ -20,18 +20,19 @@ namespace {
 // sequences are cheap either way, and keep the tiled kernel that the pictures explain).
 constexpr std::size_t kMaxQueries = 8;
 constexpr std::size_t kMinKeys = 256;
-// Keys per inner block: its K and V rows (128 x d each) and scores stay in L1/L2 while every
-// query row of the task meets them, so K and V come from memory once.
+// Keys per inner block: the online softmax's step, and one call of P V, whose V rows (128 x dv)
+// stay in L1/L2 while every query row of the task meets them, so V comes from memory once.
 constexpr std::size_t kBlockKeys = 128;
 // One slice of the P V kernel, so that the prefill's prefetch of the next slice never runs here
 // on top of this file's own (microkernels_impl.hpp).
 static_assert(kBlockKeys <= kPvSliceKeys);
-// The scores of a block are computed this many keys at a time, each step asking for its share
-// of the bytes ahead (below). A multiple of every ISA's keys per score group (W <= 16), so the
-// steps give the scores a whole-block call would, bit for bit.
+// While asking ahead (Stream, below), scores and P V go this many keys at a time, each step
+// asking for its share of the bytes. A multiple of every ISA's keys per score group (W <= 16),
+// so the steps give the scores a whole call would, bit for bit.
 constexpr std::size_t kStepKeys = 16;
-// A task scores up to this many keys (a run) before it reads their V rows (stream_chunk), and
-// a run's scores of all its rows are at most kRunScores values, so that they stay in L2.
+// A task scores up to this many keys (a run) before it reads their V rows (stream_chunk); fewer
+// where its rows would hold more than kRunScores scores, so that a run's stay in L2. 2048: on a
+// Zen 3 EPYC, runs of 512 or 8192 keys were no faster (docs/performance.md).
 constexpr std::size_t kRunKeys = 2048, kRunScores = std::size_t(1) << 14;
 static_assert(kRunKeys % kBlockKeys == 0);
 // A chunk is at least this many keys, so a task's start-up and its merge stay small next to
@@ -167,11 +168,13 @@ void pv_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& row
 }
 
 // One task: the task's rows against keys [j0, j1) of KV head g. KV is T or std::uint16_t,
-// bfloat16 bits; either way K and V are read in place. The keys go in runs of up to
-// run_keys (RUN): all of a run's scores first, reading only K, then block by block its online
-// softmax and P V, reading only V. So each of K and V is read in long stretches, as a streaming
-// read goes, and no read waits on arithmetic that waits on the reads before it (P V's rows
-// need only scores already computed). The blocks' sums are those of the plain order (a
+// bfloat16 bits; either way K and V are read in place. The keys go in runs of run_keys: all of
+// a run's scores first, reading only K, then block by block its online softmax and P V, reading
+// only V. So each of K and V is read in long stretches, as a streaming read goes, and no read
+// waits on arithmetic that waits on the reads before it (P V needs only scores computed
+// earlier). Where K and V took turns every block, on a Zen 3 EPYC, a 64 MiB decode step read
+// at 0.87-0.94 of a streaming read of the same bytes on 1 thread, 0.90-0.97 in runs (bench
+// --mode decode, 11 alternated pairs). The blocks' sums are those of the plain order (a
 // block's scores, its softmax, its P V), so the bits are too.
 template <class T, class KV>
 void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, std::size_t g,

@@ -231,12 +231,11 @@ FlashTuning flash_tuning();  // as last set ("" and 0 where unset)
 // the thread count or the tuning, and each tiled work item is computed the same whichever
 // thread runs it (tests/test_decode_tuning.cpp compares the bytes).
 struct DecodeTuning {
-  // K and V are asked for this many 128-key blocks ahead (0 = never). 0: since the decode path
-  // reads K and V in runs, scores before P V (flash_decode.cpp), nothing holds its reads back
-  // for the asks to cover, and `tune` chose 0 on the Intel Xeon (1.06-1.22x as fast as 1) and on the Zen 3
-  // EPYC (1.09-1.26x, on 1 thread 1.43x from cold caches); on the Zen 5 it kept 1, then the
-  // built-in, 0 not being faster by its margin (docs/performance.md). `tune` times 1, 2 and 4
-  // where it runs.
+  // K and V are asked for this many 128-key blocks ahead (0 = never). 0: `tune` chose 0 on the
+  // Intel Xeon (1.06-1.22x as fast as 1) and on the Zen 3 EPYC (1.09-1.26x, on 1 thread 1.43x
+  // from cold caches; again once the decode path read K and V in runs, scores before P V:
+  // flash_decode.cpp); on the Zen 5 it kept 1, then the built-in, 0 not being faster by its
+  // margin (docs/performance.md). `tune` times 1, 2 and 4 where it runs.
   std::size_t prefetch_blocks = 0;
   // A decode thread must have at least this many (key, query row) pairs (keys of its KV heads
   // x the query rows that share them); fewer threads run below it. 4096: on the 2-core Zen 5

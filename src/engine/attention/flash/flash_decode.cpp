@@ -20,19 +20,21 @@ namespace {
 // sequences are cheap either way, and keep the tiled kernel that the pictures explain).
 constexpr std::size_t kMaxQueries = 8;
 constexpr std::size_t kMinKeys = 256;
-// Keys per inner block: the online softmax's step, and one call of P V, whose V rows (128 x dv)
-// stay in L1/L2 while every query row of the task meets them, so V comes from memory once.
+// Keys per inner block: the online softmax's step and P V's, whose V rows (128 x dv) stay in
+// L1/L2 while every query row of the task meets them, so V comes from memory once.
 constexpr std::size_t kBlockKeys = 128;
 // One slice of the P V kernel, so that the prefill's prefetch of the next slice never runs here
 // on top of this file's own (microkernels_impl.hpp).
 static_assert(kBlockKeys <= kPvSliceKeys);
-// While asking ahead (Stream, below), scores and P V go this many keys at a time, each step
+// While asking ahead (Stream, below), a run's scores and a block's P V go this many keys at a
+// time (a block's V rows copied into the workspace: asked this many at a time), each step
 // asking for its share of the bytes. A multiple of every ISA's keys per score group (W <= 16),
 // so the steps give the scores a whole call would, bit for bit.
 constexpr std::size_t kStepKeys = 16;
 // A task scores up to this many keys (a run) before it reads their V rows (stream_chunk); fewer
-// where its rows would hold more than kRunScores scores, so that a run's stay in L2. 2048: on a
-// Zen 3 EPYC, runs of 512 or 8192 keys were no faster (docs/performance.md).
+// where its rows would hold more than kRunScores scores, so that a run's scores stay in L2, but
+// never fewer than a block (past 128 rows a run's scores are more). 2048: on a Zen 3 EPYC, runs
+// of 512 or 8192 keys were no faster (docs/performance.md).
 constexpr std::size_t kRunKeys = 2048, kRunScores = std::size_t(1) << 14;
 static_assert(kRunKeys % kBlockKeys == 0);
 // A chunk is at least this many keys, so a task's start-up and its merge stay small next to
@@ -95,41 +97,43 @@ void block_softmax(const Microkernels<T>& mk, const DecodeProblem& p, const Rows
   }
 }
 
-// What a task reads in place (K and V of one KV head, from key 0), and its asks for rows
-// before they are read, into L2 (DecodeTuning): `ahead` blocks of kBlockKeys past the rows
-// being read (0: never, the hardware prefetcher alone), K's while scores are computed and V's
-// while P V runs; for a float cache also `near` keys past them (a bfloat16 cache asks inside
-// its kernels: NearPrefetch). Either spreads its asks over steps of kStepKeys keys, each asking
-// for as many rows as it reads: asked all at once, 32 KiB of V and of K a block, they
-// overflowed the core's queue of misses (a 64 MiB decode step ran at 0.52-0.58 of a streaming
-// read on 1 thread on a Zen 3 EPYC). Without asks, a run's scores are one call.
+// What a run reads in place (K and V of one KV head, from key 0), and its asks for rows before
+// they are read, into L2 (DecodeTuning): `ahead` blocks of kBlockKeys past the rows being read
+// (0: never, the hardware prefetcher alone), K's while scores are computed and V's while P V
+// runs; for a float cache also `near` keys past them (a bfloat16 cache asks inside its kernels:
+// NearPrefetch). Asks stop at the run's end: the next run's K rows are read only after this
+// run's V, and its V rows after its K. Either spreads its asks over steps of kStepKeys keys,
+// each asking for as many rows as it reads: asked all at once, 32 KiB of V and of K a block (as
+// an earlier order did), they overflowed the core's queue of misses (a 64 MiB decode step ran
+// at 0.52-0.58 of a streaming read on 1 thread on a Zen 3 EPYC). Without asks, a run's scores
+// are one call and a block's P V another.
 template <class KV>
 struct Stream {
   const KV* k;
   const KV* v;
-  std::size_t j1;     // the chunk's end
+  std::size_t end;    // the run's end
   std::size_t ahead;  // DecodeTuning::prefetch_blocks
   std::size_t near;   // DecodeTuning::f32_near_keys for a float cache, else 0
 };
 
-// Asks the n rows `dist` keys past row j, those of them before the chunk's end (dist 0: none).
+// Asks the n rows `dist` keys past row j, those of them before `end` (dist 0: none).
 template <class KV>
 [[gnu::always_inline]] inline void ask_ahead(const KV* rows, std::size_t j, std::size_t n, std::size_t dist,
-                                             std::size_t j1, std::size_t width) {
-  if (const std::size_t ja = j + dist; dist && ja < j1) ask_rows(rows, ja, std::min(n, j1 - ja), width);
+                                             std::size_t end, std::size_t width) {
+  if (const std::size_t ja = j + dist; dist && ja < end) ask_rows(rows, ja, std::min(n, end - ja), width);
 }
 
-// The scores of the n keys from key j0 into s (rows lds apart).
+// The scores of the n keys from key j0 into s: [rows.count, n], rows lds apart.
 template <class T, class KV>
 void score_run(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, const Stream<KV>& st,
                std::size_t j0, std::size_t n, T* s, std::size_t lds, const T* q) {
   const std::size_t step = st.ahead || st.near ? kStepKeys : n;
   for (std::size_t s0 = 0; s0 < n; s0 += step) {
     const std::size_t j = j0 + s0, m = std::min(step, n - s0);
-    ask_ahead(st.k, j, m, st.ahead * kBlockKeys, st.j1, p.d);
-    ask_ahead(st.k, j, m, st.near, st.j1, p.d);
+    ask_ahead(st.k, j, m, st.ahead * kBlockKeys, st.end, p.d);
+    ask_ahead(st.k, j, m, st.near, st.end, p.d);
     if constexpr (!std::is_same_v<T, KV>)  // bfloat16 widened in registers
-      mk.qk_unpacked_bf16(q, rows.count, p.d, st.k + j * p.d, p.d, m, s + s0, lds, {p.tuning.bf16_near_keys, p.Lk - j});
+      mk.qk_unpacked_bf16(q, rows.count, p.d, st.k + j * p.d, p.d, m, s + s0, lds, {p.tuning.bf16_near_keys, st.end - j});
     else
       mk.qk_unpacked(q, rows.count, p.d, st.k + j * p.d, p.d, m, s + s0, lds);
   }
@@ -146,8 +150,12 @@ void pv_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& row
   const std::size_t dv = p.dv, dvp = round_up(dv, mk.lanes);
   const KV* vrows = st.v + jb * dv;
   if (dv != dvp) {
-    ask_ahead(st.v, jb, nb, st.ahead * kBlockKeys, st.j1, dv);
     for (std::size_t j = 0; j < nb; ++j) {
+      if (j % kStepKeys == 0) {
+        const std::size_t n = std::min(kStepKeys, nb - j);
+        ask_ahead(st.v, jb + j, n, st.ahead * kBlockKeys, st.end, dv);
+        ask_ahead(st.v, jb + j, n, st.near, st.end, dv);
+      }
       if constexpr (std::is_same_v<T, KV>) std::copy(vrows + j * dv, vrows + (j + 1) * dv, ws.v_block.data() + j * dvp);
       else mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
     }
@@ -157,11 +165,11 @@ void pv_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& row
   for (std::size_t s0 = 0, step = st.ahead || st.near ? kStepKeys : nb; s0 < nb; s0 += step) {
     const std::size_t j = jb + s0, n = std::min(step, nb - s0);
     const T* alpha = (s0 == 0 ? ws.alpha : ws.ones).data();
-    ask_ahead(st.v, j, n, st.ahead * kBlockKeys, st.j1, dv);
-    ask_ahead(st.v, j, n, st.near, st.j1, dv);
+    ask_ahead(st.v, j, n, st.ahead * kBlockKeys, st.end, dv);
+    ask_ahead(st.v, j, n, st.near, st.end, dv);
     if constexpr (!std::is_same_v<T, KV>)
       mk.pv_bf16(s + s0, lds, rows.count, n, vrows + s0 * dv, dv, dvp, alpha, ws.o.data(), dvp,
-                 {p.tuning.bf16_near_keys, p.Lk - j});
+                 {p.tuning.bf16_near_keys, st.end - j});
     else
       mk.pv(s + s0, lds, rows.count, n, vrows + s0 * dv, dv, dvp, alpha, ws.o.data(), dvp);
   }
@@ -190,10 +198,11 @@ void stream_chunk(const Microkernels<T>& mk, const DecodeProblem& p, const Rows&
   std::fill(ws.o.begin(), ws.o.end(), T(0));
   std::fill(ws.alpha.begin(), ws.alpha.end(), T(1));
   std::fill(ws.rows.begin(), ws.rows.end(), tile::row_start<T>());
-  const Stream<KV> st{k, v, j1, p.tuning.prefetch_blocks, std::is_same_v<T, KV> ? p.tuning.f32_near_keys : 0};
+  const std::size_t near = std::is_same_v<T, KV> ? p.tuning.f32_near_keys : 0;
   T* s = ws.s.data();
   for (std::size_t jr = j0; jr < j1; jr += run_keys) {
     const std::size_t jr1 = std::min(j1, jr + run_keys);
+    const Stream<KV> st{k, v, jr1, p.tuning.prefetch_blocks, near};
     score_run(mk, p, rows, st, jr, jr1 - jr, s, run_keys, ws.q.data());
     for (std::size_t jb = jr; jb < jr1; jb += kBlockKeys) {
       const std::size_t nb = std::min(kBlockKeys, jr1 - jb);
@@ -234,7 +243,8 @@ void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q,
   const Rows rows{group * p.Lq, round_up(group * p.Lq, row_align), group};
   const DecodeSplit split = decode_split(p.Hkv, p.Lk, rows.count, p.threads, p.tuning.decode_thread_work);
   const std::size_t dvp = round_up(p.dv, mk.lanes);
-  // Keys per run: up to kRunKeys, fewer where the task's rows' scores would outgrow kRunScores.
+  // Keys per run: up to kRunKeys, fewer where the task's rows' scores would outgrow kRunScores,
+  // at least a block.
   const std::size_t run_keys =
       std::clamp(kRunScores / rows.count / kBlockKeys * kBlockKeys, kBlockKeys, kRunKeys);
 

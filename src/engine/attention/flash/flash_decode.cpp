@@ -142,8 +142,9 @@ void score_run(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& ro
 // P V over the nb keys of the block at jb (s: their weights, rows lds apart), for the task's
 // rows only (padding rows would be FMAs on zeros). V rows whose length is a whole number of
 // registers are read in place (bfloat16 widened in registers); others are first copied or
-// widened into the padded rows of the L1-sized workspace. While it asks, P V goes in steps
-// that rescale by alpha in the first and by 1 after: the same bits as one call.
+// widened into the padded rows of the L1-sized workspace (asked ahead 16 rows at a time as they
+// are copied). Read in place while it asks, P V goes in steps that rescale by alpha in the
+// first and by 1 after: the same bits as one call.
 template <class T, class KV>
 void pv_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, const Stream<KV>& st,
               std::size_t jb, std::size_t nb, const T* s, std::size_t lds, Workspace<T>& ws) {

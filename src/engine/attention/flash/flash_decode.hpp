@@ -40,8 +40,8 @@ DecodeSplit decode_split(std::size_t Hkv, std::size_t Lk, std::size_t rows_per_t
                          std::size_t min_thread_work = DecodeTuning{}.decode_thread_work);
 
 // q [H, Lq, d], k [Hkv, Lk, d], v [Hkv, Lk, dv] row-major; out [H, Lq, dv], lse [H, Lq]. KV is
-// T, or std::uint16_t for a bfloat16 cache (T = float): widened a block at a time, arithmetic
-// in T.
+// T, or std::uint16_t for a bfloat16 cache (T = float): widened in registers as it is read (V
+// rows not a whole number of registers long: a block at a time), arithmetic in T.
 template <class T, class KV>
 void flash_decode(const Microkernels<T>& mk, const DecodeProblem& p, const T* q, const KV* k, const KV* v,
                   T* out, T* lse);

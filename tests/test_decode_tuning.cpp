@@ -82,13 +82,14 @@ TEST_CASE("decode tuning: every prefetch distance, crossover and thread count gi
   // mask; Lk not a multiple of a block or a chunk; d and dv not multiples of a register. A
   // chunk is scored in runs of keys before their P V (flash_decode.cpp): 16 KV heads make one
   // chunk of 5000 keys, three runs (here with d and dv not whole registers too); 64 query rows
-  // to a KV head make runs of 256 keys.
+  // to a KV head make runs of 256 keys, 256 rows runs of one block.
   for (const DecodeShape& c : {DecodeShape{8, 1, 1, 5000, 64, 64, false, false},
                                DecodeShape{8, 2, 2, 4500, 64, 64, true, false},
                                DecodeShape{4, 4, 1, 2100, 40, 24, false, true},
                                DecodeShape{2, 1, 7, 9000, 67, 19, true, true},
                                DecodeShape{16, 16, 1, 5000, 67, 19, false, true},
-                               DecodeShape{8, 1, 8, 3000, 32, 32, true, true}}) {
+                               DecodeShape{8, 1, 8, 3000, 32, 32, true, true},
+                               DecodeShape{32, 1, 8, 2000, 64, 64, true, false}}) {
     REQUIRE(flash::decode_path_applies(c.Lq, c.Lk, 0, 0));
     check_same_bytes_every_setting(c, false);
     check_same_bytes_every_setting(c, true);

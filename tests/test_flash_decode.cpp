@@ -106,6 +106,8 @@ TEST_CASE("decode: GQA 8:1 and 8:2, MQA, and threads 1-4 split the cache into me
     for (std::size_t threads : {1, 2, 3, 4}) check_decode<float>({8, Hkv, 1, 5000, MaskKind::none, threads}, ++seed);
   check_decode<float>({8, 1, 2, 20000, MaskKind::causal, 4}, ++seed);
   check_decode<float>({4, 1, 7, 20000, MaskKind::window, 3}, ++seed);
+  // 32 query heads x 8 queries = 256 rows on one KV head: runs of one block (flash_decode.cpp)
+  check_decode<float>({32, 1, 8, 2000, MaskKind::causal, 2}, ++seed);
 }
 
 TEST_CASE("decode: a chunk whose keys are all masked merges without NaN") {

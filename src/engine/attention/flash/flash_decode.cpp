@@ -114,24 +114,25 @@ struct Stream {
   std::size_t end;    // the run's end
   std::size_t ahead;  // DecodeTuning::prefetch_blocks
   std::size_t near;   // DecodeTuning::f32_near_keys for a float cache, else 0
-};
 
-// Asks the n rows `dist` keys past row j, those of them before `end` (dist 0: none).
-template <class KV>
-[[gnu::always_inline]] inline void ask_ahead(const KV* rows, std::size_t j, std::size_t n, std::size_t dist,
-                                             std::size_t end, std::size_t width) {
-  if (const std::size_t ja = j + dist; dist && ja < end) ask_rows(rows, ja, std::min(n, end - ja), width);
-}
+  // Keys per call over n keys: kStepKeys while it asks, else all n at once.
+  std::size_t step(std::size_t n) const { return ahead || near ? kStepKeys : n; }
+  // Asks for the rows both distances past the n rows from row j of `rows` (k or v, `width`
+  // wide), those of them before the run's end. Always inlined, as ask_rows is.
+  [[gnu::always_inline]] void ask(const KV* rows, std::size_t j, std::size_t n, std::size_t width) const {
+    for (const std::size_t dist : {ahead * kBlockKeys, near})
+      if (const std::size_t ja = j + dist; dist && ja < end) ask_rows(rows, ja, std::min(n, end - ja), width);
+  }
+};
 
 // The scores of the n keys from key j0 into s: [rows.count, n], rows lds apart.
 template <class T, class KV>
 void score_run(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& rows, const Stream<KV>& st,
                std::size_t j0, std::size_t n, T* s, std::size_t lds, const T* q) {
-  const std::size_t step = st.ahead || st.near ? kStepKeys : n;
+  const std::size_t step = st.step(n);
   for (std::size_t s0 = 0; s0 < n; s0 += step) {
     const std::size_t j = j0 + s0, m = std::min(step, n - s0);
-    ask_ahead(st.k, j, m, st.ahead * kBlockKeys, st.end, p.d);
-    ask_ahead(st.k, j, m, st.near, st.end, p.d);
+    st.ask(st.k, j, m, p.d);
     if constexpr (!std::is_same_v<T, KV>)  // bfloat16 widened in registers
       mk.qk_unpacked_bf16(q, rows.count, p.d, st.k + j * p.d, p.d, m, s + s0, lds, {p.tuning.bf16_near_keys, st.end - j});
     else
@@ -152,22 +153,17 @@ void pv_block(const Microkernels<T>& mk, const DecodeProblem& p, const Rows& row
   const KV* vrows = st.v + jb * dv;
   if (dv != dvp) {
     for (std::size_t j = 0; j < nb; ++j) {
-      if (j % kStepKeys == 0) {
-        const std::size_t n = std::min(kStepKeys, nb - j);
-        ask_ahead(st.v, jb + j, n, st.ahead * kBlockKeys, st.end, dv);
-        ask_ahead(st.v, jb + j, n, st.near, st.end, dv);
-      }
+      if (j % kStepKeys == 0) st.ask(st.v, jb + j, std::min(kStepKeys, nb - j), dv);
       if constexpr (std::is_same_v<T, KV>) std::copy(vrows + j * dv, vrows + (j + 1) * dv, ws.v_block.data() + j * dvp);
       else mk.widen_bf16(vrows + j * dv, dv, ws.v_block.data() + j * dvp);
     }
     mk.pv(s, lds, rows.count, nb, ws.v_block.data(), dvp, dvp, ws.alpha.data(), ws.o.data(), dvp);
     return;
   }
-  for (std::size_t s0 = 0, step = st.ahead || st.near ? kStepKeys : nb; s0 < nb; s0 += step) {
+  for (std::size_t s0 = 0, step = st.step(nb); s0 < nb; s0 += step) {
     const std::size_t j = jb + s0, n = std::min(step, nb - s0);
     const T* alpha = (s0 == 0 ? ws.alpha : ws.ones).data();
-    ask_ahead(st.v, j, n, st.ahead * kBlockKeys, st.end, dv);
-    ask_ahead(st.v, j, n, st.near, st.end, dv);
+    st.ask(st.v, j, n, dv);
     if constexpr (!std::is_same_v<T, KV>)
       mk.pv_bf16(s + s0, lds, rows.count, n, vrows + s0 * dv, dv, dvp, alpha, ws.o.data(), dvp,
                  {p.tuning.bf16_near_keys, st.end - j});

@@ -186,7 +186,7 @@ TEST_CASE("flash: every ISA's float32 exp2 is within 2 roundings of float64 from
   }
 }
 
-TEST_CASE("flash: every ISA's float32 exp2 gives the bits of its scalar definition, flush included") {
+TEST_CASE("flash: every ISA's float32 exp2 gives the bits of its scalar definition, flush included, and sums in key order") {
   // The definition (microkernels_impl.hpp's exp2_nonpositive): x clamped at -127, split into
   // n = floor(x) and f = x - n, 2^f by the degree-6 polynomial of scripts/fit_exp2.py in Horner
   // form, times 2^n exactly; 0 below 2^-126. Written here with ldexp for 2^n, so that a faster
@@ -220,6 +220,18 @@ TEST_CASE("flash: every ISA's float32 exp2 gives the bits of its scalar definiti
       differ += std::bit_cast<std::uint32_t>(e[j]) != std::bit_cast<std::uint32_t>(want);
     }
     CHECK(differ == 0);
+    // The sum, as one register at a time takes it: lane by lane in key order, then the lanes.
+    // Runs of registers of 2^0 and 2^-24 make any other order round to another total (per
+    // lane, 1 + 2^-24 + 2^-24 + 2^-24 is 1; 2^-24 + 2^-24 + 2^-24 + 1 is 1 + 2^-23).
+    std::vector<float> runs(9 * kernels->lanes + 3), lane(kernels->lanes, 0.0f);
+    for (std::size_t j = 0; j < runs.size(); ++j) {
+      runs[j] = (j / kernels->lanes) % 4 == 0 ? 0.0f : -24.0f;
+      lane[j % lane.size()] += std::exp2(runs[j]);
+    }
+    float want_total = 0;
+    for (float l : lane) want_total += l;
+    const float total = kernels->exp2_sum(runs.data(), runs.size(), 0.0f);
+    CHECK(std::bit_cast<std::uint32_t>(total) == std::bit_cast<std::uint32_t>(want_total));
   }
 }
 

@@ -191,27 +191,18 @@ struct KernelSet {
   // polynomial fitted by scripts/fit_exp2.py (relative error 7.3e-9, below float32 rounding),
   // and 2^n goes into the exponent. Results below 2^-126 are flushed to exactly 0:
   // masked (-inf) scores get zero weight, and no subnormal ever reaches the P V FMAs (where
-  // it would cost a microcode assist). The _each forms do this on K registers at once, each
-  // step across all K, so that K independent chains are in flight (exp2_sum).
-  template <std::size_t K>
-  static void exp2_poly_each(const batch (&f)[K], batch (&p)[K]) {
-    constexpr double c[] = {1.243968843e-03, 9.678840637e-03, 5.548334122e-02, 2.402298301e-01, 6.931470037e-01, 1};
-#pragma GCC unroll 8
-    for (std::size_t k = 0; k < K; ++k) p[k] = batch(T(2.170225489e-04));
-#pragma GCC unroll 8
-    for (double ci : c)
-#pragma GCC unroll 8
-      for (std::size_t k = 0; k < K; ++k) p[k] = fused(p[k], f[k], batch(T(ci)));
-  }
-
-  static batch exp2_poly(batch f) {
-    const batch fs[1] = {f};
-    batch p[1];
-    exp2_poly_each(fs, p);
-    return p[0];
-  }
-
+  // it would cost a microcode assist).
   static batch exp2_nonpositive(batch x) {
+    batch xs[1] = {x};
+    exp2_nonpositive_each(xs);
+    return xs[0];
+  }
+
+  // exp2_nonpositive on K registers in place. The float split without AVX512DQ runs each step
+  // across all K, so that K independent chains are in flight (exp2_sum says what that bought);
+  // the other paths take one register at a time.
+  template <std::size_t K>
+  static void exp2_nonpositive_each(batch (&x)[K]) {
     if constexpr (std::is_same_v<T, double>) {
       // The float64 kernel serves reference-grade output, not speed: xsimd's own exp2 is
       // accurate to double precision. It converts round(x) to an integer inside, though, and
@@ -219,20 +210,26 @@ struct KernelSet {
       // first (2^-1100 already rounds to 0, below the smallest subnormal 2^-1074) and give
       // masked lanes exactly 0 by select, so the -inf trap never reaches the cast.
       const batch floor(T(-1100));
-      return xsimd::select(x < floor, batch(T(0)), xsimd::exp2(xsimd::max(x, floor)));
-    } else {
+      for (std::size_t k = 0; k < K; ++k)
+        x[k] = xsimd::select(x[k] < floor, batch(T(0)), xsimd::exp2(xsimd::max(x[k], floor)));
+    }
 #if defined(__AVX512F__) && defined(__AVX512DQ__)  // vreduceps is AVX512DQ
-      if constexpr (std::is_same_v<Arch, xsimd::avx512f>) {
-        // f = x - floor(x) is one vreduceps, and scalef multiplies by 2^floor(x) itself, so n is
-        // never made: 2 instructions fewer than rounding and subtracting (vrndscaleps is 2 uops
-        // on Intel's cores), which the P V FMAs need on Intel's 2 vector ports. "Exactly 0 where
-        // x < -126": a compare into a mask register and a zero-masked scalef (for x = -inf that
-        // lane is masked, whatever f is).
-        const batch f = _mm512_reduce_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
-        return _mm512_maskz_scalef_ps(keep, exp2_poly(f), x);
+    else if constexpr (std::is_same_v<Arch, xsimd::avx512f>) {
+      // f = x - floor(x) is one vreduceps, and scalef multiplies by 2^floor(x) itself, so n is
+      // never made: 2 instructions fewer than rounding and subtracting (vrndscaleps is 2 uops
+      // on Intel's cores), which the P V FMAs need on Intel's 2 vector ports. "Exactly 0 where
+      // x < -126": a compare into a mask register and a zero-masked scalef (for x = -inf that
+      // lane is masked, whatever f is).
+      for (std::size_t k = 0; k < K; ++k) {
+        const batch f[1] = {_mm512_reduce_ps(x[k], _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
+        const __mmask16 keep = _mm512_cmp_ps_mask(x[k], _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
+        batch p[1];
+        exp2_poly_each(f, p);
+        x[k] = _mm512_maskz_scalef_ps(keep, p[0], x[k]);
       }
+    }
 #endif
+    else {
       // 2^n from the float n in [-127, 0] without a conversion: n + (2^23 + 127) is exact, with
       // n + 127 in its low mantissa bits; a shift by 23 moves those into the exponent field and
       // pushes the sum's own exponent out. For n = -127 (x < -126) the field is 0: the scale is
@@ -242,46 +239,33 @@ struct KernelSet {
       // chain from x to the result: on a Zen 3 EPYC the loop waits on that chain (its FP
       // scheduler holds too few iterations to cover it), and exp2_sum, in a loop of its own, took
       // 0.80-0.84 of the time (two runs, alternated in one process).
-      batch xs[1] = {x};
-      exp2_split_each(xs);
-      return xs[0];
+      using ibatch = xsimd::batch<std::int32_t, Arch>;
+      batch n[K], f[K], p[K];
+#pragma GCC unroll 8
+      for (std::size_t k = 0; k < K; ++k) {
+        const batch xc = xsimd::max(x[k], batch(T(-127)));  // keeps f finite for x = -inf
+        n[k] = xsimd::floor(xc);
+        f[k] = xc - n[k];
+      }
+      exp2_poly_each(f, p);
+#pragma GCC unroll 8
+      for (std::size_t k = 0; k < K; ++k) {
+        const ibatch bits = xsimd::bitwise_cast<ibatch>(n[k] + batch(T(8388608 + 127))) << 23;
+        x[k] = p[k] * xsimd::bitwise_cast<batch>(bits);
+      }
     }
   }
 
-  // exp2_nonpositive on K registers in place.
+  // Horner's steps for 2^f (exp2_nonpositive), each step across K registers.
   template <std::size_t K>
-  static void exp2_nonpositive_each(batch (&x)[K]) {
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
-    constexpr bool split = !std::is_same_v<T, double> && !std::is_same_v<Arch, xsimd::avx512f>;
-#else
-    constexpr bool split = !std::is_same_v<T, double>;
-#endif
-    if constexpr (split) {
-      exp2_split_each(x);
-    } else {
+  static void exp2_poly_each(const batch (&f)[K], batch (&p)[K]) {
+    constexpr double c[] = {1.243968843e-03, 9.678840637e-03, 5.548334122e-02, 2.402298301e-01, 6.931470037e-01, 1};
 #pragma GCC unroll 8
-      for (std::size_t k = 0; k < K; ++k) x[k] = exp2_nonpositive(x[k]);
-    }
-  }
-
-  // The float split x = n + f of exp2_nonpositive without AVX-512 (its comment says why each
-  // step), on K registers in place.
-  template <std::size_t K>
-  static void exp2_split_each(batch (&x)[K]) {
-    using ibatch = xsimd::batch<std::int32_t, Arch>;
-    batch n[K], f[K], p[K];
+    for (std::size_t k = 0; k < K; ++k) p[k] = batch(T(2.170225489e-04));
 #pragma GCC unroll 8
-    for (std::size_t k = 0; k < K; ++k) {
-      const batch xc = xsimd::max(x[k], batch(-127.0f));  // keeps f finite for x = -inf
-      n[k] = xsimd::floor(xc);
-      f[k] = xc - n[k];
-    }
-    exp2_poly_each(f, p);
+    for (double ci : c)
 #pragma GCC unroll 8
-    for (std::size_t k = 0; k < K; ++k) {
-      const ibatch bits = xsimd::bitwise_cast<ibatch>(n[k] + batch(T(8388608 + 127))) << 23;
-      x[k] = p[k] * xsimd::bitwise_cast<batch>(bits);
-    }
+      for (std::size_t k = 0; k < K; ++k) p[k] = fused(p[k], f[k], batch(T(ci)));
   }
 
   static T exp2_sum(T* s, std::size_t n, T m) {

@@ -155,10 +155,12 @@ std::vector<T> unpacked_scores(const flash::Microkernels<T>& mk, const std::vect
 // One query row's scores (the decode step's usual case, which reads each key's row whole with up
 // to 8 of Q's vectors in registers, the rest reloaded) are, bit for bit, those of the same row
 // inside a block of rows that share each K load (for the keys in whole groups): the same products
-// in the same order. And they are dot products: against float64 sums.
+// in the same order, whichever keys share a block (AVX2's blocks of 3 keys, then single keys)
+// and whether the rows go over K in passes (more rows than a block, more keys than a pass). And
+// they are dot products: against float64 sums.
 template <class T>
-void check_one_row_scores(const flash::Microkernels<T>& mk, std::size_t d, bool bf16_k, Rng& rng) {
-  const std::size_t keys = 45;  // not a multiple of any ISA's keys per group: a tail of keys too
+void check_one_row_scores(const flash::Microkernels<T>& mk, std::size_t d, bool bf16_k, std::size_t copies,
+                          std::size_t keys, Rng& rng) {
   std::vector<T> row(d), k(keys * d);
   for (T& x : row) x = T(rng.normal());
   for (T& x : k) x = T(rng.normal());
@@ -170,9 +172,9 @@ void check_one_row_scores(const flash::Microkernels<T>& mk, std::size_t d, bool 
     }
   const std::vector<std::uint16_t>* kb = bf16_k ? &k16 : nullptr;
   const std::vector<T> one = unpacked_scores(mk, row, 1, d, k, kb, keys);
-  std::vector<T> four;  // four copies of the row: a block that shares each K load
-  for (std::size_t r = 0; r < 4; ++r) four.insert(four.end(), row.begin(), row.end());
-  const std::vector<T> block = unpacked_scores(mk, four, 4, d, k, kb, keys);
+  std::vector<T> rows;  // copies of the row: blocks of rows that share each K load, and any rest one at a time
+  for (std::size_t r = 0; r < copies; ++r) rows.insert(rows.end(), row.begin(), row.end());
+  const std::vector<T> block = unpacked_scores(mk, rows, copies, d, k, kb, keys);
   for (std::size_t j = 0; j < keys; ++j) {
     CAPTURE(j);
     using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
@@ -180,7 +182,7 @@ void check_one_row_scores(const flash::Microkernels<T>& mk, std::size_t d, bool 
     // last columns of a d that is not whole vectors (scalar sums, which the compiler may or may
     // not contract into FMAs, instantiation by instantiation).
     if (j < keys / mk.lanes * mk.lanes && d % mk.lanes == 0)
-      for (std::size_t r = 0; r < 4; ++r) CHECK(std::bit_cast<Bits>(one[j]) == std::bit_cast<Bits>(block[r * keys + j]));
+      for (std::size_t r = 0; r < copies; ++r) CHECK(std::bit_cast<Bits>(one[j]) == std::bit_cast<Bits>(block[r * keys + j]));
     // Against float64, within the bound on any order of the d - 1 additions and d products (rounded
     // where the ISA has no FMA): (2d + W) unit roundoffs of the sum of the terms' magnitudes.
     double dot = 0, magnitude = 0;
@@ -199,11 +201,20 @@ TEST_CASE("decode: one query row's scores are the bits of that row in a block of
     for (std::size_t d : {8, 16, 32, 48, 64, 67, 96, 128}) {  // all of Q in registers, or part, or none
       CAPTURE(isa);
       CAPTURE(d);
-      if (const auto* mk = flash::microkernels_named<float>(isa)) {
-        check_one_row_scores<float>(*mk, d, false, rng);
-        check_one_row_scores<float>(*mk, d, true, rng);
+      // 45 keys: not a multiple of any ISA's keys per group, so a tail of keys too; 4 rows: one
+      // block. 301 keys on 6 and 8 rows: passes of 128 keys, a block and two single rows, or two
+      // blocks (GQA's 8 query heads on one KV head).
+      for (const auto& shape : {std::pair<std::size_t, std::size_t>{4, 45}, {6, 301}, {8, 301}}) {
+        const std::size_t copies = shape.first, keys = shape.second;  // not a structured binding: clang 14's CAPTURE
+        CAPTURE(copies);
+        CAPTURE(keys);
+        if (const auto* mk = flash::microkernels_named<float>(isa)) {
+          check_one_row_scores<float>(*mk, d, false, copies, keys, rng);
+          check_one_row_scores<float>(*mk, d, true, copies, keys, rng);
+        }
+        if (const auto* mk = flash::microkernels_named<double>(isa))
+          check_one_row_scores<double>(*mk, d, false, copies, keys, rng);
       }
-      if (const auto* mk = flash::microkernels_named<double>(isa)) check_one_row_scores<double>(*mk, d, false, rng);
     }
 }
 

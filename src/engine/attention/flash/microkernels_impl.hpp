@@ -468,7 +468,7 @@ struct KernelSet {
   // horizontal sums take about 8 each (and were what bounded the one-row decode kernel).
   // Elsewhere, W horizontal sums. (xsimd 8.1's haddp, which would do this, gives wrong lanes for
   // AVX-512 floats: the tests caught it.)
-  static void lane_sums(const batch (&acc)[W], T* out) {
+  static void lane_sums(const batch* acc, T* out) {
 #if defined(__AVX512F__)
     if constexpr (std::is_same_v<T, float> && W == 16) {
       // Level 1, keys (2i, 2i+1): in each 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3].
@@ -495,22 +495,49 @@ struct KernelSet {
 #endif
 #if defined(__AVX2__)
     if constexpr (std::is_same_v<T, float> && W == 8) {
-      __m256 l1[4];  // as above, within each 128-bit lane
-      for (std::size_t i = 0; i < 4; ++i) {
-        const __m256 a = acc[2 * i], b = acc[2 * i + 1];
-        l1[i] = _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
-      }
-      __m256 l2[2];
-      for (std::size_t i = 0; i < 2; ++i) {
-        const __m256d x = _mm256_castps_pd(l1[2 * i]), y = _mm256_castps_pd(l1[2 * i + 1]);
-        l2[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)), _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
-      }
+      const __m256 l2[2] = {levels_1_2(acc), levels_1_2(acc + 4)};
       _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permute2f128_ps(l2[0], l2[1], 0x20),
                                           _mm256_permute2f128_ps(l2[0], l2[1], 0x31)));
       return;
     }
 #endif
     for (std::size_t t = 0; t < W; ++t) out[t] = xsimd::hadd(acc[t]);
+  }
+
+#if defined(__AVX2__)
+  // lane_sums' first two levels on AVX2 for 4 accumulators: within each 128-bit lane, one partial
+  // sum of each, in order.
+  static __m256 levels_1_2(const batch* acc) {
+    __m256 l1[2];
+    for (std::size_t i = 0; i < 2; ++i) {
+      const __m256 a = acc[2 * i], b = acc[2 * i + 1];
+      l1[i] = _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+    }
+    const __m256d x = _mm256_castps_pd(l1[0]), y = _mm256_castps_pd(l1[1]);
+    return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)), _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
+  }
+#endif
+
+  // lane_sums of N accumulators, each sum by the same tree as lane_sums gives it (so a score's
+  // bits do not depend on how many are summed beside it): W at a time, and on AVX2's floats a
+  // last 4 by the tree's first two levels and then its last (the two 128-bit halves added).
+  template <std::size_t N>
+  static void lane_sums_n(const batch* acc, T* out) {
+    for (std::size_t i = 0; i + W <= N; i += W) lane_sums(acc + i, out + i);
+    if constexpr (N % W != 0) {
+#if defined(__AVX2__)
+      if constexpr (std::is_same_v<T, float> && W == 8) {
+        static_assert(N % W == 4);
+        const __m256 l2 = levels_1_2(acc + N - 4);
+        _mm_storeu_ps(out + N - 4, _mm_add_ps(_mm256_castps256_ps128(l2), _mm256_extractf128_ps(l2, 1)));
+      } else
+#endif
+      {
+        // lane_sums' own horizontal sums (AVX-512's floats have a tree of their own: not here)
+        static_assert(!(std::is_same_v<T, float> && W == 16));
+        for (std::size_t t = N / W * W; t < N; ++t) out[t] = xsimd::hadd(acc[t]);
+      }
+    }
   }
 
   // One K element as T: itself, or the float whose high half a bfloat16's bits are.
@@ -551,13 +578,28 @@ struct KernelSet {
   }
 
   // Scores of rows read in place against keys read in place: BR rows x BT keys at a time, BR x
-  // BT = W accumulators, each a vector over d, summed across lanes at the end by lane_sums (the
-  // W dot products come out in the order r * BT + t). One row takes W keys at a time (1 x W):
+  // BT accumulators, each a vector over d, summed across lanes at the end by lane_sums_n (the
+  // dot products come out in the order r * BT + t). One row takes W keys at a time (1 x W):
   // each K vector is loaded once. Several rows against the same keys (GQA's query heads of one
-  // KV head, or a few queries) take QK_BR x QK_BT: one load of a K vector serves QK_BR rows and
-  // one load of a Q vector QK_BT keys, where one row at a time would load every K vector once
-  // per row. KV is T, or std::uint16_t for a bfloat16 K, widened as it is loaded.
+  // KV head, or a few queries) take QK_BR rows (qk_row_block): one load of a K vector serves
+  // QK_BR rows and one load of a Q vector the block's keys, where one row at a time would load
+  // every K vector once per row. KV is T, or std::uint16_t for a bfloat16 K, widened as it is
+  // loaded.
   static constexpr std::size_t QK_BR = W >= 4 ? 4 : W, QK_BT = W / QK_BR;
+  // Keys a block of QK_BR rows takes at a time. On AVX2's floats 3, not QK_BT = 2: 12
+  // accumulators (with 3 K vectors and a Q vector, AVX2's 16 registers), 12 chains of FMAs side
+  // by side where 8 left the FMA units waiting on the chains' latency and on each block's lane
+  // sums. On a Zen 3 EPYC, alternated in one process: 4 rows against 2048 keys from L2, 37 -> 49
+  // GFLOP/s; 8 rows (GQA 8:1) from memory, 1.36x; a GQA 8:1 decode step over 16k keys, 1.14-1.26x
+  // (bench --mode decode, 10 alternated pairs, 1 and 2 threads). AVX-512's 4 x 4 already holds
+  // 16 accumulators.
+  static constexpr std::size_t QK_BT_WIDE = std::is_same_v<T, float> && W == 8 ? 3 : QK_BT;
+  // Keys per pass of every row block over K (qk_rows), so that the blocks after the first find
+  // the pass's K rows in L1 or L2 (a decode run holds up to 2048 keys: 512 KiB at d = 64; 8 rows
+  // from memory, 1.07x as fast as whole runs). A multiple of W and QK_BT: each key is in the same
+  // key group as in one pass, so the same bits.
+  static constexpr std::size_t kQkPassKeys = 128;
+  static_assert(kQkPassKeys % W == 0 && kQkPassKeys % QK_BT == 0);
 
   // A bfloat16 K's rows [j0 + near.keys, + n) asked into L1 while keys [j0, j0 + n) are read, where
   // they lie within the readable keys (NearPrefetch); a float K asks in flash_decode.cpp.
@@ -569,16 +611,27 @@ struct KernelSet {
         ask_into<3>(k + (j0 + near.keys) * ldk, 0, n * ldk * sizeof(KV));
   }
 
+  // a * b + c for qk_block's last columns: rounded once where the target has FMAs, as the vector
+  // sums are, else twice. Written as a * b + c, GCC contracted it into an FMA or not block size
+  // by block size (a decode test caught it), and a score's bits depended on the keys beside it.
+  static T scalar_fused(T a, T b, T c) {
+#if defined(__FP_FAST_FMA) && defined(__FP_FAST_FMAF)
+    return std::fma(a, b, c);
+#else
+    return a * b + c;  // no FMA instruction to contract it into
+#endif
+  }
+
   template <std::size_t BR, std::size_t BT, class KV>
   static void qk_block(const T* q, std::size_t d, const KV* k, std::size_t ldk, std::size_t keys, T* s,
                        std::size_t lds, attn::flash::NearPrefetch near) {
-    static_assert(BR * BT == W);
+    constexpr std::size_t N = BR * BT;
     std::size_t j0 = 0;
     for (; j0 + BT <= keys; j0 += BT) {
       ask_keys_ahead(k, j0, BT, ldk, near);
-      batch acc[W];
+      batch acc[N];
 #pragma GCC unroll 16
-      for (std::size_t t = 0; t < W; ++t) acc[t] = batch(T(0));
+      for (std::size_t t = 0; t < N; ++t) acc[t] = batch(T(0));
       const std::size_t c_end = d / W * W;
       for (std::size_t c = 0; c < c_end; c += W) {
         batch kb[BT];
@@ -591,11 +644,12 @@ struct KernelSet {
           for (std::size_t t = 0; t < BT; ++t) acc[r * BT + t] = fused(qb, kb[t], acc[r * BT + t]);
         }
       }
-      alignas(64) T dots[W];
-      lane_sums(acc, dots);
+      alignas(64) T dots[N];
+      lane_sums_n<N>(acc, dots);
       for (std::size_t c = c_end; c < d; ++c)  // d not a multiple of W
         for (std::size_t r = 0; r < BR; ++r)
-          for (std::size_t t = 0; t < BT; ++t) dots[r * BT + t] += q[r * d + c] * widen_one(k[(j0 + t) * ldk + c]);
+          for (std::size_t t = 0; t < BT; ++t)
+            dots[r * BT + t] = scalar_fused(q[r * d + c], widen_one(k[(j0 + t) * ldk + c]), dots[r * BT + t]);
       for (std::size_t r = 0; r < BR; ++r) std::copy(dots + r * BT, dots + (r + 1) * BT, s + r * lds + j0);
     }
     for (; j0 < keys; ++j0)  // the last keys, fewer than BT
@@ -642,14 +696,37 @@ struct KernelSet {
     if (j0 < keys) qk_block<1, W>(q, d, k + j0 * ldk, ldk, keys - j0, s + j0, 0, Near{});  // fewer than W
   }
 
-  // Rows in blocks of QK_BR first, the rest one at a time.
+  // The asks of `near` for the keys from key j on (NearPrefetch counts from the first key).
+  static Near from_key(Near near, std::size_t j) { return {near.keys, near.readable > j ? near.readable - j : 0}; }
+
+  // QK_BR rows against keys: the keys qk_block<QK_BR, QK_BT> takes in vectors (all but the last
+  // keys % QK_BT) QK_BT_WIDE at a time, the few left over one at a time, and the last keys, fewer
+  // than QK_BT, as scalar sums. Every vector score is its accumulator's lanes summed by the one
+  // tree, whatever block it was in: the bits of qk_block<QK_BR, QK_BT> alone.
+  template <class KV>
+  static void qk_row_block(const T* q, std::size_t d, const KV* k, std::size_t ldk, std::size_t keys, T* s,
+                           std::size_t lds, Near near) {
+    const std::size_t vec = keys - keys % QK_BT, wide = vec / QK_BT_WIDE * QK_BT_WIDE;
+    qk_block<QK_BR, QK_BT_WIDE>(q, d, k, ldk, wide, s, lds, near);
+    if constexpr (QK_BT_WIDE != QK_BT)  // (else wide == vec)
+      qk_block<QK_BR, 1>(q, d, k + wide * ldk, ldk, vec - wide, s + wide, lds, from_key(near, wide));
+    qk_block<QK_BR, QK_BT>(q, d, k + vec * ldk, ldk, keys - vec, s + vec, lds, from_key(near, vec));
+  }
+
+  // Rows in blocks of QK_BR first, the rest one at a time; with more than one row block, in
+  // passes of kQkPassKeys keys.
   template <class KV>
   static void qk_rows(const T* q, std::size_t rows, std::size_t d, const KV* k, std::size_t ldk,
                       std::size_t keys, T* s, std::size_t lds, attn::flash::NearPrefetch near = {}) {
+    if (rows > QK_BR && keys > kQkPassKeys) {
+      for (std::size_t j = 0; j < keys; j += kQkPassKeys)
+        qk_rows(q, rows, d, k + j * ldk, ldk, std::min(kQkPassKeys, keys - j), s + j, lds, from_key(near, j));
+      return;
+    }
     std::size_t r0 = 0;
     if constexpr (QK_BR > 1)
       for (; r0 + QK_BR <= rows; r0 += QK_BR)  // K's rows asked for once, with the first block of rows
-        qk_block<QK_BR, QK_BT>(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : Near{});
+        qk_row_block(q + r0 * d, d, k, ldk, keys, s + r0 * lds, lds, r0 == 0 ? near : Near{});
     for (; r0 < rows; ++r0) {
       const Near ask = r0 == 0 ? near : Near{};
       // As many of Q's vectors in registers as fit beside the accumulators (AVX2: 16 vector

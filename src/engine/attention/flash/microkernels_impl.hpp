@@ -506,7 +506,8 @@ struct KernelSet {
 
 #if defined(__AVX2__)
   // lane_sums' first two levels on AVX2 for 4 accumulators: within each 128-bit lane, one partial
-  // sum of each, in order.
+  // sum of each, in order. A template, so that only the float sets that call it compile its body.
+  template <std::size_t = 0>
   static __m256 levels_1_2(const batch* acc) {
     __m256 l1[2];
     for (std::size_t i = 0; i < 2; ++i) {
@@ -590,14 +591,13 @@ struct KernelSet {
   // accumulators (with 3 K vectors and a Q vector, AVX2's 16 registers), 12 chains of FMAs side
   // by side where 8 left the FMA units waiting on the chains' latency and on each block's lane
   // sums. On a Zen 3 EPYC, alternated in one process: 4 rows against 2048 keys from L2, 37 -> 49
-  // GFLOP/s; 8 rows (GQA 8:1) from memory, 1.36x; a GQA 8:1 decode step over 16k keys, 1.14-1.26x
-  // (bench --mode decode, 10 alternated pairs, 1 and 2 threads). AVX-512's 4 x 4 already holds
-  // 16 accumulators.
+  // GFLOP/s; 8 rows (GQA 8:1) from memory, 1.36x (1.45x with the passes below). AVX-512's 4 x 4
+  // already holds 16 accumulators.
   static constexpr std::size_t QK_BT_WIDE = std::is_same_v<T, float> && W == 8 ? 3 : QK_BT;
-  // Keys per pass of every row block over K (qk_rows), so that the blocks after the first find
-  // the pass's K rows in L1 or L2 (a decode run holds up to 2048 keys: 512 KiB at d = 64; 8 rows
-  // from memory, 1.07x as fast as whole runs). A multiple of W and QK_BT: each key is in the same
-  // key group as in one pass, so the same bits.
+  // Keys per pass over K where there are more rows than one block (qk_rows), so that the rows
+  // after the first block find the pass's K rows in L1 or L2 (a decode run holds up to 2048 keys:
+  // 512 KiB at d = 64; 8 rows from memory, 1.07x as fast as whole runs). A multiple of W and
+  // QK_BT: each key is in the same key group as in one pass, so the same bits.
   static constexpr std::size_t kQkPassKeys = 128;
   static_assert(kQkPassKeys % W == 0 && kQkPassKeys % QK_BT == 0);
 
@@ -612,10 +612,12 @@ struct KernelSet {
   }
 
   // a * b + c for qk_block's last columns: rounded once where the target has FMAs, as the vector
-  // sums are, else twice. Written as a * b + c, GCC contracted it into an FMA or not block size
-  // by block size (a decode test caught it), and a score's bits depended on the keys beside it.
+  // sums are, else twice. Written as a * b + c, GCC contracted it into an FMA in one block size's
+  // kernel and not in another's (tests/test_decode_tuning.cpp caught it: with asks, 16-key steps
+  // put keys in 4 x 1 blocks that are otherwise in 4 x 3), so a score's bits depended on the keys
+  // beside it.
   static T scalar_fused(T a, T b, T c) {
-#if defined(__FP_FAST_FMA) && defined(__FP_FAST_FMAF)
+#if defined(__FMA__) || (defined(__FP_FAST_FMA) && defined(__FP_FAST_FMAF))
     return std::fma(a, b, c);
 #else
     return a * b + c;  // no FMA instruction to contract it into
@@ -713,7 +715,7 @@ struct KernelSet {
     qk_block<QK_BR, QK_BT>(q, d, k + vec * ldk, ldk, keys - vec, s + vec, lds, from_key(near, vec));
   }
 
-  // Rows in blocks of QK_BR first, the rest one at a time; with more than one row block, in
+  // Rows in blocks of QK_BR first, the rest one at a time; with more rows than one block, in
   // passes of kQkPassKeys keys.
   template <class KV>
   static void qk_rows(const T* q, std::size_t rows, std::size_t d, const KV* k, std::size_t ldk,

@@ -28,10 +28,10 @@ constexpr std::size_t kBlockKeys = 128;
 static_assert(kBlockKeys <= kPvSliceKeys);
 // While asking ahead (Stream, below), a run's scores and a block's P V go this many keys at a
 // time (a block's V rows copied into the workspace: asked this many at a time), each step
-// asking for its share of the bytes. A multiple of every ISA's W (<= 16) and of the 2 keys a
-// block of rows leaves to scalar sums at most (qk_row_block): each key is a vector or a scalar
-// sum as in a whole call, and a vector score's bits do not depend on the keys beside it, so the
-// steps give the scores a whole call would, bit for bit.
+// asking for its share of the bytes. A multiple of every ISA's W (<= 16) and QK_BT (2 or 4: a
+// block of rows sums the last keys % QK_BT as scalars, qk_row_block): each key is a vector or a
+// scalar sum as in a whole call, and a vector score's bits do not depend on the keys beside it,
+// so the steps give the scores a whole call would, bit for bit.
 constexpr std::size_t kStepKeys = 16;
 // A task scores up to this many keys (a run) before it reads their V rows (stream_chunk); fewer
 // where its rows would hold more than kRunScores scores, so that a run's scores stay in L2, but

@@ -119,6 +119,11 @@ struct KernelSet {
           for (std::size_t v = 0; v < QK_NR; ++v)
             acc[r][v] = accumulate ? batch::load_unaligned(o + r * ldo + v * W) : batch(T(0));
         const T* ar = a + i0 * ars;
+        // Unrolled: at d = 64 a block is 64 steps, and a loop of one step a turn ended each block
+        // on its exit branch. Alternated in one process on a Zen 3 EPYC (96 x 768 scores, 31
+        // rounds, twice), 1.04-1.05x the speed, up to 1.15x in the machine's slow moments. The
+        // same sums in the same order.
+#pragma GCC unroll 8
         for (std::size_t c = 0; c < depth; ++c) {
           batch kb[QK_NR];
 #pragma GCC unroll 4
@@ -333,6 +338,9 @@ struct KernelSet {
           for (std::size_t c = 0; c < NV; ++c)
             acc[r][c] = batch::load_unaligned(o + (i0 + r) * ldo + c * W) * a;
         }
+        // Unrolled as qk's steps are: P V alone (96 x 768 P, d_v = 64, alternated in one process on
+        // a Zen 3 EPYC) 1.08-1.10x the speed in the machine's slow moments, as fast in its quick ones.
+#pragma GCC unroll 4
         for (std::size_t k = k0; k < k1; ++k) {
           if constexpr (std::is_same_v<VT, std::uint16_t>)  // by the first block of rows only
             if (i0 == 0 && near.keys && near.keys < near.readable && k < near.readable - near.keys)

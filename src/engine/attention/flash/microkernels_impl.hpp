@@ -119,10 +119,11 @@ struct KernelSet {
           for (std::size_t v = 0; v < QK_NR; ++v)
             acc[r][v] = accumulate ? batch::load_unaligned(o + r * ldo + v * W) : batch(T(0));
         const T* ar = a + i0 * ars;
-        // Unrolled: at d = 64 a block is 64 steps, and a loop of one step a turn ended each block
-        // on its exit branch. Alternated in one process on a Zen 3 EPYC (96 x 768 scores, 31
-        // rounds, twice), 1.04-1.05x the speed, up to 1.15x in the machine's slow moments. The
-        // same sums in the same order.
+        // Unrolled: at d = 64 a block is 64 steps of 12 FMAs, and GCC kept one step a turn (a
+        // compare and branch every 12 FMAs, a loop exit every 64 steps). Alternated in one process
+        // on a Zen 3 EPYC (a 96 x 768 tile, 31 rounds), 1.04-1.15x the speed (seven runs' medians
+        // of the rounds' ratios), the gain in the machine's slow moments; its fastest rounds were
+        // as fast either way. Not timed on AVX-512. The same sums in the same order.
 #pragma GCC unroll 8
         for (std::size_t c = 0; c < depth; ++c) {
           batch kb[QK_NR];
@@ -338,8 +339,10 @@ struct KernelSet {
           for (std::size_t c = 0; c < NV; ++c)
             acc[r][c] = batch::load_unaligned(o + (i0 + r) * ldo + c * W) * a;
         }
-        // Unrolled as qk's steps are: P V alone (96 x 768 P, d_v = 64, alternated in one process on
-        // a Zen 3 EPYC) 1.08-1.10x the speed in the machine's slow moments, as fast in its quick ones.
+        // Unrolled for the same reason as qk's steps (a compare and branch every 12 FMAs at 6 x 2):
+        // P V alone (96 x 768 P, d_v = 64, alternated in one process on a Zen 3 EPYC) 1.08-1.10x
+        // the speed in the machine's slow moments, as fast in its quick ones; 8 steps a turn,
+        // 1.06-1.12x, no clearer a gain for twice the code. The same sums in the same order.
 #pragma GCC unroll 4
         for (std::size_t k = k0; k < k1; ++k) {
           if constexpr (std::is_same_v<VT, std::uint16_t>)  // by the first block of rows only

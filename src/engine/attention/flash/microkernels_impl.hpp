@@ -122,7 +122,7 @@ struct KernelSet {
         // Unrolled: at d = 64 a block is 64 steps of 12 FMAs, and GCC kept one step a turn (a
         // compare and branch every 12 FMAs, a loop exit every 64 steps). Alternated in one process
         // on a Zen 3 EPYC (a 96 x 768 tile, 31 rounds), 1.04-1.15x the speed (seven runs' medians
-        // of the rounds' ratios), the gain in the machine's slow moments; its fastest rounds were
+        // of the rounds' ratios), the gain in the machine's slow moments; the fastest rounds ran
         // as fast either way. Not timed on AVX-512. The same sums in the same order.
 #pragma GCC unroll 8
         for (std::size_t c = 0; c < depth; ++c) {

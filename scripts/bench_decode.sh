@@ -88,7 +88,7 @@ top, low = kvs[-1], kvs[0]
 def ratio(c, kv, t):
     b = best[(c, kv, t)]
     return b["bytes"] / (b["ms"] * 1e6) / b["stream"]
-print(f"goals of issue 39, at kv_len {top}:")
+print(f"the targets (docs/performance.md), at kv_len {top}:")
 print("  float32 decode / streaming read >= 0.90: best " +
       ", ".join(f"{ratio('f32', top, t):.2f} ({t} thread{'s' if t > 1 else ''})" for t in threads) + "; beside " +
       ", ".join(f"{statistics.median(beside[('f32', top, t)]):.2f} ({t} thread{'s' if t > 1 else ''})"

@@ -99,6 +99,6 @@ for t in sorted(parts):
     print(f"{'':>7}  so flash/sgemm {rate / best[('sgemm', t)]:.2f} (the best call's parts, {fastest['predicted_ms']:.2f} ms); "
           f"each call's fastest run took {statistics.median(p['run_ms'] / p['predicted_ms'] for p in ps):.2f}x what "
           f"its parts predict (median of {len(ps)})")
-print("goals of issue 18: flash/sgemm >= 0.90, causal/non-causal <= 0.55 (the causal run does 0.5 + 1/(2n)"
+print("the targets (docs/performance.md): flash/sgemm >= 0.90, causal/non-causal <= 0.55 (the causal run does 0.5 + 1/(2n)"
       " of the score work)")
 EOF

@@ -243,6 +243,33 @@ TEST_CASE("cli tune: below the key tile some blockings cannot run, and tune says
   }
 }
 
+TEST_CASE("cli bench: its table names the prefill's blockings and whether tune measured them here") {
+  OwnCache cache;
+  const std::string bench_flash = "bench --backend flash --n 64 --heads 1 --repeat 1 --no-check";
+  auto r = run_cli(bench_flash);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const FlashBlockings offered = flash_blockings();
+  CHECK(r.out.find("flash tune: Q K^T " + offered.qk.front() + ", P V " + offered.pv.front() + ", query tile " +
+                   std::to_string(flash_default_block_q()) + " (built-in; attn-cli tune measures this machine's)") !=
+        std::string::npos);
+  // A tuning file as tune writes it, with another query tile: bench says it runs that one, and from where.
+  const Json machine = Json::parse(run_cli("doctor --json").out);
+  const Json file = {{"attn_cli", machine["version"]}, {"cpu", machine["cpu"]}, {"flash_isa", machine["flash_isa"]},
+                     {"qk_kernel", offered.qk.front()}, {"pv_kernel", offered.pv.front()},
+                     {"block_q", flash_default_block_q() / 2}};
+  fs::create_directories(cache.file.parent_path());
+  std::ofstream(cache.file) << file.dump();
+  r = run_cli(bench_flash);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("query tile " + std::to_string(flash_default_block_q() / 2) + " (measured here by attn-cli tune: " +
+                   cache.file.string() + ")") != std::string::npos);
+  // Where no flash runs, no line about its blockings.
+  r = run_cli("bench --backend naive --n 64 --heads 1 --repeat 1");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("flash tune:") == std::string::npos);
+}
+
 TEST_CASE("cli tune: what is at the file's path is read or replaced only when it is a file") {
   OwnCache cache;
   fs::create_directories(cache.file.parent_path());

@@ -242,6 +242,8 @@ void print_bench_preamble(const BenchOptions& o, const std::vector<double>& sgem
   const Json machine = machine_json();
   std::printf("CPU: %s; BLAS core %s (attn-cli doctor tells more)\n", machine["cpu"].get<std::string>().c_str(),
               machine["blas"]["core"].get<std::string>().c_str());
+  if (!o.backward && std::count(o.backends.begin(), o.backends.end(), "flash"))  // its blockings, and their source
+    std::printf("flash tune: %s\n", flash_tuning_line(machine["flash_tuning"]).c_str());
   for (std::size_t ti = 0; ti < o.threads.size(); ++ti)
     if (o.sgemm_n)
       std::printf("OpenBLAS sgemm %zu^3 on %zu thread(s): %.1f GFLOP/s\n", o.sgemm_n, o.threads[ti],

@@ -85,12 +85,7 @@ Examples:
     std::printf("weights:    %s (a model's matrices as stored, widened in registers: generate's steps)\n",
                 m["weights_isa"].get<std::string>().c_str());
     const Json& t = m["flash_tuning"];
-    std::printf("flash tune: Q K^T %s, P V %s, query tile %zu", t["qk_kernel"].get<std::string>().c_str(),
-                t["pv_kernel"].get<std::string>().c_str(), t["block_q"].get<std::size_t>());
-    if (t["source"] == "tuned") std::printf(" (measured here by attn-cli tune: %s)", t["file"].get<std::string>().c_str());
-    else std::printf(" (built-in%s%s; attn-cli tune measures this machine's)", t.contains("note") ? ", " : "",
-                     t.contains("note") ? t["note"].get<std::string>().c_str() : "");
-    std::printf("\n");
+    std::printf("flash tune: %s\n", flash_tuning_line(t).c_str());
     std::printf("decode:     %s\n", decode_tuning_line(t).c_str());
     std::printf("BLAS:       %s\n", b["library"].get<std::string>().c_str());
     std::printf("BLAS core:  %s, %d thread(s)", b["core"].get<std::string>().c_str(), b["threads"].get<int>());

@@ -183,6 +183,14 @@ std::string decode_tuning_line(const Json& t) {
   return line + " (built-in" + (d.contains("note") ? ": " + d["note"].get<std::string>() : std::string()) + ")";
 }
 
+std::string flash_tuning_line(const Json& t) {
+  const std::string line = "Q K^T " + t["qk_kernel"].get<std::string>() + ", P V " + t["pv_kernel"].get<std::string>() +
+                           ", query tile " + std::to_string(t["block_q"].get<std::size_t>());
+  if (t["source"] == "tuned") return line + " (measured here by attn-cli tune: " + t["file"].get<std::string>() + ")";
+  return line + " (built-in" + (t.contains("note") ? ", " + t["note"].get<std::string>() : std::string()) +
+         "; attn-cli tune measures this machine's)";
+}
+
 Json tuning_json() {
   const FlashBlockings offered = flash_blockings();
   const FlashTuning t = flash_tuning();

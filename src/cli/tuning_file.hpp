@@ -37,6 +37,8 @@ Json decode_tuning_fields(const DecodeTuning& tuning);
 // tuning_json() object: measured by tune here, or built-in and why), for bench and doctor.
 std::string decode_tuning_text(const DecodeTuning& tuning);
 std::string decode_tuning_line(const Json& tuning);
+// The prefill's blockings and query tile from the same object, with where they came from.
+std::string flash_tuning_line(const Json& tuning);
 
 // Makes the file's folder and returns the file's path: InputError when no cache folder is known
 // or it cannot be made (tune calls it before it measures anything).

@@ -6,9 +6,12 @@
 # flash/sgemm "beside": the median, over all the rounds, of bench's runs beside an sgemm (each run's
 # rate against one sgemm timed right after it in the same process: run_ms_by_round and
 # sgemm_ms_by_round), so that a slow moment of a shared machine, or its clock moving between
-# rounds, does not land on one side of the ratio only. The non-causal calls also time one tile's
-# Q K^T, softmax and P V alone (bench --parts), and the summary says what those parts predict
-# for the run: where flash's time goes on this CPU, and the ceiling it puts on flash/sgemm.
+# rounds, does not land on one side of the ratio only; and how far sgemm's rate and flash's
+# fastest run moved from one call to the next (where that spread is wider than a ratio's distance
+# from its target, best against best cannot say which side it is on). The non-causal calls also
+# time one tile's Q K^T, softmax and P V alone (bench --parts), and the summary says what those
+# parts predict for the run: where flash's time goes on this CPU, and the ceiling it puts on
+# flash/sgemm.
 #   scripts/bench_flash.sh            5 rounds of 2 timed runs each, and 2 more beside an sgemm
 #                                     (installs what is missing and builds first)
 #   scripts/bench_flash.sh --smoke    tiny sizes, seconds (what the test suite runs)
@@ -46,6 +49,7 @@ sgemm_flops = 2.0 * sgemm_n ** 3
 best = {}    # (causal, threads) -> (min ms, FLOPs of that run); ("sgemm", threads) -> max GFLOP/s
 beside = {}  # (causal, threads) -> each run bench timed beside an sgemm: its rate over that sgemm's
 parts = {}   # threads -> each round's bench --parts figures (non-causal runs)
+calls = {}   # the same keys as best: each bench call's own figure (its fastest run; its sgemm's rate)
 machine = shape = None
 for path in sorted(glob.glob(os.path.join(work, "*.json"))):
     d = json.load(open(path))
@@ -53,9 +57,11 @@ for path in sorted(glob.glob(os.path.join(work, "*.json"))):
     for s in d["sgemm"]:
         key = ("sgemm", s["threads"])
         best[key] = max(best.get(key, 0.0), s["gflops"])
+        calls.setdefault(key, []).append(s["gflops"])
     for r in d["runs"]:
         shape = (r["n"], r["heads"], r["head_dim"])
         key = (r["causal"], r["threads"])
+        calls.setdefault(key, []).append(r["min_ms"])
         if key not in best or r["min_ms"] < best[key][0]:
             best[key] = (r["min_ms"], r["flops"])  # bench's own count (halved when causal)
         if "parts" in r:
@@ -85,6 +91,12 @@ for t in sorted({t for (kind, t) in best if kind != "sgemm"}):
     print(f"{t:>7}  {sg:>13.1f}  {full:>13.2f}  {rate:>13.1f}  {rate / sg:>11.2f}  {causal:>9.2f}  "
           f"{causal / full:>17.3f}  {statistics.median(beside[(False, t)]):>13.2f}")
 print(f"({len(next(iter(beside.values())))} runs beside an sgemm for each beside figure)")
+# How far the machine moved between bench's calls: where the spread is wider than a ratio's distance
+# from its target, one run of best against best cannot tell which side of the target it is on.
+for t in sorted({t for (kind, t) in best if kind == "sgemm"}):
+    sg, fl = calls[("sgemm", t)], calls[(False, t)]
+    print(f"{t:>7}  the calls' spread: sgemm {min(sg):.1f}-{max(sg):.1f} GFLOP/s ({max(sg) / min(sg):.2f}x), "
+          f"non-causal flash {min(fl):.2f}-{max(fl):.2f} ms ({max(fl) / min(fl):.2f}x)")
 print("one tile's Q K^T, softmax and P V alone (bench --parts; medians of each call's rounds), every score of the run")
 print("at a tile score's cost:")
 for t in sorted(parts):

@@ -49,7 +49,7 @@ sgemm_flops = 2.0 * sgemm_n ** 3
 best = {}    # (causal, threads) -> (min ms, FLOPs of that run); ("sgemm", threads) -> max GFLOP/s
 beside = {}  # (causal, threads) -> each run bench timed beside an sgemm: its rate over that sgemm's
 parts = {}   # threads -> each round's bench --parts figures (non-causal runs)
-calls = {}   # the same keys as best: each bench call's own figure (its fastest run; its sgemm's rate)
+calls = {}   # the same keys as best: each call's own figure (its fastest run; its sgemm's, in every call)
 machine = shape = None
 for path in sorted(glob.glob(os.path.join(work, "*.json"))):
     d = json.load(open(path))
@@ -95,8 +95,8 @@ print(f"({len(next(iter(beside.values())))} runs beside an sgemm for each beside
 # from its target, one run of best against best cannot tell which side of the target it is on.
 for t in sorted({t for (kind, t) in best if kind == "sgemm"}):
     sg, fl = calls[("sgemm", t)], calls[(False, t)]
-    print(f"{t:>7}  the calls' spread: sgemm {min(sg):.1f}-{max(sg):.1f} GFLOP/s ({max(sg) / min(sg):.2f}x), "
-          f"non-causal flash {min(fl):.2f}-{max(fl):.2f} ms ({max(fl) / min(fl):.2f}x)")
+    print(f"{t:>7}  the calls' spread: sgemm {min(sg):.1f}-{max(sg):.1f} GFLOP/s ({max(sg) / min(sg):.2f}x, "
+          f"{len(sg)} calls), non-causal flash {min(fl):.2f}-{max(fl):.2f} ms ({max(fl) / min(fl):.2f}x, {len(fl)} calls)")
 print("one tile's Q K^T, softmax and P V alone (bench --parts; medians of each call's rounds), every score of the run")
 print("at a tile score's cost:")
 for t in sorted(parts):

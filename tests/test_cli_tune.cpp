@@ -57,6 +57,13 @@ void check_refused(const test::CliResult& r, const std::string& expected) {
   CHECK(r.err.find(expected, at) != std::string::npos);
 }
 
+// A tuning file as tune writes it, for this machine (doctor's cpu, flash_isa and version).
+Json tuning_file(const std::string& qk, const std::string& pv, std::size_t block_q) {
+  const Json machine = Json::parse(run_cli("doctor --json").out);
+  return {{"attn_cli", machine["version"]}, {"cpu", machine["cpu"]}, {"flash_isa", machine["flash_isa"]},
+          {"qk_kernel", qk}, {"pv_kernel", pv}, {"block_q", block_q}};
+}
+
 Json doctor_tuning() {
   const auto r = run_cli("doctor --json");
   CAPTURE(r.err);
@@ -191,9 +198,8 @@ TEST_CASE("cli tune: a broken or foreign tuning file is ignored, never an error"
   r = run_cli("attend --input -", R"({"q":[[1,0]],"k":[[1,0],[0,1]],"v":[[1],[2]]})");
   CHECK(r.code == 0);
   // A blocking this build does not offer: the same.
-  const Json machine = Json::parse(run_cli("doctor --json").out);
-  Json file = {{"attn_cli", machine["version"]}, {"cpu", machine["cpu"]}, {"flash_isa", machine["flash_isa"]},
-               {"qk_kernel", "99x1"}, {"pv_kernel", flash_blockings().pv.front()}, {"block_q", 192}};
+  Json file = tuning_file("99x1", flash_blockings().pv.front(), 192);
+  const Json this_cpu = file["cpu"];
   std::ofstream(cache.file) << file.dump();
   r = run_cli("doctor --json");
   CHECK(r.code == 0);
@@ -217,7 +223,7 @@ TEST_CASE("cli tune: a broken or foreign tuning file is ignored, never an error"
   CHECK(r.out.find("another CPU") != std::string::npos);
   CHECK(r.out.find('\x1b') == std::string::npos);
   // The same file on this CPU is used: the test above failed for the CPU alone.
-  file["cpu"] = machine["cpu"];
+  file["cpu"] = this_cpu;
   std::ofstream(cache.file) << file.dump();
   CHECK(doctor_tuning()["source"] == "tuned");
 }
@@ -243,7 +249,7 @@ TEST_CASE("cli tune: below the key tile some blockings cannot run, and tune says
   }
 }
 
-TEST_CASE("cli bench: its table names the prefill's blockings and whether tune measured them here") {
+TEST_CASE("cli tune: bench's table names the prefill's blockings and whether tune measured them here") {
   OwnCache cache;
   const std::string bench_flash = "bench --backend flash --n 64 --heads 1 --repeat 1 --no-check";
   auto r = run_cli(bench_flash);
@@ -253,21 +259,27 @@ TEST_CASE("cli bench: its table names the prefill's blockings and whether tune m
   CHECK(r.out.find("flash tune: Q K^T " + offered.qk.front() + ", P V " + offered.pv.front() + ", query tile " +
                    std::to_string(flash_default_block_q()) + " (built-in; attn-cli tune measures this machine's)") !=
         std::string::npos);
-  // A tuning file as tune writes it, with another query tile: bench says it runs that one, and from where.
-  const Json machine = Json::parse(run_cli("doctor --json").out);
-  const Json file = {{"attn_cli", machine["version"]}, {"cpu", machine["cpu"]}, {"flash_isa", machine["flash_isa"]},
-                     {"qk_kernel", offered.qk.front()}, {"pv_kernel", offered.pv.front()},
-                     {"block_q", flash_default_block_q() / 2}};
+  // A tuning file with another query tile: bench says it runs that one, and from where.
   fs::create_directories(cache.file.parent_path());
-  std::ofstream(cache.file) << file.dump();
+  std::ofstream(cache.file) << tuning_file(offered.qk.front(), offered.pv.front(), flash_default_block_q() / 2).dump();
   r = run_cli(bench_flash);
   REQUIRE(r.code == 0);
-  CHECK(r.out.find("query tile " + std::to_string(flash_default_block_q() / 2) + " (measured here by attn-cli tune: " +
+  CHECK(r.out.find("flash tune: Q K^T " + offered.qk.front() + ", P V " + offered.pv.front() + ", query tile " +
+                   std::to_string(flash_default_block_q() / 2) + " (measured here by attn-cli tune: " +
                    cache.file.string() + ")") != std::string::npos);
-  // Where no flash runs, no line about its blockings.
-  r = run_cli("bench --backend naive --n 64 --heads 1 --repeat 1");
-  REQUIRE(r.code == 0);
-  CHECK(r.out.find("flash tune:") == std::string::npos);
+  // No line where the tuned float32 blockings do not run: no flash, the float64 backward, tiles
+  // given by flag, bfloat16's own kernels.
+  for (const char* other : {"bench --backend naive --n 64 --heads 1 --repeat 1",
+                            "bench --backward --backend flash --n 64 --heads 1 --repeat 1 --no-check",
+                            "bench --backend flash --n 64 --heads 1 --repeat 1 --no-check --block-q 32",
+                            "bench --backend flash --n 64 --heads 1 --repeat 1 --no-check --dtype bf16"}) {
+    const std::string command = other;
+    r = run_cli(command);
+    CAPTURE(command);
+    CAPTURE(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("flash tune:") == std::string::npos);
+  }
 }
 
 TEST_CASE("cli tune: what is at the file's path is read or replaced only when it is a file") {
@@ -290,10 +302,7 @@ TEST_CASE("cli tune: what is at the file's path is read or replaced only when it
   CHECK(test::read_text(elsewhere.string()) == "keep me");
   fs::remove(cache.file);
   // A query tile tune never tries (1 would make every tile 1 row of work padded to a block).
-  const Json machine = Json::parse(run_cli("doctor --json").out);
-  Json file = {{"attn_cli", machine["version"]}, {"cpu", machine["cpu"]}, {"flash_isa", machine["flash_isa"]},
-               {"qk_kernel", flash_blockings().qk.front()}, {"pv_kernel", flash_blockings().pv.front()},
-               {"block_q", 1}};
+  Json file = tuning_file(flash_blockings().qk.front(), flash_blockings().pv.front(), 1);
   std::ofstream(cache.file) << file.dump();
   r = run_cli("doctor --json");
   CHECK(r.code == 0);

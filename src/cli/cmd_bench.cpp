@@ -242,7 +242,10 @@ void print_bench_preamble(const BenchOptions& o, const std::vector<double>& sgem
   const Json machine = machine_json();
   std::printf("CPU: %s; BLAS core %s (attn-cli doctor tells more)\n", machine["cpu"].get<std::string>().c_str(),
               machine["blas"]["core"].get<std::string>().c_str());
-  if (!o.backward && std::count(o.backends.begin(), o.backends.end(), "flash"))  // its blockings, and their source
+  // The float32 prefill's blockings and where they came from; --block-q and --block-k choose the
+  // tiles themselves (runs[].tiles in the JSON says what ran), and bfloat16 has blockings of its own.
+  const bool tuned_tiles = o.dtype == "f32" && !o.block_q && !o.block_k;
+  if (!o.backward && tuned_tiles && std::find(o.backends.begin(), o.backends.end(), "flash") != o.backends.end())
     std::printf("flash tune: %s\n", flash_tuning_line(machine["flash_tuning"]).c_str());
   for (std::size_t ti = 0; ti < o.threads.size(); ++ti)
     if (o.sgemm_n)
